@@ -1,0 +1,310 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Outcome is what the executor concluded for one request.
+type Outcome string
+
+// Outcomes of the atomic executor.
+const (
+	// Applied: the identity was new; the effect ran and its response was saved.
+	Applied Outcome = "applied"
+	// AlreadyApplied: the identity exists with the same hash; nothing ran and
+	// the saved response is returned.
+	AlreadyApplied Outcome = "already_applied"
+	// Conflict: the identity exists with another payload; nothing ran and the
+	// request is recorded in idem.quarantine.
+	Conflict Outcome = "conflict"
+)
+
+// MaxTransportBytes bounds the tracing metadata kept with an inbox row.
+const MaxTransportBytes = 16 << 10
+
+// Errors the executor maps PostgreSQL errors to. The SQLSTATEs are documented
+// in migrations/001_core.sql and the README.
+var (
+	ErrInvalidHash      = errors.New("invalid payload hash")
+	ErrUnknownClass     = errors.New("unknown operation class")
+	ErrNoSQLEffect      = errors.New("class has no SQL effect")
+	ErrNotClaimed       = errors.New("identity not claimed in this transaction")
+	ErrUnsettled        = errors.New("identity could not be settled")
+	ErrInvalidClass     = errors.New("invalid class registration")
+	ErrInvalidRequest   = errors.New("invalid request")
+	ErrSerialization    = errors.New("serialization failure: retry the transaction")
+	ErrOutcomeUnknown   = errors.New("outcome unknown: the commit was not acknowledged")
+	ErrInvalidTransport = errors.New("invalid transport metadata")
+)
+
+// Command is one request to the executor, as received.
+type Command struct {
+	Identity
+	// Class names a registered operation class (idem.op_class).
+	Class string
+	// Payload is the request body as received (any valid JSON); it is
+	// canonicalised and hashed before anything is sent.
+	Payload []byte
+	// Transport is optional tracing metadata (a JSON object: topic, partition,
+	// offset, webhook delivery id). It never takes part in identity or hashing.
+	Transport json.RawMessage
+}
+
+// Prepared is a validated Command with its canonical payload and hash.
+type Prepared struct {
+	Command
+	Canonical []byte
+	Hash      string
+}
+
+// Result is the executor's answer for one request.
+type Result struct {
+	Outcome Outcome
+	// Response is the saved response (applied, already_applied); nil on conflict.
+	Response json.RawMessage
+	// Hash is the canonical hash of the incoming payload.
+	Hash string
+	// QuarantineID is the conflict record's id when Outcome is Conflict.
+	QuarantineID int64
+}
+
+// DBTX is what the executor needs from a pool, a connection or a transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// TxBeginner starts transactions; *pgxpool.Pool and *pgx.Conn satisfy it.
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Prepare validates a command (identity, class, payload, transport) and computes
+// its canonical form and hash. Nothing touches the database.
+func Prepare(cmd Command, lim PayloadLimits) (Prepared, error) {
+	if err := cmd.Identity.Validate(); err != nil {
+		return Prepared{}, err
+	}
+	if strings.TrimSpace(cmd.Class) == "" {
+		return Prepared{}, fmt.Errorf("%w: class is required", ErrInvalidRequest)
+	}
+	if len(cmd.Transport) > 0 {
+		if len(cmd.Transport) > MaxTransportBytes {
+			return Prepared{}, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidTransport, len(cmd.Transport), MaxTransportBytes)
+		}
+		v := jsontext.Value(cmd.Transport)
+		if !v.IsValid() || v.Kind() != '{' {
+			return Prepared{}, fmt.Errorf("%w: must be a JSON object", ErrInvalidTransport)
+		}
+	}
+	canonical, hash, err := Canonicalize(cmd.Payload, lim)
+	if err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{Command: cmd, Canonical: canonical, Hash: hash}, nil
+}
+
+// Execute prepares cmd with the default payload limits and runs it through
+// idem.execute. On a pool the call commits by itself; in a transaction the
+// caller commits (a conflict record is then part of that transaction).
+func Execute(ctx context.Context, db DBTX, cmd Command) (Result, error) {
+	p, err := Prepare(cmd, PayloadLimits{})
+	if err != nil {
+		return Result{}, err
+	}
+	return ExecutePrepared(ctx, db, p)
+}
+
+// ExecutePrepared runs a prepared command through idem.execute, the class's SQL
+// effect included.
+func ExecutePrepared(ctx context.Context, db DBTX, p Prepared) (Result, error) {
+	res := Result{Hash: p.Hash}
+	var outcome string
+	err := db.QueryRow(ctx, "SELECT outcome, response FROM idem.execute($1, $2, $3, $4, $5, $6)",
+		p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash, transportArg(p.Transport)).
+		Scan(&outcome, &res.Response)
+	if err != nil {
+		return Result{}, mapError(p, err)
+	}
+	res.Outcome = Outcome(outcome)
+	if res.Outcome == Conflict {
+		id, err := QuarantineIDFor(ctx, db, p.Identity, p.Hash)
+		if err != nil {
+			return Result{}, err
+		}
+		res.QuarantineID = id
+	}
+	return res, nil
+}
+
+// QuarantineIDFor returns the id of the conflict record of an identity and an
+// incoming hash.
+func QuarantineIDFor(ctx context.Context, db DBTX, id Identity, incomingHash string) (int64, error) {
+	var qid int64
+	err := db.QueryRow(ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = $2 AND incoming_hash = $3",
+		id.TenantID, id.OperationID, incomingHash).Scan(&qid)
+	if err != nil {
+		return 0, fmt.Errorf("read conflict record of %s: %w", id, err)
+	}
+	return qid, nil
+}
+
+// EffectFunc is a Go effect: it runs inside the executor's transaction and
+// returns the response to save. Returning an error rolls everything back.
+type EffectFunc func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error)
+
+// ExecuteFunc runs a Go effect under the same protocol as idem.execute, using
+// the same SQL (idem.claim, then idem.complete): the inbox row, whatever fn
+// writes through tx and the saved response commit together. fn runs only when
+// the identity is new. The class is registered with a NULL effect.
+func ExecuteFunc(ctx context.Context, db TxBeginner, cmd Command, fn EffectFunc) (Result, error) {
+	p, err := Prepare(cmd, PayloadLimits{})
+	if err != nil {
+		return Result{}, err
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+
+	res, claimed, err := Claim(ctx, tx, p)
+	if err != nil {
+		return Result{}, err
+	}
+	if claimed {
+		resp, err := fn(ctx, tx)
+		if err != nil {
+			return Result{}, fmt.Errorf("effect of %s: %w", p.Identity, err)
+		}
+		if resp, err = Complete(ctx, tx, p.Identity, resp); err != nil {
+			return Result{}, err
+		}
+		res.Outcome, res.Response = Applied, resp
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if claimed {
+			return Result{}, fmt.Errorf("commit %s: %w (%v); run it again with the same identity to learn the outcome", p.Identity, ErrOutcomeUnknown, err)
+		}
+		return Result{}, fmt.Errorf("commit %s: %w", p.Identity, mapError(p, err))
+	}
+	return res, nil
+}
+
+// Claim runs idem.claim in tx. When claimed is true the caller holds the new
+// inbox row and must run the effect and Complete before committing; otherwise
+// res is already_applied (with the saved response) or conflict.
+func Claim(ctx context.Context, tx DBTX, p Prepared) (res Result, claimed bool, err error) {
+	var outcome string
+	var qid *int64
+	err = tx.QueryRow(ctx, "SELECT outcome, response, quarantine_id FROM idem.claim($1, $2, $3, $4, $5, $6)",
+		p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash, transportArg(p.Transport)).
+		Scan(&outcome, &res.Response, &qid)
+	if err != nil {
+		return Result{}, false, mapError(p, err)
+	}
+	res.Hash = p.Hash
+	if qid != nil {
+		res.QuarantineID = *qid
+	}
+	if outcome == "claimed" {
+		return res, true, nil
+	}
+	res.Outcome = Outcome(outcome)
+	return res, false, nil
+}
+
+// Complete saves the response of an identity claimed in tx and returns it as
+// stored (JSON null when resp is empty).
+func Complete(ctx context.Context, tx DBTX, id Identity, resp json.RawMessage) (json.RawMessage, error) {
+	if len(resp) == 0 {
+		resp = json.RawMessage("null")
+	}
+	if !jsontext.Value(resp).IsValid() {
+		return nil, fmt.Errorf("effect of %s returned a response that is not valid JSON", id)
+	}
+	if _, err := tx.Exec(ctx, "SELECT idem.complete($1, $2, $3)", id.TenantID, id.OperationID, []byte(resp)); err != nil {
+		return nil, mapError(Prepared{Command: Command{Identity: id}}, err)
+	}
+	return resp, nil
+}
+
+func transportArg(t json.RawMessage) any {
+	if len(t) == 0 {
+		return nil
+	}
+	return []byte(t)
+}
+
+// mapError turns executor SQLSTATEs into this package's errors, keeping the
+// database's message (which names what is wrong) and the original error.
+func mapError(p Prepared, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return fmt.Errorf("execute %s: %w", p.Identity, err)
+	}
+	var sentinel error
+	switch pgErr.Code {
+	case "IX001":
+		sentinel = ErrInvalidIdentity
+	case "IX002":
+		sentinel = ErrInvalidHash
+	case "IX003":
+		sentinel = ErrUnknownClass
+	case "IX004":
+		sentinel = ErrNoSQLEffect
+	case "IX005":
+		sentinel = ErrNotClaimed
+	case "IX006":
+		sentinel = ErrInvalidRequest
+	case "IX007":
+		sentinel = ErrUnsettled
+	case "IX008":
+		sentinel = ErrInvalidClass
+	case "40001", "40P01":
+		sentinel = ErrSerialization
+	default:
+		return &EffectError{Identity: p.Identity, Class: p.Class, Err: pgErr}
+	}
+	return &DBError{Sentinel: sentinel, Err: pgErr}
+}
+
+// DBError is a refusal by the executor's SQL, mapped to a sentinel.
+type DBError struct {
+	Sentinel error
+	Err      *pgconn.PgError
+}
+
+func (e *DBError) Error() string {
+	if e.Err.Hint != "" {
+		return e.Err.Message + " (" + e.Err.Hint + ")"
+	}
+	return e.Err.Message
+}
+
+// Unwrap exposes both the sentinel and the PostgreSQL error.
+func (e *DBError) Unwrap() []error { return []error{e.Sentinel, e.Err} }
+
+// EffectError is a failure raised while running a request, usually by the
+// class's effect (a bad amount, a constraint). Nothing was written.
+type EffectError struct {
+	Identity Identity
+	Class    string
+	Err      *pgconn.PgError
+}
+
+func (e *EffectError) Error() string {
+	return fmt.Sprintf("%s %s failed: %s (SQLSTATE %s)", e.Class, e.Identity, e.Err.Message, e.Err.Code)
+}
+
+// Unwrap returns the PostgreSQL error.
+func (e *EffectError) Unwrap() error { return e.Err }

@@ -1,0 +1,487 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+type bundle struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	dsn  string
+}
+
+func setup(t *testing.T, maxConns int32) bundle {
+	t.Helper()
+	pool, dsn := dbtest.NewPool(t, maxConns)
+	return bundle{ctx: context.Background(), pool: pool, dsn: dsn}
+}
+
+func transfer(tenant, op string, amount int) idem.Command {
+	return idem.Command{
+		Identity: idem.Identity{TenantID: tenant, OperationID: op},
+		Class:    "demo.transfer",
+		Payload:  []byte(fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount)),
+	}
+}
+
+func (b bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+func (b bundle) postings(t *testing.T, tenant, op string) int {
+	return b.count(t, "SELECT count(*) FROM demo.posting WHERE tenant_id = $1 AND operation_id = $2", tenant, op)
+}
+
+func (b bundle) rowCounts(t *testing.T) [3]int {
+	return [3]int{
+		b.count(t, "SELECT count(*) FROM idem.inbox"),
+		b.count(t, "SELECT count(*) FROM idem.quarantine"),
+		b.count(t, "SELECT count(*) FROM demo.posting"),
+	}
+}
+
+func TestExecuteOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+
+	first, err := idem.Execute(b.ctx, b.pool, transfer("t1", "op-1", 500))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, first.Outcome)
+	var resp struct {
+		PostingID   string `json:"posting_id"`
+		FromBalance int64  `json:"from_balance"`
+		ToBalance   int64  `json:"to_balance"`
+	}
+	require.NoError(t, json.Unmarshal(first.Response, &resp))
+	assert.NotEmpty(t, resp.PostingID)
+	assert.Equal(t, int64(-500), resp.FromBalance)
+	assert.Equal(t, int64(500), resp.ToBalance)
+
+	// The same payload spelled differently is the same operation.
+	dup := transfer("t1", "op-1", 0)
+	dup.Payload = []byte(`{ "currency" : "EUR", "amount": 5e2, "to": "bob", "from": "\u0061lice" }`)
+	second, err := idem.Execute(b.ctx, b.pool, dup)
+	require.NoError(t, err)
+	assert.Equal(t, idem.AlreadyApplied, second.Outcome)
+	assert.Equal(t, string(first.Response), string(second.Response), "the saved response, byte for byte")
+	assert.Equal(t, first.Hash, second.Hash)
+
+	third, err := idem.Execute(b.ctx, b.pool, transfer("t1", "op-1", 501))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, third.Outcome)
+	assert.Nil(t, third.Response, "a conflict never returns the old success")
+	assert.NotZero(t, third.QuarantineID)
+
+	assert.Equal(t, 1, b.postings(t, "t1", "op-1"))
+	var storedHash, incomingHash string
+	var storedPayload, incomingPayload, storedResponse json.RawMessage
+	var occurrences int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT stored_hash, incoming_hash, stored_payload, incoming_payload, stored_response, occurrences
+		FROM idem.quarantine WHERE id = $1`, third.QuarantineID).
+		Scan(&storedHash, &incomingHash, &storedPayload, &incomingPayload, &storedResponse, &occurrences))
+	assert.Equal(t, first.Hash, storedHash)
+	assert.Equal(t, third.Hash, incomingHash)
+	assert.JSONEq(t, `{"from":"alice","to":"bob","amount":500,"currency":"EUR"}`, string(storedPayload))
+	assert.JSONEq(t, `{"from":"alice","to":"bob","amount":501,"currency":"EUR"}`, string(incomingPayload))
+	assert.JSONEq(t, string(first.Response), string(storedResponse))
+	assert.Equal(t, 1, occurrences)
+
+	// The same conflict again is one record with two occurrences.
+	again, err := idem.Execute(b.ctx, b.pool, transfer("t1", "op-1", 501))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, again.Outcome)
+	assert.Equal(t, third.QuarantineID, again.QuarantineID)
+	assert.Equal(t, 2, b.count(t, "SELECT occurrences FROM idem.quarantine WHERE id = $1", third.QuarantineID))
+
+	// The original payload still answers with the saved response.
+	fourth, err := idem.Execute(b.ctx, b.pool, transfer("t1", "op-1", 500))
+	require.NoError(t, err)
+	assert.Equal(t, idem.AlreadyApplied, fourth.Outcome)
+	assert.Equal(t, string(first.Response), string(fourth.Response))
+	assert.Equal(t, 1, b.postings(t, "t1", "op-1"))
+}
+
+func TestTenantNamespacing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	a, err := idem.Execute(b.ctx, b.pool, transfer("tenant-a", "shared-op", 100))
+	require.NoError(t, err)
+	c, err := idem.Execute(b.ctx, b.pool, transfer("tenant-b", "shared-op", 100))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, a.Outcome)
+	assert.Equal(t, idem.Applied, c.Outcome, "the same operation id in another tenant is another operation")
+	assert.Equal(t, 1, b.postings(t, "tenant-a", "shared-op"))
+	assert.Equal(t, 1, b.postings(t, "tenant-b", "shared-op"))
+	// Balances are per tenant too.
+	assert.Equal(t, -100, b.count(t, "SELECT balance FROM demo.account WHERE tenant_id = 'tenant-a' AND account_id = 'alice'"))
+}
+
+// TestConcurrentSameIdentity: 32 connections call one identity at once, over
+// many identities. Exactly one posting each, byte-identical responses, no error.
+func TestConcurrentSameIdentity(t *testing.T) {
+	t.Parallel()
+	const callers, identities = 32, 25
+	b := setup(t, callers+1)
+	// Hold callers connections open so that every goroutine has its own.
+	conns := make([]*pgxpool.Conn, callers)
+	for i := range conns {
+		c, err := b.pool.Acquire(b.ctx)
+		require.NoError(t, err)
+		conns[i] = c
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for n := 0; n < identities; n++ {
+		op := fmt.Sprintf("race-%d", n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		results := make([]idem.Result, callers)
+		errs := make([]error, callers)
+		for i := 0; i < callers; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = idem.Execute(b.ctx, conns[i], transfer("race", op, 7))
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		applied := 0
+		for i := range results {
+			require.NoError(t, errs[i], "caller %d", i)
+			if results[i].Outcome == idem.Applied {
+				applied++
+			} else {
+				require.Equal(t, idem.AlreadyApplied, results[i].Outcome)
+			}
+			require.Equal(t, string(results[0].Response), string(results[i].Response), "caller %d got another response", i)
+		}
+		require.Equal(t, 1, applied, "exactly one caller applies %s", op)
+		require.Equal(t, 1, b.postings(t, "race", op))
+	}
+	assert.Equal(t, -7*identities, b.count(t, "SELECT balance FROM demo.account WHERE tenant_id = 'race' AND account_id = 'alice'"))
+}
+
+// TestConcurrentDifferentPayloads: one identity, 32 different payloads at once.
+// One effect; every other caller is quarantined, none gets the winner's response.
+func TestConcurrentDifferentPayloads(t *testing.T) {
+	t.Parallel()
+	const callers = 32
+	b := setup(t, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	results := make([]idem.Result, callers)
+	errs := make([]error, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = idem.Execute(b.ctx, b.pool, transfer("race", "same-op", 1000+i))
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	applied, conflicts := 0, 0
+	for i, r := range results {
+		require.NoError(t, errs[i])
+		switch r.Outcome {
+		case idem.Applied:
+			applied++
+		case idem.Conflict:
+			conflicts++
+			assert.Nil(t, r.Response)
+			assert.NotZero(t, r.QuarantineID)
+		default:
+			t.Fatalf("caller %d: unexpected outcome %s", i, r.Outcome)
+		}
+	}
+	assert.Equal(t, 1, applied)
+	assert.Equal(t, callers-1, conflicts)
+	assert.Equal(t, 1, b.postings(t, "race", "same-op"))
+	assert.Equal(t, callers-1, b.count(t, "SELECT count(*) FROM idem.quarantine WHERE tenant_id = 'race' AND operation_id = 'same-op'"))
+}
+
+// TestSerializableIsolation: under SERIALIZABLE a racing caller may get a
+// serialization failure to retry, never a wrong answer; retried, all converge.
+func TestSerializableIsolation(t *testing.T) {
+	t.Parallel()
+	const callers = 8
+	b := setup(t, callers)
+	for _, level := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
+		op := "iso-" + string(level)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		responses := make([]string, callers)
+		for i := 0; i < callers; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				for attempt := 0; attempt < 50; attempt++ {
+					var res idem.Result
+					err := pgx.BeginTxFunc(b.ctx, b.pool, pgx.TxOptions{IsoLevel: level}, func(tx pgx.Tx) error {
+						var err error
+						res, err = idem.Execute(b.ctx, tx, transfer("iso", op, 3))
+						return err
+					})
+					if errors.Is(err, idem.ErrSerialization) || isSerialization(err) {
+						continue
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					responses[i] = string(res.Response)
+					return
+				}
+				t.Errorf("caller %d never settled", i)
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		for i := range responses {
+			assert.Equal(t, responses[0], responses[i])
+		}
+		assert.Equal(t, 1, b.postings(t, "iso", op), string(level))
+	}
+}
+
+func isSerialization(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// TestBackendKilledBeforeCommit: the call ran, the backend dies before COMMIT.
+// Nothing remains, and the retry applies exactly once.
+func TestBackendKilledBeforeCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	victim, err := pgx.Connect(b.ctx, b.dsn)
+	require.NoError(t, err)
+	defer victim.Close(context.Background())
+	var pid int
+	require.NoError(t, victim.QueryRow(b.ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	tx, err := victim.Begin(b.ctx)
+	require.NoError(t, err)
+	res, err := idem.Execute(b.ctx, tx, transfer("kill", "op-k", 42))
+	require.NoError(t, err)
+	require.Equal(t, idem.Applied, res.Outcome)
+
+	var terminated bool
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&terminated))
+	require.True(t, terminated)
+	require.Error(t, tx.Commit(b.ctx), "the commit cannot succeed on a killed backend")
+
+	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "nothing remains of the killed transaction")
+	retry, err := idem.Execute(b.ctx, b.pool, transfer("kill", "op-k", 42))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, retry.Outcome)
+	again, err := idem.Execute(b.ctx, b.pool, transfer("kill", "op-k", 42))
+	require.NoError(t, err)
+	assert.Equal(t, idem.AlreadyApplied, again.Outcome)
+	assert.Equal(t, 1, b.postings(t, "kill", "op-k"))
+}
+
+// TestLiveFirstAttempt: a first attempt holds the claim in an open transaction;
+// a second caller waits, and sees its result when it commits, or applies when it
+// rolls back.
+func TestLiveFirstAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	for _, commit := range []bool{true, false} {
+		op := fmt.Sprintf("live-%v", commit)
+		tx, err := b.pool.Begin(b.ctx)
+		require.NoError(t, err)
+		first, err := idem.Execute(b.ctx, tx, transfer("live", op, 9))
+		require.NoError(t, err)
+		done := make(chan idem.Result, 1)
+		go func() {
+			r, err := idem.Execute(b.ctx, b.pool, transfer("live", op, 9))
+			assert.NoError(t, err)
+			done <- r
+		}()
+		select {
+		case <-done:
+			t.Fatal("the second caller must wait for the first attempt")
+		case <-time.After(200 * time.Millisecond):
+		}
+		if commit {
+			require.NoError(t, tx.Commit(b.ctx))
+			r := <-done
+			assert.Equal(t, idem.AlreadyApplied, r.Outcome)
+			assert.Equal(t, string(first.Response), string(r.Response))
+		} else {
+			require.NoError(t, tx.Rollback(b.ctx))
+			r := <-done
+			assert.Equal(t, idem.Applied, r.Outcome)
+		}
+		assert.Equal(t, 1, b.postings(t, "live", op))
+	}
+}
+
+func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	cases := []struct {
+		name string
+		cmd  idem.Command
+		want error
+	}{
+		{"empty tenant", idem.Command{Identity: idem.Identity{"", "op"}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"empty operation", idem.Command{Identity: idem.Identity{"t", ""}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"tenant too long", idem.Command{Identity: idem.Identity{repeat("x", 129), "op"}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"operation too long", idem.Command{Identity: idem.Identity{"t", repeat("é", 129)}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"control char", idem.Command{Identity: idem.Identity{"t\n", "op"}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"C1 control char", idem.Command{Identity: idem.Identity{"t", "op\u0085"}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"invalid utf8", idem.Command{Identity: idem.Identity{"t\xff", "op"}, Class: "demo.transfer", Payload: []byte(`{}`)}, idem.ErrInvalidIdentity},
+		{"no class", idem.Command{Identity: idem.Identity{"t", "op"}, Payload: []byte(`{}`)}, idem.ErrInvalidRequest},
+		{"unknown class", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "nope.nothing", Payload: []byte(`{}`)}, idem.ErrUnknownClass},
+		{"malformed json", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "demo.transfer", Payload: []byte(`{"amount":`)}, idem.ErrInvalidJSON},
+		{"duplicate key", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "demo.transfer", Payload: []byte(`{"amount":1,"amount":2}`)}, idem.ErrDuplicateKey},
+		{"lossy number", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "demo.transfer", Payload: []byte(`{"amount":9007199254740993}`)}, idem.ErrLossyNumber},
+		{"oversized", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "demo.transfer", Payload: []byte(`"` + repeat("a", idem.DefaultMaxPayloadBytes) + `"`)}, idem.ErrPayloadTooLarge},
+		{"transport not an object", idem.Command{Identity: idem.Identity{"t", "op"}, Class: "demo.transfer", Payload: []byte(`{}`), Transport: json.RawMessage(`[1]`)}, idem.ErrInvalidTransport},
+	}
+	for _, tc := range cases {
+		_, err := idem.Execute(b.ctx, b.pool, tc.cmd)
+		assert.ErrorIs(t, err, tc.want, tc.name)
+	}
+
+	effectErrors := map[string]string{
+		"negative amount": `{"from":"a","to":"b","amount":-5,"currency":"EUR"}`,
+		"zero amount":     `{"from":"a","to":"b","amount":0,"currency":"EUR"}`,
+		"fraction":        `{"from":"a","to":"b","amount":1.5,"currency":"EUR"}`,
+		"same account":    `{"from":"a","to":"a","amount":5,"currency":"EUR"}`,
+		"missing to":      `{"from":"a","amount":5,"currency":"EUR"}`,
+		"amount string":   `{"from":"a","to":"b","amount":"5","currency":"EUR"}`,
+		"not an object":   `[1,2]`,
+	}
+	for name, payload := range effectErrors {
+		cmd := transfer("t", "bad-"+name, 1)
+		cmd.Payload = []byte(payload)
+		_, err := idem.Execute(b.ctx, b.pool, cmd)
+		var effErr *idem.EffectError
+		assert.ErrorAs(t, err, &effErr, name)
+		assert.Contains(t, err.Error(), "demo.transfer", name)
+	}
+
+	// Straight through the SQL function, as a service in another language would.
+	hash := "jcs-sha256:" + repeat("a", 64)
+	sqlCases := []struct {
+		name string
+		args []any
+		code string
+	}{
+		{"empty tenant", []any{"", "op", "demo.transfer", `{}`, hash}, "IX001"},
+		{"null operation", []any{"t", nil, "demo.transfer", `{}`, hash}, "IX001"},
+		{"tenant too long", []any{repeat("x", 129), "op", "demo.transfer", `{}`, hash}, "IX001"},
+		{"control char", []any{"t", "o\tp", "demo.transfer", `{}`, hash}, "IX001"},
+		{"hash without prefix", []any{"t", "op", "demo.transfer", `{}`, repeat("a", 64)}, "IX002"},
+		{"hash uppercase", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:" + repeat("A", 64)}, "IX002"},
+		{"hash short", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:abc"}, "IX002"},
+		{"unknown class", []any{"t", "op", "x.y", `{}`, hash}, "IX003"},
+		{"null payload", []any{"t", "op", "demo.transfer", nil, hash}, "IX006"},
+		{"effect raises", []any{"t", "op", "demo.transfer", `{"from":"a","to":"a","amount":1,"currency":"EUR"}`, hash}, "22023"},
+	}
+	for _, tc := range sqlCases {
+		_, err := b.pool.Exec(b.ctx, "SELECT * FROM idem.execute($1, $2, $3, $4::jsonb, $5)", tc.args...)
+		var pgErr *pgconn.PgError
+		if assert.ErrorAs(t, err, &pgErr, tc.name) {
+			assert.Equal(t, tc.code, pgErr.Code, tc.name+": "+pgErr.Message)
+		}
+	}
+	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "bad input wrote nothing")
+	// The table constraints hold even for a writer that bypasses the functions.
+	_, err := b.pool.Exec(b.ctx, "INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload) VALUES ('t', E'a\\x01', 'demo.transfer', $1, '{}')", hash)
+	assert.Error(t, err)
+	_, err = b.pool.Exec(b.ctx, "INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload) VALUES ('t', 'op', 'demo.transfer', 'md5:x', '{}')")
+	assert.Error(t, err)
+}
+
+func repeat(s string, n int) string {
+	out := make([]byte, 0, len(s)*n)
+	for i := 0; i < n; i++ {
+		out = append(out, s...)
+	}
+	return string(out)
+}
+
+// TestExecuteFunc: a Go effect under the same protocol and the same SQL.
+func TestExecuteFunc(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	_, err := b.pool.Exec(b.ctx, "CREATE TABLE public.shipment (tenant_id text, operation_id text, item text)")
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class('shop.ship', NULL, 'horizon')")
+	require.NoError(t, err)
+	runs := 0
+	ship := func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
+		runs++
+		_, err := tx.Exec(ctx, "INSERT INTO public.shipment VALUES ('t', 'ship-1', 'book')")
+		return json.RawMessage(`{"shipped":true}`), err
+	}
+	cmd := idem.Command{Identity: idem.Identity{"t", "ship-1"}, Class: "shop.ship", Payload: []byte(`{"item":"book"}`)}
+	r1, err := idem.ExecuteFunc(b.ctx, b.pool, cmd, ship)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, r1.Outcome)
+	r2, err := idem.ExecuteFunc(b.ctx, b.pool, cmd, ship)
+	require.NoError(t, err)
+	assert.Equal(t, idem.AlreadyApplied, r2.Outcome)
+	assert.JSONEq(t, `{"shipped":true}`, string(r2.Response))
+	other := cmd
+	other.Payload = []byte(`{"item":"lamp"}`)
+	r3, err := idem.ExecuteFunc(b.ctx, b.pool, other, ship)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, r3.Outcome)
+	assert.NotZero(t, r3.QuarantineID)
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, 1, b.count(t, "SELECT count(*) FROM public.shipment"))
+
+	// A failing Go effect leaves no inbox row and nothing of its own writes.
+	failing := idem.Command{Identity: idem.Identity{"t", "ship-2"}, Class: "shop.ship", Payload: []byte(`{"item":"x"}`)}
+	_, err = idem.ExecuteFunc(b.ctx, b.pool, failing, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
+		_, _ = tx.Exec(ctx, "INSERT INTO public.shipment VALUES ('t', 'ship-2', 'x')")
+		return nil, errors.New("warehouse closed")
+	})
+	assert.ErrorContains(t, err, "warehouse closed")
+	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'ship-2'"))
+	assert.Equal(t, 1, b.count(t, "SELECT count(*) FROM public.shipment"))
+
+	// idem.execute refuses a class whose effect is Go code.
+	_, err = idem.Execute(b.ctx, b.pool, cmd)
+	assert.ErrorIs(t, err, idem.ErrNoSQLEffect)
+	// complete without claim is refused.
+	_, err = b.pool.Exec(b.ctx, "SELECT idem.complete('t', 'nothing', '{}')")
+	assert.Error(t, err)
+}
+
+func TestRegisterClassChecksSignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('bad.sig', 'pg_catalog.lower(text)'::regprocedure)")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "IX008", pgErr.Code)
+}
