@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/internal/db"
+)
+
+// Factory holds what commands share: streams, global flags and lazily opened
+// database handles, so that a command that never touches the database never
+// connects.
+type Factory struct {
+	IO *IOStreams
+	// DSNFlag is --dsn; empty means IDEMCTL_DSN, DATABASE_URL, then PG*.
+	DSNFlag string
+	// Output is -o: "auto" (table on a terminal, json otherwise), "table" or "json".
+	Output string
+	// OperatorFlag is --operator.
+	OperatorFlag string
+	// Now is the operator's clock, only for display; decisions use the database clock.
+	Now func() time.Time
+
+	pool *pgxpool.Pool
+}
+
+// NewFactory returns a Factory over the given streams.
+func NewFactory(io *IOStreams) *Factory {
+	return &Factory{IO: io, Output: "auto", Now: time.Now}
+}
+
+// DSN returns the DSN in force.
+func (f *Factory) DSN() string {
+	dsn, _ := db.ResolveDSN(f.DSNFlag)
+	return dsn
+}
+
+// Pool opens (once) the connection pool.
+func (f *Factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
+	if f.pool != nil {
+		return f.pool, nil
+	}
+	pool, err := db.Open(ctx, f.DSN(), db.Options{})
+	if err != nil {
+		return nil, err
+	}
+	f.pool = pool
+	return pool, nil
+}
+
+// Conn opens a dedicated connection; the caller closes it.
+func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
+	return db.Connect(ctx, f.DSN(), db.Options{})
+}
+
+// Close releases the pool.
+func (f *Factory) Close() {
+	if f.pool != nil {
+		f.pool.Close()
+		f.pool = nil
+	}
+}
+
+// JSON reports whether output is machine JSON (one object per line).
+func (f *Factory) JSON() bool {
+	switch f.Output {
+	case "json":
+		return true
+	case "table":
+		return false
+	default:
+		return !f.IO.IsStdoutTTY()
+	}
+}
+
+// Operator is who runs the command: --operator, else IDEMCTL_OPERATOR, else the
+// OS user.
+func (f *Factory) Operator() string {
+	if f.OperatorFlag != "" {
+		return f.OperatorFlag
+	}
+	if v := os.Getenv("IDEMCTL_OPERATOR"); v != "" {
+		return v
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}
+
+func (f *Factory) validateOutput() error {
+	switch f.Output {
+	case "auto", "table", "json":
+		return nil
+	}
+	return usageErr("invalid --output %q: use table or json", f.Output)
+}
+
+// describeDB names the database in use for messages, without the password.
+func (f *Factory) describeDB() string {
+	return fmt.Sprint(db.Describe(f.DSN()))
+}

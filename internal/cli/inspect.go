@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/idem"
+)
+
+// InspectOptions are the flags of `idemctl inspect`.
+type InspectOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	Identity idem.Identity
+	f        *Factory
+}
+
+// NewCmdInspect builds `idemctl inspect`.
+func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command {
+	opts := &InspectOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "inspect --tenant T --op OP",
+		Short: "Show the inbox record of one identity (read-only)",
+		Long: `Show what the inbox holds for one identity: class, payload hash, created_at
+(database clock), canonical payload, saved response, transport metadata, and
+the ids of conflict records for it. Nothing is written.
+
+Exit code 1 when the identity has no inbox record.`,
+		Example: `  idemctl inspect --tenant acme --op charge-42
+  idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Identity.Validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return inspectRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Identity.TenantID, "tenant", "", "tenant_id of the operation (required)")
+	cmd.Flags().StringVar(&opts.Identity.OperationID, "op", "", "operation_id of the operation (required)")
+	return cmd
+}
+
+// inboxRecord is the JSON shape of `inspect -o json`.
+type inboxRecord struct {
+	Tenant      string          `json:"tenant"`
+	OperationID string          `json:"operation_id"`
+	Class       string          `json:"class"`
+	Hash        string          `json:"hash"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Payload     json.RawMessage `json:"payload"`
+	Response    json.RawMessage `json:"response"`
+	Transport   json.RawMessage `json:"transport,omitempty"`
+	Conflicts   []int64         `json:"conflicts"`
+}
+
+func inspectRun(ctx context.Context, opts *InspectOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	id := opts.Identity
+	rec := inboxRecord{Tenant: id.TenantID, OperationID: id.OperationID, Conflicts: []int64{}}
+	err = pool.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, payload, response, transport,
+		       coalesce((SELECT array_agg(q.id ORDER BY q.id) FROM idem.quarantine q
+		                 WHERE q.tenant_id = i.tenant_id AND q.operation_id = i.operation_id), '{}')
+		FROM idem.inbox i WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
+		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.Payload, &rec.Response, &rec.Transport, &rec.Conflicts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return withCode(ExitFailure, fmt.Errorf("no inbox record for tenant %q operation %q", id.TenantID, id.OperationID))
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", id, err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, rec)
+	}
+	conflicts := "none"
+	if len(rec.Conflicts) > 0 {
+		ids := make([]string, len(rec.Conflicts))
+		for i, q := range rec.Conflicts {
+			ids[i] = fmt.Sprint(q)
+		}
+		conflicts = strings.Join(ids, ", ")
+	}
+	rows := [][]string{
+		{"tenant", rec.Tenant},
+		{"operation_id", rec.OperationID},
+		{"class", rec.Class},
+		{"hash", rec.Hash},
+		{"created_at", rec.CreatedAt.UTC().Format(time.RFC3339Nano)},
+		{"payload", string(rec.Payload)},
+		{"response", string(rec.Response)},
+		{"transport", orDash(string(rec.Transport))},
+		{"conflicts", conflicts},
+	}
+	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+// Package cli is idemctl's command line: one file per command in the cli/cli
+// shape (an Options struct, a NewCmdXxx constructor whose RunE validates and
+// calls a run function), over the domain packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+// Main runs idemctl with the process's arguments and returns the exit code.
+func Main() int {
+	ios := System()
+	f := NewFactory(ios)
+	defer f.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run executes one command line and returns its exit code; errors are printed
+// on stderr as one line.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var s silentExit
+	if errors.As(err, &s) {
+		return s.code
+	}
+	code := codeOf(err)
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") {
+		code = ExitUsage
+	}
+	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+oneLine(msg))
+	if code == ExitUsage {
+		fmt.Fprintln(f.IO.ErrOut, "Run 'idemctl --help' for usage.")
+	}
+	return code
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idemctl <command>",
+		Short: "Recover and reconcile idempotent operations on PostgreSQL",
+		Long: `idemctl answers "did this operation happen?" safely. Every operation is identified
+by (tenant_id, operation_id); its payload is hashed canonically (RFC 8785,
+SHA-256); the inbox row, the business effect and the saved response commit in
+one transaction (idem.execute). A retry with the same payload gets the saved
+response; a retry with another payload is quarantined, never run.
+
+The database is --dsn, else IDEMCTL_DSN, else DATABASE_URL, else the libpq
+PG* environment. Always point idemctl at the authoritative primary.`,
+		Example: `  # set up a database and the demo ledger, then watch an operation run once
+  export IDEMCTL_DSN='postgres://postgres@127.0.0.1:5432/idemctl_demo'
+  idemctl migrate
+  idemctl demo init
+  idemctl demo run
+
+  # the canonical hash of a payload
+  echo '{"b":2,"a":1}' | idemctl hash
+
+  # what the inbox holds for one identity
+  idemctl inspect --tenant acme --op charge-42`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return f.validateOutput()
+		},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err}
+	})
+	root.SetHelpTemplate(root.HelpTemplate() + "\n" + exitCodesHelp + "\n")
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
+	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table or json (default: table on a terminal, json otherwise)")
+	pf.StringVar(&f.OperatorFlag, "operator", "", "who is acting, for the record (default: IDEMCTL_OPERATOR, then the OS user)")
+
+	root.AddCommand(
+		NewCmdHash(f, nil),
+		NewCmdMigrate(f, nil),
+		NewCmdDemo(f),
+		NewCmdInspect(f, nil),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a usage exit code.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErr("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
