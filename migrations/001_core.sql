@@ -66,8 +66,6 @@ CREATE TABLE idem.inbox (
     CONSTRAINT inbox_hash_form CHECK (idem.valid_hash(payload_hash))
 );
 
-CREATE INDEX inbox_class_created_idx ON idem.inbox (op_class, created_at);
-
 -- A conflict: the same identity arrived with another payload (or class). The
 -- stored side and the incoming side are both kept so that no conflict is lost.
 -- A repeat of the same conflict bumps occurrences on the same record.
@@ -183,17 +181,19 @@ AS $$
     RETURNING q.id
 $$;
 
--- claim is steps 2-4 of the protocol for one identity, settled by the primary key:
+-- claim_checked is steps 2-4 of the protocol for one identity, settled by the
+-- primary key, for a request that check_request accepted:
 --   'claimed'          the identity is new; the caller's transaction now holds the
 --                      inbox row and must run the effect, then idem.complete;
 --   'already_applied'  same hash and class: the saved response, nothing runs;
 --   'conflict'         another hash or class: recorded in idem.quarantine, nothing runs.
 -- Under READ COMMITTED a concurrent claimer of the same identity waits on the
--- unique index for the first one to commit or roll back. Under REPEATABLE READ or
--- SERIALIZABLE the loser gets a serialization failure (40001) and must retry.
-CREATE FUNCTION idem.claim(
+-- unique index for the first one to commit or roll back, then reads its row.
+-- Under REPEATABLE READ or SERIALIZABLE the loser gets a serialization failure
+-- (40001) and must retry the transaction.
+CREATE FUNCTION idem.claim_checked(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload jsonb, p_payload_hash text,
-    p_transport jsonb DEFAULT NULL
+    p_transport jsonb
 ) RETURNS TABLE (outcome text, response jsonb, quarantine_id bigint)
 LANGUAGE plpgsql
 AS $$
@@ -201,7 +201,6 @@ AS $$
 DECLARE
     v_row idem.inbox;
 BEGIN
-    PERFORM idem.check_request(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash);
     FOR attempt IN 1..3 LOOP
         INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, transport)
         VALUES (p_tenant_id, p_operation_id, p_op_class, p_payload_hash, p_payload, p_transport)
@@ -228,6 +227,21 @@ BEGIN
     END LOOP;
     RAISE EXCEPTION 'identity (%, %) could not be settled; retry', p_tenant_id, p_operation_id
         USING ERRCODE = 'IX007';
+END
+$$;
+
+-- claim checks a request and claims its identity (see claim_checked). It is the
+-- entry point for effects that run in application code: claim, run the effect
+-- in the same transaction, then idem.complete.
+CREATE FUNCTION idem.claim(
+    p_tenant_id text, p_operation_id text, p_op_class text, p_payload jsonb, p_payload_hash text,
+    p_transport jsonb DEFAULT NULL
+) RETURNS TABLE (outcome text, response jsonb, quarantine_id bigint)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM idem.check_request(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash);
+    RETURN QUERY SELECT * FROM idem.claim_checked(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport);
 END
 $$;
 
@@ -271,7 +285,7 @@ BEGIN
                   HINT = 'call idem.claim, run the effect, then idem.complete in one transaction';
     END IF;
     SELECT c.outcome, c.response INTO v_outcome, v_response
-    FROM idem.claim(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport) c;
+    FROM idem.claim_checked(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport) c;
     IF v_outcome <> 'claimed' THEN
         RETURN QUERY SELECT v_outcome, v_response;
         RETURN;
