@@ -121,7 +121,23 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 
 func connectError(dsn string, err error) error {
 	return fmt.Errorf("%w at %s: %s (check --dsn, IDEMCTL_DSN or DATABASE_URL, and that the server is up)",
-		ErrConnect, Describe(dsn), Scrub(dsn, err.Error()))
+		ErrConnect, Describe(dsn), oneLine(Scrub(dsn, err.Error())))
+}
+
+// oneLine folds pgx's multi-line connect errors (one line per host and TLS
+// attempt) into one line, without repeats.
+func oneLine(msg string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, p := range strings.Split(msg, "\n") {
+		p = strings.TrimSpace(p)
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " ")
 }
 
 // Describe renders where a DSN points, user@host:port/database, never the

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// run executes a command line against dsn with non-terminal streams.
+func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, in, out, errOut := Test(false)
+	in.WriteString(stdin)
+	f := NewFactory(ios)
+	defer f.Close()
+	if dsn != "" {
+		args = append(args, "--dsn", dsn)
+	}
+	code = Run(context.Background(), f, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestHashCommand(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, "", `{"b": 2, "a": 1}`, "hash")
+	require.Equal(t, ExitOK, code)
+	same, out2, _ := run(t, "", "{\"a\":1,\n \"b\":2.0}", "hash")
+	require.Equal(t, ExitOK, same)
+	assert.Equal(t, out, out2, "key order, whitespace and 2.0 vs 2 hash equal")
+	assert.Regexp(t, `^jcs-sha256:[0-9a-f]{64}\n$`, out)
+
+	code, out, _ = run(t, "", `{"b": 2, "a": [1.50, "x"]}`, "hash", "--canonical")
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, `{"a":[1.5,"x"],"b":2}`+"\n", out)
+
+	file := filepath.Join(t.TempDir(), "p.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"amount": 100}`), 0o600))
+	code, out, _ = run(t, "", "", "hash", file, "-o", "json")
+	require.Equal(t, ExitOK, code)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Regexp(t, `^jcs-sha256:`, got["hash"])
+
+	bad := []struct{ name, stdin, want string }{
+		{"malformed", `{"a":`, "payload"},
+		{"duplicate key", `{"a":1,"a":2}`, "duplicate"},
+		{"lossy number", `{"amount":9007199254740993}`, "9007199254740993"},
+		{"too large", `"` + strings.Repeat("x", 100) + `"`, "--max-bytes"},
+	}
+	for _, tc := range bad {
+		args := []string{"hash"}
+		if tc.name == "too large" {
+			args = append(args, "--max-bytes", "50")
+		}
+		code, out, errOut := run(t, "", tc.stdin, args...)
+		assert.Equal(t, ExitInvalid, code, tc.name)
+		assert.Empty(t, out, tc.name)
+		assert.Contains(t, errOut, tc.want, tc.name)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+	}
+	code, _, errOut := run(t, "", "", "hash", filepath.Join(t.TempDir(), "missing.json"))
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "missing.json")
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"hash", "a", "b"},
+		{"hash", "--nope"},
+		{"frobnicate"},
+		{"inspect", "--tenant", "t"},
+		{"inspect", "--tenant", "t\x01", "--op", "x"},
+		{"hash", "-o", "yaml"},
+		{"demo", "run", "--amount", "0"},
+	} {
+		code, out, errOut := run(t, "", "", args...)
+		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Empty(t, out)
+		assert.NotEmpty(t, errOut)
+	}
+}
+
+func TestHelpHasExamplesAndExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"hash", "--help"}, {"migrate", "--help"}, {"inspect", "--help"}, {"demo", "run", "--help"}} {
+		code, out, _ := run(t, "", "", args...)
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "Examples:", args)
+		assert.Contains(t, out, "Exit codes:", args)
+	}
+}
+
+func TestDemoMigrateInspectFlow(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewDatabase(t)
+
+	code, out, _ := run(t, dsn, "", "migrate", "--status", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"state":"applied"`)
+	code, _, _ = run(t, dsn, "", "migrate")
+	require.Equal(t, ExitOK, code, "migrating a migrated database is a no-op")
+	code, _, _ = run(t, dsn, "", "demo", "init")
+	require.Equal(t, ExitOK, code, "demo init is idempotent")
+
+	code, out, errOut := run(t, dsn, "", "demo", "run", "--tenant", "acme", "--op", "charge-42", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	var steps []map[string]any
+	for _, l := range lines {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		steps = append(steps, m)
+	}
+	assert.Equal(t, "applied", steps[0]["outcome"])
+	assert.Equal(t, "already_applied", steps[1]["outcome"])
+	assert.Equal(t, steps[0]["response"], steps[1]["response"])
+	assert.Equal(t, "conflict", steps[2]["outcome"])
+	assert.NotNil(t, steps[2]["quarantine_id"])
+	for _, s := range steps {
+		assert.EqualValues(t, 1, s["postings"], "one posting at every step")
+	}
+
+	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	var rec inboxRecord
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	assert.Equal(t, "demo.transfer", rec.Class)
+	assert.Regexp(t, `^jcs-sha256:`, rec.Hash)
+	assert.JSONEq(t, `{"from":"alice","to":"bob","amount":1250,"currency":"EUR"}`, string(rec.Payload))
+	assert.Len(t, rec.Conflicts, 1)
+
+	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "demo.transfer")
+
+	code, _, errOut = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "nope")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "no inbox record")
+}
+
+func TestCommandOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	f := NewFactory(ios)
+	var got *HashOptions
+	cmd := NewCmdHash(f, func(o *HashOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--canonical", "--max-bytes", "10", "--max-depth", "3", "p.json"})
+	cmd.SetOut(&bytes.Buffer{})
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, "p.json", got.Source)
+	assert.True(t, got.Canonical)
+	assert.Equal(t, 10, got.Limits.MaxBytes)
+	assert.Equal(t, 3, got.Limits.MaxDepth)
+
+	var inspect *InspectOptions
+	icmd := NewCmdInspect(f, func(o *InspectOptions) error { inspect = o; return nil })
+	icmd.SetArgs([]string{"--tenant", "acme", "--op", "charge-42"})
+	require.NoError(t, icmd.Execute())
+	assert.Equal(t, "acme", inspect.Identity.TenantID)
+	assert.Equal(t, "charge-42", inspect.Identity.OperationID)
+}
+
+func TestUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2", "", "inspect", "--tenant", "a", "--op", "b")
+	assert.Equal(t, ExitFailure, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "cannot connect")
+	assert.NotContains(t, errOut, "hunter2")
+}
