@@ -82,13 +82,13 @@ type payloadError struct {
 func (e *payloadError) Error() string { return e.msg }
 func (e *payloadError) Unwrap() error { return e.kind }
 
-func newError(kind error, msg string) error {
-	return &payloadError{kind: kind, msg: oneLine(msg)}
+func newPayloadError(kind error, msg string) error {
+	return &payloadError{kind: kind, msg: oneLineMessage(msg)}
 }
 
-// oneLine guarantees the single-line promise even if some detail (for
+// oneLineMessage guarantees the single-line promise even if some detail (for
 // example text taken from the parser) contained a line break.
-func oneLine(s string) string {
+func oneLineMessage(s string) string {
 	if strings.ContainsAny(s, "\r\n") {
 		s = strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 	}
@@ -117,12 +117,12 @@ func Canonicalize(raw []byte, lim PayloadLimits) (canonical []byte, hash string,
 	maxDepth = min(maxDepth, maxSupportedDepth)
 
 	if len(raw) > maxBytes {
-		return nil, "", newError(ErrPayloadTooLarge, "payload: "+strconv.Itoa(len(raw))+
+		return nil, "", newPayloadError(ErrPayloadTooLarge, "payload: "+strconv.Itoa(len(raw))+
 			" bytes exceeds the limit of "+strconv.Itoa(maxBytes)+
 			" bytes; send a smaller payload or raise the configured limit (PayloadLimits.MaxBytes)")
 	}
 	if len(raw) == 0 {
-		return nil, "", newError(ErrInvalidJSON, "payload: empty; send exactly one JSON value")
+		return nil, "", newPayloadError(ErrInvalidJSON, "payload: empty; send exactly one JSON value")
 	}
 
 	// The single-pass canonicaliser handles every valid payload about three
@@ -152,7 +152,7 @@ func referenceCanonicalize(raw []byte, maxDepth int) ([]byte, error) {
 	// parser has accepted the syntax: on invalid input the scanner's idea of
 	// what is a number is not trustworthy, and a syntax error is the more
 	// fundamental problem to report.
-	numErr, err := scan(raw, maxDepth)
+	numErr, err := scanDepthAndNumbers(raw, maxDepth)
 	if err != nil {
 		return nil, err
 	}
@@ -211,42 +211,42 @@ func classifyParseError(raw []byte, err error) error {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
 		// Not expected from in-memory formatting; still never leak a raw error.
-		return newError(ErrInvalidJSON, "payload: invalid JSON: "+err.Error()+"; send exactly one well-formed JSON value")
+		return newPayloadError(ErrInvalidJSON, "payload: invalid JSON: "+err.Error()+"; send exactly one well-formed JSON value")
 	}
 	off := int(se.ByteOffset)
 	at := " at byte " + strconv.Itoa(off)
 	if se.Err == jsontext.ErrDuplicateName {
-		msg := "payload: duplicate object member name " + quoteTrunc(se.JSONPointer.LastToken())
+		msg := "payload: duplicate object member name " + quoteTruncated(se.JSONPointer.LastToken())
 		if parent := se.JSONPointer.Parent(); parent != "" {
-			msg += " in object " + quoteTrunc(string(parent))
+			msg += " in object " + quoteTruncated(string(parent))
 		}
-		return newError(ErrDuplicateKey, msg+at+"; each name may appear only once per object (names are compared after unescaping)")
+		return newPayloadError(ErrDuplicateKey, msg+at+"; each name may appear only once per object (names are compared after unescaping)")
 	}
 	if off >= 0 && off < len(raw) {
 		if isSurrogateEscape(raw[off:]) {
-			return newError(ErrLoneSurrogate, "payload: lone UTF-16 surrogate escape "+
+			return newPayloadError(ErrLoneSurrogate, "payload: lone UTF-16 surrogate escape "+
 				string(raw[off:off+6])+at+
 				"; a \\uD800-\\uDBFF escape must be followed by a \\uDC00-\\uDFFF escape, send a valid character")
 		}
 		if r, size := utf8.DecodeRune(raw[off:]); r == utf8.RuneError && size <= 1 {
-			return newError(ErrInvalidUTF8, "payload: invalid UTF-8 byte 0x"+
+			return newPayloadError(ErrInvalidUTF8, "payload: invalid UTF-8 byte 0x"+
 				strconv.FormatUint(uint64(raw[off]), 16)+at+"; send the payload encoded as UTF-8")
 		}
 	}
 	if se.Err == io.ErrUnexpectedEOF || off >= len(raw) {
-		return newError(ErrInvalidJSON, "payload: invalid JSON: input ends unexpectedly"+at+
+		return newPayloadError(ErrInvalidJSON, "payload: invalid JSON: input ends unexpectedly"+at+
 			"; send exactly one complete JSON value")
 	}
 	detail := "syntax error"
 	if se.Err != nil {
 		detail = se.Err.Error()
 	}
-	return newError(ErrInvalidJSON, "payload: invalid JSON: "+detail+at+"; send exactly one well-formed JSON value")
+	return newPayloadError(ErrInvalidJSON, "payload: invalid JSON: "+detail+at+"; send exactly one well-formed JSON value")
 }
 
-// quoteTrunc quotes s for an error message, truncating very long values so a
+// quoteTruncated quotes s for an error message, truncating very long values so a
 // hostile payload cannot produce a megabyte-long log line.
-func quoteTrunc(s string) string {
+func quoteTruncated(s string) string {
 	const maxLen = 64
 	if len(s) > maxLen {
 		cut := maxLen
@@ -268,18 +268,18 @@ func isSurrogateEscape(b []byte) bool {
 	if !('8' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
 		return false
 	}
-	return isHex(b[4]) && isHex(b[5])
+	return isHexDigit(b[4]) && isHexDigit(b[5])
 }
 
-func isHex(c byte) bool {
+func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// scan makes one pass over raw outside of strings. It returns err if the
-// nesting exceeds maxDepth, and numErr for the first number literal whose
-// value canonicalisation would change. It never fails on malformed JSON;
-// the parser reports that.
-func scan(raw []byte, maxDepth int) (numErr, err error) {
+// scanDepthAndNumbers makes one pass over raw, skipping strings. It returns
+// err if the nesting exceeds maxDepth, and numErr for the first number
+// literal whose value canonicalisation would change. It never fails on
+// malformed JSON; the parser reports that.
+func scanDepthAndNumbers(raw []byte, maxDepth int) (numErr, err error) {
 	depth := 0
 	for i := 0; i < len(raw); {
 		switch c := raw[i]; c {
@@ -288,7 +288,7 @@ func scan(raw []byte, maxDepth int) (numErr, err error) {
 		case '[', '{':
 			depth++
 			if depth > maxDepth {
-				return nil, newError(ErrTooDeep, "payload: nesting deeper than the limit of "+
+				return nil, newPayloadError(ErrTooDeep, "payload: nesting deeper than the limit of "+
 					strconv.Itoa(maxDepth)+" at byte "+strconv.Itoa(i)+
 					"; flatten the structure or raise the configured limit (PayloadLimits.MaxDepth)")
 			}
@@ -302,7 +302,7 @@ func scan(raw []byte, maxDepth int) (numErr, err error) {
 				j++
 			}
 			if numErr == nil {
-				numErr = checkNumber(raw[i:j], i)
+				numErr = checkNumberLossless(raw[i:j], i)
 			}
 			i = j
 		default:
@@ -340,12 +340,12 @@ func skipString(raw []byte, i int) int {
 	}
 }
 
-// decimal is the exact value of a JSON number literal in a normal form in
+// jcsDecimal is the exact value of a JSON number literal in a normal form in
 // which equal values look the same whatever their spelling: the value is
 // ±d₁.d₂…dₙ × 10^exp with d₁ ≠ 0 and dₙ ≠ 0, or n == 0 for zero of either
 // sign. The digits are not copied; they are read in place from the literal's
 // integer and fraction parts, skipping lead leading zeros.
-type decimal struct {
+type jcsDecimal struct {
 	neg      bool
 	intPart  []byte // digits before '.'
 	fracPart []byte // digits after '.'
@@ -355,7 +355,7 @@ type decimal struct {
 }
 
 // digitAt returns digit i of intPart+fracPart.
-func (d *decimal) digitAt(i int) byte {
+func (d *jcsDecimal) digitAt(i int) byte {
 	if i < len(d.intPart) {
 		return d.intPart[i]
 	}
@@ -365,7 +365,7 @@ func (d *decimal) digitAt(i int) byte {
 // equal reports whether d and e denote the same number. Zero equals zero
 // whatever the sign, as -0 and 0 are the same value (and RFC 8785 writes both
 // as 0).
-func (d *decimal) equal(e *decimal) bool {
+func (d *jcsDecimal) equal(e *jcsDecimal) bool {
 	if d.n != e.n {
 		return false
 	}
@@ -383,16 +383,16 @@ func (d *decimal) equal(e *decimal) bool {
 	return true
 }
 
-// maxExp caps the magnitude of a parsed exponent. Anything beyond it is far
-// outside the float64 range, so the precise value does not matter, and the
-// cap keeps the arithmetic below from overflowing.
-const maxExp = 1 << 40
+// maxParsedExponent caps the magnitude of a parsed exponent. Anything beyond
+// it is far outside the float64 range, so the precise value does not matter,
+// and the cap keeps the arithmetic below from overflowing.
+const maxParsedExponent = 1 << 40
 
-// parseDecimal parses a literal following the JSON number grammar
+// parseNumberLiteral parses a literal following the JSON number grammar
 // (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?) without allocating.
 // ok is false if lit does not follow that grammar; the parser rejects such
 // input anyway.
-func parseDecimal(lit []byte) (d decimal, ok bool) {
+func parseNumberLiteral(lit []byte) (d jcsDecimal, ok bool) {
 	i := 0
 	if i < len(lit) && lit[i] == '-' {
 		d.neg = true
@@ -427,7 +427,7 @@ func parseDecimal(lit []byte) (d decimal, ok bool) {
 		}
 		start = i
 		for i < len(lit) && '0' <= lit[i] && lit[i] <= '9' {
-			if exp < maxExp {
+			if exp < maxParsedExponent {
 				exp = exp*10 + int64(lit[i]-'0')
 			}
 			i++
@@ -459,7 +459,7 @@ func parseDecimal(lit []byte) (d decimal, ok bool) {
 	return d, true
 }
 
-// checkNumber returns ErrLossyNumber if the RFC 8785 form of lit (the
+// checkNumberLossless returns ErrLossyNumber if the RFC 8785 form of lit (the
 // shortest text that reads back as the same float64, per ECMAScript) denotes
 // a different decimal value than lit itself. off is lit's byte offset in the
 // payload, for the message.
@@ -468,8 +468,8 @@ func parseDecimal(lit []byte) (d decimal, ok bool) {
 // float64 equals 0.1 exactly, because its canonical text is again 0.1, and
 // likewise 5e-324. What matters for an idempotency hash is that the canonical
 // bytes, which are what is hashed, mean exactly what the client sent.
-func checkNumber(lit []byte, off int) error {
-	d, ok := parseDecimal(lit)
+func checkNumberLossless(lit []byte, off int) error {
+	d, ok := parseNumberLiteral(lit)
 	if !ok {
 		return nil // malformed; the parser reports it
 	}
@@ -489,14 +489,14 @@ func checkNumber(lit []byte, off int) error {
 	var buf [32]byte
 	canon := jsontext.AppendFloat(buf[:0], f, 64)
 	if d.n <= 17 {
-		if c, ok := parseDecimal(canon); ok && c.equal(&d) {
+		if c, ok := parseNumberLiteral(canon); ok && c.equal(&d) {
 			return nil
 		}
 	}
 	if f == 0 {
 		canon = append(canon[:0], '0') // RFC 8785 writes -0 as 0
 	}
-	return newError(ErrLossyNumber, "payload: number "+truncLiteral(lit)+" at byte "+strconv.Itoa(off)+
+	return newPayloadError(ErrLossyNumber, "payload: number "+truncLiteral(lit)+" at byte "+strconv.Itoa(off)+
 		" would change value when canonicalised (becomes "+string(canon)+
 		"); send it as a string or in minor units")
 }
@@ -524,11 +524,13 @@ func fastCanonicalize(raw []byte, maxDepth int) (canonical []byte, ok bool) {
 	c.members = c.members[:0]
 	c.names = c.names[:0]
 
-	i, ok := c.value(skipSpace(raw, 0), 0)
+	i, ok := c.value(skipJSONSpace(raw, 0), 0)
 	if ok {
-		ok = skipSpace(raw, i) == len(raw)
+		ok = skipJSONSpace(raw, i) == len(raw)
 	}
-	canonical = c.out
+	if ok {
+		canonical = c.out
+	}
 
 	// Drop references to caller memory and oversized scratch before pooling.
 	c.in, c.out = nil, nil
@@ -553,14 +555,14 @@ type canonState struct {
 	maxDepth int
 	// members is a stack of the members of all objects being parsed; an
 	// object owns the entries above the length it found on entry.
-	members []member
+	members []jcsMember
 	names   []byte // unescaped names that contained escapes
 	tmp     []byte // scratch for reordering members
 }
 
-// member locates one object member. Positions rather than slices are stored
+// jcsMember locates one object member. Positions rather than slices are stored
 // so that the scratch holds no pointers into caller memory while pooled.
-type member struct {
+type jcsMember struct {
 	nameOff, nameEnd int  // the unescaped name, in names if escaped else in in
 	escaped          bool // the name is in names
 	start, end       int  // the canonical `"name":value` in out
@@ -568,15 +570,15 @@ type member struct {
 
 var canonStatePool = sync.Pool{New: func() any { return new(canonState) }}
 
-func (c *canonState) name(m *member) []byte {
+func (c *canonState) name(m *jcsMember) []byte {
 	if m.escaped {
 		return c.names[m.nameOff:m.nameEnd]
 	}
 	return c.in[m.nameOff:m.nameEnd]
 }
 
-// skipSpace returns the index of the first non-whitespace byte at or after i.
-func skipSpace(b []byte, i int) int {
+// skipJSONSpace returns the index of the first non-whitespace byte at or after i.
+func skipJSONSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
@@ -625,7 +627,7 @@ func (c *canonState) array(i, depth int) (int, bool) {
 		return i, false
 	}
 	c.out = append(c.out, '[')
-	i = skipSpace(c.in, i+1)
+	i = skipJSONSpace(c.in, i+1)
 	if i < len(c.in) && c.in[i] == ']' {
 		c.out = append(c.out, ']')
 		return i + 1, true
@@ -635,14 +637,14 @@ func (c *canonState) array(i, depth int) (int, bool) {
 		if i, ok = c.value(i, depth); !ok {
 			return i, false
 		}
-		i = skipSpace(c.in, i)
+		i = skipJSONSpace(c.in, i)
 		if i >= len(c.in) {
 			return i, false
 		}
 		switch c.in[i] {
 		case ',':
 			c.out = append(c.out, ',')
-			i = skipSpace(c.in, i+1)
+			i = skipJSONSpace(c.in, i+1)
 		case ']':
 			c.out = append(c.out, ']')
 			return i + 1, true
@@ -658,7 +660,7 @@ func (c *canonState) object(i, depth int) (int, bool) {
 	}
 	open := len(c.out)
 	c.out = append(c.out, '{')
-	i = skipSpace(c.in, i+1)
+	i = skipJSONSpace(c.in, i+1)
 	if i < len(c.in) && c.in[i] == '}' {
 		c.out = append(c.out, '}')
 		return i + 1, true
@@ -668,40 +670,40 @@ func (c *canonState) object(i, depth int) (int, bool) {
 		if i >= len(c.in) || c.in[i] != '"' {
 			return i, false
 		}
-		m := member{start: len(c.out), nameOff: i + 1}
+		m := jcsMember{start: len(c.out), nameOff: i + 1}
 		end, escaped, ok := c.string(i)
 		if !ok {
 			return end, false
 		}
 		m.nameEnd = end - 1
 		if escaped {
-			// Sorting and duplicate detection work on unescaped names. The
-			// canonical form just written differs from the raw text only in
-			// escapes, so unescape it (RFC 8785 escapes only '"', '\' and
-			// control characters, which keeps this trivial).
+			// Sorting and duplicate detection compare unescaped names.
+			// Unescape the canonical form just written rather than the raw
+			// text: its only escapes are those of '"', '\' and control
+			// characters, which keeps this trivial.
 			m.escaped = true
 			m.nameOff = len(c.names)
 			c.names = appendUnescapeCanonical(c.names, c.out[m.start+1:len(c.out)-1])
 			m.nameEnd = len(c.names)
 		}
-		i = skipSpace(c.in, end)
+		i = skipJSONSpace(c.in, end)
 		if i >= len(c.in) || c.in[i] != ':' {
 			return i, false
 		}
 		c.out = append(c.out, ':')
-		if i, ok = c.value(skipSpace(c.in, i+1), depth); !ok {
+		if i, ok = c.value(skipJSONSpace(c.in, i+1), depth); !ok {
 			return i, false
 		}
 		m.end = len(c.out)
 		c.members = append(c.members, m)
 
-		i = skipSpace(c.in, i)
+		i = skipJSONSpace(c.in, i)
 		if i >= len(c.in) {
 			return i, false
 		}
 		if c.in[i] == ',' {
 			c.out = append(c.out, ',')
-			i = skipSpace(c.in, i+1)
+			i = skipJSONSpace(c.in, i+1)
 			continue
 		}
 		if c.in[i] != '}' {
@@ -719,7 +721,7 @@ func (c *canonState) object(i, depth int) (int, bool) {
 // sortMembers puts the members of the object whose '{' is at out[open] into
 // RFC 8785 order (by the UTF-16 code units of their names). It reports false
 // if two members have the same name.
-func (c *canonState) sortMembers(open int, ms []member) bool {
+func (c *canonState) sortMembers(open int, ms []jcsMember) bool {
 	// Clients often send members already sorted; one linear check then
 	// settles both order and uniqueness.
 	sorted := true
@@ -749,7 +751,7 @@ func (c *canonState) sortMembers(open int, ms []member) bool {
 			ms[j] = m
 		}
 	} else {
-		slices.SortFunc(ms, func(a, b member) int {
+		slices.SortFunc(ms, func(a, b jcsMember) int {
 			return compareUTF16(c.name(&a), c.name(&b))
 		})
 	}
@@ -831,7 +833,7 @@ func appendUnescapeCanonical(dst, s []byte) []byte {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			dst = append(dst, hexVal(s[i+3])<<4|hexVal(s[i+4]))
+			dst = append(dst, hexDigitValue(s[i+3])<<4|hexDigitValue(s[i+4]))
 			i += 4
 		default: // '"' or '\\'
 			dst = append(dst, s[i])
@@ -840,9 +842,9 @@ func appendUnescapeCanonical(dst, s []byte) []byte {
 	return dst
 }
 
-// plainASCII marks the bytes a string may contain verbatim, in both input
+// jsonPlainASCII marks the bytes a string may contain verbatim, in both input
 // and canonical output: printable ASCII except '"' and '\'.
-var plainASCII = func() (t [256]bool) {
+var jsonPlainASCII = func() (t [256]bool) {
 	for b := 0x20; b < 0x80; b++ {
 		t[b] = b != '"' && b != '\\'
 	}
@@ -859,7 +861,7 @@ func (c *canonState) string(i int) (end int, escaped, ok bool) {
 	i++
 	seg := i // start of the pending verbatim run
 	for i < len(in) {
-		for i < len(in) && plainASCII[in[i]] {
+		for i < len(in) && jsonPlainASCII[in[i]] {
 			i++
 		}
 		if i >= len(in) {
@@ -912,7 +914,7 @@ func (c *canonState) escape(i int) (int, bool) {
 	case 't':
 		r = '\t'
 	case 'u':
-		hi, ok := hex4(in[i+2:])
+		hi, ok := parseHex4(in[i+2:])
 		if !ok {
 			return i, false
 		}
@@ -920,7 +922,7 @@ func (c *canonState) escape(i int) (int, bool) {
 		if utf16.IsSurrogate(r) {
 			// Only a high surrogate followed by an escaped low one is a
 			// character; anything else is a lone surrogate.
-			lo, ok := hex4(in[min(i+8, len(in)):])
+			lo, ok := parseHex4(in[min(i+8, len(in)):])
 			if !ok || hi >= 0xDC00 || in[i+6] != '\\' || in[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
 				return i, false
 			}
@@ -937,16 +939,16 @@ func (c *canonState) escape(i int) (int, bool) {
 	return i + 2, true
 }
 
-// hex4 decodes four hex digits at the start of b.
-func hex4(b []byte) (uint16, bool) {
-	if len(b) < 4 || !isHex(b[0]) || !isHex(b[1]) || !isHex(b[2]) || !isHex(b[3]) {
+// parseHex4 decodes four hex digits at the start of b.
+func parseHex4(b []byte) (uint16, bool) {
+	if len(b) < 4 || !isHexDigit(b[0]) || !isHexDigit(b[1]) || !isHexDigit(b[2]) || !isHexDigit(b[3]) {
 		return 0, false
 	}
-	return uint16(hexVal(b[0]))<<12 | uint16(hexVal(b[1]))<<8 | uint16(hexVal(b[2]))<<4 | uint16(hexVal(b[3])), true
+	return uint16(hexDigitValue(b[0]))<<12 | uint16(hexDigitValue(b[1]))<<8 | uint16(hexDigitValue(b[2]))<<4 | uint16(hexDigitValue(b[3])), true
 }
 
-// hexVal returns the value of the hex digit b, which must be valid.
-func hexVal(b byte) byte {
+// hexDigitValue returns the value of the hex digit b, which must be valid.
+func hexDigitValue(b byte) byte {
 	switch {
 	case b <= '9':
 		return b - '0'
@@ -989,7 +991,7 @@ func (c *canonState) number(i int) (int, bool) {
 		j++
 	}
 	lit := c.in[i:j]
-	d, ok := parseDecimal(lit)
+	d, ok := parseNumberLiteral(lit)
 	if !ok {
 		return i, false
 	}
@@ -1009,7 +1011,7 @@ func (c *canonState) number(i int) (int, bool) {
 	}
 	mark := len(c.out)
 	c.out = jsontext.AppendFloat(c.out, f, 64)
-	if canon, ok := parseDecimal(c.out[mark:]); !ok || !canon.equal(&d) {
+	if canon, ok := parseNumberLiteral(c.out[mark:]); !ok || !canon.equal(&d) {
 		return i, false
 	}
 	return j, true
@@ -1021,7 +1023,7 @@ func (c *canonState) number(i int) (int, bool) {
 // ≤ 15 digits maps to the same float, and the shortest round-tripping digits,
 // which RFC 8785 (via ECMAScript) prescribes, are exactly d's.
 // Zero, of either sign, is always exact.
-func (d *decimal) exact() bool {
+func (d *jcsDecimal) exact() bool {
 	// Zero is exact whatever its exponent; the range check must not send
 	// -0e700 down the float path, which would keep its sign.
 	return d.n == 0 || d.n <= 15 && d.exp >= -307 && d.exp <= 307
@@ -1031,7 +1033,7 @@ func (d *decimal) exact() bool {
 // section 6.1.6.1.20, which RFC 8785 section 3.2.2.3 adopts), given that d's
 // digits are the shortest round-tripping ones (see exact). Zero is written
 // as 0 whatever its sign.
-func (d *decimal) appendES6(dst []byte) []byte {
+func (d *jcsDecimal) appendES6(dst []byte) []byte {
 	if d.n == 0 {
 		return append(dst, '0')
 	}

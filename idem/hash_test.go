@@ -19,15 +19,15 @@ import (
 	"pgregory.net/rapid"
 )
 
-// fataler is what the helpers need from *testing.T and *rapid.T alike.
-type fataler interface {
+// hashFataler is what the helpers need from *testing.T and *rapid.T alike.
+type hashFataler interface {
 	Helper()
 	Fatalf(format string, args ...any)
 }
 
-// allSentinels lists every error Canonicalize may wrap, to check that each
+// payloadSentinels lists every error Canonicalize may wrap, to check that each
 // error wraps exactly one of them.
-var allSentinels = []error{
+var payloadSentinels = []error{
 	ErrInvalidJSON, ErrDuplicateKey, ErrInvalidUTF8, ErrLoneSurrogate,
 	ErrLossyNumber, ErrPayloadTooLarge, ErrTooDeep,
 }
@@ -49,14 +49,14 @@ func mustCanonicalize(t testing.TB, in string) string {
 	return string(out)
 }
 
-// checkError asserts that err wraps want and no other sentinel, and that its
-// message is a single line.
-func checkError(t testing.TB, in []byte, err, want error) {
+// checkPayloadError asserts that err wraps want and no other sentinel, and
+// that its message is a single line.
+func checkPayloadError(t testing.TB, in []byte, err, want error) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("Canonicalize(%.80q): no error, want %v", in, want)
 	}
-	for _, s := range allSentinels {
+	for _, s := range payloadSentinels {
 		if got := errors.Is(err, s); got != (s == want) {
 			t.Errorf("Canonicalize(%.80q): errors.Is(err, %q) = %v; err = %v", in, s, got, err)
 		}
@@ -203,7 +203,7 @@ func TestHashLossyNumbers(t *testing.T) {
 	} {
 		in := []byte(`{"amount": ` + tc.in + `}`)
 		_, _, err := Canonicalize(in, PayloadLimits{})
-		checkError(t, in, err, ErrLossyNumber)
+		checkPayloadError(t, in, err, ErrLossyNumber)
 		if err == nil {
 			continue
 		}
@@ -214,9 +214,9 @@ func TestHashLossyNumbers(t *testing.T) {
 	}
 }
 
-// rfcSample is the example of RFC 8785 section 3.2.2, which also appears
+// rfc8785Sample is the example of RFC 8785 section 3.2.2, which also appears
 // canonicalised in section 3.2.3.
-const rfcSample = `{
+const rfc8785Sample = `{
   "numbers": [333333333.33333329, 1E30, 4.50,
               2e-3, 0.000000000000000000000000001],
   "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
@@ -227,15 +227,15 @@ func TestHashRFC8785Sample(t *testing.T) {
 	// The sample's first number is not exactly representable: RFC 8785
 	// turns 333333333.33333329 into 333333333.3333333, a different value.
 	// Of the others, 1E30, 4.50, 2e-3 and 1e-27 keep their values.
-	_, _, err := Canonicalize([]byte(rfcSample), PayloadLimits{})
-	checkError(t, []byte(rfcSample), err, ErrLossyNumber)
+	_, _, err := Canonicalize([]byte(rfc8785Sample), PayloadLimits{})
+	checkPayloadError(t, []byte(rfc8785Sample), err, ErrLossyNumber)
 	if err != nil && !strings.Contains(err.Error(), "333333333.33333329") {
 		t.Errorf("message %q does not name the lossy literal", err)
 	}
 
 	// With the lossy literal replaced by the value it denotes, the rest of
 	// the sample must produce the RFC's expected output byte for byte.
-	exact := strings.Replace(rfcSample, "333333333.33333329", "333333333.3333333", 1)
+	exact := strings.Replace(rfc8785Sample, "333333333.33333329", "333333333.3333333", 1)
 	want := `{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`
 	got := mustCanonicalize(t, exact)
 	if got != want {
@@ -243,7 +243,7 @@ func TestHashRFC8785Sample(t *testing.T) {
 	}
 	// The reference implementation (jsontext, which does not refuse lossy
 	// numbers) gives the RFC's output for the original sample.
-	if ref, err := jsontext.AppendFormat(nil, []byte(rfcSample),
+	if ref, err := jsontext.AppendFormat(nil, []byte(rfc8785Sample),
 		jsontext.CanonicalizeRawInts(true), jsontext.CanonicalizeRawFloats(true),
 		jsontext.ReorderRawObjects(true)); err != nil || string(ref) != want {
 		t.Errorf("jsontext on the RFC sample = %s, %v; want %s", ref, err, want)
@@ -361,7 +361,7 @@ func TestHashLargeObject(t *testing.T) {
 
 	dup := []byte(strings.Replace(string(in), "}", `, "k42": 0}`, 1))
 	_, _, err := Canonicalize(dup, PayloadLimits{})
-	checkError(t, dup, err, ErrDuplicateKey)
+	checkPayloadError(t, dup, err, ErrDuplicateKey)
 	checkFastMatchesReference(t, dup)
 }
 
@@ -435,7 +435,7 @@ func TestHashErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := []byte(tc.in)
 			out, hash, err := Canonicalize(in, tc.lim)
-			checkError(t, in, err, tc.want)
+			checkPayloadError(t, in, err, tc.want)
 			if out != nil || hash != "" {
 				t.Errorf("on error, got canonical %q and hash %q; want nil and empty", out, hash)
 			}
@@ -465,7 +465,7 @@ func TestHashErrorPrecedence(t *testing.T) {
 		{`[[1]]`, PayloadLimits{MaxBytes: 4, MaxDepth: 1}, ErrPayloadTooLarge},
 	} {
 		_, _, err := Canonicalize([]byte(tc.in), tc.lim)
-		checkError(t, []byte(tc.in), err, tc.want)
+		checkPayloadError(t, []byte(tc.in), err, tc.want)
 	}
 }
 
@@ -476,7 +476,7 @@ func TestHashLimits(t *testing.T) {
 			t.Errorf("exactly MaxBytes: %v", err)
 		}
 		_, _, err := Canonicalize(in, PayloadLimits{MaxBytes: 11})
-		checkError(t, in, err, ErrPayloadTooLarge)
+		checkPayloadError(t, in, err, ErrPayloadTooLarge)
 
 		big := bytes.Repeat([]byte(" "), DefaultMaxPayloadBytes)
 		big[0] = '1'
@@ -485,7 +485,7 @@ func TestHashLimits(t *testing.T) {
 		}
 		big = append(big, ' ')
 		_, _, err = Canonicalize(big, PayloadLimits{})
-		checkError(t, nil, err, ErrPayloadTooLarge)
+		checkPayloadError(t, nil, err, ErrPayloadTooLarge)
 		if err != nil && !strings.Contains(err.Error(), "limit of 1048576 bytes") {
 			t.Errorf("message %q does not name the default limit", err)
 		}
@@ -507,7 +507,7 @@ func TestHashLimits(t *testing.T) {
 				}
 				deep := gen(maxDepth + 1)
 				_, _, err := Canonicalize([]byte(deep), lim)
-				checkError(t, []byte(deep), err, ErrTooDeep)
+				checkPayloadError(t, []byte(deep), err, ErrTooDeep)
 			}
 		}
 		// A scalar has depth 0, so it passes even the smallest limit.
@@ -525,7 +525,7 @@ func TestHashLimits(t *testing.T) {
 		}
 		deep := arrays(maxSupportedDepth + 1)
 		_, _, err := Canonicalize([]byte(deep), lim)
-		checkError(t, []byte(deep), err, ErrTooDeep)
+		checkPayloadError(t, []byte(deep), err, ErrTooDeep)
 	})
 }
 
@@ -537,7 +537,7 @@ func TestHashDoesNotModifyInput(t *testing.T) {
 		`1e20`,                              // canonical form much longer
 		`{"a":1,"a":2}`,                     // error path
 		`[9007199254740993]`,                // lossy, via the reference path
-		rfcSample,
+		rfc8785Sample,
 	} {
 		buf := make([]byte, len(in), len(in)+64)
 		copy(buf, in)
@@ -622,7 +622,7 @@ func TestHashReferenceIsValueCanonicalize(t *testing.T) {
 // referenceCanonicalize accepts, with identical output. If the fast path
 // declined valid input only performance would suffer, but if it accepted
 // invalid input or produced different bytes, hashes would be wrong.
-func checkFastMatchesReference(t fataler, in []byte) {
+func checkFastMatchesReference(t hashFataler, in []byte) {
 	t.Helper()
 	fast, ok := fastCanonicalize(in, DefaultMaxDepth)
 	ref, err := referenceCanonicalize(in, DefaultMaxDepth)
@@ -640,8 +640,8 @@ func checkFastMatchesReference(t fataler, in []byte) {
 // differential test and as fuzzing seeds.
 func hashSeedCorpus() []string {
 	corpus := []string{
-		rfcSample,
-		strings.Replace(rfcSample, "333333333.33333329", "333333333.3333333", 1),
+		rfc8785Sample,
+		strings.Replace(rfc8785Sample, "333333333.33333329", "333333333.3333333", 1),
 		`{"\u20ac":1,"\r":2,"\ufb33":3,"1":4,"\ud83d\ude00":5,"\u0080":6,"\u00f6":7}`,
 		`{"a":1,"\u0061":2}`, `{"a":1,"a":2}`, `{"b":1,"a":2,"b":3}`,
 		`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud83d\ude00"`, `"\uD83D\uDE00"`,
@@ -662,8 +662,8 @@ func hashSeedCorpus() []string {
 	return corpus
 }
 
-// ratOf returns the exact value of a JSON number literal.
-func ratOf(t fataler, lit string) *big.Rat {
+// jcsRatOf returns the exact value of a JSON number literal.
+func jcsRatOf(t hashFataler, lit string) *big.Rat {
 	t.Helper()
 	r, ok := new(big.Rat).SetString(lit)
 	if !ok {
@@ -693,7 +693,7 @@ func TestHashNumberRuleMatchesBigRat(t *testing.T) {
 			t.Errorf("%s: exact by big.Rat, but refused: %v", lit, err)
 		}
 		if !want {
-			checkError(t, in, err, ErrLossyNumber)
+			checkPayloadError(t, in, err, ErrLossyNumber)
 		}
 		checkFastMatchesReference(t, in)
 	}
@@ -702,7 +702,7 @@ func TestHashNumberRuleMatchesBigRat(t *testing.T) {
 // referenceNumberExact decides the number rule with big.Rat: the literal is
 // exact if the RFC 8785 text of the nearest float64 (with overflow clamped as
 // jsontext does) has the same value.
-func referenceNumberExact(t fataler, lit string) bool {
+func referenceNumberExact(t hashFataler, lit string) bool {
 	t.Helper()
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -712,26 +712,26 @@ func referenceNumberExact(t fataler, lit string) bool {
 		return false // clamped to ±MaxFloat64, which is a different value
 	}
 	canon := string(jsontext.AppendFloat(nil, f, 64))
-	return ratOf(t, canon).Cmp(ratOf(t, lit)) == 0
+	return jcsRatOf(t, canon).Cmp(jcsRatOf(t, lit)) == 0
 }
 
-// jsonValue is a JSON value model for the property tests, rendered to text
+// jcsTestValue is a JSON value model for the property tests, rendered to text
 // in many equivalent ways and canonicalised independently of the code under
 // test.
-type jsonValue struct {
+type jcsTestValue struct {
 	kind  byte // 'n'ull, 'b'ool, '#' number, 's'tring, 'a'rray, 'o'bject
 	b     bool
 	mant  int64 // a number is mant × 10^exp
 	exp   int
 	s     string
-	elems []jsonValue
+	elems []jcsTestValue
 	keys  []string // object member names, distinct, in insertion order
 }
 
-// drawRune draws runes that exercise escaping and UTF-16 ordering: quotes,
+// jcsDrawRune draws runes that exercise escaping and UTF-16 ordering: quotes,
 // backslashes, control characters, the U+E000..U+FFFF range and the
 // supplementary planes.
-func drawRune(t *rapid.T) rune {
+func jcsDrawRune(t *rapid.T) rune {
 	switch rapid.IntRange(0, 4).Draw(t, "runeClass") {
 	case 0:
 		return rapid.SampledFrom([]rune{'"', '\\', '/', '\b', '\f', '\n', '\r', '\t', 0, 0x1f, 0x7f,
@@ -752,27 +752,27 @@ func drawRune(t *rapid.T) rune {
 	}
 }
 
-func drawString(t *rapid.T, maxLen int) string {
+func jcsDrawString(t *rapid.T, maxLen int) string {
 	n := rapid.IntRange(0, maxLen).Draw(t, "strLen")
 	var b strings.Builder
 	for range n {
-		b.WriteRune(drawRune(t))
+		b.WriteRune(jcsDrawRune(t))
 	}
 	return b.String()
 }
 
-// drawNumber draws exact numbers: up to 15 significant digits with a modest
+// jcsDrawNumber draws exact numbers: up to 15 significant digits with a modest
 // exponent, or safe integers of up to 16 digits (|n| <= 2^53).
-func drawNumber(t *rapid.T) jsonValue {
+func jcsDrawNumber(t *rapid.T) jcsTestValue {
 	if rapid.Bool().Draw(t, "safeInt") {
-		return jsonValue{kind: '#', mant: rapid.Int64Range(-1<<53, 1<<53).Draw(t, "int")}
+		return jcsTestValue{kind: '#', mant: rapid.Int64Range(-1<<53, 1<<53).Draw(t, "int")}
 	}
 	const max15 = 999_999_999_999_999
 	mant := rapid.OneOf(rapid.Int64Range(-max15, max15), rapid.Int64Range(-1000, 1000)).Draw(t, "mant")
-	return jsonValue{kind: '#', mant: mant, exp: rapid.IntRange(-30, 30).Draw(t, "exp")}
+	return jcsTestValue{kind: '#', mant: mant, exp: rapid.IntRange(-30, 30).Draw(t, "exp")}
 }
 
-func drawValue(t *rapid.T, depth int) jsonValue {
+func jcsDrawValue(t *rapid.T, depth int) jcsTestValue {
 	// Mostly containers near the top, so that typical draws are documents
 	// with some structure rather than lone scalars.
 	kinds := []byte("nb#s")
@@ -784,38 +784,38 @@ func drawValue(t *rapid.T, depth int) jsonValue {
 	}
 	switch k := rapid.SampledFrom(kinds).Draw(t, "kind"); k {
 	case 'n':
-		return jsonValue{kind: 'n'}
+		return jcsTestValue{kind: 'n'}
 	case 'b':
-		return jsonValue{kind: 'b', b: rapid.Bool().Draw(t, "bool")}
+		return jcsTestValue{kind: 'b', b: rapid.Bool().Draw(t, "bool")}
 	case '#':
-		return drawNumber(t)
+		return jcsDrawNumber(t)
 	case 's':
-		return jsonValue{kind: 's', s: drawString(t, 8)}
+		return jcsTestValue{kind: 's', s: jcsDrawString(t, 8)}
 	case 'a':
-		v := jsonValue{kind: 'a'}
+		v := jcsTestValue{kind: 'a'}
 		for range rapid.IntRange(0, 4).Draw(t, "arrayLen") {
-			v.elems = append(v.elems, drawValue(t, depth+1))
+			v.elems = append(v.elems, jcsDrawValue(t, depth+1))
 		}
 		return v
 	default:
-		v := jsonValue{kind: 'o'}
+		v := jcsTestValue{kind: 'o'}
 		for range rapid.IntRange(0, 5).Draw(t, "objectLen") {
-			key := drawString(t, 3)
+			key := jcsDrawString(t, 3)
 			if slices.Contains(v.keys, key) {
 				continue
 			}
 			v.keys = append(v.keys, key)
-			v.elems = append(v.elems, drawValue(t, depth+1))
+			v.elems = append(v.elems, jcsDrawValue(t, depth+1))
 		}
 		return v
 	}
 }
 
-// modelCanonical writes v as RFC 8785 prescribes, independently of the code
-// under test: names sorted by UTF-16 code units via utf16.Encode, numbers via
-// big.Rat-free float formatting from the library, strings escaped per
-// section 3.2.2.2.
-func modelCanonical(b []byte, v jsonValue) []byte {
+// jcsModelCanonical writes v as RFC 8785 prescribes, independently of the
+// code under test: names sorted by UTF-16 code units via utf16.Encode,
+// numbers via strconv.ParseFloat and jsontext.AppendFloat, strings escaped
+// per section 3.2.2.2.
+func jcsModelCanonical(b []byte, v jcsTestValue) []byte {
 	switch v.kind {
 	case 'n':
 		return append(b, "null"...)
@@ -831,14 +831,14 @@ func modelCanonical(b []byte, v jsonValue) []byte {
 		}
 		return jsontext.AppendFloat(b, f, 64)
 	case 's':
-		return modelString(b, v.s)
+		return jcsModelString(b, v.s)
 	case 'a':
 		b = append(b, '[')
 		for i, e := range v.elems {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = modelCanonical(b, e)
+			b = jcsModelCanonical(b, e)
 		}
 		return append(b, ']')
 	default:
@@ -854,15 +854,15 @@ func modelCanonical(b []byte, v jsonValue) []byte {
 			if n > 0 {
 				b = append(b, ',')
 			}
-			b = modelString(b, v.keys[i])
+			b = jcsModelString(b, v.keys[i])
 			b = append(b, ':')
-			b = modelCanonical(b, v.elems[i])
+			b = jcsModelCanonical(b, v.elems[i])
 		}
 		return append(b, '}')
 	}
 }
 
-func modelString(b []byte, s string) []byte {
+func jcsModelString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for _, r := range s {
 		switch {
@@ -887,10 +887,10 @@ func modelString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// render writes v as JSON text, drawing every free choice (whitespace,
+// jcsRender writes v as JSON text, drawing every free choice (whitespace,
 // member order, escapes, number spelling) from t, so each call may give a
 // different but equivalent text.
-func render(t *rapid.T, b []byte, v jsonValue) []byte {
+func jcsRender(t *rapid.T, b []byte, v jcsTestValue) []byte {
 	space := func(b []byte) []byte {
 		return append(b, rapid.SampledFrom([]string{"", "", " ", "\n", "\t", "\r\n  "}).Draw(t, "space")...)
 	}
@@ -901,16 +901,16 @@ func render(t *rapid.T, b []byte, v jsonValue) []byte {
 	case 'b':
 		b = strconv.AppendBool(b, v.b)
 	case '#':
-		b = renderNumber(t, b, v.mant, v.exp)
+		b = jcsRenderNumber(t, b, v.mant, v.exp)
 	case 's':
-		b = renderString(t, b, v.s)
+		b = jcsRenderString(t, b, v.s)
 	case 'a':
 		b = append(b, '[')
 		for i, e := range v.elems {
 			if i > 0 {
 				b = append(space(b), ',')
 			}
-			b = render(t, b, e)
+			b = jcsRender(t, b, e)
 		}
 		b = append(space(b), ']')
 	default:
@@ -924,17 +924,17 @@ func render(t *rapid.T, b []byte, v jsonValue) []byte {
 			if n > 0 {
 				b = append(space(b), ',')
 			}
-			b = renderString(t, space(b), v.keys[i])
+			b = jcsRenderString(t, space(b), v.keys[i])
 			b = append(space(b), ':')
-			b = render(t, b, v.elems[i])
+			b = jcsRender(t, b, v.elems[i])
 		}
 		b = append(space(b), '}')
 	}
 	return space(b)
 }
 
-// renderNumber writes mant × 10^exp in one of several equivalent spellings.
-func renderNumber(t *rapid.T, b []byte, mant int64, exp int) []byte {
+// jcsRenderNumber writes mant × 10^exp in one of several equivalent spellings.
+func jcsRenderNumber(t *rapid.T, b []byte, mant int64, exp int) []byte {
 	if mant < 0 {
 		b = append(b, '-')
 		mant = -mant
@@ -983,9 +983,9 @@ func renderNumber(t *rapid.T, b []byte, mant int64, exp int) []byte {
 	}
 }
 
-// renderString writes s with each character randomly escaped or not (where
+// jcsRenderString writes s with each character randomly escaped or not (where
 // JSON allows both), using \u escapes in either case and surrogate pairs.
-func renderString(t *rapid.T, b []byte, s string) []byte {
+func jcsRenderString(t *rapid.T, b []byte, s string) []byte {
 	b = append(b, '"')
 	for _, r := range s {
 		mustEscape := r < 0x20 || r == '"' || r == '\\'
@@ -1014,11 +1014,11 @@ func renderString(t *rapid.T, b []byte, s string) []byte {
 // canonicalising the canonical form changes nothing.
 func TestHashPropertyRenderingsAgree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		v := drawValue(t, 0)
-		want := string(modelCanonical(nil, v))
+		v := jcsDrawValue(t, 0)
+		want := string(jcsModelCanonical(nil, v))
 		var firstHash string
 		for i := range 3 {
-			text := render(t, nil, v)
+			text := jcsRender(t, nil, v)
 			got, hash, err := Canonicalize(text, PayloadLimits{})
 			if err != nil {
 				t.Fatalf("rendering %d %q: %v", i, text, err)
@@ -1040,12 +1040,12 @@ func TestHashPropertyRenderingsAgree(t *testing.T) {
 	})
 }
 
-// mutate returns a copy of v with exactly one leaf (or one empty container)
+// jcsMutate returns a copy of v with exactly one leaf (or one empty container)
 // changed to a different value.
-func mutate(t *rapid.T, v jsonValue) jsonValue {
+func jcsMutate(t *rapid.T, v jcsTestValue) jcsTestValue {
 	switch v.kind {
 	case 'n':
-		return jsonValue{kind: 'b', b: rapid.Bool().Draw(t, "nullTo")}
+		return jcsTestValue{kind: 'b', b: rapid.Bool().Draw(t, "nullTo")}
 	case 'b':
 		v.b = !v.b
 	case '#':
@@ -1055,18 +1055,18 @@ func mutate(t *rapid.T, v jsonValue) jsonValue {
 			v.mant++
 		}
 	case 's':
-		v.s += string(drawRune(t))
+		v.s += string(jcsDrawRune(t))
 	case 'a', 'o':
 		if len(v.elems) == 0 {
-			v.elems = []jsonValue{{kind: 'n'}}
+			v.elems = []jcsTestValue{{kind: 'n'}}
 			if v.kind == 'o' {
-				v.keys = []string{drawString(t, 2)}
+				v.keys = []string{jcsDrawString(t, 2)}
 			}
 			return v
 		}
 		i := rapid.IntRange(0, len(v.elems)-1).Draw(t, "mutateAt")
 		v.elems = slices.Clone(v.elems)
-		v.elems[i] = mutate(t, v.elems[i])
+		v.elems[i] = jcsMutate(t, v.elems[i])
 	}
 	return v
 }
@@ -1075,13 +1075,13 @@ func mutate(t *rapid.T, v jsonValue) jsonValue {
 // different canonical forms and hashes.
 func TestHashPropertyLeafChangeChangesHash(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		v := drawValue(t, 0)
-		w := mutate(t, v)
-		a, ha, err := Canonicalize(render(t, nil, v), PayloadLimits{})
+		v := jcsDrawValue(t, 0)
+		w := jcsMutate(t, v)
+		a, ha, err := Canonicalize(jcsRender(t, nil, v), PayloadLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, hb, err := Canonicalize(render(t, nil, w), PayloadLimits{})
+		b, hb, err := Canonicalize(jcsRender(t, nil, w), PayloadLimits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1120,5 +1120,40 @@ func TestHashPropertyNumberRule(t *testing.T) {
 			}
 		}
 		checkFastMatchesReference(t, []byte(lit))
+	})
+}
+
+// TestHashPropertyCorruptedInputsAgree corrupts renderings of valid values
+// by one byte (deleted, replaced or inserted) to produce nearly-valid input,
+// where the single-pass canonicaliser and the reference are most likely to
+// disagree, and checks that they do not, and that errors are well formed.
+func TestHashPropertyCorruptedInputsAgree(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := jcsRender(t, nil, jcsDrawValue(t, 0))
+		if len(text) == 0 {
+			return
+		}
+		i := rapid.IntRange(0, len(text)-1).Draw(t, "at")
+		interesting := []byte("\"\\{}[]:,.-+eE0159uDdc \xff\xc3\xed\x00\n")
+		switch rapid.IntRange(0, 2).Draw(t, "corruption") {
+		case 0:
+			text = slices.Delete(text, i, i+1)
+		case 1:
+			text[i] = rapid.SampledFrom(interesting).Draw(t, "replacement")
+		default:
+			text = slices.Insert(text, i, rapid.SampledFrom(interesting).Draw(t, "insertion"))
+		}
+		checkFastMatchesReference(t, text)
+		if _, _, err := Canonicalize(text, PayloadLimits{}); err != nil {
+			n := 0
+			for _, s := range payloadSentinels {
+				if errors.Is(err, s) {
+					n++
+				}
+			}
+			if n != 1 || strings.ContainsAny(err.Error(), "\r\n") {
+				t.Fatalf("%q: malformed error %q", text, err)
+			}
+		}
 	})
 }
