@@ -1,0 +1,259 @@
+package recovery
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/idemctl/idemctl/idem"
+)
+
+// LineSlack is what a line may hold beyond its payload: identity, class,
+// transport (at most idem.MaxTransportBytes) and JSON punctuation.
+const LineSlack = 64 << 10
+
+// ErrInvalidLine is wrapped by every error about an unreadable input line.
+var ErrInvalidLine = errors.New("invalid input line")
+
+// Request is one ambiguous operation as given by the operator.
+type Request struct {
+	Tenant      string
+	OperationID string
+	Class       string
+	// Payload is the original payload, any JSON; it is canonicalised and hashed.
+	Payload []byte
+	// Transport is optional tracing metadata (a JSON object), never identity.
+	Transport []byte
+}
+
+// Item is what a Source yields: a request, or the reason its line is invalid.
+type Item struct {
+	// Line is the 1-based input line, 0 for a request from the command line.
+	Line    int
+	Request Request
+	// Invalid is set when the line could not be read as a request.
+	Invalid error
+	// Bytes is how much input the item consumed, for progress.
+	Bytes int
+}
+
+// Source yields the operations of a run in order; Next returns io.EOF after
+// the last one. Any other error is an input failure that ends the run.
+type Source interface {
+	Next() (Item, error)
+}
+
+// Single is a Source of one request.
+func Single(r Request) Source { return &single{r: r} }
+
+type single struct {
+	r    Request
+	done bool
+}
+
+func (s *single) Next() (Item, error) {
+	if s.done {
+		return Item{}, io.EOF
+	}
+	s.done = true
+	return Item{Request: s.r}, nil
+}
+
+// NDJSON streams requests from r, one JSON object a line:
+//
+//	{"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
+//
+// transport is optional. Blank lines are skipped. A line longer than maxLine
+// bytes is reported invalid without being held in memory, and reading goes on
+// at the next line.
+func NDJSON(r io.Reader, maxLine int) Source {
+	return &ndjson{r: bufio.NewReaderSize(r, 256<<10), max: maxLine}
+}
+
+type ndjson struct {
+	r    *bufio.Reader
+	max  int
+	line int
+	buf  []byte
+	dec  jsontext.Decoder
+	rd   bytes.Reader
+}
+
+func (s *ndjson) Next() (Item, error) {
+	for {
+		line, n, tooLong, err := s.readLine()
+		if err != nil && (err != io.EOF || n == 0) {
+			return Item{}, err
+		}
+		s.line++
+		it := Item{Line: s.line, Bytes: n}
+		if tooLong {
+			it.Invalid = fmt.Errorf("%w: line is longer than %d bytes (the payload limit plus %d KiB); raise --max-bytes if it is expected", ErrInvalidLine, s.max, LineSlack>>10)
+			return it, nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		it.Request, it.Invalid = s.parse(line)
+		return it, nil
+	}
+}
+
+// readLine returns the next line without its newline, and how many bytes it
+// consumed. A line over the limit is skipped to its end and reported tooLong.
+func (s *ndjson) readLine() (line []byte, n int, tooLong bool, err error) {
+	s.buf = s.buf[:0]
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		n += len(chunk)
+		if !tooLong {
+			if len(s.buf)+len(chunk) > s.max+1 { // +1: the newline
+				tooLong = true
+				s.buf = s.buf[:0]
+			} else {
+				s.buf = append(s.buf, chunk...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF:
+			return s.buf, n, tooLong, io.EOF
+		case err != nil:
+			return nil, n, false, fmt.Errorf("read input: %w", err)
+		}
+		return s.buf, n, tooLong, nil
+	}
+}
+
+// parse reads one line. The envelope is strict (duplicate or unknown members
+// are refused) because a typo such as "transpor" must not be silently ignored.
+func (s *ndjson) parse(line []byte) (Request, error) {
+	s.rd.Reset(line)
+	s.dec.Reset(&s.rd)
+	var req Request
+	bad := func(format string, args ...any) (Request, error) {
+		return Request{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidLine}, args...)...)
+	}
+	tok, err := s.dec.ReadToken()
+	if err != nil {
+		return bad("not JSON: %v", jsonErr(err))
+	}
+	if tok.Kind() != '{' {
+		return bad("want a JSON object, got %s", kindName(tok.Kind()))
+	}
+	var seenPayload, seenTenant, seenOp, seenClass bool
+	for s.dec.PeekKind() != '}' {
+		name, err := s.dec.ReadToken()
+		if err != nil {
+			return bad("not JSON: %v", jsonErr(err))
+		}
+		field := name.String()
+		if (field == "tenant" || field == "operation_id" || field == "class") && s.dec.PeekKind() == '"' {
+			str, err := s.dec.ReadToken()
+			if err != nil {
+				return bad("not JSON: %v", jsonErr(err))
+			}
+			switch field {
+			case "tenant":
+				req.Tenant, seenTenant = str.String(), true
+			case "operation_id":
+				req.OperationID, seenOp = str.String(), true
+			default:
+				req.Class, seenClass = str.String(), true
+			}
+			continue
+		}
+		val, err := s.dec.ReadValue()
+		if err != nil {
+			return bad("not JSON: %v", jsonErr(err))
+		}
+		switch field {
+		case "tenant", "operation_id", "class":
+			return bad("%s must be a string, got %s", field, kindName(val.Kind()))
+		case "payload":
+			if val.Kind() == 'n' {
+				return bad("payload is null; give the original payload")
+			}
+			req.Payload, seenPayload = bytes.Clone(val), true
+		case "transport":
+			switch val.Kind() {
+			case 'n':
+			case '{':
+				req.Transport = bytes.Clone(val)
+			default:
+				return bad("transport must be an object, got %s", kindName(val.Kind()))
+			}
+		default:
+			return bad("unknown field %q (want tenant, operation_id, class, payload, transport)", field)
+		}
+	}
+	if _, err := s.dec.ReadToken(); err != nil { // the closing brace
+		return bad("not JSON: %v", jsonErr(err))
+	}
+	if _, err := s.dec.ReadToken(); err != io.EOF {
+		return bad("more than one JSON value on the line")
+	}
+	for _, m := range []struct {
+		seen bool
+		name string
+	}{{seenTenant, "tenant"}, {seenOp, "operation_id"}, {seenClass, "class"}, {seenPayload, "payload"}} {
+		if !m.seen {
+			return bad("missing field %s", m.name)
+		}
+	}
+	return req, nil
+}
+
+// jsonErr keeps a parser error to one line without the package prefix.
+func jsonErr(err error) string {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		msg := "syntax error"
+		if se.Err != nil {
+			msg = se.Err.Error()
+		}
+		if se.Err == io.ErrUnexpectedEOF {
+			msg = "the line ends inside a value"
+		}
+		return msg + " at byte " + strconv.FormatInt(se.ByteOffset, 10)
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return "the line ends inside a value"
+	}
+	return err.Error()
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 'f', 't':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "nothing"
+}
+
+// prepare validates a request and hashes its payload through the core.
+func prepare(r Request, lim idem.PayloadLimits) (idem.Prepared, error) {
+	return idem.Prepare(idem.Command{
+		Identity:  idem.Identity{TenantID: r.Tenant, OperationID: r.OperationID},
+		Class:     r.Class,
+		Payload:   r.Payload,
+		Transport: r.Transport,
+	}, lim)
+}

@@ -1,0 +1,70 @@
+package recovery
+
+import (
+	"context"
+	"sync"
+)
+
+// window hands out positions to dispatched items and emits their results in
+// input order. At most size items are between dispatch and emission, which
+// bounds memory whatever the input length: a slow operation holds the window
+// back instead of letting results pile up behind it.
+type window struct {
+	slots chan struct{}
+
+	mu      sync.Mutex
+	ring    []Result
+	filled  []bool
+	next    int // next position to emit
+	emit    func(Result) error
+	emitErr error
+}
+
+func newWindow(size int, emit func(Result) error) *window {
+	return &window{
+		slots:  make(chan struct{}, size),
+		ring:   make([]Result, size),
+		filled: make([]bool, size),
+		emit:   emit,
+	}
+}
+
+// acquire waits for room for one more item; false when ctx is done first.
+func (w *window) acquire(ctx context.Context) bool {
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// done records the result of the item at position pos and emits every result
+// that is now next in order. Skipped results free their slot without being
+// emitted.
+func (w *window) done(pos int, r Result) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := pos % len(w.ring)
+	w.ring[i], w.filled[i] = r, true
+	for {
+		j := w.next % len(w.ring)
+		if !w.filled[j] {
+			return
+		}
+		res := w.ring[j]
+		w.ring[j], w.filled[j] = Result{}, false
+		w.next++
+		if !res.skipped && w.emitErr == nil {
+			w.emitErr = w.emit(res)
+		}
+		<-w.slots
+	}
+}
+
+// err is the first error returned by emit.
+func (w *window) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.emitErr
+}

@@ -1,0 +1,119 @@
+package recovery
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Outcome is the final answer for one operation.
+type Outcome string
+
+// Outcomes of a run. The first five are final answers of a real run, the
+// dry-run ones say what a real run would do; Invalid and Failed mean the line
+// got no answer and nothing was written for it.
+const (
+	// AlreadyApplied: the identity exists with the same hash (and class); the
+	// saved response is returned, nothing ran.
+	AlreadyApplied Outcome = "already_applied"
+	// Applied: the identity was absent and the operation ran now, in one
+	// transaction with its inbox row and saved response.
+	Applied Outcome = "applied"
+	// Conflict: the identity exists with another payload or class; nothing ran
+	// and the request is quarantined (Result.QuarantineID).
+	Conflict Outcome = "conflict"
+	// Purged: the identity was purged under a proven replay horizon. Seam for
+	// the Horizon work: the executor's SQL will return it; nothing produces it
+	// yet.
+	Purged Outcome = "purged"
+	// Invalid: the input line is bad (malformed JSON, missing field, invalid
+	// identity, lossy number, too large, unknown class).
+	Invalid Outcome = "invalid"
+	// Failed ("error"): the effect failed or the database refused; nothing was
+	// written for this operation.
+	Failed Outcome = "error"
+	// WouldApply (dry run): the identity is absent; a real run would execute it.
+	WouldApply Outcome = "would_apply"
+	// WouldConflict (dry run): the identity exists with another payload or class.
+	WouldConflict Outcome = "would_conflict"
+)
+
+// Outcomes lists every outcome in the order summaries show them.
+var Outcomes = []Outcome{AlreadyApplied, Applied, WouldApply, Purged, Conflict, WouldConflict, Invalid, Failed}
+
+// Converged reports whether the outcome is a safe, final answer that needs no
+// one's attention (exit code 0). A purged identity was covered by a proven
+// horizon, which is such an answer.
+func (o Outcome) Converged() bool {
+	switch o {
+	case AlreadyApplied, Applied, WouldApply, Purged:
+		return true
+	}
+	return false
+}
+
+// Result is the answer for one operation.
+type Result struct {
+	// Line is the 1-based input line; 0 for an operation given on the command line.
+	Line        int
+	Tenant      string
+	OperationID string
+	Class       string
+	Outcome     Outcome
+	// Response is the saved response (applied, already_applied); nil otherwise
+	// and in a dry run, which reads only what the comparison needs.
+	Response json.RawMessage
+	// StoredHash is the inbox's hash when the identity exists.
+	StoredHash string
+	// StoredClass is the inbox's class when it differs from Class (a conflict).
+	StoredClass string
+	// IncomingHash is the canonical hash of the line's payload.
+	IncomingHash string
+	// QuarantineID is the conflict record (Conflict only).
+	QuarantineID int64
+	// Err says what is wrong (Invalid, Failed).
+	Err error
+
+	skipped bool // dispatched but never started (interrupted, or refused mid-run)
+}
+
+// Counts are the number of results per outcome.
+type Counts map[Outcome]int
+
+// Total is the number of operations answered.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// RunSummary is what a run did, for the audit record and the final report.
+type RunSummary struct {
+	// Operator is who ran it (--operator, IDEMCTL_OPERATOR or the OS user).
+	Operator string
+	// Source names the input: a file name, "-" for stdin, or "command line".
+	Source string
+	DryRun bool
+	// StartedAt and FinishedAt come from the database clock.
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Counts     Counts
+	// Read is the number of operations read; Read - Counts.Total() were never
+	// started because the run was interrupted or refused midway.
+	Read int
+	// Interrupted is true when the run stopped before the end of its input.
+	Interrupted bool
+}
+
+// Conflicts is the number of conflicts, real or dry-run.
+func (s RunSummary) Conflicts() int { return s.Counts[Conflict] + s.Counts[WouldConflict] }
+
+// Problems is the number of invalid lines and failed operations.
+func (s RunSummary) Problems() int { return s.Counts[Invalid] + s.Counts[Failed] }
+
+// Converged reports whether the whole input was read and every operation
+// converged.
+func (s RunSummary) Converged() bool {
+	return !s.Interrupted && s.Conflicts() == 0 && s.Problems() == 0
+}

@@ -1,0 +1,327 @@
+package recovery
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/idem"
+)
+
+//go:embed sql/classes.sql
+var classesSQL string
+
+// Defaults of Config.
+const (
+	DefaultConcurrency = 4
+	DefaultBatchSize   = 5000
+	// partialBatchDelay is how long a dry-run waits for more input before it
+	// looks up a partial batch, so that slow input (a pipe) is still answered.
+	partialBatchDelay = 20 * time.Millisecond
+)
+
+// Config says how a run goes.
+type Config struct {
+	// Limits bound each payload (idem.Prepare).
+	Limits idem.PayloadLimits
+	// Concurrency is the number of operations (or dry-run batches) in flight,
+	// each on its own connection: the pool needs at least this many.
+	Concurrency int
+	// MaxRate caps operations per second; 0 means no cap.
+	MaxRate float64
+	// DryRun looks identities up without writing anything.
+	DryRun bool
+	// BatchSize is how many identities one dry-run round trip looks up.
+	BatchSize int
+	// Window is how many operations may be between reading and output; it
+	// bounds memory. 0 picks one that keeps every worker busy.
+	Window int
+	// Operator is who runs it, recorded with the run and with conflicts.
+	Operator string
+	// Source names the input for the run record.
+	Source string
+	// RecordRun, when set, records the run for audit at its end, interrupted
+	// or not (not when the database was refused at the start: nothing ran).
+	RecordRun func(ctx context.Context, s RunSummary) error
+}
+
+// Resolver runs the recovery protocol over a Source.
+type Resolver struct {
+	Pool *pgxpool.Pool
+	Config
+
+	answered atomic.Int64
+	consumed atomic.Int64
+}
+
+// Progress returns how many operations have been answered so far and how many
+// input bytes have been consumed; safe to call while Run runs.
+func (r *Resolver) Progress() (answered int64, bytes int64) {
+	return r.answered.Load(), r.consumed.Load()
+}
+
+// job is one prepared operation on its way to a worker.
+type job struct {
+	pos       int
+	line      int
+	p         idem.Prepared
+	sqlEffect bool
+}
+
+func (j job) result() Result {
+	return Result{Line: j.line, Tenant: j.p.TenantID, OperationID: j.p.OperationID, Class: j.p.Class, IncomingHash: j.p.Hash}
+}
+
+// Run resolves every operation of src and passes each result to emit, in
+// input order. It returns a *NotPrimaryError (errors.Is ErrNotPrimary) when
+// the database is refused, before anything or midway; an error from src or
+// emit ends the run too. Cancelling ctx stops reading: operations already in a
+// transaction finish (commit or roll back, never half) and the summary so far
+// is returned with Interrupted set.
+func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error) (RunSummary, error) {
+	cfg := r.Config
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = max(1024, cfg.Concurrency*256)
+		if cfg.DryRun {
+			cfg.Window = cfg.BatchSize * (cfg.Concurrency + 2)
+		}
+	}
+	sum := RunSummary{Operator: cfg.Operator, Source: cfg.Source, DryRun: cfg.DryRun, Counts: Counts{}}
+
+	started, err := CheckPrimary(ctx, r.Pool)
+	if err != nil {
+		return sum, err
+	}
+	sum.StartedAt = started
+	classes, err := loadClasses(ctx, r.Pool)
+	if err != nil {
+		return sum, err
+	}
+
+	// stopCtx ends reading; work goes on under workCtx so that a Ctrl-C never
+	// cuts a transaction in half (statement_timeout still bounds it).
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	workCtx := context.WithoutCancel(ctx)
+	var fatalOnce sync.Once
+	var fatal error
+	fail := func(err error) {
+		fatalOnce.Do(func() { fatal = err })
+		stop()
+	}
+
+	win := newWindow(cfg.Window, func(res Result) error {
+		sum.Counts[res.Outcome]++
+		r.answered.Add(1)
+		return emit(res)
+	})
+	limit := newLimiter(cfg.MaxRate)
+	jobs := make(chan job, cfg.Concurrency*2)
+	var workers sync.WaitGroup
+	if cfg.DryRun {
+		batches := make(chan []job, cfg.Concurrency)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			defer close(batches)
+			batchJobs(jobs, batches, cfg.BatchSize)
+		}()
+		for range cfg.Concurrency {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for b := range batches {
+					if stopCtx.Err() != nil || !limit.wait(stopCtx, len(b)) {
+						for _, j := range b {
+							win.done(j.pos, Result{skipped: true})
+						}
+						continue
+					}
+					if err := r.lookup(workCtx, b, win); err != nil {
+						fail(err)
+					}
+				}
+			}()
+		}
+	} else {
+		for range cfg.Concurrency {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for j := range jobs {
+					if stopCtx.Err() != nil || !limit.wait(stopCtx, 1) {
+						win.done(j.pos, Result{skipped: true})
+						continue
+					}
+					res, err := r.applyOne(workCtx, j)
+					if err != nil {
+						fail(err)
+						res = Result{skipped: true}
+					}
+					win.done(j.pos, res)
+				}
+			}()
+		}
+	}
+
+	eof := r.dispatch(stopCtx, src, classes, win, jobs, &sum, fail)
+	close(jobs)
+	workers.Wait()
+	sum.Interrupted = !eof
+
+	if werr := win.err(); werr != nil && fatal == nil {
+		fatal = fmt.Errorf("write results: %w", werr)
+	}
+	r.finish(ctx, &sum)
+	if err := r.record(ctx, sum); err != nil {
+		return sum, errors.Join(fatal, err)
+	}
+	return sum, fatal
+}
+
+// dispatch reads src until its end (true) or until stopCtx is done (false),
+// answering invalid lines at once and queueing the others.
+func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[string]bool, win *window,
+	jobs chan<- job, sum *RunSummary, fail func(error)) bool {
+	pos := 0
+	for {
+		if stopCtx.Err() != nil {
+			return false
+		}
+		it, err := src.Next()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			fail(err)
+			return false
+		}
+		r.consumed.Add(int64(it.Bytes))
+		sum.Read++
+		if !win.acquire(stopCtx) {
+			return false
+		}
+		j := job{pos: pos, line: it.Line}
+		pos++
+		base := Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID, Class: it.Request.Class}
+		if it.Invalid != nil {
+			base.Outcome, base.Err = Invalid, it.Invalid
+			win.done(j.pos, base)
+			continue
+		}
+		if j.p, err = prepare(it.Request, r.Limits); err != nil {
+			base.Outcome, base.Err = Invalid, err
+			win.done(j.pos, base)
+			continue
+		}
+		sqlEffect, known := classes[j.p.Class]
+		if !known {
+			base.Outcome, base.IncomingHash = Invalid, j.p.Hash
+			base.Err = fmt.Errorf("%w %q: register it first (idem.register_class)", idem.ErrUnknownClass, j.p.Class)
+			win.done(j.pos, base)
+			continue
+		}
+		j.sqlEffect = sqlEffect
+		select {
+		case jobs <- j:
+		case <-stopCtx.Done():
+			win.done(j.pos, Result{skipped: true})
+			return false
+		}
+	}
+}
+
+// batchJobs groups jobs into batches of up to size, sending a partial batch
+// when no job has come for partialBatchDelay.
+func batchJobs(jobs <-chan job, batches chan<- []job, size int) {
+	batch := make([]job, 0, size)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) > 0 {
+			batches <- batch
+			batch = make([]job, 0, size)
+		}
+	}
+	for {
+		select {
+		case j, ok := <-jobs:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, j)
+			if len(batch) == size {
+				timer.Stop()
+				flush()
+			} else if len(batch) == 1 {
+				timer.Reset(partialBatchDelay)
+			}
+		case <-timer.C:
+			flush()
+		}
+	}
+}
+
+// finish stamps the end of the run with the database clock and records it.
+func (r *Resolver) finish(ctx context.Context, sum *RunSummary) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.Pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&sum.FinishedAt); err != nil {
+		sum.FinishedAt = time.Now()
+	}
+}
+
+// ErrNotRecorded means the run happened but its audit record could not be
+// written; the results stand.
+var ErrNotRecorded = errors.New("run not recorded")
+
+// record passes the summary to RecordRun, if set.
+func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
+	if r.RecordRun == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.RecordRun(ctx, sum); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return nil
+}
+
+func loadClasses(ctx context.Context, db idem.DBTX) (map[string]bool, error) {
+	rows, err := db.Query(ctx, classesSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read operation classes: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		var sqlEffect bool
+		if err := rows.Scan(&name, &sqlEffect); err != nil {
+			return nil, fmt.Errorf("read operation classes: %w", err)
+		}
+		out[name] = sqlEffect
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read operation classes: %w", err)
+	}
+	return out, nil
+}
+
+// errAppEffect: the identity is absent and its effect is application code.
+var errAppEffect = errors.New("the identity is absent, and this class runs its effect in application code, which resolve cannot run: replay the operation through the service that owns it")
