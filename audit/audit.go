@@ -1,0 +1,339 @@
+// Package audit is idemctl's tamper-evident record of operator actions
+// (idem.audit): resolve runs, quarantine decisions and exports, purge plans,
+// approvals and executions. The log is append-only and hash-chained in the
+// database (migrations/002_quarantine_audit.sql), so every writer, in any
+// language, chains rows the same way; this package appends within a caller's
+// transaction, lists, and verifies the whole chain.
+//
+// Append in the same transaction as the action it records, and as the last
+// write of that transaction: appends serialise on the chain's head row until
+// commit.
+package audit
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+var (
+	//go:embed sql/append.sql
+	appendSQL string
+	//go:embed sql/list.sql
+	listSQL string
+	//go:embed sql/verify.sql
+	verifySQL string
+)
+
+// Limits the database enforces on an entry (idem.audit's CHECK constraints).
+const (
+	MaxActorBytes  = 256
+	MaxActionBytes = 128
+	MaxTargetBytes = 512
+	// DefaultLimit is List's page size when Filter.Limit is not set.
+	DefaultLimit = 50
+	// MaxLimit is the largest page List returns.
+	MaxLimit = 10000
+)
+
+// Errors. Database refusals are mapped from their SQLSTATEs (IX110-IX112).
+var (
+	// ErrInvalidEntry: an entry without actor or with a malformed action,
+	// target or details; nothing was written.
+	ErrInvalidEntry = errors.New("invalid audit entry")
+	// ErrAppendOnly: an UPDATE, DELETE or TRUNCATE of idem.audit was refused.
+	ErrAppendOnly = errors.New("the audit log is append-only")
+	// ErrHeadTampered: the chain's head row is missing or was changed by hand.
+	ErrHeadTampered = errors.New("the audit head was tampered with")
+	// ErrChainBroken is wrapped by Report.Err when verification failed.
+	ErrChainBroken = errors.New("audit chain broken")
+	// ErrInvalidFilter: List was given a filter it cannot run.
+	ErrInvalidFilter = errors.New("invalid audit filter")
+)
+
+// DBTX is what the package needs from a pool, a connection or a transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Entry is one action to record.
+type Entry struct {
+	// Actor is the operator (idemctl --operator, IDEMCTL_OPERATOR, OS user).
+	// The database user is recorded beside it by the database itself.
+	Actor string
+	// Action is a dotted lower-case name: quarantine.reject, resolve.run,
+	// horizon.purge.
+	Action string
+	// Target names what was acted on, e.g. "quarantine:42"; empty for none.
+	Target string
+	// Details is anything that marshals to a JSON object (nil means {}).
+	Details any
+}
+
+// Record is one row of the log.
+type Record struct {
+	ID       int64           `json:"id"`
+	At       time.Time       `json:"at"`
+	Actor    string          `json:"actor"`
+	DBUser   string          `json:"db_user"`
+	Action   string          `json:"action"`
+	Target   string          `json:"target"`
+	Details  json.RawMessage `json:"details"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
+}
+
+var actionRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+
+// Validate checks an entry the way the database will, so that callers get a
+// precise error before anything is sent.
+func (e Entry) Validate() error {
+	switch {
+	case strings.TrimSpace(e.Actor) == "":
+		return fmt.Errorf("%w: an actor (operator identity) is required", ErrInvalidEntry)
+	case len(e.Actor) > MaxActorBytes:
+		return fmt.Errorf("%w: actor is longer than %d bytes", ErrInvalidEntry, MaxActorBytes)
+	case !actionRE.MatchString(e.Action) || len(e.Action) > MaxActionBytes:
+		return fmt.Errorf("%w: action %q must be dotted lower-case words (e.g. quarantine.reject), at most %d bytes",
+			ErrInvalidEntry, e.Action, MaxActionBytes)
+	case len(e.Target) > MaxTargetBytes:
+		return fmt.Errorf("%w: target is longer than %d bytes", ErrInvalidEntry, MaxTargetBytes)
+	}
+	return nil
+}
+
+func (e Entry) details() ([]byte, error) {
+	if e.Details == nil {
+		return []byte("{}"), nil
+	}
+	b, err := json.Marshal(e.Details)
+	if err != nil {
+		return nil, fmt.Errorf("%w: details: %v", ErrInvalidEntry, err)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, fmt.Errorf("%w: details must be a JSON object", ErrInvalidEntry)
+	}
+	return b, nil
+}
+
+// Append writes e at the end of the chain in db (normally the caller's
+// transaction, which then holds the chain's head until it ends) and returns
+// the row as chained.
+func Append(ctx context.Context, db DBTX, e Entry) (Record, error) {
+	if err := e.Validate(); err != nil {
+		return Record{}, err
+	}
+	details, err := e.details()
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := scanRecord(db.QueryRow(ctx, appendSQL, e.Actor, e.Action, nullIfEmpty(e.Target), details))
+	if err != nil {
+		return Record{}, fmt.Errorf("append %s to the audit log: %w", e.Action, mapError(err))
+	}
+	return rec, nil
+}
+
+// Filter selects rows for List. Zero values mean no filter.
+type Filter struct {
+	// Action matches exactly, or as a namespace: "quarantine" matches
+	// quarantine.reject and quarantine.export.
+	Action string
+	Actor  string
+	Target string
+	// Since and Until bound `at` (Until exclusive).
+	Since, Until time.Time
+	// Before is the keyset cursor: only rows with a smaller id (the last id of
+	// the previous page).
+	Before int64
+	// Limit is the page size (DefaultLimit when 0, at most MaxLimit).
+	Limit int
+}
+
+// List returns rows newest first.
+func List(ctx context.Context, db DBTX, f Filter) ([]Record, error) {
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		return nil, fmt.Errorf("%w: limit must be between 1 and %d", ErrInvalidFilter, MaxLimit)
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultLimit
+	}
+	if f.Before < 0 {
+		return nil, fmt.Errorf("%w: the cursor must be a positive row id", ErrInvalidFilter)
+	}
+	// QueryExecModeExec: an unnamed statement is planned with the actual
+	// values each time, so the "IS NULL OR" filters fold away.
+	rows, err := db.Query(ctx, listSQL, pgx.QueryExecModeExec,
+		nullIfEmpty(f.Action), nullIfEmpty(f.Actor), nullIfEmpty(f.Target),
+		nullTime(f.Since), nullTime(f.Until), nullIfZero(f.Before), f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list audit log: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Record, error) { return scanRecord(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list audit log: %w", err)
+	}
+	return out, nil
+}
+
+// Anchor is a row's hash recorded outside the database (a ticket, a chat
+// message, another system). The chain alone cannot reveal a rewrite of every
+// row from some point on, hashes recomputed and head moved, by someone with
+// full control of the database; an anchor can.
+type Anchor struct {
+	ID   int64
+	Hash string
+}
+
+// ParseAnchor parses "ID:HASH" (the form `idemctl audit verify` prints).
+func ParseAnchor(s string) (Anchor, error) {
+	idText, hash, ok := strings.Cut(s, ":")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if !ok || err != nil || id <= 0 || !strings.HasPrefix(hash, "sha256:") || len(hash) != len("sha256:")+64 {
+		return Anchor{}, fmt.Errorf("anchor %q: want ID:sha256:<64 hex>, e.g. 42:sha256:9f86...", s)
+	}
+	return Anchor{ID: id, Hash: hash}, nil
+}
+
+// String renders the anchor as ParseAnchor reads it.
+func (a Anchor) String() string { return fmt.Sprintf("%d:%s", a.ID, a.Hash) }
+
+// Report is the result of Verify.
+type Report struct {
+	// Rows is the number of rows in the log.
+	Rows int64 `json:"rows"`
+	// LastID and LastHash are the log's last row (0 and the genesis hash when empty).
+	LastID   int64  `json:"last_id"`
+	LastHash string `json:"last_hash"`
+	// HeadID and HeadHash are what the chain's head records as the last row.
+	HeadID   int64  `json:"head_id"`
+	HeadHash string `json:"head_hash"`
+	// Intact is true when every check passed.
+	Intact bool `json:"intact"`
+	// BrokenAt is the first broken row (0 when intact) and Problem says why.
+	BrokenAt int64  `json:"broken_at,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+// Err is nil when the chain is intact, else an error wrapping ErrChainBroken
+// that names the first broken row.
+func (r Report) Err() error {
+	if r.Intact {
+		return nil
+	}
+	return fmt.Errorf("%w at row %d: %s", ErrChainBroken, r.BrokenAt, r.Problem)
+}
+
+// Verify walks the whole chain: row ids 1..N without gaps, each prev_hash equal
+// to the previous row's hash, each hash recomputed from the row's content (in
+// SQL, by the same function that chained it), the head equal to the last row,
+// and every anchor still present with its hash. It reports the first broken
+// row. An error is returned only when the check itself could not run.
+func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
+	var r Report
+	var headID *int64
+	var headHash *string
+	var brokenAt *int64
+	var problem *string
+	err := db.QueryRow(ctx, verifySQL).Scan(&r.Rows, &r.LastID, &r.LastHash, &headID, &headHash, &brokenAt, &problem)
+	if err != nil {
+		return Report{}, fmt.Errorf("verify audit log: %w", err)
+	}
+	broken := func(at int64, why string) (Report, error) {
+		r.Intact, r.BrokenAt, r.Problem = false, at, why
+		return r, nil
+	}
+	if brokenAt != nil {
+		return broken(*brokenAt, *problem)
+	}
+	if headID == nil {
+		return broken(r.LastID+1, "the chain's head (idem.audit_head) is missing: it was deleted behind the log's back")
+	}
+	r.HeadID, r.HeadHash = *headID, *headHash
+	switch {
+	case r.LastID > r.HeadID:
+		return broken(r.HeadID+1, fmt.Sprintf("row %d was added behind the log's back: the head records row %d as the last", r.HeadID+1, r.HeadID))
+	case r.LastID < r.HeadID && r.LastID+1 == r.HeadID:
+		return broken(r.LastID+1, fmt.Sprintf("row %d is missing (deleted from the end of the log): the head records it as the last", r.HeadID))
+	case r.LastID < r.HeadID:
+		return broken(r.LastID+1, fmt.Sprintf("rows %d-%d are missing (deleted from the end of the log): the head records row %d as the last", r.LastID+1, r.HeadID, r.HeadID))
+	case r.LastHash != r.HeadHash:
+		return broken(r.LastID, "its hash differs from the one the head recorded: the last row was rewritten")
+	}
+	for _, a := range anchors {
+		var hash string
+		err := db.QueryRow(ctx, "SELECT hash FROM idem.audit WHERE id = $1", a.ID).Scan(&hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return broken(a.ID, "the anchored row is not in the log")
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("verify audit anchor %d: %w", a.ID, err)
+		}
+		if hash != a.Hash {
+			return broken(a.ID, fmt.Sprintf("its hash %s differs from the anchor %s: the log was rewritten from this row on", hash, a.Hash))
+		}
+	}
+	r.Intact = true
+	return r, nil
+}
+
+func scanRecord(row pgx.Row) (Record, error) {
+	var r Record
+	var target *string
+	if err := row.Scan(&r.ID, &r.At, &r.Actor, &r.DBUser, &r.Action, &target, &r.Details, &r.PrevHash, &r.Hash); err != nil {
+		return Record{}, err
+	}
+	if target != nil {
+		r.Target = *target
+	}
+	return r, nil
+}
+
+// mapError turns the log's SQLSTATEs into this package's errors.
+func mapError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "IX110":
+		return fmt.Errorf("%w: %s", ErrAppendOnly, pgErr.Message)
+	case "IX111", "23514", "23502":
+		return fmt.Errorf("%w: %s", ErrInvalidEntry, pgErr.Message)
+	case "IX112":
+		return fmt.Errorf("%w: %s", ErrHeadTampered, pgErr.Message)
+	}
+	return err
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullIfZero(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
