@@ -1,0 +1,601 @@
+// Package lab is idemctl's crash lab: it runs the broken idempotency designs of
+// the brief (marker in its own transaction, effect before marker, inbox TTL
+// shorter than the replay horizon, payload check apart from the insert) and the
+// Core's atomic executor through one shared workload, kills real worker
+// processes with SIGKILL inside their transactions, replays as a recovering
+// system would, and counts what each design lost, doubled or answered wrongly.
+//
+// Everything happens in scratch schemas (idemlab_<run>_<design>) that the lab
+// creates and drops itself; schema idem and every other schema are untouched.
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/idemctl/idemctl/internal/db"
+)
+
+// Defaults and bounds of a run.
+const (
+	DefaultTrials   = 100
+	DefaultParallel = 4
+	MaxTrials       = 100_000
+	MaxParallel     = 16
+	// lateReplayAfter is how far the simulated clock jumps before the DLQ
+	// replays: past ttl_shorter_than_horizon's 24 h TTL, within a 14-day DLQ.
+	lateReplayAfter = "7 days"
+	maxAttempts     = 5
+)
+
+// Options configure a run.
+type Options struct {
+	// DSN of the database the scratch schemas go into ("" means the PG* environment).
+	DSN string
+	// Trials is the number of crash trials per design.
+	Trials int
+	// Seed makes the workload reproducible.
+	Seed uint64
+	// Designs to run, by name; empty means all, in DesignNames order.
+	Designs []string
+	// Parallel bounds the trials in flight (worker processes, or replays).
+	Parallel int
+	// Worker starts a worker process; zero means DefaultWorkerCommand.
+	Worker WorkerCommand
+	// Progress receives one line per phase (nil: discarded).
+	Progress io.Writer
+	// Now is the clock for stale-schema decisions (nil: time.Now).
+	Now func() time.Time
+}
+
+// Report is the result of a run.
+type Report struct {
+	RunID   string         `json:"run"`
+	Seed    uint64         `json:"seed"`
+	Trials  int            `json:"trials"`
+	Designs []DesignReport `json:"designs"`
+	// DroppedStale lists leftover schemas of dead runs dropped at start.
+	DroppedStale []string `json:"dropped_stale,omitempty"`
+}
+
+// DesignReport is one design's line of the result.
+type DesignReport struct {
+	Design string `json:"design"`
+	// Operations counts the requests delivered: first attempts, recovery
+	// retries, duplicates, concurrent duplicates, conflicting retries, late replays.
+	Operations int `json:"operations"`
+	// Lost and Doubled count business operations (identities) that ended with
+	// no posting, or with more than one.
+	Lost    int `json:"lost"`
+	Doubled int `json:"doubled"`
+	// WrongResponse counts success replies that carried another command's
+	// result (a posting of another amount, or one that does not exist).
+	WrongResponse int `json:"wrong_response"`
+	// MissedConflicts counts requests whose payload differs from the one the
+	// identity was applied with, and that were not answered "conflict".
+	MissedConflicts int `json:"missed_conflicts"`
+	Trials          int `json:"trials"`
+	// Identities is the number of business operations (one per trial).
+	Identities int    `json:"identities"`
+	Seed       uint64 `json:"seed"`
+	// Expected is the anomaly the design exists to show ("" for atomic).
+	Expected string `json:"expected_anomaly,omitempty"`
+	Summary  string `json:"summary"`
+	// Kills summarises the SIGKILLs per step, with their timings.
+	Kills []KillSummary `json:"kills"`
+	// Examples names a few operations behind each anomaly, to explain a run.
+	Examples   []Example `json:"examples,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// Anomalies is the sum of the four anomaly columns.
+func (r DesignReport) Anomalies() int {
+	return r.Lost + r.Doubled + r.WrongResponse + r.MissedConflicts
+}
+
+// Count returns one anomaly column by name.
+func (r DesignReport) Count(anomaly string) int {
+	switch anomaly {
+	case AnomalyLost:
+		return r.Lost
+	case AnomalyDoubled:
+		return r.Doubled
+	case AnomalyWrongResponse:
+		return r.WrongResponse
+	case AnomalyMissedConflicts:
+		return r.MissedConflicts
+	}
+	return 0
+}
+
+// KillSummary is the kills at one step: how many, and when they struck
+// (milliseconds from the worker's start).
+type KillSummary struct {
+	Step        string `json:"step"`
+	Count       int    `json:"count"`
+	Unconfirmed int    `json:"unconfirmed,omitempty"`
+	MinMS       int64  `json:"ms_min"`
+	MedianMS    int64  `json:"ms_median"`
+	MaxMS       int64  `json:"ms_max"`
+}
+
+// Example is one operation behind an anomaly.
+type Example struct {
+	Anomaly   string `json:"anomaly"`
+	Operation string `json:"operation"`
+	Kill      string `json:"kill"`
+	Detail    string `json:"detail"`
+}
+
+// ErrNoDesigns is returned when the design list selects nothing.
+var ErrNoDesigns = errors.New("no designs to run")
+
+// runner is one run's shared state.
+type runner struct {
+	opts   Options
+	runID  string
+	worker WorkerCommand
+	pool   *pgxpool.Pool
+	out    io.Writer
+}
+
+// designState is one design within a run.
+type designState struct {
+	d      design
+	schema string
+	q      statements
+}
+
+// Run runs the lab and returns its report. Scratch schemas are dropped before
+// it returns, also when ctx is cancelled or a step fails.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Trials <= 0 {
+		opts.Trials = DefaultTrials
+	}
+	if opts.Trials > MaxTrials {
+		return nil, fmt.Errorf("at most %d trials", MaxTrials)
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	if opts.Parallel > MaxParallel {
+		opts.Parallel = MaxParallel
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	names := opts.Designs
+	if len(names) == 0 {
+		names = DesignNames()
+	}
+	var ds []*designState
+	seen := map[string]bool{}
+	for _, n := range names {
+		d, err := designByName(n)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			ds = append(ds, &designState{d: d})
+		}
+	}
+	if len(ds) == 0 {
+		return nil, ErrNoDesigns
+	}
+	worker := opts.Worker
+	if worker.Path == "" {
+		w, err := DefaultWorkerCommand()
+		if err != nil {
+			return nil, err
+		}
+		worker = w
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	r := &runner{opts: opts, runID: hex.EncodeToString(b[:]), worker: worker, out: opts.Progress}
+	if r.out == nil {
+		r.out = io.Discard
+	}
+	report := &Report{RunID: r.runID, Seed: opts.Seed, Trials: opts.Trials}
+
+	admin, err := db.Connect(ctx, opts.DSN, db.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close(context.Background())
+	if report.DroppedStale, err = dropStale(ctx, admin, opts.Now()); err != nil {
+		return nil, err
+	}
+	for _, s := range report.DroppedStale {
+		r.progress("dropped leftover scratch schema %s (its run is gone)", s)
+	}
+
+	var created []string
+	defer func() {
+		// Workers are all dead by now (every crash waits for its worker), so
+		// only their backends can linger: end them, then drop.
+		terminateWorkers(admin, r.runID)
+		if err := dropSchemas(admin, created); err != nil {
+			r.progress("warning: %v", err)
+		} else if len(created) > 0 {
+			r.progress("dropped %d scratch schema(s)", len(created))
+		}
+	}()
+	started := opts.Now()
+	for _, s := range ds {
+		s.schema = schemaName(r.runID, s.d.Name)
+		// Listed before it exists: an interruption between CREATE and COMMENT
+		// must not leave it behind.
+		created = append(created, s.schema)
+		if err := createSchema(ctx, admin, s.schema, currentOwner(r.runID, started)); err != nil {
+			return nil, err
+		}
+	}
+
+	workload := NewWorkload(opts.Seed, opts.Trials)
+	for _, s := range ds {
+		rep, err := r.runDesign(ctx, admin, s, workload)
+		if ctx.Err() != nil {
+			// Whatever failed first, the cause is the interruption.
+			return nil, fmt.Errorf("lab interrupted during design %s: %w", s.d.Name, ctx.Err())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("design %s: %w", s.d.Name, err)
+		}
+		report.Designs = append(report.Designs, rep)
+	}
+	return report, nil
+}
+
+func (r *runner) progress(format string, args ...any) {
+	fmt.Fprintf(r.out, "lab: "+format+"\n", args...)
+}
+
+// openPool opens the parent's connections: twice the parallelism (a replay of a
+// concurrent duplicate uses two; a crash trial that holds an account, one).
+func (r *runner) openPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg, err := db.Config(r.opts.DSN, db.Options{MaxConns: int32(2*r.opts.Parallel + 2)})
+	if err != nil {
+		return nil, err
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["application_name"] = "idemctl-lab-" + r.runID
+	rp["lock_timeout"] = "10s"
+	rp["statement_timeout"] = "30s"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%w at %s", db.ErrConnect, db.Describe(r.opts.DSN))
+	}
+	return pool, nil
+}
+
+// runDesign installs one design, crashes its first attempts, reopens the
+// database, replays, and judges the result.
+func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState, workload []Trial) (DesignReport, error) {
+	start := time.Now()
+	var err error
+	if s.q, err = designStatements(s.d, s.schema); err != nil {
+		return DesignReport{}, err
+	}
+	if err := installExecutor(ctx, admin, s.schema); err != nil {
+		return DesignReport{}, err
+	}
+	if _, err := admin.Exec(ctx, s.q["schema"]); err != nil {
+		return DesignReport{}, fmt.Errorf("install design tables: %w", err)
+	}
+	tenants := make([]string, 0, 2*len(workload))
+	accounts := make([]string, 0, 2*len(workload))
+	for _, t := range workload {
+		tenants = append(tenants, t.Tenant, t.Tenant)
+		accounts = append(accounts, t.From, t.To)
+	}
+	if _, err := admin.Exec(ctx, s.q["create_accounts"], tenants, accounts); err != nil {
+		return DesignReport{}, fmt.Errorf("create accounts: %w", err)
+	}
+
+	// Deliveries of every trial: index 0 is the first attempt.
+	log := make([][]deliveryResult, len(workload))
+	var logMu sync.Mutex
+	record := func(i int, d delivery, rep *Reply) {
+		logMu.Lock()
+		log[i] = append(log[i], deliveryResult{d: d, reply: rep})
+		logMu.Unlock()
+	}
+
+	// Phase 1: the crashes, in worker processes.
+	if r.pool, err = r.openPool(ctx); err != nil {
+		return DesignReport{}, err
+	}
+	kills := make([]*KillRecord, len(workload))
+	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
+		t := workload[i]
+		d, err := deliveryOf(t, KindFirst, t.Amount)
+		if err != nil {
+			return err
+		}
+		res, err := r.crash(ctx, s, t, d)
+		if err != nil {
+			return err
+		}
+		kills[i] = res.kill
+		record(i, d, res.reply)
+		return nil
+	})
+	var backends []uint32
+	for _, k := range kills {
+		if k != nil {
+			backends = append(backends, k.BackendPID)
+		}
+	}
+	if err != nil {
+		r.pool.Close()
+		return DesignReport{}, err
+	}
+	// "Reopen": wait until the server has ended every killed worker's backend
+	// (rolling back what was open), then start over on new connections.
+	if !r.waitGone(ctx, backends, 30*time.Second) {
+		terminateWorkers(admin, r.runID)
+		r.progress("warning: %s: killed workers' backends lingered; terminated them", s.d.Name)
+	}
+	r.pool.Close()
+	r.progress("%s: %d crash trials killed in %s", s.d.Name, len(backends), time.Since(start).Round(time.Millisecond))
+	if r.pool, err = r.openPool(ctx); err != nil {
+		return DesignReport{}, err
+	}
+	defer r.pool.Close()
+
+	// Phase 2: recovery. Every first attempt without a reply is retried with the
+	// same payload, possibly racing a concurrent duplicate; then duplicates and
+	// conflicting retries arrive.
+	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
+		t := workload[i]
+		retry, err := deliveryOf(t, KindRetry, t.Amount)
+		if err != nil {
+			return err
+		}
+		if t.Concurrent {
+			amount := t.Amount
+			if t.ConcurrentOther {
+				amount = concurrentAmount(t)
+			}
+			other, err := deliveryOf(t, KindConcurrent, amount)
+			if err != nil {
+				return err
+			}
+			replies, err := r.race(ctx, s, retry, other)
+			if err != nil {
+				return err
+			}
+			record(i, retry, &replies[0])
+			record(i, other, &replies[1])
+		} else {
+			rep, err := r.deliver(ctx, s, retry, nil)
+			if err != nil {
+				return err
+			}
+			record(i, retry, &rep)
+		}
+		var more []delivery
+		if t.Duplicate {
+			d, err := deliveryOf(t, KindDuplicate, t.Amount)
+			if err != nil {
+				return err
+			}
+			more = append(more, d)
+		}
+		if t.Conflicting {
+			d, err := deliveryOf(t, KindConflicting, conflictingAmount(t))
+			if err != nil {
+				return err
+			}
+			more = append(more, d)
+		}
+		for _, d := range more {
+			rep, err := r.deliver(ctx, s, d, nil)
+			if err != nil {
+				return err
+			}
+			record(i, d, &rep)
+		}
+		return nil
+	})
+	if err != nil {
+		return DesignReport{}, err
+	}
+
+	// Phase 3: the simulated clock jumps a week; a design with a TTL sweeps its
+	// inbox; the DLQ replays.
+	if s.d.expire != "" {
+		if _, err := r.pool.Exec(ctx, s.q[s.d.expire], lateReplayAfter); err != nil {
+			return DesignReport{}, fmt.Errorf("expire: %w", err)
+		}
+	}
+	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
+		t := workload[i]
+		if !t.LateReplay {
+			return nil
+		}
+		d, err := deliveryOf(t, KindLate, t.Amount)
+		if err != nil {
+			return err
+		}
+		rep, err := r.deliver(ctx, s, d, nil)
+		if err != nil {
+			return err
+		}
+		record(i, d, &rep)
+		return nil
+	})
+	if err != nil {
+		return DesignReport{}, err
+	}
+
+	postings, err := readPostings(ctx, r.pool, s.q["postings"])
+	if err != nil {
+		return DesignReport{}, err
+	}
+	rep := judge(workload, log, kills, postings)
+	rep.Design, rep.Expected, rep.Summary = s.d.Name, s.d.Expect, s.d.Summary
+	rep.Trials, rep.Identities, rep.Seed = len(workload), len(workload), r.opts.Seed
+	rep.Kills = summariseKills(kills)
+	rep.DurationMS = time.Since(start).Milliseconds()
+	r.progress("%s: done in %s (lost %d, doubled %d, wrong_response %d, missed_conflicts %d)", s.d.Name,
+		time.Since(start).Round(time.Millisecond), rep.Lost, rep.Doubled, rep.WrongResponse, rep.MissedConflicts)
+	return rep, nil
+}
+
+// deliver runs one delivery in process on a fresh pooled connection, retrying
+// what a recovering system retries (lock and statement timeouts, deadlocks,
+// serialization failures, an unsettled identity).
+func (r *runner) deliver(ctx context.Context, s *designState, d delivery, at func(context.Context, string) error) (Reply, error) {
+	var last error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		c, err := r.pool.Acquire(ctx)
+		if err != nil {
+			return Reply{}, err
+		}
+		sess := &session{conn: c.Conn(), q: s.q, at: at}
+		rep, err := s.d.run(ctx, sess, d)
+		c.Release()
+		if err == nil {
+			return rep, nil
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return Reply{}, fmt.Errorf("%s of %s/%s: %w", d.Kind, d.Tenant, d.OperationID, err)
+		}
+		last = err
+		at = nil // a retried racer does not wait at the barrier again
+		time.Sleep(time.Duration(20*(attempt+1)) * time.Millisecond)
+	}
+	return Reply{}, fmt.Errorf("%s of %s/%s: gave up after %d attempts: %w", d.Kind, d.Tenant, d.OperationID, maxAttempts, last)
+}
+
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "55P03", "57014", "40P01", "40001", "IX007":
+		return true
+	}
+	return false
+}
+
+// race delivers a and b at once on two connections. Both stop at the design's
+// race step until the other is there too (or has finished), so that they
+// overlap exactly where the design is weak.
+func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Reply, error) {
+	var replies [2]Reply
+	release := make(chan struct{})
+	var mu sync.Mutex
+	arrived := 0
+	arrive := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		arrived++
+		if arrived == 2 {
+			close(release)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, d := range []delivery{a, b} {
+		g.Go(func() error {
+			var once sync.Once
+			done := func() { once.Do(arrive) }
+			defer done()
+			at := func(ctx context.Context, step string) error {
+				if step != s.d.raceStep {
+					return nil
+				}
+				done()
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			rep, err := r.deliver(gctx, s, d, at)
+			if err != nil {
+				return err
+			}
+			replies[i] = rep
+			return nil
+		})
+	}
+	return replies, g.Wait()
+}
+
+// forEach runs fn(0..n-1) with at most parallel in flight; the first error
+// cancels the rest.
+func forEach(ctx context.Context, parallel, n int, fn func(context.Context, int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := 0; i < n; i++ {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// terminateWorkers ends the backends of this run's workers that are still
+// there (a fresh context: it runs during cleanup).
+func terminateWorkers(conn *pgx.Conn, runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+		workerAppPrefix+runID)
+}
+
+func summariseKills(kills []*KillRecord) []KillSummary {
+	by := map[string][]*KillRecord{}
+	for _, k := range kills {
+		if k != nil {
+			by[k.Step] = append(by[k.Step], k)
+		}
+	}
+	out := make([]KillSummary, 0, len(by))
+	for step, ks := range by {
+		ms := make([]int64, len(ks))
+		s := KillSummary{Step: step, Count: len(ks)}
+		for i, k := range ks {
+			ms[i] = k.Elapsed.Milliseconds()
+			if !k.Confirmed {
+				s.Unconfirmed++
+			}
+		}
+		sort.Slice(ms, func(i, j int) bool { return ms[i] < ms[j] })
+		s.MinMS, s.MedianMS, s.MaxMS = ms[0], ms[len(ms)/2], ms[len(ms)-1]
+		out = append(out, s)
+	}
+	order := map[string]int{}
+	for i, st := range []string{StepBeforeCall, StepAfterBegin, StepAfterCheck, StepAfterMarker, StepMarkerCommitted,
+		StepDuringEffect, StepAfterEffect, StepEffectCommitted, StepBeforeCommit, StepCommitSent, StepBeforeReport} {
+		order[st] = i
+	}
+	sort.Slice(out, func(i, j int) bool { return order[out[i].Step] < order[out[j].Step] })
+	return out
+}

@@ -1,0 +1,310 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/migrations"
+)
+
+// Env of the interruption test's child: run the lab until a signal.
+const runEnv = "IDEMCTL_LAB_TEST_RUN"
+
+// TestMain makes this test binary its own lab worker (the test binary cannot
+// run `idemctl lab worker`), and the child of the interruption test.
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(WorkerEnv) == "1":
+		if err := Worker(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "lab worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case os.Getenv(runEnv) != "":
+		os.Exit(interruptibleRun(os.Getenv(runEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker(t testing.TB) WorkerCommand {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return WorkerCommand{Path: exe, Env: []string{WorkerEnv + "=1"}}
+}
+
+func scratchSchemas(t testing.TB, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'idemlab\_%' ORDER BY 1`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// TestLabShowsEveryAnomaly is the CI run: about 100 trials, in which the atomic
+// executor must show nothing and every broken design its own anomaly.
+func TestLabShowsEveryAnomaly(t *testing.T) {
+	// Not parallel: the run uses more than 8 connections.
+	dsn := dbtest.NewDatabase(t)
+	conn := connect(t, dsn)
+	var progress bytes.Buffer
+	start := time.Now()
+	rep, err := Run(context.Background(), Options{
+		DSN: dsn, Trials: 100, Seed: 1, Parallel: 3, Worker: testWorker(t), Progress: &progress,
+	})
+	require.NoError(t, err, progress.String())
+	t.Logf("100 trials x %d designs in %s\n%s", len(rep.Designs), time.Since(start).Round(time.Millisecond), progress.String())
+
+	require.Len(t, rep.Designs, len(DesignNames()))
+	for _, d := range rep.Designs {
+		t.Logf("%-26s operations=%d lost=%d doubled=%d wrong_response=%d missed_conflicts=%d kills=%+v",
+			d.Design, d.Operations, d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, d.Kills)
+		assert.Equal(t, 100, d.Trials)
+		assert.Greater(t, d.Operations, 200, "first attempts, retries and extras")
+		killed := 0
+		for _, k := range d.Kills {
+			killed += k.Count
+			assert.Zero(t, k.Unconfirmed, "%s: kill at %s not confirmed server-side", d.Design, k.Step)
+		}
+		assert.Equal(t, 100, killed, "%s: every trial's first attempt is killed", d.Design)
+		assert.GreaterOrEqual(t, len(d.Kills), 6, "%s: at least six distinct kill points", d.Design)
+		if d.Design == "atomic" {
+			assert.Zero(t, d.Lost, "atomic lost")
+			assert.Zero(t, d.Doubled, "atomic doubled")
+			assert.Zero(t, d.WrongResponse, "atomic wrong_response")
+			assert.Zero(t, d.MissedConflicts, "atomic missed_conflicts")
+			continue
+		}
+		require.NotEmpty(t, d.Expected)
+		assert.Positive(t, d.Count(d.Expected), "%s must show %s", d.Design, d.Expected)
+	}
+	assert.Empty(t, scratchSchemas(t, conn), "scratch schemas are dropped")
+	// The real schemas are untouched.
+	for _, q := range []string{"SELECT count(*) FROM idem.inbox", "SELECT count(*) FROM idem.quarantine", "SELECT count(*) FROM demo.posting"} {
+		var n int
+		require.NoError(t, conn.QueryRow(context.Background(), q).Scan(&n))
+		assert.Zero(t, n, q)
+	}
+}
+
+// TestLabCancelledDropsSchemas cancels a run in the middle of its crash phase.
+func TestLabCancelledDropsSchemas(t *testing.T) {
+	dsn := dbtest.NewDatabase(t)
+	conn := connect(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr := &cancelAfter{needle: "crash trials killed", cancel: cancel}
+	_, err := Run(ctx, Options{DSN: dsn, Trials: 40, Seed: 2, Parallel: 2, Worker: testWorker(t), Progress: pr})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, scratchSchemas(t, conn))
+}
+
+// cancelAfter cancels the run when a progress line contains needle.
+type cancelAfter struct {
+	needle string
+	cancel func()
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.needle) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// interruptibleRun is the interruption test's child: a long lab run that stops
+// on SIGINT the way idemctl does (context cancellation).
+func interruptibleRun(dsn string) int {
+	ctx, stop := signalContext()
+	defer stop()
+	exe, _ := os.Executable()
+	_, err := Run(ctx, Options{DSN: dsn, Trials: 5000, Seed: 3, Parallel: 2,
+		Worker: WorkerCommand{Path: exe, Env: []string{WorkerEnv + "=1", runEnv + "="}}, Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lab run:", err)
+		return 1
+	}
+	return 0
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// TestLabInterruptedBySignal SIGINTs a lab process in the middle of a run and
+// checks that it leaves no scratch schema behind.
+func TestLabInterruptedBySignal(t *testing.T) {
+	dsn := dbtest.NewDatabase(t)
+	conn := connect(t, dsn)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), runEnv+"="+dsn)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	// Wait until the schemas exist and workers are being killed.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(scratchSchemas(t, conn)) < len(DesignNames()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Len(t, scratchSchemas(t, conn), len(DesignNames()), stderr.String())
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "interrupted run must fail: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "context canceled")
+	assert.Empty(t, scratchSchemas(t, conn), stderr.String())
+	var workers int
+	require.NoError(t, conn.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'idemctl-lab-worker-%' AND datname = current_database()").Scan(&workers))
+	assert.Zero(t, workers, "no worker backend left")
+}
+
+// TestStaleSchemasOfDeadRunsAreDropped plants the schema of a run whose process
+// is gone, and one of a live process, and checks a new run drops only the first.
+func TestStaleSchemasOfDeadRunsAreDropped(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.NewDatabase(t)
+	conn := connect(t, dsn)
+	ctx := context.Background()
+	// A pid that is certainly gone: a child that has exited and been reaped.
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	now := time.Now()
+	host, _ := os.Hostname()
+	require.NoError(t, createSchema(ctx, conn, "idemlab_dead0000_atomic", owner{Run: "dead0000", PID: dead.Process.Pid, Host: host, Started: now}))
+	require.NoError(t, createSchema(ctx, conn, "idemlab_live0000_atomic", owner{Run: "live0000", PID: os.Getpid(), Host: host, Started: now}))
+	require.NoError(t, createSchema(ctx, conn, "idemlab_old00000_atomic", owner{Run: "old00000", PID: 1, Host: "elsewhere", Started: now.Add(-48 * time.Hour)}))
+	require.NoError(t, createSchema(ctx, conn, "idemlab_far00000_atomic", owner{Run: "far00000", PID: 1, Host: "elsewhere", Started: now}))
+
+	dropped, err := dropStale(ctx, conn, now)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"idemlab_dead0000_atomic", "idemlab_old00000_atomic"}, dropped)
+	assert.Equal(t, []string{"idemlab_far00000_atomic", "idemlab_live0000_atomic"}, scratchSchemas(t, conn))
+}
+
+func TestQualify(t *testing.T) {
+	t.Parallel()
+	const s = "idemlab_0a1b2c3d_atomic"
+	cases := []struct{ in, want string }{
+		{"CREATE SCHEMA IF NOT EXISTS idem;", "CREATE SCHEMA IF NOT EXISTS " + s + ";"},
+		{"CREATE SCHEMA IF NOT EXISTS demo;", "CREATE SCHEMA IF NOT EXISTS " + s + ";"},
+		{"SELECT * FROM idem.inbox i JOIN demo.posting p", "SELECT * FROM " + s + ".inbox i JOIN " + s + ".posting p"},
+		{"'demo.transfer_effect(text,text,jsonb)'::regprocedure", "'" + s + ".transfer_effect(text,text,jsonb)'::regprocedure"},
+		{"v_row idem.inbox;", "v_row " + s + ".inbox;"},
+		{"(idem.x)", "(" + s + ".x)"},
+		{"scratch.marker", s + ".marker"},
+		{"pseudo.idem_x, idemctl hash", "pseudo.idem_x, idemctl hash"},
+		{"WHERE nspname = 'idem'", "WHERE nspname = '" + s + "'"},
+		{"-- the idem schema\nSELECT 1", "-- the idem schema\nSELECT 1"},
+	}
+	for _, c := range cases {
+		got, err := qualify(c.in, s)
+		require.NoError(t, err, c.in)
+		assert.Equal(t, c.want, got, c.in)
+	}
+	for _, bad := range []string{
+		"SET search_path = idem",
+		`SELECT * FROM "idem".inbox`,
+		"GRANT USAGE ON SCHEMA public, idem TO x",
+		"SELECT a.demo.b",
+	} {
+		_, err := qualify(bad, s)
+		assert.Error(t, err, bad)
+	}
+	_, err := qualify("SELECT 1", "idem")
+	assert.Error(t, err, "only lab schemas")
+}
+
+// TestEveryMigrationInstallsIntoAScratchSchema guards the lab against a new
+// migration that names schema idem in a way qualify cannot rewrite.
+func TestEveryMigrationInstallsIntoAScratchSchema(t *testing.T) {
+	t.Parallel()
+	all, err := migrations.All()
+	require.NoError(t, err)
+	for _, m := range all {
+		_, err := qualify(m.SQL, "idemlab_00000000_atomic")
+		assert.NoError(t, err, "migration %03d_%s", m.Version, m.Name)
+	}
+	_, err = qualify(ledgerSQL, "idemlab_00000000_atomic")
+	assert.NoError(t, err)
+	for _, d := range designs {
+		_, err := designStatements(d, schemaName("00000000", d.Name))
+		assert.NoError(t, err, d.Name)
+	}
+}
+
+func TestLedgerIsDemoSQL(t *testing.T) {
+	t.Parallel()
+	demoSQL, err := os.ReadFile("../demo/demo.sql")
+	require.NoError(t, err)
+	assert.Equal(t, string(demoSQL), ledgerSQL, "lab/ledger.sql must stay a copy of demo/demo.sql")
+}
+
+func TestWorkloadIsReproducible(t *testing.T) {
+	t.Parallel()
+	a, b := NewWorkload(42, 200), NewWorkload(42, 200)
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, NewWorkload(43, 200))
+	var dup, conc, other, confl, late int
+	for _, tr := range a {
+		for _, f := range []struct {
+			on bool
+			n  *int
+		}{{tr.Duplicate, &dup}, {tr.Concurrent, &conc}, {tr.Concurrent && tr.ConcurrentOther, &other}, {tr.Conflicting, &confl}, {tr.LateReplay, &late}} {
+			if f.on {
+				*f.n++
+			}
+		}
+	}
+	for name, n := range map[string]int{"duplicate": dup, "concurrent": conc, "concurrent other": other, "conflicting": confl, "late": late} {
+		assert.Positive(t, n, name)
+	}
+}
+
+func TestKillStepsCoverEveryStep(t *testing.T) {
+	t.Parallel()
+	for _, d := range designs {
+		seen := map[string]bool{}
+		for _, tr := range NewWorkload(7, 400) {
+			seen[d.killStep(tr)] = true
+		}
+		want := map[string]bool{}
+		for _, tr := range []Trial{{ClaimPath: false}, {ClaimPath: true}} {
+			for _, s := range d.steps(tr) {
+				want[s] = true
+			}
+		}
+		assert.Equal(t, want, seen, d.Name)
+		assert.GreaterOrEqual(t, len(seen), 6, d.Name)
+	}
+}
+
+func TestRunRejectsUnknownDesign(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), Options{Designs: []string{"atomic", "nope"}})
+	require.ErrorIs(t, err, ErrUnknownDesign)
+}

@@ -1,0 +1,106 @@
+-- The demo ledger: accounts per tenant (created on first use), postings, and the
+-- class demo.transfer (retention forever) whose effect posts one transfer.
+-- Installed by `idemctl demo init`; every statement is safe to run again.
+
+CREATE SCHEMA IF NOT EXISTS demo;
+
+CREATE TABLE IF NOT EXISTS demo.account (
+    tenant_id  text NOT NULL,
+    account_id text NOT NULL,
+    currency   text NOT NULL,
+    balance    bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, account_id)
+);
+
+-- No unique key on operation_id here on purpose: the ledger itself does not
+-- deduplicate, so a design that runs the effect twice shows up as two postings.
+CREATE TABLE IF NOT EXISTS demo.posting (
+    tenant_id    text NOT NULL,
+    posting_id   uuid NOT NULL DEFAULT gen_random_uuid(),
+    operation_id text NOT NULL,
+    from_account text NOT NULL,
+    to_account   text NOT NULL,
+    amount       bigint NOT NULL CHECK (amount > 0),
+    currency     text NOT NULL,
+    posted_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, posting_id)
+);
+
+CREATE INDEX IF NOT EXISTS posting_operation_idx ON demo.posting (tenant_id, operation_id);
+
+-- transfer_effect validates the payload, posts it and moves both balances.
+-- Accounts are locked in account_id order so that A->B and B->A cannot deadlock.
+CREATE OR REPLACE FUNCTION demo.transfer_effect(p_tenant_id text, p_operation_id text, p_payload jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_from     text;
+    v_to       text;
+    v_currency text;
+    v_amount   numeric;
+    v_posting  uuid;
+    v_from_bal bigint;
+    v_to_bal   bigint;
+    v_acct     text;
+    v_cur      text;
+BEGIN
+    IF jsonb_typeof(p_payload) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'demo.transfer: payload must be an object' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(p_payload->'from') IS DISTINCT FROM 'string' OR p_payload->>'from' = '' THEN
+        RAISE EXCEPTION 'demo.transfer: "from" must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(p_payload->'to') IS DISTINCT FROM 'string' OR p_payload->>'to' = '' THEN
+        RAISE EXCEPTION 'demo.transfer: "to" must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(p_payload->'currency') IS DISTINCT FROM 'string' OR p_payload->>'currency' = '' THEN
+        RAISE EXCEPTION 'demo.transfer: "currency" must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(p_payload->'amount') IS DISTINCT FROM 'number' THEN
+        RAISE EXCEPTION 'demo.transfer: "amount" must be an integer number of minor units' USING ERRCODE = '22023';
+    END IF;
+    v_from := p_payload->>'from';
+    v_to := p_payload->>'to';
+    v_currency := p_payload->>'currency';
+    v_amount := (p_payload->>'amount')::numeric;
+    IF v_amount <> trunc(v_amount) OR v_amount <= 0 OR v_amount > 9223372036854775807 THEN
+        RAISE EXCEPTION 'demo.transfer: "amount" must be a positive integer of minor units, got %', p_payload->'amount'
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_from = v_to THEN
+        RAISE EXCEPTION 'demo.transfer: "from" and "to" are the same account %', v_from USING ERRCODE = '22023';
+    END IF;
+
+    INSERT INTO demo.account (tenant_id, account_id, currency)
+    VALUES (p_tenant_id, v_from, v_currency), (p_tenant_id, v_to, v_currency)
+    ON CONFLICT DO NOTHING;
+
+    FOR v_acct, v_cur IN
+        SELECT a.account_id, a.currency FROM demo.account a
+        WHERE a.tenant_id = p_tenant_id AND a.account_id IN (v_from, v_to)
+        ORDER BY a.account_id
+        FOR UPDATE
+    LOOP
+        IF v_cur <> v_currency THEN
+            RAISE EXCEPTION 'demo.transfer: account % holds %, not %', v_acct, v_cur, v_currency USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+
+    UPDATE demo.account SET balance = balance - v_amount::bigint
+    WHERE tenant_id = p_tenant_id AND account_id = v_from
+    RETURNING balance INTO v_from_bal;
+    UPDATE demo.account SET balance = balance + v_amount::bigint
+    WHERE tenant_id = p_tenant_id AND account_id = v_to
+    RETURNING balance INTO v_to_bal;
+
+    INSERT INTO demo.posting (tenant_id, operation_id, from_account, to_account, amount, currency)
+    VALUES (p_tenant_id, p_operation_id, v_from, v_to, v_amount::bigint, v_currency)
+    RETURNING posting_id INTO v_posting;
+
+    RETURN jsonb_build_object('posting_id', v_posting, 'from_balance', v_from_bal, 'to_balance', v_to_bal);
+END
+$$;
+
+SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
+    'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}');
