@@ -98,14 +98,14 @@ func fixture(t *testing.T, b bundle) (string, []recovery.Outcome, json.RawMessag
 	input := strings.Join([]string{
 		// already applied: same payload, other spelling
 		`{"tenant":"acme","operation_id":"seen","class":"demo.transfer","payload":{ "currency":"EUR", "amount":1e2, "to":"bob", "from":"alice" }}`,
-		line("acme", "new-1", 5), // applied
+		line("acme", "new-1", 5),  // applied
 		line("acme", "seen", 101), // conflict
 		`not json`,
-		`{"tenant":"acme","operation_id":"x","class":"demo.transfer"}`,                                                                   // missing payload
-		`{"tenant":"","operation_id":"x","class":"demo.transfer","payload":{}}`,                                                          // invalid identity
-		`{"tenant":"acme","operation_id":"x","class":"demo.transfer","payload":{"amount":9007199254740993}}`,                            // lossy number
-		`{"tenant":"acme","operation_id":"x","class":"no.such.class","payload":{}}`,                                                     // unknown class
-		`{"tenant":"acme","operation_id":"x","class":"demo.transfer","payload":{},"extra":1}`,                                           // unknown field
+		`{"tenant":"acme","operation_id":"x","class":"demo.transfer"}`,                                                                      // missing payload
+		`{"tenant":"","operation_id":"x","class":"demo.transfer","payload":{}}`,                                                             // invalid identity
+		`{"tenant":"acme","operation_id":"x","class":"demo.transfer","payload":{"amount":9007199254740993}}`,                                // lossy number
+		`{"tenant":"acme","operation_id":"x","class":"no.such.class","payload":{}}`,                                                         // unknown class
+		`{"tenant":"acme","operation_id":"x","class":"demo.transfer","payload":{},"extra":1}`,                                               // unknown field
 		`{"tenant":"acme","operation_id":"neg","class":"demo.transfer","payload":{"from":"alice","to":"bob","amount":-1,"currency":"EUR"}}`, // effect fails
 		``,
 		line("acme", "new-2", 7), // applied
