@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/audit"
+)
+
+// NewCmdAudit builds `idemctl audit` and its subcommands.
+func NewCmdAudit(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit <command>",
+		Short: "Read and verify the audit log of operator actions",
+		Long: `idem.audit records every operator action (resolve runs, quarantine decisions
+and exports, purge plans, approvals and executions) with the operator, the
+database user, the database time and a JSON details object. It is append-only
+(the database refuses UPDATE, DELETE and TRUNCATE) and hash-chained: each row's
+hash covers its content and the previous row's hash, so a row changed, removed
+or inserted behind the log's back, even by a superuser with the triggers
+disabled, breaks the chain where it happened.`,
+		Example: `  idemctl audit list --action quarantine
+  idemctl audit verify`,
+	}
+	cmd.AddCommand(NewCmdAuditList(f, nil), NewCmdAuditVerify(f, nil))
+	return cmd
+}
+
+// AuditListOptions are the flags of `idemctl audit list`.
+type AuditListOptions struct {
+	IO     *IOStreams
+	JSON   bool
+	Filter audit.Filter
+	f      *Factory
+}
+
+// NewCmdAuditList builds `idemctl audit list`.
+func NewCmdAuditList(f *Factory, runF func(*AuditListOptions) error) *cobra.Command {
+	opts := &AuditListOptions{IO: f.IO, f: f}
+	var since, until string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List audit rows, newest first",
+		Long: `List audit rows, newest first. --action matches exactly or a whole namespace
+(--action quarantine matches quarantine.reject, quarantine.accept_as_new and
+quarantine.export). --since and --until take a time (2026-11-30,
+2026-11-30T08:00:00Z) or a duration back from now (24h).
+
+When there are more rows than --limit, the id to pass to --before for the next
+page is printed on stderr. Nothing is written.`,
+		Example: `  idemctl audit list
+  idemctl audit list --action quarantine --since 24h
+  idemctl audit list --target quarantine:42 -o json | jq .details
+  idemctl audit list --actor alice --limit 20 --before 1200`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if since != "" {
+				if opts.Filter.Since, err = parseSinceFlag(since, f.Now()); err != nil {
+					return usageErr("--since: %v", err)
+				}
+			}
+			if until != "" {
+				if opts.Filter.Until, err = parseSinceFlag(until, f.Now()); err != nil {
+					return usageErr("--until: %v", err)
+				}
+			}
+			if opts.Filter.Limit < 1 || opts.Filter.Limit > audit.MaxLimit {
+				return usageErr("--limit must be between 1 and %d", audit.MaxLimit)
+			}
+			if opts.Filter.Before < 0 {
+				return usageErr("--before must be a row id")
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return auditListRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Filter.Action, "action", "", "only this action or namespace (quarantine, quarantine.reject)")
+	cmd.Flags().StringVar(&opts.Filter.Actor, "actor", "", "only this operator")
+	cmd.Flags().StringVar(&opts.Filter.Target, "target", "", "only this target (quarantine:42)")
+	cmd.Flags().StringVar(&since, "since", "", "only rows at or after a time or a duration ago")
+	cmd.Flags().StringVar(&until, "until", "", "only rows before a time or a duration ago")
+	cmd.Flags().IntVar(&opts.Filter.Limit, "limit", audit.DefaultLimit, "rows per page")
+	cmd.Flags().Int64Var(&opts.Filter.Before, "before", 0, "only rows older than this id (the next page)")
+	return cmd
+}
+
+func auditListRun(ctx context.Context, opts *AuditListOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := audit.List(ctx, pool, opts.Filter)
+	if err != nil {
+		if errors.Is(err, audit.ErrInvalidFilter) {
+			return withCode(ExitUsage, err)
+		}
+		return err
+	}
+	if opts.JSON {
+		for _, r := range rows {
+			if err := printJSONLine(opts.IO.Out, r); err != nil {
+				return err
+			}
+		}
+	} else if len(rows) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no audit rows")
+	} else {
+		table := make([][]string, 0, len(rows))
+		for _, r := range rows {
+			table = append(table, []string{
+				strconv.FormatInt(r.ID, 10), formatStamp(r.At), r.Actor, r.DBUser, r.Action,
+				orDash(r.Target), clipText(string(r.Details), 80),
+			})
+		}
+		if err := printTable(opts.IO.Out, []string{"id", "at", "actor", "db user", "action", "target", "details"}, table); err != nil {
+			return err
+		}
+	}
+	if len(rows) == opts.Filter.Limit && rows[len(rows)-1].ID > 1 {
+		fmt.Fprintf(opts.IO.ErrOut, "more rows may follow: add --before %d\n", rows[len(rows)-1].ID)
+	}
+	return nil
+}
+
+// AuditVerifyOptions are the flags of `idemctl audit verify`.
+type AuditVerifyOptions struct {
+	IO      *IOStreams
+	JSON    bool
+	Anchors []audit.Anchor
+	f       *Factory
+}
+
+// NewCmdAuditVerify builds `idemctl audit verify`.
+func NewCmdAuditVerify(f *Factory, runF func(*AuditVerifyOptions) error) *cobra.Command {
+	opts := &AuditVerifyOptions{IO: f.IO, f: f}
+	var anchors []string
+	cmd := &cobra.Command{
+		Use:   "verify [--anchor ID:HASH]...",
+		Short: "Check the whole audit chain; exit 1 at the first broken row",
+		Long: `Walk the whole audit log and check, row by row: ids run 1, 2, 3... without a
+gap (a gap is a deleted row); each prev_hash is the previous row's hash; each
+hash recomputes from the row's content; the chain's head (idem.audit_head)
+records the last row. The first broken row is named, with why:
+
+  audit chain broken at row N: <why>
+
+A row changed, removed or inserted behind the log's back (for example by a
+superuser with the triggers disabled) is found. Someone with full control could
+still rewrite every row from some point on, recomputing hashes and head: keep
+the "anchor" printed here somewhere else (a ticket, a chat) and pass it back
+with --anchor to prove that the log still holds that row unchanged.
+
+Exit code 0: the chain is intact. Exit code 1: it is broken (the report names
+the first broken row), or it could not be read. Nothing is written.`,
+		Example: `  idemctl audit verify
+  idemctl audit verify --anchor 1200:sha256:3f5c...e9 -o json`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, s := range anchors {
+				a, err := audit.ParseAnchor(s)
+				if err != nil {
+					return withCode(ExitUsage, err)
+				}
+				opts.Anchors = append(opts.Anchors, a)
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return auditVerifyRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "a row hash recorded elsewhere, ID:sha256:<hex> (repeatable)")
+	return cmd
+}
+
+func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := audit.Verify(ctx, pool, opts.Anchors...)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if err := printJSONLine(opts.IO.Out, r); err != nil {
+			return err
+		}
+	} else if r.Intact {
+		anchor := "(empty log)"
+		if r.LastID > 0 {
+			anchor = audit.Anchor{ID: r.LastID, Hash: r.LastHash}.String()
+		}
+		fmt.Fprintf(opts.IO.Out, "audit chain intact: %d rows, %d anchor(s) checked\nanchor: %s\n", r.Rows, len(opts.Anchors), anchor)
+	}
+	if !r.Intact {
+		return withCode(ExitFailure, r.Err())
+	}
+	return nil
+}

@@ -1,0 +1,637 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
+)
+
+// NewCmdQuarantine builds `idemctl quarantine` and its subcommands.
+func NewCmdQuarantine(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "quarantine <command>",
+		Short: "Review conflicting retries and decide them (list, show, reject, accept-as-new, export)",
+		Long: `A retry that reuses an identity (tenant_id, operation_id) with another payload
+never runs and is never answered with the old success: it is quarantined with
+its evidence (both payloads and hashes, the saved response, every differing
+field) and every replay of it is refused (outcome conflict) and counted, until
+a person decides:
+
+  reject         the conflicting request must never run (refused for ever);
+  accept-as-new  it is a legitimate new operation (a settlement revision, a
+                 corrected amount): it runs once, under a new operation id.
+
+Decisions are final, need --reason, and are recorded with the operator
+(--operator, IDEMCTL_OPERATOR, else the OS user) and the database user, in the
+audit log (idemctl audit list). The evidence itself cannot be changed or deleted.`,
+		Example: `  idemctl quarantine list
+  idemctl quarantine show 42
+  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
+  idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 --reason "settlement revision"
+  idemctl quarantine export 42 --file quarantine-42.json`,
+	}
+	cmd.AddCommand(
+		NewCmdQuarantineList(f, nil),
+		NewCmdQuarantineShow(f, nil),
+		NewCmdQuarantineReject(f, nil),
+		NewCmdQuarantineAccept(f, nil),
+		NewCmdQuarantineExport(f, nil),
+	)
+	return cmd
+}
+
+// QuarantineListOptions are the flags of `idemctl quarantine list`.
+type QuarantineListOptions struct {
+	IO     *IOStreams
+	JSON   bool
+	Filter quarantine.Filter
+	f      *Factory
+}
+
+// NewCmdQuarantineList builds `idemctl quarantine list`.
+func NewCmdQuarantineList(f *Factory, runF func(*QuarantineListOptions) error) *cobra.Command {
+	opts := &QuarantineListOptions{IO: f.IO, f: f}
+	var status, since, after string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List quarantine records, newest activity first",
+		Long: `List quarantine records, newest activity (last_seen) first, one page at a time.
+Open records (waiting for a decision) by default.
+
+Pages are keyset-paginated: when there are more, the next page's cursor is
+printed on stderr; pass it to --after. With -o json every line also carries its
+own "cursor". Columns: SEEN is how many times the conflicting request arrived,
+CHANGES how many values differ from the stored payload.
+
+--since takes a time (2026-11-30, 2026-11-30T08:00:00Z) or a duration back
+from now (24h, 90m). Nothing is written.`,
+		Example: `  idemctl quarantine list
+  idemctl quarantine list --status all --tenant acme --since 24h
+  idemctl quarantine list --class demo.transfer --limit 100 -o json | jq -r .id
+  idemctl quarantine list --after 1764489600123456:42`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := quarantine.ParseStatus(status)
+			if err != nil {
+				return usageErr("--status: use open, rejected, accepted or all")
+			}
+			opts.Filter.Status = st
+			if opts.Filter.Limit < 1 || opts.Filter.Limit > quarantine.MaxLimit {
+				return usageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
+			}
+			if since != "" {
+				if opts.Filter.Since, err = parseSinceFlag(since, f.Now()); err != nil {
+					return usageErr("--since: %v", err)
+				}
+			}
+			if after != "" {
+				c, err := quarantine.ParseCursor(after)
+				if err != nil {
+					return withCode(ExitUsage, err)
+				}
+				opts.Filter.After = &c
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineListRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "open", "open, rejected, accepted or all")
+	cmd.Flags().StringVar(&opts.Filter.Tenant, "tenant", "", "only this tenant_id")
+	cmd.Flags().StringVar(&opts.Filter.Class, "class", "", "only this operation class (stored or incoming)")
+	cmd.Flags().StringVar(&since, "since", "", "only records active since a time or a duration ago (24h)")
+	cmd.Flags().IntVar(&opts.Filter.Limit, "limit", quarantine.DefaultLimit, "records per page")
+	cmd.Flags().StringVar(&after, "after", "", "cursor printed by the previous page")
+	return cmd
+}
+
+func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	page, err := quarantine.List(ctx, pool, opts.Filter)
+	if err != nil {
+		return quarantineErr(err, ExitFailure)
+	}
+	if opts.JSON {
+		for _, s := range page.Items {
+			if err := printJSONLine(opts.IO.Out, s); err != nil {
+				return err
+			}
+		}
+	} else {
+		rows := make([][]string, 0, len(page.Items))
+		for _, s := range page.Items {
+			class := s.Class
+			if s.IncomingClass != s.Class {
+				class += " -> " + s.IncomingClass
+			}
+			status := string(s.Status)
+			if s.NewOperationID != "" {
+				status += " as " + s.NewOperationID
+			}
+			rows = append(rows, []string{
+				strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
+				strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),
+				formatStamp(s.FirstSeen), formatStamp(s.LastSeen),
+			})
+		}
+		if len(rows) == 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "no %s quarantine records\n", opts.Filter.Status)
+		} else if err := printTable(opts.IO.Out, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"}, rows); err != nil {
+			return err
+		}
+	}
+	if page.Next != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "more records: add --after %s\n", page.Next)
+	}
+	return nil
+}
+
+// QuarantineShowOptions are the flags of `idemctl quarantine show`.
+type QuarantineShowOptions struct {
+	IO   *IOStreams
+	JSON bool
+	ID   int64
+	f    *Factory
+}
+
+// NewCmdQuarantineShow builds `idemctl quarantine show`.
+func NewCmdQuarantineShow(f *Factory, runF func(*QuarantineShowOptions) error) *cobra.Command {
+	opts := &QuarantineShowOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show the evidence of one quarantine record and what changed",
+		Long: `Show everything a person needs to decide: the identity and class, both
+canonical hashes, the stored payload and its saved response, the incoming
+payload and its transport metadata, where the conflict was detected, how many
+times it arrived, the decision if any, and the diff: every differing value as a
+JSON Pointer (RFC 6901) with its stored and incoming values.
+
+In the diff, CHANGE is added (only in the incoming payload), removed (only in
+the stored one), type_changed (e.g. number -> string) or changed; with -o json
+the diff is a list of {path, change, stored, incoming} where the absent side of
+an added or removed value is null. Nothing is written.
+
+Exit code 1 when there is no such record.`,
+		Example: `  idemctl quarantine show 42
+  idemctl quarantine show 42 -o json | jq '.diff[] | [.path, .stored, .incoming]'`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRecordID(args)
+			if err != nil {
+				return err
+			}
+			opts.ID = id
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineShowRun(cmd.Context(), opts)
+		},
+	}
+	return cmd
+}
+
+func quarantineShowRun(ctx context.Context, opts *QuarantineShowOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := quarantine.Show(ctx, pool, opts.ID)
+	if err != nil {
+		return quarantineErr(err, ExitFailure)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, rec)
+	}
+	return printQuarantineRecord(opts.IO, rec)
+}
+
+// printQuarantineRecord renders a record for a person: the facts, then the diff.
+func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
+	class := rec.Class
+	if rec.IncomingClass != rec.Class {
+		class = fmt.Sprintf("%s (incoming: %s)", rec.Class, rec.IncomingClass)
+	}
+	detected := rec.Detected.ApplicationName + " as " + rec.Detected.DBUser
+	if rec.Detected.Operator != "" {
+		detected += ", operator " + rec.Detected.Operator
+	}
+	status := string(rec.Status)
+	if rec.Status == quarantine.StatusOpen {
+		status += ": replays refused until a person decides"
+	}
+	rows := [][]string{
+		{"id", strconv.FormatInt(rec.ID, 10)},
+		{"tenant", rec.Tenant},
+		{"operation_id", rec.OperationID},
+		{"class", class},
+		{"status", status},
+		{"seen", fmt.Sprintf("%d time(s), first %s, last %s", rec.Occurrences, formatStamp(rec.FirstSeen), formatStamp(rec.LastSeen))},
+		{"detected by", detected},
+		{"stored hash", rec.StoredHash},
+		{"incoming hash", rec.IncomingHash},
+		{"stored payload", string(rec.StoredPayload)},
+		{"incoming payload", string(rec.IncomingPayload)},
+		{"saved response", orDash(string(rec.StoredResponse))},
+		{"incoming transport", orDash(string(rec.IncomingTransport))},
+	}
+	if d := rec.Decision; d != nil {
+		rows = append(rows,
+			[]string{"decided", fmt.Sprintf("%s by %s (database user %s) at %s, audit row %d", rec.Status, d.By, d.DBUser, formatStamp(d.At), d.AuditID)},
+			[]string{"reason", d.Reason})
+		if d.NewOperationID != "" {
+			rows = append(rows, []string{"new operation", fmt.Sprintf("%s (%s)", d.NewOperationID, d.NewOutcome)})
+		}
+	}
+	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	if len(rec.Diff) == 0 {
+		_, err := fmt.Fprintln(io.Out, "No payload difference: the conflict is in the class.")
+		return err
+	}
+	fmt.Fprintf(io.Out, "\nWhat changed (%d):\n", len(rec.Diff))
+	diff := make([][]string, 0, len(rec.Diff))
+	for _, c := range rec.Diff {
+		path := c.Path
+		if path == "" {
+			path = "(whole payload)"
+		}
+		stored, incoming := clipText(string(c.Stored), 60), clipText(string(c.Incoming), 60)
+		switch c.Kind {
+		case "added":
+			stored = "(absent)"
+		case "removed":
+			incoming = "(absent)"
+		}
+		diff = append(diff, []string{c.Kind, path, stored, incoming})
+	}
+	return printTable(io.Out, []string{"change", "path", "stored", "incoming"}, diff)
+}
+
+// QuarantineRejectOptions are the flags of `idemctl quarantine reject`.
+type QuarantineRejectOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	ID       int64
+	Reason   string
+	Operator string
+	f        *Factory
+}
+
+// NewCmdQuarantineReject builds `idemctl quarantine reject`.
+func NewCmdQuarantineReject(f *Factory, runF func(*QuarantineRejectOptions) error) *cobra.Command {
+	opts := &QuarantineRejectOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "reject ID --reason TEXT",
+		Short: "Decide that a conflicting request must never run",
+		Long: `Reject a quarantine record: the conflicting request stays refused for ever
+(every replay of it answers conflict, runs nothing, and is counted); the
+original payload keeps answering with its saved response. The record stays as
+evidence.
+
+The decision is final. It is recorded with --reason, the operator (--operator,
+IDEMCTL_OPERATOR, else the OS user) and the database user, with an audit row
+in the same transaction.
+
+Exit code 5, with nothing written, for an unknown id or a record already decided.`,
+		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
+  IDEMCTL_OPERATOR=alice idemctl quarantine reject 42 --reason "duplicate with edited amount"`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRecordID(args)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(opts.Reason) == "" {
+				return usageErr("--reason is required: say why, for the record")
+			}
+			opts.ID, opts.Operator = id, f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineRejectRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
+	return cmd
+}
+
+func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, rec)
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d (%s/%s) rejected by %s: replays of that payload stay refused.\nAudit row %d.\n",
+		rec.ID, rec.Tenant, rec.OperationID, rec.Decision.By, rec.Decision.AuditID)
+	return err
+}
+
+// QuarantineAcceptOptions are the flags of `idemctl quarantine accept-as-new`.
+type QuarantineAcceptOptions struct {
+	IO             *IOStreams
+	JSON           bool
+	ID             int64
+	NewOperationID string
+	Reason         string
+	Operator       string
+	// Yes skips the confirmation asked on a terminal.
+	Yes bool
+	f   *Factory
+}
+
+// NewCmdQuarantineAccept builds `idemctl quarantine accept-as-new`.
+func NewCmdQuarantineAccept(f *Factory, runF func(*QuarantineAcceptOptions) error) *cobra.Command {
+	opts := &QuarantineAcceptOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "accept-as-new ID --new-operation-id NEW --reason TEXT",
+		Short: "Run a conflicting payload once, as a new operation",
+		Long: `Accept a quarantine record as a legitimate new operation (a settlement
+revision, a corrected amount): its incoming payload runs now, through the
+atomic executor, under (same tenant, NEW), in the transaction that records the
+decision and its audit row. The new inbox row's transport names the record it
+came from; the record names NEW.
+
+  - It runs exactly once: two operators at once queue on the record, and the
+    second is refused (exit 5) because the record is already decided, even if
+    it asked for the same NEW.
+  - If NEW already exists with the same payload, nothing runs again: the record
+    is linked to it (outcome already_applied).
+  - If NEW already exists with another payload, it is refused (exit 5) and
+    nothing is written: no decision, no audit row, no conflict record.
+  - The old identity keeps refusing the conflicting payload and answering the
+    original one.
+
+Only classes with a SQL effect can be run by idemctl; for a class whose effect
+is application code, have the owning service submit the payload under NEW, then
+reject this record with that reason.
+
+On a terminal you are asked to confirm; --yes skips the question.`,
+		Example: `  idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 \
+      --reason "settlement revision approved in BET-99"
+  idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRecordID(args)
+			if err != nil {
+				return err
+			}
+			if opts.NewOperationID == "" {
+				return usageErr("--new-operation-id is required: the identity the payload runs under")
+			}
+			if err := (idem.Identity{TenantID: "t", OperationID: opts.NewOperationID}).Validate(); err != nil {
+				return usageErr("--new-operation-id: %s", strings.TrimPrefix(err.Error(), "invalid identity: "))
+			}
+			if strings.TrimSpace(opts.Reason) == "" {
+				return usageErr("--reason is required: say why, for the record")
+			}
+			opts.ID, opts.Operator = id, f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineAcceptRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.NewOperationID, "new-operation-id", "", "operation_id to run the incoming payload under (required)")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	return cmd
+}
+
+func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	if !opts.Yes && opts.IO.CanPrompt() {
+		rec, err := quarantine.Show(ctx, pool, opts.ID)
+		if err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+		question := fmt.Sprintf("Run the incoming payload of record %d (%s, %d change(s) from %s/%s) as operation %s/%s?",
+			rec.ID, rec.IncomingClass, len(rec.Diff), rec.Tenant, rec.OperationID, rec.Tenant, opts.NewOperationID)
+		if !confirmAction(opts.IO, question) {
+			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+			return silentExit{ExitFailure}
+		}
+	}
+	acc, err := quarantine.AcceptAsNew(ctx, pool, opts.ID, opts.NewOperationID, opts.Operator, opts.Reason)
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, map[string]any{
+			"id": acc.Record.ID, "tenant": acc.Record.Tenant, "operation_id": acc.Record.OperationID,
+			"status": acc.Record.Status, "new_operation_id": opts.NewOperationID,
+			"outcome": acc.Outcome, "response": acc.Response, "decision": acc.Record.Decision,
+		})
+	}
+	what := "ran now"
+	if acc.Outcome == idem.AlreadyApplied {
+		what = "was already there with this payload: linked, not run again"
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d accepted by %s: operation %s/%s %s.\nResponse: %s\nAudit row %d.\n",
+		acc.Record.ID, acc.Record.Decision.By, acc.Record.Tenant, opts.NewOperationID, what, acc.Response, acc.Record.Decision.AuditID)
+	return err
+}
+
+// QuarantineExportOptions are the flags of `idemctl quarantine export`.
+type QuarantineExportOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	ID       int64
+	File     string
+	Operator string
+	f        *Factory
+}
+
+// NewCmdQuarantineExport builds `idemctl quarantine export`.
+func NewCmdQuarantineExport(f *Factory, runF func(*QuarantineExportOptions) error) *cobra.Command {
+	opts := &QuarantineExportOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "export ID [--file PATH]",
+		Short: "Write a self-contained JSON evidence bundle for a ticket",
+		Long: `Write the evidence of one record as one JSON document: the record and its
+decision, the diff, both payloads as their exact RFC 8785 canonical text, the
+recorded hashes and the hashes recomputed now (verified true when they match),
+instructions to check them without idemctl, and the audit row that records the
+export (every export is audited).
+
+Anyone can check a hash:
+  jq -j .incoming.canonical_payload bundle.json | sha256sum
+  jq -j .incoming.canonical_payload bundle.json | idemctl hash
+
+The bundle goes to stdout, indented (one line with -o json), or to --file,
+which must not exist yet. Exit code 5, with nothing written, for an unknown id.`,
+		Example: `  idemctl quarantine export 42 --file quarantine-42.json
+  idemctl quarantine export 42 | jq .verified`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseRecordID(args)
+			if err != nil {
+				return err
+			}
+			opts.ID, opts.Operator = id, f.Operator()
+			opts.JSON = f.Output == "json"
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineExportRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.File, "file", "", "write the bundle to this new file instead of stdout")
+	return cmd
+}
+
+func quarantineExportRun(ctx context.Context, opts *QuarantineExportOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	// Create the file first: a bundle that cannot be written must not be
+	// recorded as exported.
+	var file *os.File
+	if opts.File != "" {
+		if file, err = os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return withCode(ExitInvalid, fmt.Errorf("export: %w", err))
+		}
+		defer file.Close()
+	}
+	b, err := quarantine.Export(ctx, pool, opts.ID, opts.Operator)
+	if err != nil {
+		if file != nil {
+			file.Close()
+			os.Remove(opts.File)
+		}
+		return quarantineErr(err, ExitInvalid)
+	}
+	var out []byte
+	if opts.JSON && file == nil {
+		out, err = json.Marshal(b)
+	} else {
+		out, err = json.MarshalIndent(b, "", "  ")
+	}
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	w := opts.IO.Out
+	if file != nil {
+		w = file
+	}
+	if _, err := w.Write(out); err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	if file != nil {
+		if err := file.Close(); err != nil {
+			return fmt.Errorf("write bundle: %w", err)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "wrote %s (audit row %d)\n", opts.File, b.Audit.ID)
+	}
+	if !b.Verified {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: a recorded hash does not match its payload; see stored.problem and incoming.problem in the bundle\n")
+	}
+	return nil
+}
+
+// quarantineErr gives a quarantine error its exit code: unknown records get
+// notFound, refused decisions ExitInvalid (nothing was written), an
+// unacknowledged commit ExitFailure.
+func quarantineErr(err error, notFound int) error {
+	switch {
+	case errors.Is(err, quarantine.ErrNotFound):
+		return withCode(notFound, err)
+	case errors.Is(err, idem.ErrOutcomeUnknown):
+		return withCode(ExitFailure, err)
+	case errors.Is(err, quarantine.ErrInvalidFilter):
+		return withCode(ExitUsage, err)
+	case errors.Is(err, quarantine.ErrAlreadyDecided), errors.Is(err, quarantine.ErrDecisionInput),
+		errors.Is(err, quarantine.ErrInvalidNewOperation), errors.Is(err, quarantine.ErrNewOperationConflict),
+		errors.Is(err, quarantine.ErrCannotExecute), errors.Is(err, quarantine.ErrEvidenceImmutable):
+		return withCode(ExitInvalid, err)
+	}
+	var effect interface{ SQLState() string }
+	if errors.As(err, &effect) {
+		// The effect or the database refused the operation: nothing written.
+		return withCode(ExitInvalid, err)
+	}
+	return err
+}
+
+// parseRecordID reads the ID argument ("42" or "#42").
+func parseRecordID(args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, usageErr("a quarantine record ID is required (idemctl quarantine list shows them)")
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErr("invalid quarantine record ID %q: want a positive number", args[0])
+	}
+	return id, nil
+}
+
+// parseSinceFlag reads a time (RFC 3339, or a date) or a duration back from now.
+func parseSinceFlag(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("duration %q must be positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a time (2026-11-30, 2026-11-30T08:00:00Z) nor a duration (24h)", s)
+}
+
+// formatStamp renders a database time for a table, in UTC.
+func formatStamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// clipText shortens a value for a table cell; -o json has it whole.
+func clipText(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
+}
+
+// confirmAction asks a yes/no question on the terminal; only "y" or "yes" agree.
+func confirmAction(io *IOStreams, question string) bool {
+	fmt.Fprintf(io.ErrOut, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(io.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

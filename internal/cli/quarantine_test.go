@@ -1,0 +1,334 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/quarantine"
+)
+
+// runQ executes a command line against dsn with non-terminal streams.
+func runQ(t *testing.T, dsn string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, _, out, errOut := Test(false)
+	f := NewFactory(ios)
+	defer f.Close()
+	if dsn != "" {
+		args = append(args, "--dsn", dsn)
+	}
+	code = Run(context.Background(), f, args)
+	return code, out.String(), errOut.String()
+}
+
+// execSub runs one subcommand built with a capturing runF and returns the
+// exit code its RunE stands for.
+func execSub(t *testing.T, cmd *cobra.Command, args ...string) int {
+	t.Helper()
+	cmd.SetArgs(args)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
+	if err := cmd.Execute(); err != nil {
+		return codeOf(err)
+	}
+	return ExitOK
+}
+
+func TestQuarantineCommandOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	f := NewFactory(ios)
+	f.OperatorFlag = "alice"
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f.Now = func() time.Time { return now }
+
+	var list *QuarantineListOptions
+	listCmd := func() *cobra.Command {
+		return NewCmdQuarantineList(f, func(o *QuarantineListOptions) error { list = o; return nil })
+	}
+	require.Equal(t, ExitOK, execSub(t, listCmd()))
+	assert.Equal(t, quarantine.StatusOpen, list.Filter.Status)
+	assert.Equal(t, quarantine.DefaultLimit, list.Filter.Limit)
+	assert.True(t, list.JSON, "not a terminal: JSON")
+
+	require.Equal(t, ExitOK, execSub(t, listCmd(), "--status", "all", "--tenant", "acme", "--class", "demo.transfer",
+		"--since", "24h", "--limit", "7", "--after", "1764489600123456:42"))
+	assert.Equal(t, quarantine.StatusAll, list.Filter.Status)
+	assert.Equal(t, "acme", list.Filter.Tenant)
+	assert.Equal(t, "demo.transfer", list.Filter.Class)
+	assert.Equal(t, now.Add(-24*time.Hour), list.Filter.Since)
+	assert.Equal(t, 7, list.Filter.Limit)
+	require.NotNil(t, list.Filter.After)
+	assert.Equal(t, int64(42), list.Filter.After.ID)
+	assert.Equal(t, int64(1764489600123456), list.Filter.After.LastSeen.UnixMicro())
+
+	require.Equal(t, ExitOK, execSub(t, listCmd(), "--since", "2026-11-01"))
+	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), list.Filter.Since)
+
+	var show *QuarantineShowOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineShow(f, func(o *QuarantineShowOptions) error { show = o; return nil }), "#42"))
+	assert.Equal(t, int64(42), show.ID)
+
+	var reject *QuarantineRejectOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineReject(f, func(o *QuarantineRejectOptions) error { reject = o; return nil }),
+		"42", "--reason", "fraud"))
+	assert.Equal(t, int64(42), reject.ID)
+	assert.Equal(t, "fraud", reject.Reason)
+	assert.Equal(t, "alice", reject.Operator)
+
+	var accept *QuarantineAcceptOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineAccept(f, func(o *QuarantineAcceptOptions) error { accept = o; return nil }),
+		"42", "--new-operation-id", "op-rev2", "--reason", "revision", "--yes"))
+	assert.Equal(t, int64(42), accept.ID)
+	assert.Equal(t, "op-rev2", accept.NewOperationID)
+	assert.Equal(t, "revision", accept.Reason)
+	assert.Equal(t, "alice", accept.Operator)
+	assert.True(t, accept.Yes)
+
+	var export *QuarantineExportOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineExport(f, func(o *QuarantineExportOptions) error { export = o; return nil }),
+		"42", "--file", "b.json"))
+	assert.Equal(t, "b.json", export.File)
+	assert.Equal(t, "alice", export.Operator)
+
+	bad := []struct {
+		name string
+		cmd  *cobra.Command
+		args []string
+	}{
+		{"list bad status", NewCmdQuarantineList(f, nil), []string{"--status", "closed"}},
+		{"list bad since", NewCmdQuarantineList(f, nil), []string{"--since", "yesterday"}},
+		{"list bad cursor", NewCmdQuarantineList(f, nil), []string{"--after", "42"}},
+		{"list zero limit", NewCmdQuarantineList(f, nil), []string{"--limit", "0"}},
+		{"list huge limit", NewCmdQuarantineList(f, nil), []string{"--limit", "100000"}},
+		{"show no id", NewCmdQuarantineShow(f, nil), nil},
+		{"show bad id", NewCmdQuarantineShow(f, nil), []string{"forty-two"}},
+		{"show negative id", NewCmdQuarantineShow(f, nil), []string{"-5"}},
+		{"reject no reason", NewCmdQuarantineReject(f, nil), []string{"42"}},
+		{"reject blank reason", NewCmdQuarantineReject(f, nil), []string{"42", "--reason", "  "}},
+		{"reject no id", NewCmdQuarantineReject(f, nil), []string{"--reason", "x"}},
+		{"accept no new id", NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x"}},
+		{"accept bad new id", NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x", "--new-operation-id", "a\tb"}},
+		{"accept no reason", NewCmdQuarantineAccept(f, nil), []string{"42", "--new-operation-id", "n"}},
+		{"export two ids", NewCmdQuarantineExport(f, nil), []string{"1", "2"}},
+	}
+	for _, tc := range bad {
+		assert.Equal(t, ExitUsage, execSub(t, tc.cmd, tc.args...), tc.name)
+	}
+}
+
+type cliFixture struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	dsn  string
+}
+
+func (fx cliFixture) conflict(t *testing.T, tenant, op string, stored, incoming int) int64 {
+	t.Helper()
+	c := func(amount int) idem.Command {
+		return idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: op}, Class: "demo.transfer",
+			Payload: []byte(fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount))}
+	}
+	_, err := idem.Execute(fx.ctx, fx.pool, c(stored))
+	require.NoError(t, err)
+	res, err := idem.Execute(fx.ctx, fx.pool, c(incoming))
+	require.NoError(t, err)
+	require.Equal(t, idem.Conflict, res.Outcome)
+	return res.QuarantineID
+}
+
+func (fx cliFixture) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, fx.pool.QueryRow(fx.ctx, sql).Scan(&n))
+	return n
+}
+
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func TestQuarantineCommands(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	fx := cliFixture{ctx: context.Background(), pool: pool, dsn: dsn}
+	q1 := fx.conflict(t, "acme", "charge-1", 1250, 1350)
+	q2 := fx.conflict(t, "acme", "bet-7", 500, 650)
+	q3 := fx.conflict(t, "globex", "charge-9", 10, 11)
+
+	// list
+	code, out, errOut := runQ(t, dsn, "quarantine", "list", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	rows := jsonLines(t, out)
+	require.Len(t, rows, 3)
+	for _, k := range []string{"id", "tenant", "operation_id", "class", "status", "occurrences", "first_seen", "last_seen", "cursor"} {
+		assert.Contains(t, rows[0], k)
+	}
+	assert.Equal(t, float64(q3), rows[0]["id"], "newest activity first")
+	assert.Equal(t, "open", rows[0]["status"])
+
+	code, out, errOut = runQ(t, dsn, "quarantine", "list", "--tenant", "acme", "--limit", "1", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, 1)
+	assert.Equal(t, float64(q2), rows[0]["id"])
+	require.Contains(t, errOut, "--after "+rows[0]["cursor"].(string))
+	code, out, _ = runQ(t, dsn, "quarantine", "list", "--tenant", "acme", "--limit", "1", "--after", rows[0]["cursor"].(string), "-o", "json")
+	require.Equal(t, ExitOK, code)
+	rows = jsonLines(t, out)
+	require.Len(t, rows, 1)
+	assert.Equal(t, float64(q1), rows[0]["id"])
+
+	code, out, _ = runQ(t, dsn, "quarantine", "list", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "charge-9")
+	assert.Contains(t, strings.ToUpper(out), "CHANGES")
+
+	// show
+	code, out, _ = runQ(t, dsn, "quarantine", "show", fmt.Sprint(q1), "-o", "json")
+	require.Equal(t, ExitOK, code)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	assert.Equal(t, []any{map[string]any{"path": "/amount", "change": "changed", "stored": float64(1250), "incoming": float64(1350)}}, rec["diff"])
+	assert.Equal(t, "acme", rec["tenant"])
+	code, out, _ = runQ(t, dsn, "quarantine", "show", fmt.Sprint(q1), "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "What changed (1)")
+	assert.Regexp(t, `changed\s*│\s*/amount\s*│\s*1250\s*│\s*1350`, out)
+
+	// reject, then a second decision is refused
+	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "tampered amount", "--operator", "alice", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	assert.Equal(t, "rejected", rec["status"])
+	assert.Equal(t, "alice", rec["decision"].(map[string]any)["decided_by"])
+	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "again", "--operator", "bob")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "already rejected by alice")
+
+	// accept-as-new (not a terminal: no question asked)
+	code, out, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
+		"--reason", "settlement revision", "--operator", "carol", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var acc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &acc))
+	assert.Equal(t, "applied", acc["outcome"])
+	assert.Equal(t, "bet-7-rev2", acc["new_operation_id"])
+	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM demo.posting WHERE operation_id = 'bet-7-rev2' AND amount = 650"))
+
+	// accept-as-new onto an identity that holds another payload: nothing written
+	_, err := idem.Execute(fx.ctx, fx.pool, idem.Command{Identity: idem.Identity{TenantID: "globex", OperationID: "taken"},
+		Class: "demo.transfer", Payload: []byte(`{"from":"x","to":"y","amount":999,"currency":"EUR"}`)})
+	require.NoError(t, err)
+	auditRows := fx.count(t, "SELECT count(*) FROM idem.audit")
+	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q3), "--new-operation-id", "taken",
+		"--reason", "oops", "--operator", "carol")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "already exists with another payload")
+	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
+	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+
+	// unknown ids
+	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "not found")
+	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--reason", "x")
+	assert.Equal(t, ExitInvalid, code)
+	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n")
+	assert.Equal(t, ExitInvalid, code)
+	missing := filepath.Join(t.TempDir(), "never.json")
+	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
+	assert.Equal(t, ExitInvalid, code)
+	assert.NoFileExists(t, missing, "a failed export leaves no file")
+	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
+
+	// export
+	file := filepath.Join(t.TempDir(), "q3.json")
+	code, _, errOut = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "--file", file, "--operator", "dave")
+	require.Equal(t, ExitOK, code, errOut)
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var b quarantine.Bundle
+	require.NoError(t, json.Unmarshal(raw, &b))
+	assert.True(t, b.Verified)
+	assert.Equal(t, b.Incoming.Hash, idem.HashCanonical([]byte(b.Incoming.CanonicalPayload)))
+	assert.Equal(t, "dave", b.ExportedBy)
+	code, _, _ = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "--file", file)
+	assert.Equal(t, ExitInvalid, code, "an existing file is not overwritten")
+	code, out, _ = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, 1, strings.Count(out, "\n"), "-o json: one line")
+
+	// every decision and export is in the audit log, which verifies
+	code, out, _ = runQ(t, dsn, "audit", "list", "--action", "quarantine", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	var actions []string
+	for _, r := range jsonLines(t, out) {
+		actions = append(actions, r["action"].(string))
+	}
+	assert.Equal(t, []string{"quarantine.export", "quarantine.export", "quarantine.accept_as_new", "quarantine.reject"}, actions)
+	code, out, _ = runQ(t, dsn, "audit", "verify", "-o", "table")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "audit chain intact: 4 rows")
+}
+
+func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	fx := cliFixture{ctx: context.Background(), pool: pool, dsn: dsn}
+	q := fx.conflict(t, "acme", "charge-1", 1, 2)
+	for _, answer := range []string{"n\n", "y\n"} {
+		ios, in, _, errOut := Test(true)
+		in.WriteString(answer)
+		f := NewFactory(ios)
+		code := Run(context.Background(), f, []string{"quarantine", "accept-as-new", fmt.Sprint(q), "--new-operation-id", "charge-1-fix",
+			"--reason", "corrected amount", "--dsn", dsn})
+		f.Close()
+		assert.Contains(t, errOut.String(), "as operation acme/charge-1-fix? [y/N]")
+		if answer == "n\n" {
+			assert.Equal(t, ExitFailure, code)
+			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
+		} else {
+			assert.Equal(t, ExitOK, code, errOut.String())
+			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'accepted'"))
+		}
+	}
+}
+
+func TestQuarantineAndAuditHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"quarantine", "--help"}, {"quarantine", "list", "--help"}, {"quarantine", "show", "--help"},
+		{"quarantine", "reject", "--help"}, {"quarantine", "accept-as-new", "--help"}, {"quarantine", "export", "--help"},
+		{"audit", "--help"}, {"audit", "list", "--help"}, {"audit", "verify", "--help"},
+	} {
+		code, out, _ := runQ(t, "", args...)
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "Examples:", args)
+		assert.Contains(t, out, "Exit codes:", args)
+	}
+}
