@@ -49,13 +49,15 @@ type Reply struct {
 	Response json.RawMessage `json:"response,omitempty"`
 }
 
-// session runs one delivery of one design on one connection, announcing each
-// step to at (the worker prints it and may be killed there; an in-process
-// replay may wait at a barrier).
+// stepHook is told of each step a delivery reaches: the worker prints it and
+// may be killed there; an in-process racer may wait at a barrier.
+type stepHook func(ctx context.Context, s *session, step string) error
+
+// session runs one delivery of one design on one connection.
 type session struct {
 	conn   *pgx.Conn
 	q      statements
-	at     func(ctx context.Context, step string) error
+	at     stepHook
 	killAt string // the worker's kill step; "" in process
 }
 
@@ -63,7 +65,7 @@ func (s *session) step(ctx context.Context, name string) error {
 	if s.at == nil {
 		return nil
 	}
-	return s.at(ctx, name)
+	return s.at(ctx, s, name)
 }
 
 func (s *session) stmt(name string) string {

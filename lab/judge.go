@@ -80,15 +80,18 @@ func judge(workload []Trial, log [][]deliveryResult, kills []*KillRecord, postin
 			}
 			example(AnomalyDoubled, t, "%d postings, amounts %v", len(ps), amounts)
 		}
-		// The payload the identity stands for: the one it was first applied
-		// with (a concurrent duplicate may legitimately have won the race).
+		// The payload the identity stands for: the trial's own if it was
+		// applied, else the one that was (a concurrent duplicate with another
+		// payload may legitimately win the race against the recovery retry).
 		accepted := t.Amount
-		if len(ps) > 0 {
-			accepted = ps[0].amount
-		}
 		byID := map[string]posting{}
+		ownApplied := false
 		for _, p := range ps {
 			byID[p.id] = p
+			ownApplied = ownApplied || p.amount == t.Amount
+		}
+		if len(ps) > 0 && !ownApplied {
+			accepted = ps[0].amount
 		}
 		for _, dr := range log[i] {
 			if dr.reply == nil || dr.reply.Outcome == OutcomeConflict {

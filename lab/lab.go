@@ -18,6 +18,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,9 +91,14 @@ type DesignReport struct {
 	// Identities is the number of business operations (one per trial).
 	Identities int    `json:"identities"`
 	Seed       uint64 `json:"seed"`
+	RunID      string `json:"run"`
 	// Expected is the anomaly the design exists to show ("" for atomic).
 	Expected string `json:"expected_anomaly,omitempty"`
 	Summary  string `json:"summary"`
+	// Races counts the concurrent duplicates; RacesOverlapped those in which
+	// the second request was seen blocked on the first one's uncommitted write.
+	Races           int `json:"concurrent_races"`
+	RacesOverlapped int `json:"races_overlapped"`
 	// Kills summarises the SIGKILLs per step, with their timings.
 	Kills []KillSummary `json:"kills"`
 	// Examples names a few operations behind each anomaly, to explain a run.
@@ -264,10 +270,11 @@ func (r *runner) progress(format string, args ...any) {
 	fmt.Fprintf(r.out, "lab: "+format+"\n", args...)
 }
 
-// openPool opens the parent's connections: twice the parallelism (a replay of a
-// concurrent duplicate uses two; a crash trial that holds an account, one).
+// openPool opens the parent's connections: three per trial in flight (a race
+// uses two and polls with a third; a crash trial holds an account with one and
+// polls with another).
 func (r *runner) openPool(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := db.Config(r.opts.DSN, db.Options{MaxConns: int32(2*r.opts.Parallel + 2)})
+	cfg, err := db.Config(r.opts.DSN, db.Options{MaxConns: int32(3*r.opts.Parallel + 2)})
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +368,7 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 	}
 	defer r.pool.Close()
 
+	var races, overlaps atomic.Int64
 	// Phase 2: recovery. Every first attempt without a reply is retried with the
 	// same payload, possibly racing a concurrent duplicate; then duplicates and
 	// conflicting retries arrive.
@@ -379,9 +387,13 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 			if err != nil {
 				return err
 			}
-			replies, err := r.race(ctx, s, retry, other)
+			replies, overlapped, err := r.race(ctx, s, retry, other)
 			if err != nil {
 				return err
+			}
+			races.Add(1)
+			if overlapped {
+				overlaps.Add(1)
 			}
 			record(i, retry, &replies[0])
 			record(i, other, &replies[1])
@@ -453,8 +465,9 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 	}
 	rep := judge(workload, log, kills, postings)
 	rep.Design, rep.Expected, rep.Summary = s.d.Name, s.d.Expect, s.d.Summary
-	rep.Trials, rep.Identities, rep.Seed = len(workload), len(workload), r.opts.Seed
+	rep.Trials, rep.Identities, rep.Seed, rep.RunID = len(workload), len(workload), r.opts.Seed, r.runID
 	rep.Kills = summariseKills(kills)
+	rep.Races, rep.RacesOverlapped = int(races.Load()), int(overlaps.Load())
 	rep.DurationMS = time.Since(start).Milliseconds()
 	r.progress("%s: done in %s (lost %d, doubled %d, wrong_response %d, missed_conflicts %d)", s.d.Name,
 		time.Since(start).Round(time.Millisecond), rep.Lost, rep.Doubled, rep.WrongResponse, rep.MissedConflicts)
@@ -464,7 +477,7 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 // deliver runs one delivery in process on a fresh pooled connection, retrying
 // what a recovering system retries (lock and statement timeouts, deadlocks,
 // serialization failures, an unsettled identity).
-func (r *runner) deliver(ctx context.Context, s *designState, d delivery, at func(context.Context, string) error) (Reply, error) {
+func (r *runner) deliver(ctx context.Context, s *designState, d delivery, at stepHook) (Reply, error) {
 	var last error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		c, err := r.pool.Acquire(ctx)
@@ -499,12 +512,15 @@ func transient(err error) bool {
 	return false
 }
 
-// race delivers a and b at once on two connections. Both stop at the design's
-// race step until the other is there too (or has finished), so that they
-// overlap exactly where the design is weak.
-func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Reply, error) {
+// race delivers a and b at once on two connections, in a fixed interleaving so
+// that the run is reproducible: both stop at the design's race step (neither
+// has written anything yet); then a goes on, and b follows as soon as a has
+// written its row or its effect, not committed. a waits until the server shows
+// b blocked on it, so the two really overlap, exactly where the design is
+// weak; a always wins. It reports whether the overlap was seen.
+func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Reply, bool, error) {
 	var replies [2]Reply
-	release := make(chan struct{})
+	goA, goB, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	arrived := 0
 	arrive := func() {
@@ -512,7 +528,18 @@ func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Re
 		defer mu.Unlock()
 		arrived++
 		if arrived == 2 {
-			close(release)
+			close(goA)
+		}
+	}
+	var releaseB sync.Once
+	var bPID atomic.Uint32
+	overlapped := false
+	wait := func(ctx context.Context, ch chan struct{}) error {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -520,18 +547,31 @@ func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Re
 		g.Go(func() error {
 			var once sync.Once
 			done := func() { once.Do(arrive) }
-			defer done()
-			at := func(ctx context.Context, step string) error {
-				if step != s.d.raceStep {
-					return nil
+			defer done() // a racer that never reaches the race step must not block the other
+			if i == 0 {
+				defer releaseB.Do(func() { close(goB) })
+			} else {
+				defer close(bDone)
+			}
+			passed := false
+			at := func(ctx context.Context, sess *session, step string) error {
+				switch {
+				case step == s.d.raceStep:
+					done()
+					passed = true
+					if i == 0 {
+						return wait(ctx, goA)
+					}
+					bPID.Store(sess.conn.PgConn().PID())
+					return wait(ctx, goB)
+				case i == 0 && passed && raceReleaseSteps[step]:
+					released := false
+					releaseB.Do(func() { close(goB); released = true })
+					if released {
+						overlapped = r.waitBlocked(ctx, bPID.Load(), bDone)
+					}
 				}
-				done()
-				select {
-				case <-release:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+				return nil
 			}
 			rep, err := r.deliver(gctx, s, d, at)
 			if err != nil {
@@ -541,8 +581,33 @@ func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Re
 			return nil
 		})
 	}
-	return replies, g.Wait()
+	err := g.Wait()
+	return replies, overlapped, err
 }
+
+// waitBlocked polls until backend pid waits on a lock, for at most 2 s or
+// until done is closed, and reports whether it saw the wait.
+func (r *runner) waitBlocked(ctx context.Context, pid uint32, done <-chan struct{}) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		var ok bool
+		err := r.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')", int64(pid)).Scan(&ok)
+		if err == nil && ok {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// raceReleaseSteps are the steps at which the first racer has written its
+// marker, inbox row or effect and not committed it: the second racer goes then.
+var raceReleaseSteps = map[string]bool{StepAfterMarker: true, StepAfterEffect: true, StepBeforeCommit: true}
 
 // forEach runs fn(0..n-1) with at most parallel in flight; the first error
 // cancels the rest.

@@ -89,6 +89,8 @@ func TestLabShowsEveryAnomaly(t *testing.T) {
 		}
 		assert.Equal(t, 100, killed, "%s: every trial's first attempt is killed", d.Design)
 		assert.GreaterOrEqual(t, len(d.Kills), 6, "%s: at least six distinct kill points", d.Design)
+		assert.Positive(t, d.Races, "%s: concurrent duplicates", d.Design)
+		assert.Positive(t, d.RacesOverlapped, "%s: a concurrent duplicate seen blocked on the other", d.Design)
 		if d.Design == "atomic" {
 			assert.Zero(t, d.Lost, "atomic lost")
 			assert.Zero(t, d.Doubled, "atomic doubled")
@@ -106,6 +108,22 @@ func TestLabShowsEveryAnomaly(t *testing.T) {
 		require.NoError(t, conn.QueryRow(context.Background(), q).Scan(&n))
 		assert.Zero(t, n, q)
 	}
+}
+
+// TestLabIsReproducible runs the same seed twice: apart from kill timings, the
+// counts must be the same (the races run in a fixed interleaving).
+func TestLabIsReproducible(t *testing.T) {
+	dsn := dbtest.NewDatabase(t)
+	counts := func() [][7]int {
+		rep, err := Run(context.Background(), Options{DSN: dsn, Trials: 40, Seed: 9, Parallel: 3, Worker: testWorker(t)})
+		require.NoError(t, err)
+		var out [][7]int
+		for _, d := range rep.Designs {
+			out = append(out, [7]int{d.Operations, d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, d.Races, d.Trials})
+		}
+		return out
+	}
+	assert.Equal(t, counts(), counts())
 }
 
 // TestLabCancelledDropsSchemas cancels a run in the middle of its crash phase.

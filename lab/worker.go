@@ -89,7 +89,7 @@ func Worker(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	s := &session{conn: conn, q: q, killAt: a.KillAt}
-	s.at = func(ctx context.Context, step string) error {
+	s.at = func(ctx context.Context, _ *session, step string) error {
 		if _, err := fmt.Fprintf(out, "step %s\n", step); err != nil {
 			return err
 		}
@@ -212,9 +212,10 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 	cmd := exec.Command(r.worker.Path, r.worker.Args...)
 	cmd.Env = append(os.Environ(), r.worker.Env...)
 	// Own process group: a Ctrl-C on the terminal reaches the parent only, which
-	// then kills its workers itself. Pdeathsig: a parent killed with SIGKILL
-	// takes its workers along.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// then kills its workers itself. A worker whose parent dies sees EOF on
+	// stdin at its kill step and exits (no Pdeathsig: it follows the forking
+	// thread, not the process).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
