@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progressBar draws one self-overwriting line on stderr while a batch runs:
+// done/total (when the total is known), a bar, the rate and an ETA. It is
+// only started when stderr is a terminal, so logs and pipes never see it.
+type progressBar struct {
+	w     io.Writer
+	label string
+	total int64 // 0 when unknown
+	read  func() int64
+	start time.Time
+	every time.Duration
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	width    int // of the last line drawn, to clear it
+}
+
+func newProgressBar(w io.Writer, label string, total int64, read func() int64) *progressBar {
+	return &progressBar{w: w, label: label, total: total, read: read, every: 200 * time.Millisecond,
+		stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start draws the bar until Stop.
+func (p *progressBar) Start() {
+	p.start = time.Now()
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.draw(time.Now())
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+}
+
+// Stop erases the bar, leaving the terminal line clean for the summary.
+func (p *progressBar) Stop() {
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		<-p.done
+		if p.width > 0 {
+			fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.width))
+		}
+	})
+}
+
+func (p *progressBar) draw(now time.Time) {
+	line := p.render(p.read(), now.Sub(p.start))
+	pad := ""
+	if n := p.width - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.width = len(line)
+	fmt.Fprint(p.w, "\r"+line+pad)
+}
+
+// render formats one state of the bar; pure, for tests.
+func (p *progressBar) render(done int64, elapsed time.Duration) string {
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	var b strings.Builder
+	b.WriteString(p.label)
+	b.WriteByte(' ')
+	if p.total > 0 {
+		const barWidth = 24
+		frac := min(float64(done)/float64(p.total), 1)
+		filled := int(frac * barWidth)
+		b.WriteString("[" + strings.Repeat("=", filled) + strings.Repeat(" ", barWidth-filled) + "] ")
+		fmt.Fprintf(&b, "%s/%s %3.0f%%", humanCount(done), humanCount(p.total), frac*100)
+	} else {
+		b.WriteString(humanCount(done))
+	}
+	fmt.Fprintf(&b, "  %s/s", humanCount(int64(rate)))
+	if p.total > 0 {
+		eta := "--:--"
+		if rate > 0 && done <= p.total {
+			eta = formatClock(time.Duration(float64(p.total-done) / rate * float64(time.Second)))
+		}
+		b.WriteString("  ETA " + eta)
+	}
+	return b.String()
+}
+
+// humanCount writes n with thousands separators: 1,234,567.
+func humanCount(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+func formatClock(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d", m, s)
+}

@@ -1,0 +1,585 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/db"
+	recovery "github.com/idemctl/idemctl/recover"
+)
+
+// maxAttentionRows bounds the rows needing attention shown on a terminal; the
+// JSON output and --report always hold every row.
+const maxAttentionRows = 50
+
+// ResolveOptions are the flags of `idemctl resolve`.
+type ResolveOptions struct {
+	IO   *IOStreams
+	JSON bool
+
+	// File is the NDJSON input ("-" for stdin); empty for a single operation.
+	File string
+	// Request is the single operation given by --tenant, --op, --class,
+	// --payload and --transport.
+	Request recovery.Request
+
+	DryRun      bool
+	Report      string
+	Concurrency int
+	MaxRate     float64
+	BatchSize   int
+	Limits      idem.PayloadLimits
+	Operator    string
+	// RecordRun records the run; nil means the audit log (action resolve.run).
+	RecordRun func(ctx context.Context, s recovery.RunSummary) error
+
+	f *Factory
+}
+
+// NewCmdResolve builds `idemctl resolve`.
+func NewCmdResolve(f *Factory, runF func(*ResolveOptions) error) *cobra.Command {
+	opts := &ResolveOptions{IO: f.IO, f: f}
+	var payload, transport string
+	cmd := &cobra.Command{
+		Use:   "resolve (--tenant T --op OP --class C --payload JSON | --file F)",
+		Short: "Settle operations whose outcome is ambiguous (the recovery protocol)",
+		Long: `Give each ambiguous operation (a client timed out, a worker crashed, a failover
+happened) a safe and final answer, with its original payload:
+
+  1. check that the database is the authoritative primary (before the run and in
+     every transaction): a standby can lag and say "not found";
+  2. if the identity exists with the same canonical hash: already_applied, and
+     the saved response is returned;
+  3. if it does not exist: run the operation now, atomically (idem.execute); if a
+     first attempt is still alive, the unique constraint settles the race;
+  4. if it exists with another hash: conflict, nothing runs, the request is
+     quarantined (its quarantine id is reported).
+
+One operation from flags, or a batch from --file: NDJSON ("-" for stdin), one
+operation a line, read as a stream:
+  {"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
+(transport optional). A bad line is answered "invalid" with the reason and the
+batch goes on.
+
+Outcomes: applied, already_applied, conflict, purged, invalid (the line is bad,
+nothing written), error (the effect failed or the database refused, nothing
+written). --dry-run checks steps 1, 2 and 4 with batched read-only lookups and
+writes nothing: already_applied, would_apply, would_conflict, invalid (a dry
+run does not fetch saved responses).
+
+Output: on a terminal, a summary by outcome and the rows that need attention;
+with -o json, one object a line in input order (line, tenant, operation_id,
+class, outcome, response, stored_hash, incoming_hash, quarantine_id, error).
+--report FILE writes the JSON lines to a file as well. A progress bar goes to
+stderr when it is a terminal.
+
+Ctrl-C stops reading: operations already in a transaction commit or roll back,
+never half, and the summary so far is printed. Running the same file again is
+safe: what was applied is reported already_applied. Each run is recorded in the
+audit log (operator, database clock, counts).
+
+Exit codes: 0 every operation converged (applied, already_applied, purged, or
+would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
+(a standby, or a read-only session), nothing concluded; 5 at least one invalid
+line or failed operation and no conflict; 2 usage; 1 other failures, and an
+interrupted run without conflicts, invalid lines or failures.`,
+		Example: `  # one operation, payload inline or from a file
+  idemctl resolve --tenant acme --op charge-42 --class demo.transfer \
+    --payload '{"from":"alice","to":"bob","amount":1250,"currency":"EUR"}'
+  idemctl resolve --tenant acme --op charge-42 --class demo.transfer --payload @charge-42.json
+
+  # what would happen to a batch, without writing anything
+  idemctl resolve --file ambiguous.ndjson --dry-run
+
+  # settle the batch gently on a busy primary, keep a JSON report
+  idemctl resolve --file ambiguous.ndjson --concurrency 2 --max-rate 200 --report resolve-report.ndjson
+
+  # from a pipe, JSON lines out; conflicts only
+  zcat ambiguous.ndjson.gz | idemctl resolve --file - -o json | jq 'select(.outcome == "conflict")'
+
+  # always through the primary, whichever host it is now
+  idemctl resolve --file ambiguous.ndjson \
+    --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			single := map[string]bool{}
+			for _, name := range []string{"tenant", "op", "class", "payload", "transport"} {
+				single[name] = fl.Changed(name)
+			}
+			anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
+			switch {
+			case opts.File != "" && anySingle:
+				return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
+			case opts.File == "" && !anySingle:
+				return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
+			case opts.File == "":
+				var missing []string
+				for _, name := range []string{"tenant", "op", "class", "payload"} {
+					if !single[name] {
+						missing = append(missing, "--"+name)
+					}
+				}
+				if len(missing) > 0 {
+					return usageErr("one operation needs %s", strings.Join(missing, ", "))
+				}
+			}
+			if opts.Concurrency < 1 || opts.Concurrency > 64 {
+				return usageErr("--concurrency must be between 1 and 64")
+			}
+			if opts.MaxRate < 0 {
+				return usageErr("--max-rate must be positive (0: no limit)")
+			}
+			if opts.BatchSize < 1 || opts.BatchSize > 100000 {
+				return usageErr("--batch-size must be between 1 and 100000")
+			}
+			if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
+				return usageErr("--max-bytes and --max-depth must be positive")
+			}
+			if opts.File == "" {
+				var err error
+				if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
+					return err
+				}
+				if single["transport"] {
+					if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
+						return err
+					}
+				}
+			}
+			opts.JSON = f.JSON()
+			opts.Operator = f.Operator()
+			if runF != nil {
+				return runF(opts)
+			}
+			return resolveRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.File, "file", "f", "", "NDJSON file of operations, one a line (- for stdin)")
+	fl.StringVar(&opts.Request.Tenant, "tenant", "", "tenant_id of one operation")
+	fl.StringVar(&opts.Request.OperationID, "op", "", "operation_id of one operation")
+	fl.StringVar(&opts.Request.Class, "class", "", "operation class of one operation (e.g. demo.transfer)")
+	fl.StringVar(&payload, "payload", "", "original payload of one operation: JSON, or @FILE")
+	fl.StringVar(&transport, "transport", "", "transport metadata of one operation: a JSON object, or @FILE (tracing only)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "look up only: say what would happen, write nothing")
+	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file")
+	fl.IntVar(&opts.Concurrency, "concurrency", recovery.DefaultConcurrency, "operations (dry run: lookup batches) in flight, one connection each")
+	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations per second (0: no limit)")
+	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
+	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
+	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
+	return cmd
+}
+
+// argBytes reads a flag value given inline or as @FILE.
+func argBytes(flag, v string, max int) ([]byte, error) {
+	path, isFile := strings.CutPrefix(v, "@")
+	if !isFile {
+		return []byte(v), nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("%s: %v", flag, err)
+	}
+	defer file.Close()
+	b, err := readLimited(file, max)
+	if err != nil {
+		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, err))
+	}
+	return b, nil
+}
+
+// resolveRecord is one line of `resolve -o json` and of --report.
+type resolveRecord struct {
+	Line         int             `json:"line,omitempty"`
+	Tenant       string          `json:"tenant"`
+	OperationID  string          `json:"operation_id"`
+	Class        string          `json:"class"`
+	Outcome      string          `json:"outcome"`
+	Response     json.RawMessage `json:"response"`
+	StoredHash   *string         `json:"stored_hash"`
+	StoredClass  string          `json:"stored_class,omitempty"`
+	IncomingHash *string         `json:"incoming_hash"`
+	QuarantineID *int64          `json:"quarantine_id"`
+	Error        *string         `json:"error"`
+}
+
+func newResolveRecord(r recovery.Result) resolveRecord {
+	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
+		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
+		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash)}
+	if r.QuarantineID != 0 {
+		rec.QuarantineID = &r.QuarantineID
+	}
+	if r.Err != nil {
+		msg := oneLine(r.Err.Error())
+		rec.Error = &msg
+	}
+	return rec
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// jsonSink writes JSON lines through a buffer, flushed at least every 100 ms
+// so that a reader at the other end of a pipe sees results as they come.
+type jsonSink struct {
+	w         *bufio.Writer
+	lastFlush time.Time
+}
+
+func (s *jsonSink) write(rec *resolveRecord) error {
+	if err := json.NewEncoder(s.w).Encode(rec); err != nil {
+		return err
+	}
+	if now := time.Now(); now.Sub(s.lastFlush) > 100*time.Millisecond {
+		s.lastFlush = now
+		return s.w.Flush()
+	}
+	return nil
+}
+
+func resolveRun(ctx context.Context, opts *ResolveOptions) error {
+	single := opts.File == ""
+	var src recovery.Source
+	var total int64
+	sourceName := "command line"
+	maxLine := opts.Limits.MaxBytes + recovery.LineSlack
+	switch {
+	case single:
+		src = recovery.Single(opts.Request)
+	case opts.File == "-":
+		sourceName = "stdin"
+		src = recovery.NDJSON(opts.IO.In, maxLine)
+	default:
+		sourceName = opts.File
+		file, err := os.Open(opts.File)
+		if err != nil {
+			return withCode(ExitFailure, fmt.Errorf("open input: %w", err))
+		}
+		defer file.Close()
+		if opts.IO.IsStderrTTY() {
+			total = countLines(opts.File)
+		}
+		src = recovery.NDJSON(file, maxLine)
+	}
+
+	var sinks []*jsonSink
+	if opts.JSON {
+		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(opts.IO.Out, 64<<10)})
+	}
+	if opts.Report != "" {
+		report, err := os.Create(opts.Report)
+		if err != nil {
+			return withCode(ExitFailure, fmt.Errorf("create report: %w", err))
+		}
+		defer report.Close()
+		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(report, 64<<10)})
+	}
+
+	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: int32(opts.Concurrency + 1)})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	record := opts.RecordRun
+	if record == nil {
+		record = func(ctx context.Context, s recovery.RunSummary) error { return auditRun(ctx, pool, s) }
+	}
+	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
+		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
+		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
+	}}
+
+	var attention []recovery.Result
+	moreAttention := 0
+	var only *recovery.Result
+	emit := func(res recovery.Result) error {
+		if len(sinks) > 0 {
+			rec := newResolveRecord(res)
+			for _, s := range sinks {
+				if err := s.write(&rec); err != nil {
+					return err
+				}
+			}
+		}
+		if single {
+			only = &res
+		} else if !opts.JSON && !res.Outcome.Converged() {
+			if len(attention) < maxAttentionRows {
+				attention = append(attention, res)
+			} else {
+				moreAttention++
+			}
+		}
+		return nil
+	}
+
+	var bar *progressBar
+	if !single && opts.IO.IsStderrTTY() {
+		bar = newProgressBar(opts.IO.ErrOut, "resolve", total, func() int64 { n, _ := r.Progress(); return n })
+		bar.Start()
+	}
+	sum, runErr := r.Run(ctx, src, emit)
+	if bar != nil {
+		bar.Stop()
+	}
+	for _, s := range sinks {
+		if err := s.w.Flush(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("write results: %w", err)
+		}
+	}
+
+	if errors.Is(runErr, recovery.ErrNotPrimary) && sum.Read == 0 {
+		// Refused before anything: one line, nothing else.
+		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), runErr))
+	}
+	if !opts.JSON {
+		if single && only != nil {
+			if err := printResolveResult(opts.IO.Out, *only); err != nil {
+				return err
+			}
+		} else if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(opts.IO.ErrOut, "resolve: "+summaryLine(sum))
+	}
+
+	code := ExitOK
+	switch {
+	case sum.Conflicts() > 0:
+		code = ExitConflict
+	case sum.Problems() > 0:
+		code = ExitInvalid
+	case sum.Interrupted:
+		code = ExitFailure
+	}
+	if sum.Interrupted && !errors.Is(runErr, recovery.ErrNotPrimary) {
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d of the operations read; in-flight ones finished. Running the same input again is safe: what was applied is reported already_applied.\n",
+			sum.Counts.Total())
+	}
+	fatal, recordErr := splitRecordErr(runErr)
+	if recordErr != nil {
+		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
+		if code == ExitOK {
+			code = ExitFailure
+		}
+	}
+	switch {
+	case errors.Is(fatal, recovery.ErrNotPrimary):
+		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), fatal))
+	case fatal != nil:
+		return withCode(ExitFailure, fatal)
+	case code != ExitOK:
+		return silentExit{code}
+	}
+	return nil
+}
+
+// splitRecordErr separates a failure to record the run (the results stand)
+// from failures of the run itself.
+func splitRecordErr(err error) (fatal, record error) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if err != nil {
+		errs = []error{err}
+	}
+	var fatals []error
+	for _, e := range errs {
+		if errors.Is(e, recovery.ErrNotRecorded) {
+			record = e
+		} else if e != nil {
+			fatals = append(fatals, e)
+		}
+	}
+	return errors.Join(fatals...), record
+}
+
+// auditRun records a run in the audit log, in its own transaction.
+func auditRun(ctx context.Context, pool audit.DBTX, s recovery.RunSummary) error {
+	counts := map[string]int{}
+	for o, n := range s.Counts {
+		counts[string(o)] = n
+	}
+	target := "resolve:" + s.Source
+	if len(target) > audit.MaxTargetBytes {
+		target = target[:audit.MaxTargetBytes]
+	}
+	_, err := audit.Append(ctx, pool, audit.Entry{
+		Actor:  s.Operator,
+		Action: "resolve.run",
+		Target: target,
+		Details: map[string]any{
+			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
+			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
+		},
+	})
+	return err
+}
+
+// summaryLine is the one-line summary: "12 operations: 10 applied, 2 conflict".
+func summaryLine(s recovery.RunSummary) string {
+	var parts []string
+	for _, o := range recovery.Outcomes {
+		if n := s.Counts[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, o))
+		}
+	}
+	line := fmt.Sprintf("%d operations", s.Counts.Total())
+	if s.DryRun {
+		line += " (dry run, nothing written)"
+	}
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	if s.Interrupted {
+		line += fmt.Sprintf("; interrupted, %d read", s.Read)
+	}
+	return line
+}
+
+// outcomeMeaning explains each outcome in the summary table.
+var outcomeMeaning = map[recovery.Outcome]string{
+	recovery.AlreadyApplied: "was applied before; saved response returned",
+	recovery.Applied:        "was absent; applied now, once",
+	recovery.WouldApply:     "absent; a real run would apply it",
+	recovery.Purged:         "purged under a proven replay horizon",
+	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
+	recovery.WouldConflict:  "another payload under this identity; a real run would quarantine it",
+	recovery.Invalid:        "bad input line; nothing written",
+	recovery.Failed:         "effect failed or database refused; nothing written",
+}
+
+func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int) error {
+	var rows [][]string
+	for _, o := range recovery.Outcomes {
+		if n := s.Counts[o]; n > 0 {
+			rows = append(rows, []string{string(o), humanCount(int64(n)), outcomeMeaning[o]})
+		}
+	}
+	rows = append(rows, []string{"total", humanCount(int64(s.Counts.Total())), ""})
+	fmt.Fprintln(w, "resolve: "+summaryLine(s))
+	if err := printTable(w, []string{"outcome", "count", "meaning"}, rows); err != nil {
+		return err
+	}
+	if len(attention) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "Needs attention:")
+	rows = rows[:0]
+	for _, r := range attention {
+		rows = append(rows, []string{fmt.Sprint(r.Line), r.Tenant, r.OperationID, string(r.Outcome), attentionDetail(r)})
+	}
+	if err := printTable(w, []string{"line", "tenant", "operation_id", "outcome", "detail"}, rows); err != nil {
+		return err
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "... and %d more: use -o json or --report FILE for every row.\n", more)
+	}
+	return nil
+}
+
+func attentionDetail(r recovery.Result) string {
+	switch r.Outcome {
+	case recovery.Conflict, recovery.WouldConflict:
+		d := "stored " + shortHash(r.StoredHash) + ", incoming " + shortHash(r.IncomingHash)
+		if r.StoredClass != "" {
+			d = "stored class " + r.StoredClass + ", " + d
+		}
+		if r.QuarantineID != 0 {
+			d = fmt.Sprintf("quarantined as #%d: %s (idemctl quarantine show %d)", r.QuarantineID, d, r.QuarantineID)
+		}
+		return d
+	}
+	if r.Err != nil {
+		msg := oneLine(r.Err.Error())
+		if len(msg) > 160 {
+			msg = msg[:157] + "..."
+		}
+		return msg
+	}
+	return ""
+}
+
+func shortHash(h string) string {
+	if len(h) > len(idem.HashPrefix)+12 {
+		return h[:len(idem.HashPrefix)+12] + "…"
+	}
+	return h
+}
+
+func printResolveResult(w io.Writer, r recovery.Result) error {
+	rows := [][]string{
+		{"outcome", string(r.Outcome)},
+		{"tenant", r.Tenant},
+		{"operation_id", r.OperationID},
+		{"class", r.Class},
+		{"response", orDash(string(r.Response))},
+		{"incoming_hash", orDash(r.IncomingHash)},
+		{"stored_hash", orDash(r.StoredHash)},
+	}
+	if r.StoredClass != "" {
+		rows = append(rows, []string{"stored_class", r.StoredClass})
+	}
+	if r.QuarantineID != 0 {
+		rows = append(rows, []string{"quarantine_id", fmt.Sprint(r.QuarantineID)})
+	}
+	if r.Err != nil {
+		rows = append(rows, []string{"error", oneLine(r.Err.Error())})
+	}
+	if meaning := outcomeMeaning[r.Outcome]; meaning != "" {
+		rows = append(rows, []string{"meaning", meaning})
+	}
+	return printTable(w, []string{"field", "value"}, rows)
+}
+
+// countLines counts the lines of a regular file for the progress bar's total,
+// reading it once in blocks; 0 (unknown) if it is not a regular file.
+func countLines(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer file.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	var last byte = '\n'
+	for {
+		k, err := file.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if k > 0 {
+			last = buf[k-1]
+		}
+		if err != nil {
+			break
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,339 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/dbtest"
+	recovery "github.com/idemctl/idemctl/recover"
+)
+
+func rsvLine(tenant, op string, amount int) string {
+	return fmt.Sprintf(`{"tenant":%q,"operation_id":%q,"class":"demo.transfer","payload":{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}}`, tenant, op, amount)
+}
+
+func rsvFile(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ops.ndjson")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	return path
+}
+
+func rsvJSON(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func rsvCount(t *testing.T, pool *pgxpool.Pool, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
+}
+
+// rsvCounts are the tables resolve may write: inbox, quarantine, postings.
+func rsvCounts(t *testing.T, pool *pgxpool.Pool) [3]int {
+	return [3]int{
+		rsvCount(t, pool, "SELECT count(*) FROM idem.inbox"),
+		rsvCount(t, pool, "SELECT count(*) FROM idem.quarantine"),
+		rsvCount(t, pool, "SELECT count(*) FROM demo.posting"),
+	}
+}
+
+func TestResolveCommandOptions(t *testing.T) {
+	t.Parallel()
+	payloadFile := filepath.Join(t.TempDir(), "p.json")
+	require.NoError(t, os.WriteFile(payloadFile, []byte(`{"amount": 5}`), 0o600))
+	capture := func(args ...string) (*ResolveOptions, int) {
+		ios, _, _, errOut := Test(false)
+		f := NewFactory(ios)
+		f.OperatorFlag = "ada"
+		var got *ResolveOptions
+		cmd := NewCmdResolve(f, func(o *ResolveOptions) error { got = o; return nil })
+		cmd.SetArgs(args)
+		cmd.SetOut(ios.Out)
+		cmd.SetErr(errOut)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
+		if err := cmd.Execute(); err != nil {
+			return got, codeOf(err)
+		}
+		return got, ExitOK
+	}
+
+	o, code := capture("--file", "ops.ndjson", "--dry-run", "--concurrency", "2", "--max-rate", "50", "--report", "r.ndjson", "--batch-size", "100")
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, "ops.ndjson", o.File)
+	assert.True(t, o.DryRun)
+	assert.Equal(t, 2, o.Concurrency)
+	assert.Equal(t, 50.0, o.MaxRate)
+	assert.Equal(t, "r.ndjson", o.Report)
+	assert.Equal(t, 100, o.BatchSize)
+	assert.Equal(t, "ada", o.Operator)
+	assert.True(t, o.JSON, "json when stdout is not a terminal")
+
+	o, code = capture("--tenant", "acme", "--op", "charge-42", "--class", "demo.transfer", "--payload", "@"+payloadFile, "--transport", `{"topic":"t"}`)
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, recovery.Request{Tenant: "acme", OperationID: "charge-42", Class: "demo.transfer",
+		Payload: []byte(`{"amount": 5}`), Transport: []byte(`{"topic":"t"}`)}, o.Request)
+	assert.Empty(t, o.File)
+	assert.Equal(t, recovery.DefaultConcurrency, o.Concurrency)
+
+	for _, args := range [][]string{
+		{},
+		{"--file", "x", "--tenant", "t"},
+		{"--tenant", "t", "--op", "o", "--class", "c"},
+		{"--file", "x", "--concurrency", "0"},
+		{"--file", "x", "--concurrency", "65"},
+		{"--file", "x", "--max-rate", "-1"},
+		{"--file", "x", "--batch-size", "0"},
+		{"--file", "x", "--max-bytes", "0"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "@/no/such/file"},
+		{"--file", "x", "extra"},
+		{"--file", "x", "--no-such-flag"},
+	} {
+		_, code := capture(args...)
+		assert.Equal(t, ExitUsage, code, "%v", args)
+	}
+}
+
+func TestResolveCommand(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	ctx := context.Background()
+	_, err := idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
+		Payload: []byte(`{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`)})
+	require.NoError(t, err)
+
+	t.Run("single operation, table", func(t *testing.T) {
+		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
+			"--payload", `{"from":"alice","to":"bob","amount":3,"currency":"EUR"}`)
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "applied")
+		assert.Contains(t, out, "posting_id")
+		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
+			"--payload", `{"to":"bob","from":"alice","currency":"EUR","amount":3}`)
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "already_applied")
+		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
+			"--payload", `{"to":"bob","from":"alice","currency":"EUR","amount":4}`)
+		require.Equal(t, ExitConflict, code)
+		assert.Contains(t, out, "quarantine_id")
+	})
+
+	t.Run("batch, json, exit 3 on a conflict", func(t *testing.T) {
+		before := rsvCounts(t, pool)
+		file := rsvFile(t, rsvLine("acme", "seen", 100), rsvLine("acme", "b-new", 1), rsvLine("acme", "seen", 101), "garbage")
+		code, out, errOut := run(t, dsn, "", "resolve", "-o", "json", "--file", file)
+		require.Equal(t, ExitConflict, code, errOut)
+		rows := rsvJSON(t, out)
+		require.Len(t, rows, 4)
+		for _, key := range []string{"tenant", "operation_id", "class", "outcome", "response", "stored_hash", "incoming_hash", "quarantine_id", "error"} {
+			assert.Contains(t, rows[0], key)
+		}
+		assert.Equal(t, "already_applied", rows[0]["outcome"])
+		assert.NotNil(t, rows[0]["response"])
+		assert.Equal(t, "applied", rows[1]["outcome"])
+		assert.Equal(t, "conflict", rows[2]["outcome"])
+		assert.NotNil(t, rows[2]["quarantine_id"])
+		assert.Nil(t, rows[2]["response"])
+		assert.Equal(t, "invalid", rows[3]["outcome"])
+		assert.Contains(t, rows[3]["error"], "not JSON")
+		assert.Contains(t, errOut, "4 operations: 1 already_applied, 1 applied, 1 conflict, 1 invalid")
+		assert.Equal(t, [3]int{before[0] + 1, before[1] + 1, before[2] + 1}, rsvCounts(t, pool))
+	})
+
+	t.Run("stdin, exit 0 then again all already applied", func(t *testing.T) {
+		input := rsvLine("acme", "s-1", 1) + "\n" + rsvLine("acme", "s-2", 2) + "\n"
+		code, out, _ := run(t, dsn, input, "resolve", "-o", "json", "--file", "-")
+		require.Equal(t, ExitOK, code)
+		assert.Equal(t, []any{"applied", "applied"}, []any{rsvJSON(t, out)[0]["outcome"], rsvJSON(t, out)[1]["outcome"]})
+		code, out, _ = run(t, dsn, input, "resolve", "-o", "json", "--file", "-")
+		require.Equal(t, ExitOK, code)
+		assert.Equal(t, []any{"already_applied", "already_applied"}, []any{rsvJSON(t, out)[0]["outcome"], rsvJSON(t, out)[1]["outcome"]})
+	})
+
+	t.Run("bad lines exit 5, empty file exit 0", func(t *testing.T) {
+		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, "{", `{"tenant":"t"}`, "[]"))
+		require.Equal(t, ExitInvalid, code)
+		assert.Contains(t, out, "invalid")
+		assert.Contains(t, out, "Needs attention")
+		assert.Contains(t, out, "missing field operation_id")
+		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, rsvLine("acme", "e-1", 1), `{"tenant":"acme","operation_id":"e-2","class":"demo.transfer","payload":{"amount":-1}}`))
+		require.Equal(t, ExitInvalid, code, "a failed effect")
+		assert.Contains(t, out, "error")
+		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t))
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "0 operations")
+	})
+
+	t.Run("dry run writes nothing, report file while the terminal shows the summary", func(t *testing.T) {
+		before := rsvCounts(t, pool)
+		audits := rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run'")
+		report := filepath.Join(t.TempDir(), "report.ndjson")
+		file := rsvFile(t, rsvLine("acme", "seen", 100), rsvLine("acme", "d-new", 1), rsvLine("acme", "seen", 102))
+		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--dry-run", "--report", report, "--file", file, "--operator", "ada")
+		require.Equal(t, ExitConflict, code)
+		assert.Contains(t, out, "would_apply")
+		assert.Contains(t, out, "would_conflict")
+		assert.Contains(t, out, "dry run, nothing written")
+		body, err := os.ReadFile(report)
+		require.NoError(t, err)
+		rows := rsvJSON(t, string(body))
+		require.Len(t, rows, 3)
+		assert.Equal(t, "already_applied", rows[0]["outcome"])
+		assert.Equal(t, "would_apply", rows[1]["outcome"])
+		assert.Equal(t, "would_conflict", rows[2]["outcome"])
+		assert.Equal(t, before, rsvCounts(t, pool))
+		// The run itself is recorded, with who and the counts.
+		assert.Equal(t, audits+1, rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run'"))
+		var actor string
+		var details map[string]any
+		require.NoError(t, pool.QueryRow(ctx, "SELECT actor, details FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&actor, &details))
+		assert.Equal(t, "ada", actor)
+		assert.Equal(t, true, details["dry_run"])
+		assert.Equal(t, map[string]any{"already_applied": 1.0, "would_apply": 1.0, "would_conflict": 1.0}, details["counts"])
+	})
+}
+
+// A read-only session on the primary: exit 4, one line, nothing written.
+func TestResolveReadOnlySession(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.RawQuery += "&options=-c%20default_transaction_read_only%3Don"
+	before := rsvCounts(t, pool)
+	file := rsvFile(t, rsvLine("acme", "ro-1", 1))
+	for _, args := range [][]string{
+		{"resolve", "--file", file},
+		{"resolve", "--file", file, "--dry-run"},
+		{"resolve", "--tenant", "acme", "--op", "ro-2", "--class", "demo.transfer", "--payload", `{"amount":1}`},
+	} {
+		code, out, errOut := run(t, u.String(), "", args...)
+		assert.Equal(t, ExitNotPrimary, code, "%v", args)
+		assert.Empty(t, out)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		assert.Contains(t, errOut, "read-only")
+		assert.Contains(t, errOut, "target_session_attrs=read-write")
+	}
+	assert.Equal(t, before, rsvCounts(t, pool))
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// idemctlBinary builds the real binary once, for tests that send it signals.
+func idemctlBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "idemctl-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "idemctl")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+// Ctrl-C in the middle of a batch: in-flight operations finish whole, the
+// summary so far is printed, and running the same file again is safe.
+func TestResolveSIGINTThenRerun(t *testing.T) {
+	t.Parallel()
+	bin := idemctlBinary(t)
+	pool, dsn := dbtest.NewPool(t, 2)
+	const n = 2000
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = rsvLine("acme", fmt.Sprint("int-", i), i+1)
+	}
+	file := rsvFile(t, lines...)
+
+	cmd := exec.Command(bin, "resolve", "--file", file, "-o", "json", "--max-rate", "400", "--dsn", dsn)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	var outcomes []string
+	for sc.Scan() {
+		var row map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &row))
+		outcomes = append(outcomes, row["outcome"].(string))
+		if len(outcomes) == 100 {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		}
+	}
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderr.String())
+	assert.Equal(t, ExitFailure, exitErr.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "interrupted")
+	done := len(outcomes)
+	require.GreaterOrEqual(t, done, 100)
+	require.Less(t, done, n, "the run stopped early")
+	for _, o := range outcomes {
+		require.Equal(t, "applied", o)
+	}
+	assert.Equal(t, done, rsvCount(t, pool, "SELECT count(*) FROM demo.posting"), "every reported operation committed, nothing else")
+	assert.Equal(t, done, rsvCount(t, pool, "SELECT count(*) FROM idem.inbox"))
+	assert.Equal(t, 1, rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run' AND (details ->> 'interrupted')::boolean"))
+
+	out, err := exec.Command(bin, "resolve", "--file", file, "-o", "json", "--dsn", dsn).Output()
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for _, row := range rsvJSON(t, string(out)) {
+		counts[row["outcome"].(string)]++
+	}
+	assert.Equal(t, map[string]int{"already_applied": done, "applied": n - done}, counts)
+	assert.Equal(t, n, rsvCount(t, pool, "SELECT count(*) FROM demo.posting"))
+}
+
+func TestProgressBarRender(t *testing.T) {
+	t.Parallel()
+	p := newProgressBar(nil, "resolve", 200_000, nil)
+	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  10,000/s  ETA 00:10", p.render(100_000, 10*time.Second))
+	assert.Equal(t, "resolve [                        ] 0/200,000   0%  0/s  ETA --:--", p.render(0, 0))
+	unknown := newProgressBar(nil, "resolve", 0, nil)
+	assert.Equal(t, "resolve 1,234,567  123,456/s", unknown.render(1_234_567, 10*time.Second))
+	assert.Equal(t, "1:01:01", formatClock(time.Hour+time.Minute+time.Second))
+}
+
+var _ = db.Describe
