@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/dbtest"
+	recovery "github.com/idemctl/idemctl/recover"
+)
+
+// pgHbaReplicationLine is what the test server's pg_hba.conf must allow for
+// this test (scripts/pg-up.sh should ensure it).
+const pgHbaReplicationLine = "host replication postgres 127.0.0.1/32 trust"
+
+// skipLoudly skips with a message that stands out in `go test` output.
+func skipLoudly(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(os.Stderr, "\n*** SKIPPED %s: %s ***\n\n", t.Name(), msg)
+	t.Skip("SKIPPED LOUDLY: " + msg)
+}
+
+// pgBin finds a PostgreSQL server binary (pg_ctl) of the installed version.
+func pgBin(name string) string {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1]
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return ""
+}
+
+// asPostgres runs a command as the postgres OS user when we are root (the
+// server refuses to run as root), or as ourselves otherwise.
+func asPostgres(name string, args ...string) *exec.Cmd {
+	if os.Geteuid() == 0 {
+		return exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+	}
+	return exec.Command(name, args...)
+}
+
+// startStandby makes a streaming standby of the test cluster with
+// pg_basebackup -R into a temporary directory and starts it on a free port.
+// It is stopped and removed when t ends. Databases that exist on the primary
+// before the call exist on the standby.
+func startStandby(t *testing.T) (host string, port int) {
+	t.Helper()
+	pgCtl, basebackup := pgBin("pg_ctl"), pgBin("pg_basebackup")
+	if pgCtl == "" || basebackup == "" {
+		skipLoudly(t, "pg_ctl or pg_basebackup not found: install the PostgreSQL server package to test a real standby")
+	}
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			skipLoudly(t, "running as root and there is no postgres OS user to run a standby server")
+		}
+		if _, err := exec.LookPath("runuser"); err != nil {
+			skipLoudly(t, "running as root without runuser to start a standby as postgres")
+		}
+	}
+	admin, err := url.Parse(dbtest.AdminURL())
+	require.NoError(t, err)
+	primaryHost, primaryPort := admin.Hostname(), admin.Port()
+	if primaryPort == "" {
+		primaryPort = "5432"
+	}
+	user := admin.User.Username()
+
+	dir, err := os.MkdirTemp("", "idemctl-standby-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		pg, err := user_(t)
+		require.NoError(t, err)
+		require.NoError(t, os.Chown(dir, pg[0], pg[1]))
+	}
+	require.NoError(t, os.Chmod(dir, 0o700))
+	data := filepath.Join(dir, "data")
+
+	out, err := asPostgres(basebackup, "-h", primaryHost, "-p", primaryPort, "-U", user, "-D", data, "-R", "-X", "stream", "-c", "fast").CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "pg_hba.conf") {
+			skipLoudly(t, "the test server refuses replication connections from %s (pg_basebackup: %s); add %q to pg_hba.conf (scripts/pg-up.sh should ensure it) and reload",
+				primaryHost, strings.TrimSpace(string(out)), pgHbaReplicationLine)
+		}
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	port = freePort(t)
+	// Debian keeps postgresql.conf and pg_hba.conf outside the data directory,
+	// so the copy gets its own minimal ones.
+	conf := fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nhot_standby = on\nlogging_collector = off\n", port, dir)
+	require.NoError(t, writeAsPostgres(filepath.Join(data, "postgresql.conf"), conf))
+	require.NoError(t, writeAsPostgres(filepath.Join(data, "pg_hba.conf"), "local all all trust\nhost all all 127.0.0.1/32 trust\n"))
+	if _, err := os.Stat(filepath.Join(data, "pg_ident.conf")); err != nil {
+		require.NoError(t, writeAsPostgres(filepath.Join(data, "pg_ident.conf"), ""))
+	}
+	out, err = asPostgres(pgCtl, "-D", data, "-l", filepath.Join(dir, "standby.log"), "-w", "-t", "60", "start").CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "standby.log"))
+		t.Fatalf("start standby: %v\n%s\n%s", err, out, log)
+	}
+	t.Cleanup(func() {
+		if out, err := asPostgres(pgCtl, "-D", data, "-m", "immediate", "-w", "stop").CombinedOutput(); err != nil {
+			t.Logf("stop standby: %v\n%s", err, out)
+		}
+	})
+	return "127.0.0.1", port
+}
+
+// user_ returns the postgres OS user's uid and gid.
+func user_(t *testing.T) ([2]int, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return [2]int{}, err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return [2]int{uid, gid}, nil
+}
+
+func writeAsPostgres(path, body string) error {
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return os.Chown(path, uid, gid)
+	}
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A real streaming standby of the test cluster: resolve refuses it with exit
+// code 4 and one line, concludes nothing, and nothing is written on the primary.
+func TestResolveRefusesStandby(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	ctx := context.Background()
+	_, err := idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
+		Payload: []byte(`{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`)})
+	require.NoError(t, err)
+	host, port := startStandby(t)
+
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.Host = fmt.Sprintf("%s:%d", host, port)
+	standby := u.String()
+	// Wait until the standby has replayed the database and accepts connections.
+	require.Eventually(t, func() bool {
+		conn, err := pgx.Connect(ctx, standby)
+		if err != nil {
+			return false
+		}
+		defer conn.Close(ctx)
+		var n int
+		return conn.QueryRow(ctx, "SELECT count(*) FROM idem.inbox").Scan(&n) == nil && n == 1
+	}, 60*time.Second, 200*time.Millisecond, "standby never caught up")
+
+	before := rsvCounts(t, pool)
+	audits := rsvCount(t, pool, "SELECT count(*) FROM idem.audit")
+	file := rsvFile(t, rsvLine("acme", "seen", 100), rsvLine("acme", "absent", 1), rsvLine("acme", "seen", 101))
+	for _, args := range [][]string{
+		{"resolve", "--file", file},
+		{"resolve", "--file", file, "--dry-run"},
+		{"resolve", "--file", file, "-o", "table"},
+		{"resolve", "--tenant", "acme", "--op", "absent", "--class", "demo.transfer", "--payload", `{"from":"alice","to":"bob","amount":1,"currency":"EUR"}`},
+	} {
+		code, out, errOut := run(t, standby, "", args...)
+		assert.Equal(t, ExitNotPrimary, code, "%v: %s", args, errOut)
+		assert.Empty(t, out, "nothing concluded")
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		assert.Contains(t, errOut, "standby (in recovery)")
+		assert.Contains(t, errOut, "use a DSN naming the primary, or several hosts with target_session_attrs=read-write")
+		assert.Contains(t, errOut, fmt.Sprintf(":%d/", port), "the message names the server refused")
+	}
+
+	// The domain check itself, on a standby connection.
+	spool, err := db.Open(ctx, standby, db.Options{MaxConns: 1})
+	require.NoError(t, err)
+	defer spool.Close()
+	_, err = recovery.CheckPrimary(ctx, spool)
+	var np *recovery.NotPrimaryError
+	require.ErrorAs(t, err, &np)
+	assert.True(t, np.InRecovery)
+
+	assert.Equal(t, before, rsvCounts(t, pool), "nothing written on the primary")
+	assert.Equal(t, audits, rsvCount(t, pool, "SELECT count(*) FROM idem.audit"))
+}
