@@ -107,6 +107,7 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 		NewCmdDemo(f),
 		NewCmdInspect(f, nil),
 	)
+	root.AddCommand(NewCmdLab(f, nil))
 	root.AddCommand(NewCmdResolve(f, nil))
 	root.AddCommand(NewCmdQuarantine(f))
 	root.AddCommand(NewCmdAudit(f))
