@@ -166,22 +166,27 @@ BEGIN
 END
 $$;
 
--- quarantine_guard makes the evidence immutable. Every column is evidence
--- except the counters (occurrences and last_seen, which only move forward) and
--- the decision columns, which change once, from open to a decision, and only
--- inside idem.quarantine_reject / idem.quarantine_accept_as_new (they set the
--- transaction-local idem.decision_path). Columns added later are evidence by
--- default. This stops mistakes and ad-hoc scripts; a superuser can still
--- disable triggers, which is what the audit chain is for.
-CREATE FUNCTION idem.quarantine_guard()
+-- The evidence is immutable. Three triggers, each fired only when an UPDATE
+-- names its columns in SET (UPDATE OF), so that the upsert of a repeated
+-- conflict, which sets only the counters, never reads the payloads (comparing
+-- two 1 MB rows on every repeat would cost a second):
+--   quarantine_evidence_guard  any UPDATE naming an evidence column is refused,
+--                              even one that sets the same value (IX102);
+--   quarantine_counter_guard   occurrences and last_seen only move forward;
+--   quarantine_decision_guard  the decision columns change once, from open to
+--                              rejected or accepted, and only inside
+--                              idem.quarantine_reject / _accept_as_new (they set
+--                              the transaction-local idem.decision_path).
+-- Every column is in exactly one list; a column added by a later migration
+-- must be added to one of them (a test checks that none is left out).
+-- DELETE and TRUNCATE are refused. This stops mistakes and ad-hoc scripts; a
+-- superuser can still disable triggers, which is what the audit chain is for.
+CREATE FUNCTION idem.quarantine_refuse()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_counters constant text[] := ARRAY['occurrences', 'last_seen'];
-    v_decision constant text[] := ARRAY['status', 'decided_at', 'decided_by', 'decided_db_user',
-                                        'decision_reason', 'new_operation_id', 'new_outcome', 'decision_audit_id'];
-    v_changed  text;
+    v_changed text;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         RAISE EXCEPTION 'quarantine record % is evidence and cannot be deleted', OLD.id
@@ -191,46 +196,78 @@ BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         RAISE EXCEPTION 'idem.quarantine is evidence and cannot be truncated' USING ERRCODE = 'IX102';
     END IF;
+    -- Refused whatever the values; name the columns that would have changed.
     SELECT string_agg(key, ', ' ORDER BY key) INTO v_changed
-    FROM jsonb_each(to_jsonb(NEW)) n FULL JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
-    WHERE n.value IS DISTINCT FROM o.value
-      AND key <> ALL (v_counters) AND key <> ALL (v_decision);
-    IF v_changed IS NOT NULL THEN
-        RAISE EXCEPTION 'quarantine record % evidence is immutable: refused change to %', OLD.id, v_changed
-            USING ERRCODE = 'IX102';
-    END IF;
+    FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
+    WHERE n.value IS DISTINCT FROM o.value;
+    RAISE EXCEPTION 'quarantine record % evidence is immutable: refused UPDATE of %', OLD.id,
+            coalesce(v_changed, 'evidence columns (to the same values)')
+        USING ERRCODE = 'IX102';
+END
+$$;
+
+CREATE FUNCTION idem.quarantine_guard_counters()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
     IF NEW.occurrences < OLD.occurrences OR NEW.last_seen < OLD.last_seen THEN
         RAISE EXCEPTION 'quarantine record %: occurrences and last_seen only move forward', OLD.id
             USING ERRCODE = 'IX102';
-    END IF;
-    SELECT string_agg(key, ', ' ORDER BY key) INTO v_changed
-    FROM jsonb_each(to_jsonb(NEW)) n JOIN jsonb_each(to_jsonb(OLD)) o USING (key)
-    WHERE n.value IS DISTINCT FROM o.value AND key = ANY (v_decision);
-    IF v_changed IS NOT NULL THEN
-        IF coalesce(current_setting('idem.decision_path', true), '') <> 'on' THEN
-            RAISE EXCEPTION 'quarantine record %: decision columns (%) change only through a decision', OLD.id, v_changed
-                USING ERRCODE = 'IX107',
-                      HINT = 'use idemctl quarantine reject / accept-as-new (idem.quarantine_reject, idem.quarantine_accept_as_new)';
-        END IF;
-        IF OLD.status <> 'open' THEN
-            RAISE EXCEPTION 'quarantine record % was already % by % at %', OLD.id, OLD.status, OLD.decided_by, OLD.decided_at
-                USING ERRCODE = 'IX103';
-        END IF;
-        IF NEW.status NOT IN ('rejected', 'accepted') THEN
-            RAISE EXCEPTION 'quarantine record %: a decision is rejected or accepted, not %', OLD.id, NEW.status
-                USING ERRCODE = 'IX107';
-        END IF;
     END IF;
     RETURN NEW;
 END
 $$;
 
-CREATE TRIGGER quarantine_guard_row
-    BEFORE UPDATE OR DELETE ON idem.quarantine
-    FOR EACH ROW EXECUTE FUNCTION idem.quarantine_guard();
-CREATE TRIGGER quarantine_guard_truncate
+CREATE FUNCTION idem.quarantine_guard_decision()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF (NEW.status, NEW.decided_at, NEW.decided_by, NEW.decided_db_user, NEW.decision_reason,
+        NEW.new_operation_id, NEW.new_outcome, NEW.decision_audit_id)
+       IS NOT DISTINCT FROM
+       (OLD.status, OLD.decided_at, OLD.decided_by, OLD.decided_db_user, OLD.decision_reason,
+        OLD.new_operation_id, OLD.new_outcome, OLD.decision_audit_id) THEN
+        RETURN NEW;
+    END IF;
+    IF coalesce(current_setting('idem.decision_path', true), '') <> 'on' THEN
+        RAISE EXCEPTION 'quarantine record %: the decision changes only through a decision', OLD.id
+            USING ERRCODE = 'IX107',
+                  HINT = 'use idemctl quarantine reject / accept-as-new (idem.quarantine_reject, idem.quarantine_accept_as_new)';
+    END IF;
+    IF OLD.status <> 'open' THEN
+        RAISE EXCEPTION 'quarantine record % was already % by % at %', OLD.id, OLD.status, OLD.decided_by, OLD.decided_at
+            USING ERRCODE = 'IX103';
+    END IF;
+    IF NEW.status NOT IN ('rejected', 'accepted') THEN
+        RAISE EXCEPTION 'quarantine record %: a decision is rejected or accepted, not %', OLD.id, NEW.status
+            USING ERRCODE = 'IX107';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER quarantine_evidence_guard
+    BEFORE UPDATE OF tenant_id, operation_id, incoming_hash, id, op_class, stored_hash, stored_payload,
+        stored_response, incoming_class, incoming_payload, incoming_transport, detected_app, detected_user,
+        first_seen, diff, detected_operator
+    ON idem.quarantine
+    FOR EACH ROW EXECUTE FUNCTION idem.quarantine_refuse();
+CREATE TRIGGER quarantine_counter_guard
+    BEFORE UPDATE OF occurrences, last_seen ON idem.quarantine
+    FOR EACH ROW EXECUTE FUNCTION idem.quarantine_guard_counters();
+CREATE TRIGGER quarantine_decision_guard
+    BEFORE UPDATE OF status, decided_at, decided_by, decided_db_user, decision_reason, new_operation_id,
+        new_outcome, decision_audit_id
+    ON idem.quarantine
+    FOR EACH ROW EXECUTE FUNCTION idem.quarantine_guard_decision();
+CREATE TRIGGER quarantine_no_delete
+    BEFORE DELETE ON idem.quarantine
+    FOR EACH ROW EXECUTE FUNCTION idem.quarantine_refuse();
+CREATE TRIGGER quarantine_no_truncate
     BEFORE TRUNCATE ON idem.quarantine
-    FOR EACH STATEMENT EXECUTE FUNCTION idem.quarantine_guard();
+    FOR EACH STATEMENT EXECUTE FUNCTION idem.quarantine_refuse();
 
 -- The audit log: one row per operator action, append-only, each row chained to
 -- the one before by hash. Rows are numbered 1, 2, 3... without gaps (the id is

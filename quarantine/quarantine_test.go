@@ -322,6 +322,26 @@ func TestEvidenceIsImmutable(t *testing.T) {
 	assert.Equal(t, "IX103", pgCode(err), "%v", err)
 }
 
+// Every column of idem.quarantine is guarded: evidence, counter or decision.
+// A column added later and left out of the triggers' lists would be mutable.
+func TestEveryQuarantineColumnIsGuarded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	rows, err := b.pool.Query(b.ctx, `
+		SELECT a.attname FROM pg_attribute a
+		WHERE a.attrelid = 'idem.quarantine'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+		  AND NOT EXISTS (
+		      SELECT 1 FROM pg_trigger tg
+		      WHERE tg.tgrelid = a.attrelid
+		        AND tg.tgname IN ('quarantine_evidence_guard', 'quarantine_counter_guard', 'quarantine_decision_guard')
+		        AND a.attnum = ANY (tg.tgattr))
+		ORDER BY a.attname`)
+	require.NoError(t, err)
+	unguarded, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Empty(t, unguarded, "add these columns to a guard trigger in the migration that creates them")
+}
+
 func TestRejectBlocksTheConflictWhileTheOriginalStillAnswers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 4)
