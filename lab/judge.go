@@ -49,7 +49,7 @@ const examplesPerAnomaly = 3
 // operation applied exactly once, with the payload it was first applied with;
 // every request with that payload answered with that posting; every request
 // with another payload answered "conflict".
-func judge(workload []Trial, log [][]deliveryResult, kills []*KillRecord, postings map[identityKey][]posting) DesignReport {
+func judge(workload []Trial, log [][]deliveryResult, kills []*killRecord, postings map[identityKey][]posting) DesignReport {
 	var rep DesignReport
 	shown := map[string]int{}
 	example := func(anomaly string, t Trial, format string, args ...any) {

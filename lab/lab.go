@@ -330,7 +330,7 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 	if r.pool, err = r.openPool(ctx); err != nil {
 		return DesignReport{}, err
 	}
-	kills := make([]*KillRecord, len(workload))
+	kills := make([]*killRecord, len(workload))
 	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
 		t := workload[i]
 		d, err := deliveryOf(t, KindFirst, t.Amount)
@@ -635,8 +635,8 @@ func terminateWorkers(conn *pgx.Conn, runID string) {
 		workerAppPrefix+runID)
 }
 
-func summariseKills(kills []*KillRecord) []KillSummary {
-	by := map[string][]*KillRecord{}
+func summariseKills(kills []*killRecord) []KillSummary {
+	by := map[string][]*killRecord{}
 	for _, k := range kills {
 		if k != nil {
 			by[k.Step] = append(by[k.Step], k)

@@ -174,8 +174,8 @@ func DefaultWorkerCommand() (WorkerCommand, error) {
 	return WorkerCommand{Path: exe, Args: []string{"lab", "worker"}}, nil
 }
 
-// KillRecord is one kill of a crash trial.
-type KillRecord struct {
+// killRecord is one kill of a crash trial; the report keeps their summary.
+type killRecord struct {
 	Trial   int           `json:"trial"`
 	Step    string        `json:"step"`
 	Elapsed time.Duration `json:"elapsed"`
@@ -187,7 +187,7 @@ type KillRecord struct {
 
 // crashResult is what the parent learned from one crash trial.
 type crashResult struct {
-	kill  *KillRecord // nil when the worker finished before its kill step
+	kill  *killRecord // nil when the worker finished before its kill step
 	reply *Reply      // the worker's reply when it was not killed
 }
 
@@ -268,7 +268,7 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 				confirmed = r.waitBackend(ctx, backend, "state = 'idle'")
 			}
 			kill()
-			res.kill = &KillRecord{Trial: t.Index, Step: killAt, Elapsed: time.Since(start), Confirmed: confirmed, BackendPID: backend}
+			res.kill = &killRecord{Trial: t.Index, Step: killAt, Elapsed: time.Since(start), Confirmed: confirmed, BackendPID: backend}
 			if killAt == StepDuringEffect {
 				// Let the server roll the killed transaction back before the
 				// account lock goes, or the effect could finish after all.
