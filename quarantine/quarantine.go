@@ -93,13 +93,6 @@ func ParseStatus(s string) (Status, error) {
 	return "", fmt.Errorf("%w: status %q: use open, rejected, accepted or all", ErrInvalidFilter, s)
 }
 
-// DB is what the package needs: queries, and transactions for decisions and
-// exports. *pgxpool.Pool, *pgx.Conn and pgx.Tx (savepoints) satisfy it.
-type DB interface {
-	idem.DBTX
-	idem.TxBeginner
-}
-
 // Change is one differing value, as idem.json_diff computed it at conflict time.
 type Change struct {
 	// Path is an RFC 6901 JSON Pointer ("" is the whole payload).
