@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/idem"
@@ -353,4 +353,56 @@ func BenchmarkApply(b *testing.B) {
 	})
 }
 
-var _ = pgxpool.Pool{}
+var rssRE = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+
+// BenchmarkDryRunPeakRSS runs the real binary, `idemctl resolve --dry-run -o
+// json`, over a generated file of 1,000,000 lines (stdout to /dev/null) under
+// /usr/bin/time -v and reports its peak resident memory (target <= 200 MiB)
+// and its throughput end to end.
+func BenchmarkDryRunPeakRSS(b *testing.B) {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		b.Skip("/usr/bin/time is not installed (apt-get install time)")
+	}
+	dsn := benchDatabase(b)
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "idemctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	const lines = 1_000_000
+	path := filepath.Join(dir, "ambiguous.ndjson")
+	file, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for chunk := range lines / benchIdentities {
+		in, _ := benchInput(benchIdentities, uint64(100+chunk))
+		if _, err := file.Write(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := file.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var peakKiB int
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("/usr/bin/time", "-v", bin, "resolve", "--dry-run", "--file", path, "-o", "json", "--dsn", dsn, "--operator", "bench")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exitErr *exec.ExitError
+		if err != nil && !(errors.As(err, &exitErr) && exitErr.ExitCode() == 3) { // 3: the input holds conflicts
+			b.Fatalf("resolve: %v\n%s", err, stderr.String())
+		}
+		m := rssRE.FindSubmatch(stderr.Bytes())
+		if m == nil {
+			b.Fatalf("no peak RSS in:\n%s", stderr.String())
+		}
+		kib, _ := strconv.Atoi(string(m[1]))
+		peakKiB = max(peakKiB, kib)
+	}
+	b.ReportMetric(float64(peakKiB)/1024, "peak_MiB")
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
+	b.ReportMetric(0, "ns/op")
+}
