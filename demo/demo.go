@@ -40,6 +40,10 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	})
 }
 
+// SQL returns the demo ledger's install script (the lab installs it into its
+// scratch schemas).
+func SQL() string { return installSQL }
+
 // Digest identifies the demo schema's content; tests use it to name templates.
 func Digest() string {
 	sum := sha256.Sum256([]byte(installSQL))

@@ -275,13 +275,6 @@ func TestEveryMigrationInstallsIntoAScratchSchema(t *testing.T) {
 	}
 }
 
-func TestLedgerIsDemoSQL(t *testing.T) {
-	t.Parallel()
-	demoSQL, err := os.ReadFile("../demo/demo.sql")
-	require.NoError(t, err)
-	assert.Equal(t, string(demoSQL), ledgerSQL, "lab/ledger.sql must stay a copy of demo/demo.sql")
-}
-
 func TestWorkloadIsReproducible(t *testing.T) {
 	t.Parallel()
 	a, b := NewWorkload(42, 200), NewWorkload(42, 200)

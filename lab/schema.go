@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -28,11 +29,8 @@ const SchemaPrefix = "idemlab_"
 // run drops it: the lab cannot tell whether a remote pid is still alive.
 const staleAfter = 24 * time.Hour
 
-// ledgerSQL is a verbatim copy of demo/demo.sql (the demo package does not
-// export its SQL); TestLedgerIsDemoSQL keeps the two identical.
-//
-//go:embed ledger.sql
-var ledgerSQL string
+// ledgerSQL is the demo ledger, installed into each scratch schema.
+var ledgerSQL = demo.SQL()
 
 // qualifierRE finds the schema qualifiers the lab rewrites: the project's own
 // (idem., demo.) and the placeholder of the lab's files (scratch.), when they
