@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Benchmarks, each with its baseline measured in the same run, and the ratios
+# the targets in BENCHMARKS.md are stated in. Needs the local PostgreSQL (or
+# TEST_DATABASE_URL). Takes a few minutes; run it on a quiet machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+	scripts/pg-up.sh
+	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# ratio FILE NUM_PATTERN DEN_PATTERN: ops/s (or ns/op inverted) of two lines.
+ratio() {
+	awk -v num="$2" -v den="$3" '
+		function rate(line,   i, n, f) {
+			n = split(line, f, /[ \t]+/)
+			for (i = 1; i < n; i++) if (f[i+1] == "ops/s") return f[i]
+			for (i = 1; i < n; i++) if (f[i+1] == "ns/op") return 1e9 / f[i]
+		}
+		$1 ~ num { a = rate($0) }
+		$1 ~ den { b = rate($0) }
+		END { if (a && b) printf "%.2fx", a / b; else printf "n/a" }' "$1"
+}
+
+echo "== canonical hash vs encoding/json + sha256 (target >= 3x)"
+go test ./idem -run '^$' -bench 'BenchmarkHash' -benchmem -count 1 | tee "$out/hash.txt" | grep Benchmark
+echo "300 B:  $(ratio "$out/hash.txt" 'canonical_300B' 'encoding_json_300B')"
+echo "64 KiB: $(ratio "$out/hash.txt" 'canonical_64KiB' 'encoding_json_64KiB')"
+
+echo
+echo "== idem.execute vs the bare effect (target: applied >= 0.7x baseline)"
+go test ./idem -run '^$' -bench 'BenchmarkExecute' -benchtime 3s -count 1 | tee "$out/exec.txt" | grep Benchmark
+for c in 1 8; do
+	echo "conns=$c applied/baseline: $(ratio "$out/exec.txt" "applied/conns=$c" "baseline_bare_effect/conns=$c")" \
+		"already_applied/baseline: $(ratio "$out/exec.txt" "already_applied/conns=$c" "baseline_bare_effect/conns=$c")"
+done
+
+for extra in scripts/bench-*.sh; do
+	[ -x "$extra" ] || continue
+	echo
+	echo "== $extra"
+	"$extra"
+done
