@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/idem"
@@ -46,18 +47,24 @@ func (r *Resolver) applyOne(ctx context.Context, j job) (Result, error) {
 }
 
 // applyTx is one operation in one transaction: BEGIN; step 1 and the
-// operator's name; the atomic executor (idem.execute through the Go core);
-// COMMIT. A conflict record is written in the same transaction.
+// operator's name (idem.assert_primary); the atomic executor (idem.execute
+// through the Go core); COMMIT, all in one pipeline, so one round trip. A
+// conflict record is written and committed in the same transaction.
 func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
 	res := j.result()
-	tx, err := r.Pool.Begin(ctx)
+	c, err := r.Pool.Acquire(ctx)
 	if err != nil {
-		return res, fmt.Errorf("begin: %w", err)
+		return res, fmt.Errorf("acquire a connection: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if err := beginOperation(ctx, tx, r.Operator); err != nil {
-		return res, err
-	}
+	conn := c.Conn()
+	defer func() {
+		// A refused or failed pipeline leaves its transaction open (aborted).
+		if conn.PgConn().TxStatus() != 'I' {
+			_, _ = conn.Exec(context.Background(), "ROLLBACK")
+		}
+		c.Release()
+	}()
+	tx := &pipelinedTx{conn: conn, operator: r.Operator, commit: j.sqlEffect}
 	var out idem.Result
 	if j.sqlEffect {
 		out, err = idem.ExecutePrepared(ctx, tx, j.p)
@@ -82,7 +89,7 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
 	case Conflict:
 		res.Outcome, res.QuarantineID = Conflict, out.QuarantineID
 		var storedClass string
-		if err := tx.QueryRow(ctx, conflictEvidenceSQL, out.QuarantineID).Scan(&res.StoredHash, &storedClass); err != nil {
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, out.QuarantineID).Scan(&res.StoredHash, &storedClass); err != nil {
 			return res, fmt.Errorf("read conflict record %d: %w", out.QuarantineID, err)
 		}
 		if storedClass != j.p.Class {
@@ -91,10 +98,78 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
 	default:
 		return res, fmt.Errorf("the executor answered %q, which this idemctl does not know; upgrade idemctl", out.Outcome)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, fmt.Errorf("commit %s: %w (%v); resolve it again to learn the outcome, which is safe", j.p.Identity, idem.ErrOutcomeUnknown, err)
+	if !tx.commit {
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return res, fmt.Errorf("commit %s: %w (%v); resolve it again to learn the outcome, which is safe", j.p.Identity, idem.ErrOutcomeUnknown, err)
+		}
 	}
 	return res, nil
+}
+
+// pipelinedTx is the executor's DBTX for one operation. Its first QueryRow
+// (the executor call) goes out in one pipeline behind BEGIN and step 1, and
+// before COMMIT when commit is set. PostgreSQL skips the rest of a pipeline
+// after an error, so a refusal by step 1 or a failed effect commits nothing.
+// Later calls (the conflict record's id) run on the connection as they come.
+type pipelinedTx struct {
+	conn     *pgx.Conn
+	operator string
+	commit   bool
+	sent     bool
+}
+
+func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.conn.Exec(ctx, sql, args...)
+}
+
+func (t *pipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *pipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.sent {
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	t.sent = true
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(beginOperationSQL, t.operator)
+	b.Queue(sql, args...)
+	if t.commit {
+		b.Queue("COMMIT")
+	}
+	return &pipelinedRow{br: t.conn.SendBatch(ctx, &b), commit: t.commit}
+}
+
+type pipelinedRow struct {
+	br     pgx.BatchResults
+	commit bool
+}
+
+func (r *pipelinedRow) Scan(dest ...any) error {
+	err := r.scan(dest)
+	if cerr := r.br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+func (r *pipelinedRow) scan(dest []any) error {
+	if _, err := r.br.Exec(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if _, err := r.br.Exec(); err != nil {
+		return notPrimaryFrom(err)
+	}
+	if err := r.br.QueryRow().Scan(dest...); err != nil {
+		return err
+	}
+	if r.commit {
+		if _, err := r.br.Exec(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	return nil
 }
 
 // retryable reports errors after which running the operation again is both

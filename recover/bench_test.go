@@ -2,12 +2,12 @@ package recovery_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"

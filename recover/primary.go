@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -63,18 +64,18 @@ func CheckPrimary(ctx context.Context, db RowQuerier) (time.Time, error) {
 	return now, nil
 }
 
-// beginOperation runs step 1 inside an operation's transaction and names the
-// operator for any conflict record it writes.
-func beginOperation(ctx context.Context, tx RowQuerier, operator string) error {
-	var inRecovery, readOnly bool
-	var set string
-	if err := tx.QueryRow(ctx, beginOperationSQL, operator).Scan(&inRecovery, &readOnly, &set); err != nil {
-		return fmt.Errorf("check the server is the primary: %w", err)
+// notPrimaryFrom maps idem.assert_primary's refusals to *NotPrimaryError.
+func notPrimaryFrom(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "IX201":
+			return &NotPrimaryError{InRecovery: true}
+		case "IX202":
+			return &NotPrimaryError{ReadOnly: true}
+		}
 	}
-	if inRecovery || readOnly {
-		return &NotPrimaryError{InRecovery: inRecovery, ReadOnly: readOnly}
-	}
-	return nil
+	return err
 }
 
 func isNotPrimary(err error) bool { return errors.Is(err, ErrNotPrimary) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -527,4 +528,62 @@ func TestNDJSONStreams(t *testing.T) {
 	_, err = src.Next()
 	assert.Equal(t, io.EOF, err)
 	_ = bytes.MinRead
+}
+
+// A server that stops being writable in the middle of a run (a failover
+// demoting it): the check inside each transaction refuses, the run stops with
+// ErrNotPrimary, and every operation reported applied is committed, nothing
+// else.
+func TestRefusedMidRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{Concurrency: 3, Operator: "ada"}}
+	// Connections opened from now on are read-only; the pool's open one is not,
+	// so the check before the run passes and the ones in the transactions refuse.
+	var name string
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT current_database()").Scan(&name))
+	_, err := b.pool.Exec(b.ctx, fmt.Sprintf("ALTER DATABASE %q SET default_transaction_read_only = on", name))
+	require.NoError(t, err)
+	var in strings.Builder
+	for i := range 200 {
+		fmt.Fprintln(&in, line("t", fmt.Sprint("op-", i), i+1))
+	}
+	var res []recovery.Result
+	sum, err := r.Run(b.ctx, recovery.NDJSON(strings.NewReader(in.String()), 1<<20), func(r recovery.Result) error { res = append(res, r); return nil })
+	require.ErrorIs(t, err, recovery.ErrNotPrimary)
+	var np *recovery.NotPrimaryError
+	require.ErrorAs(t, err, &np)
+	assert.True(t, np.ReadOnly)
+	assert.Less(t, len(res), 200)
+	for _, r := range res {
+		assert.Equal(t, recovery.Applied, r.Outcome)
+	}
+	assert.Equal(t, len(res), sum.Counts.Total())
+	assert.Equal(t, len(res), b.count(t, "SELECT count(*) FROM demo.posting"), "every reported operation committed, nothing else")
+}
+
+// idem.assert_primary is the check inside each transaction.
+func TestAssertPrimaryInTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx)
+	_, err = tx.Exec(b.ctx, "SELECT idem.assert_primary('ada')")
+	require.NoError(t, err)
+	var op string
+	require.NoError(t, tx.QueryRow(b.ctx, "SELECT current_setting('idem.operator')").Scan(&op))
+	assert.Equal(t, "ada", op)
+	require.NoError(t, tx.Rollback(b.ctx))
+
+	tx, err = b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx)
+	_, err = tx.Exec(b.ctx, "SET TRANSACTION READ ONLY")
+	require.NoError(t, err)
+	_, err = tx.Exec(b.ctx, "SELECT idem.assert_primary('ada')")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "IX202", pgErr.Code)
+	assert.Contains(t, pgErr.Hint, "target_session_attrs=read-write")
 }

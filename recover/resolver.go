@@ -235,6 +235,11 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[str
 			continue
 		}
 		j.sqlEffect = sqlEffect
+		if r.DryRun {
+			// A lookup needs only the identity and the hash: do not hold
+			// payloads of up to MaxBytes for a whole window.
+			j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
+		}
 		select {
 		case jobs <- j:
 		case <-stopCtx.Done():

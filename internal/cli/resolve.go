@@ -374,8 +374,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitFailure
 	}
 	if sum.Interrupted && !errors.Is(runErr, recovery.ErrNotPrimary) {
-		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d of the operations read; in-flight ones finished. Running the same input again is safe: what was applied is reported already_applied.\n",
-			sum.Counts.Total())
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d lines read); the ones in flight finished. Running the same input again is safe: what was applied is reported already_applied.\n",
+			sum.Counts.Total(), sum.Read)
 	}
 	fatal, recordErr := splitRecordErr(runErr)
 	if recordErr != nil {
