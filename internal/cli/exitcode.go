@@ -54,6 +54,9 @@ func (s silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
 
 // codeOf returns the exit code err stands for.
 func codeOf(err error) int {
+	if err == nil {
+		return ExitOK
+	}
 	var s silentExit
 	if errors.As(err, &s) {
 		return s.code
