@@ -111,6 +111,7 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 	root.AddCommand(NewCmdResolve(f, nil))
 	root.AddCommand(NewCmdQuarantine(f))
 	root.AddCommand(NewCmdAudit(f))
+	root.AddCommand(NewCmdTUI(f, nil))
 	return root
 }
 

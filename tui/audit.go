@@ -1,0 +1,243 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/tui/keys"
+)
+
+// AuditLoadLimit is how many of the latest audit rows the view shows.
+const AuditLoadLimit = 200
+
+// Messages of the audit view.
+type (
+	auditLoadedMsg struct {
+		seq  int
+		rows []audit.Record
+		err  error
+	}
+	auditVerifiedMsg struct {
+		seq    int
+		report audit.Report
+		err    error
+	}
+)
+
+type auditView struct {
+	c   *Context
+	svc AuditService
+
+	rows      []audit.Record
+	loaded    bool
+	loading   bool
+	seq       int
+	vseq      int
+	verifying bool
+	report    *audit.Report
+	verifyErr error
+	nav       listNav
+	details   bool
+	ban       banner
+}
+
+func newAuditView(c *Context, svc AuditService) *auditView {
+	return &auditView{c: c, svc: svc}
+}
+
+func (v *auditView) activate() tea.Cmd {
+	if v.svc == nil {
+		v.ban = warningBanner("the audit service is not available")
+		return nil
+	}
+	return tea.Batch(v.load(), v.verify())
+}
+
+func (v *auditView) load() tea.Cmd {
+	v.seq++
+	v.loading = true
+	seq, svc := v.seq, v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		rows, err := svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
+		return auditLoadedMsg{seq: seq, rows: rows, err: err}
+	}
+}
+
+func (v *auditView) verify() tea.Cmd {
+	v.vseq++
+	v.verifying = true
+	seq, svc := v.vseq, v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		rep, err := svc.Verify(ctx)
+		return auditVerifiedMsg{seq: seq, report: rep, err: err}
+	}
+}
+
+func (v *auditView) typing() bool   { return false }
+func (v *auditView) status() banner { return v.ban }
+
+func (v *auditView) back() (bool, tea.Cmd) {
+	if v.details {
+		v.details = false
+		return true, nil
+	}
+	return false, nil
+}
+
+// listHeight is the rows of the list: the body minus the title, the chain
+// line and the column line, and the details pane when open.
+func (v *auditView) listHeight() int {
+	h := v.c.Height - 5 - 3
+	if v.details {
+		h -= v.detailsHeight()
+	}
+	return max(1, h)
+}
+
+func (v *auditView) detailsHeight() int { return max(4, (v.c.Height-5)/2-1) }
+
+func (v *auditView) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case auditLoadedMsg:
+		if msg.seq != v.seq {
+			return nil
+		}
+		v.loading = false
+		if msg.err != nil {
+			v.ban = errorBanner(fmt.Errorf("load the audit log: %w", msg.err))
+			return nil
+		}
+		v.rows, v.loaded = msg.rows, true
+		v.nav.clamp(len(v.rows), v.listHeight())
+	case auditVerifiedMsg:
+		if msg.seq != v.vseq {
+			return nil
+		}
+		v.verifying = false
+		if msg.err != nil {
+			v.report, v.verifyErr = nil, msg.err
+			v.ban = errorBanner(fmt.Errorf("verify the audit chain: %w", msg.err))
+			return nil
+		}
+		rep := msg.report
+		v.report, v.verifyErr = &rep, nil
+	case tea.KeyMsg:
+		if v.svc == nil {
+			return nil
+		}
+		k := v.c.Keys.Audit
+		if v.nav.handle(k.List, msg, len(v.rows), v.listHeight()) {
+			return nil
+		}
+		switch {
+		case key.Matches(msg, k.Details):
+			v.details = !v.details
+			v.nav.clamp(len(v.rows), v.listHeight())
+		case key.Matches(msg, k.Verify):
+			return v.verify()
+		case key.Matches(msg, k.Refresh):
+			return tea.Batch(v.load(), v.verify())
+		}
+	}
+	return nil
+}
+
+func (v *auditView) keyMap() help.KeyMap {
+	k := v.c.Keys.Audit
+	return keys.Bindings{
+		Short: []key.Binding{k.Details, k.Verify, k.Refresh},
+		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Details, k.Verify, k.Refresh}},
+	}
+}
+
+func (v *auditView) chainLine() string {
+	st := v.c.Styles
+	switch {
+	case v.verifying && v.report == nil:
+		return st.Muted.Render("verifying the chain…")
+	case v.verifyErr != nil:
+		return st.Error.Render("chain: could not verify (" + oneLine(v.verifyErr.Error()) + ")")
+	case v.report == nil:
+		return ""
+	case v.report.Intact:
+		return st.Success.Render("chain intact") + fmt.Sprintf(": %d rows, head #%d %s", v.report.Rows, v.report.LastID, v.report.LastHash)
+	}
+	return st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem
+}
+
+func (v *auditView) render(w, h int) string {
+	st := v.c.Styles
+	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")
+	if v.loaded {
+		title += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
+	}
+	if v.loading {
+		title += "  " + st.Muted.Render("loading…")
+	}
+	const idW, atW, actorW = 6, 20, 12
+	actionW := 26
+	targetW := max(8, w-2-idW-atW-actorW-actionW-4)
+	lines := []string{title, v.chainLine(),
+		st.Column.Render("  " + padLeft("ID", idW) + " " + pad("AT", atW) + " " + pad("ACTOR", actorW) + " " + pad("ACTION", actionW) + " " + pad("TARGET", targetW))}
+	switch {
+	case v.svc == nil:
+		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
+	case !v.loaded && v.loading:
+		lines = append(lines, "", st.Muted.Render("  Loading the audit log…"))
+	case v.loaded && len(v.rows) == 0:
+		lines = append(lines, "", st.Muted.Render("  The log is empty."))
+	}
+	rows := v.listHeight()
+	for i := v.nav.top; i < len(v.rows) && i < v.nav.top+rows; i++ {
+		r := v.rows[i]
+		marker := "  "
+		if i == v.nav.cursor {
+			marker = "> "
+		}
+		row := marker + padLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + pad(stamp(r.At), atW) + " " + pad(r.Actor, actorW) + " " +
+			pad(r.Action, actionW) + " " + pad(orDash(r.Target), targetW)
+		if i == v.nav.cursor {
+			row = st.Selected.Render(row)
+		}
+		lines = append(lines, row)
+	}
+	if v.details && v.nav.cursor < len(v.rows) {
+		lines = fitLinesSlice(lines, 3+rows)
+		lines = append(lines, v.detailLines(v.rows[v.nav.cursor], w, v.detailsHeight())...)
+	}
+	return fitLines(lines, w, h)
+}
+
+func (v *auditView) detailLines(r audit.Record, w, h int) []string {
+	st := v.c.Styles
+	lines := []string{
+		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  actor ") + r.Actor + st.Label.Render(" db user ") + r.DBUser,
+		st.Label.Render("hash ") + r.Hash,
+		st.Label.Render("prev ") + r.PrevHash,
+	}
+	lines = append(lines, wrap(st.Label.Render("details ")+oneLine(string(r.Details)), w)...)
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	return lines
+}
+
+// fitLinesSlice cuts or pads lines to exactly n.
+func fitLinesSlice(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[:n]
+	}
+	for len(lines) < n {
+		lines = append(lines, "")
+	}
+	return lines
+}

@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/styles"
+)
+
+// Context is what every view shares: the terminal size, styles, keymap, who
+// is operating on which database, the clock, and the context under which
+// every tea.Cmd does its I/O. The root model owns it and updates it (size);
+// views read it when they render.
+type Context struct {
+	Width, Height int
+	Styles        styles.Styles
+	Keys          keys.KeyMap
+	// Operator is recorded with every decision (--operator, IDEMCTL_OPERATOR,
+	// else the OS user).
+	Operator string
+	// Database describes the database without its password (db.Describe).
+	Database string
+	// Now is the display clock (relative times); decisions use the database's.
+	Now func() time.Time
+	// Base is cancelled when the program quits: in-flight commands stop.
+	Base context.Context
+	// Timeout bounds each command's I/O.
+	Timeout time.Duration
+}
+
+// cmdContext is the context of one tea.Cmd's I/O.
+func (c *Context) cmdContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Base, c.Timeout)
+}
+
+// bannerKind says how a banner reads.
+type bannerKind int
+
+const (
+	bannerNone bannerKind = iota
+	bannerInfo
+	bannerSuccess
+	bannerWarning
+	bannerError
+)
+
+// banner is a view's one message to the operator: the result of the last
+// action, or the error that stopped it. Errors never crash the view; they end
+// up here.
+type banner struct {
+	kind bannerKind
+	text string
+}
+
+func infoBanner(format string, args ...any) banner {
+	return banner{bannerInfo, sprintf(format, args...)}
+}
+
+func successBanner(format string, args ...any) banner {
+	return banner{bannerSuccess, sprintf(format, args...)}
+}
+
+func warningBanner(format string, args ...any) banner {
+	return banner{bannerWarning, sprintf(format, args...)}
+}
+
+func errorBanner(err error) banner {
+	return banner{bannerError, oneLine(err.Error())}
+}

@@ -1,0 +1,536 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/idemctl/idemctl/tui/keys"
+)
+
+// HorizonService is what the horizon view needs: the replay sources with
+// their last probe, the purge plans, the four-eyes approval and the purge
+// itself. An adapter over package horizon implements it.
+type HorizonService interface {
+	// Sources lists every replay source and its last probe.
+	Sources(ctx context.Context) ([]HorizonSource, error)
+	// Plans lists the purge plans, newest first.
+	Plans(ctx context.Context) ([]PurgePlan, error)
+	// Approve approves a planned purge. It returns an error wrapping
+	// ErrSameOperator when operator planned it (four eyes).
+	Approve(ctx context.Context, planID int64, operator string) error
+	// Purge executes an approved plan, calling progress as it goes (from the
+	// purging goroutine). A plan stopped because the horizon moved is not an
+	// error: the result says Aborted and why.
+	Purge(ctx context.Context, planID int64, operator string, progress func(done, total int64)) (PurgeResult, error)
+}
+
+// ErrSameOperator is the four-eyes refusal: the operator who planned a purge
+// cannot approve it.
+var ErrSameOperator = errors.New("four eyes: the operator who planned a purge cannot approve it")
+
+// HorizonSource is one place that could still replay operations.
+type HorizonSource struct {
+	Name string
+	// Kind is topic, dlq, archive, manual, ...
+	Kind string
+	// ProbedAt is when it was last probed; zero when never.
+	ProbedAt time.Time
+	// Result is the last probe's verdict, e.g. closed, open, unreachable.
+	Result string
+	// Proven is true when the probe proves the source cannot replay before
+	// the horizon (an unreachable source is not proven: fail closed).
+	Proven bool
+	// Detail says what the probe found.
+	Detail string
+}
+
+// PlanState is where a purge plan stands.
+type PlanState string
+
+// Plan states.
+const (
+	PlanPlanned  PlanState = "planned"
+	PlanApproved PlanState = "approved"
+	PlanPurging  PlanState = "purging"
+	PlanDone     PlanState = "done"
+	PlanAborted  PlanState = "aborted"
+)
+
+// PurgePlan is a proposal to purge inbox identities older than a horizon.
+type PurgePlan struct {
+	ID int64
+	// Scope names what the plan covers (tenant, class).
+	Scope string
+	// Before is the horizon: identities older than it are purged.
+	Before time.Time
+	State  PlanState
+	// Identities is how many inbox rows the plan covers (or purged).
+	Identities int64
+	PlannedBy  string
+	PlannedAt  time.Time
+	ApprovedBy string
+	// Contract is the business contract reference cited (money operations).
+	Contract string
+	// AbortReason says why an aborted plan stopped.
+	AbortReason string
+}
+
+// PurgeResult is what a purge did.
+type PurgeResult struct {
+	Purged      int64
+	Aborted     bool
+	AbortReason string
+}
+
+// Messages of the horizon view.
+type (
+	horizonLoadedMsg struct {
+		seq     int
+		sources []HorizonSource
+		plans   []PurgePlan
+		err     error
+	}
+	approvedMsg struct {
+		id  int64
+		err error
+	}
+	purgeProgressMsg struct {
+		id          int64
+		done, total int64
+	}
+	purgeDoneMsg struct {
+		id     int64
+		result PurgeResult
+		err    error
+	}
+)
+
+type horizonAction int
+
+const (
+	horizonApprove horizonAction = iota + 1
+	horizonPurge
+)
+
+type horizonView struct {
+	c   *Context
+	svc HorizonService
+
+	sources []HorizonSource
+	plans   []PurgePlan
+	loaded  bool
+	loading bool
+	seq     int
+	nav     listNav
+	ban     banner
+
+	confirm horizonAction
+	busy    bool // an approval is on its way
+
+	purgeID     int64
+	purgeDone   int64
+	purgeTotal  int64
+	purgeEvents chan tea.Msg
+	bar         progress.Model
+}
+
+func newHorizonView(c *Context, svc HorizonService) *horizonView {
+	bar := progress.New(progress.WithSolidFill(c.Styles.ProgressFull), progress.WithColorProfile(c.Styles.Profile()),
+		progress.WithFillCharacters('#', '.'))
+	bar.EmptyColor = c.Styles.ProgressEmpty
+	return &horizonView{c: c, svc: svc, bar: bar}
+}
+
+func (v *horizonView) activate() tea.Cmd {
+	if v.svc == nil {
+		v.ban = warningBanner("the horizon service is not wired into this build (package horizon)")
+		return nil
+	}
+	return v.load()
+}
+
+func (v *horizonView) load() tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	v.seq++
+	v.loading = true
+	seq, svc := v.seq, v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		sources, err := svc.Sources(ctx)
+		if err != nil {
+			return horizonLoadedMsg{seq: seq, err: fmt.Errorf("load the replay sources: %w", err)}
+		}
+		plans, err := svc.Plans(ctx)
+		if err != nil {
+			return horizonLoadedMsg{seq: seq, err: fmt.Errorf("load the purge plans: %w", err)}
+		}
+		return horizonLoadedMsg{seq: seq, sources: sources, plans: plans}
+	}
+}
+
+func (v *horizonView) typing() bool   { return false }
+func (v *horizonView) status() banner { return v.ban }
+
+func (v *horizonView) back() (bool, tea.Cmd) {
+	if v.confirm != 0 {
+		v.confirm = 0
+		v.ban = infoBanner("cancelled: nothing changed")
+		return true, nil
+	}
+	return false, nil
+}
+
+func (v *horizonView) purging() bool { return v.purgeEvents != nil }
+
+// sourceRows is how many source rows fit; the plans get the rest.
+func (v *horizonView) sourceRows() int {
+	body := v.c.Height - 5
+	return max(1, min(max(1, len(v.sources)), (body-9)/2))
+}
+
+func (v *horizonView) planRows() int {
+	return max(1, v.c.Height-5-9-v.sourceRows())
+}
+
+func (v *horizonView) selected() *PurgePlan {
+	if v.nav.cursor < len(v.plans) {
+		return &v.plans[v.nav.cursor]
+	}
+	return nil
+}
+
+func (v *horizonView) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case horizonLoadedMsg:
+		if msg.seq != v.seq {
+			return nil
+		}
+		v.loading = false
+		if msg.err != nil {
+			v.ban = errorBanner(msg.err)
+			return nil
+		}
+		var sel int64
+		if p := v.selected(); p != nil {
+			sel = p.ID
+		}
+		v.sources, v.plans, v.loaded = msg.sources, msg.plans, true
+		for i, p := range v.plans {
+			if p.ID == sel {
+				v.nav.cursor = i
+			}
+		}
+		v.nav.clamp(len(v.plans), v.planRows())
+	case approvedMsg:
+		v.busy = false
+		if msg.err != nil {
+			if errors.Is(msg.err, ErrSameOperator) {
+				v.ban = banner{bannerError, fmt.Sprintf("refused: you (%s) planned purge #%d; another operator must approve it", v.c.Operator, msg.id)}
+			} else {
+				v.ban = errorBanner(fmt.Errorf("approve plan #%d: %w", msg.id, msg.err))
+			}
+			return v.load()
+		}
+		v.ban = successBanner("plan #%d approved by %s; it can now be purged (p)", msg.id, v.c.Operator)
+		return v.load()
+	case purgeProgressMsg:
+		if msg.id == v.purgeID {
+			v.purgeDone, v.purgeTotal = msg.done, msg.total
+		}
+		return v.waitPurge()
+	case purgeDoneMsg:
+		v.purgeEvents = nil
+		switch {
+		case msg.err != nil:
+			v.ban = errorBanner(fmt.Errorf("purge plan #%d: %w", msg.id, msg.err))
+		case msg.result.Aborted:
+			v.ban = warningBanner("purge #%d aborted after %d identities: %s", msg.id, msg.result.Purged, msg.result.AbortReason)
+		default:
+			v.purgeDone = msg.result.Purged
+			v.ban = successBanner("purge #%d done: %d identities purged", msg.id, msg.result.Purged)
+		}
+		return v.load()
+	case tea.KeyMsg:
+		return v.key(msg)
+	}
+	return nil
+}
+
+func (v *horizonView) key(msg tea.KeyMsg) tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	k := v.c.Keys.Horizon
+	if v.confirm != 0 {
+		switch {
+		case key.Matches(msg, v.c.Keys.Confirm.Yes):
+			a := v.confirm
+			v.confirm = 0
+			if a == horizonApprove {
+				return v.approve()
+			}
+			return v.startPurge()
+		case key.Matches(msg, v.c.Keys.Confirm.No):
+			v.confirm = 0
+			v.ban = infoBanner("cancelled: nothing changed")
+		}
+		return nil
+	}
+	if v.nav.handle(k.List, msg, len(v.plans), v.planRows()) {
+		return nil
+	}
+	p := v.selected()
+	switch {
+	case key.Matches(msg, k.Refresh):
+		return v.load()
+	case key.Matches(msg, k.Approve):
+		switch {
+		case p == nil || v.busy || v.purging():
+		case p.State != PlanPlanned:
+			v.ban = warningBanner("plan #%d is %s: only a planned purge can be approved", p.ID, p.State)
+		default:
+			v.confirm, v.ban = horizonApprove, banner{}
+		}
+	case key.Matches(msg, k.Purge):
+		switch {
+		case p == nil || v.busy:
+		case v.purging():
+			v.ban = infoBanner("purge #%d is running", v.purgeID)
+		case p.State != PlanApproved:
+			v.ban = warningBanner("plan #%d is %s: only an approved plan can be purged", p.ID, p.State)
+		default:
+			v.confirm, v.ban = horizonPurge, banner{}
+		}
+	}
+	return nil
+}
+
+func (v *horizonView) approve() tea.Cmd {
+	p := v.selected()
+	if p == nil {
+		return nil
+	}
+	v.busy = true
+	id, svc, op := p.ID, v.svc, v.c.Operator
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		return approvedMsg{id: id, err: svc.Approve(ctx, id, op)}
+	}
+}
+
+// startPurge runs the purge in a goroutine started by the command; progress
+// and the end come back through a channel that waitPurge reads one message
+// at a time. The purge is not bounded by the per-command timeout, only by the
+// program's life.
+func (v *horizonView) startPurge() tea.Cmd {
+	p := v.selected()
+	if p == nil {
+		return nil
+	}
+	id, svc, op := p.ID, v.svc, v.c.Operator
+	events := make(chan tea.Msg, 16)
+	v.purgeID, v.purgeDone, v.purgeTotal, v.purgeEvents = id, 0, p.Identities, events
+	start := func() tea.Msg {
+		go func() {
+			res, err := svc.Purge(v.c.Base, id, op, func(done, total int64) {
+				select {
+				case events <- purgeProgressMsg{id: id, done: done, total: total}:
+				default: // the view is behind: skip this update, a later one follows
+				}
+			})
+			select {
+			case events <- purgeDoneMsg{id: id, result: res, err: err}:
+			case <-v.c.Base.Done(): // the program quit; nobody reads any more
+			}
+		}()
+		return <-events
+	}
+	return start
+}
+
+func (v *horizonView) waitPurge() tea.Cmd {
+	events := v.purgeEvents
+	if events == nil {
+		return nil
+	}
+	return func() tea.Msg { return <-events }
+}
+
+func (v *horizonView) keyMap() help.KeyMap {
+	k := v.c.Keys.Horizon
+	if v.confirm != 0 {
+		return keys.Bindings{Short: []key.Binding{v.c.Keys.Confirm.Yes, v.c.Keys.Confirm.No}}
+	}
+	return keys.Bindings{
+		Short: []key.Binding{k.Approve, k.Purge, k.Refresh, k.Down},
+		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Approve, k.Purge, k.Refresh}},
+	}
+}
+
+func (v *horizonView) planStyle(s PlanState) lipgloss.Style {
+	st := v.c.Styles
+	switch s {
+	case PlanPlanned:
+		return st.Open
+	case PlanApproved, PlanDone:
+		return st.Accepted
+	case PlanPurging:
+		return st.StepRunning
+	case PlanAborted:
+		return st.Rejected
+	}
+	return st.Muted
+}
+
+func (v *horizonView) render(w, h int) string {
+	st := v.c.Styles
+	if v.svc == nil {
+		return fitLines([]string{
+			st.Title.Render("Purge horizon"), "",
+			st.Warning.Render("  The horizon service is not available in this build."),
+			st.Muted.Render("  Sources, plans, approval and purge appear here once package horizon is wired in."),
+		}, w, h)
+	}
+	if v.confirm != 0 {
+		return v.renderConfirm(w, h)
+	}
+	now := v.c.Now()
+	proven := 0
+	for _, s := range v.sources {
+		if s.Proven {
+			proven++
+		}
+	}
+	title := st.Title.Render("Purge horizon") + st.Muted.Render(fmt.Sprintf("  %d/%d sources proven closed · %d plans", proven, len(v.sources), len(v.plans)))
+	if v.loading {
+		title += st.Muted.Render("  loading…")
+	}
+	lines := []string{title, st.Label.Render("Sources") + st.Muted.Render(" (an unprobed or unreachable source proves nothing)")}
+	const kindW, probeW, resW = 8, 9, 12
+	nameW := max(10, min(28, (w-kindW-probeW-resW-6)/2))
+	detW := max(5, w-2-nameW-kindW-probeW-resW-4)
+	lines = append(lines, st.Column.Render("  "+pad("NAME", nameW)+" "+pad("KIND", kindW)+" "+pad("PROBED", probeW)+" "+pad("RESULT", resW)+" "+pad("DETAIL", detW)))
+	if v.loaded && len(v.sources) == 0 {
+		lines = append(lines, st.Warning.Render("  no replay source is registered: nothing can be proven"))
+	}
+	srows := v.sourceRows()
+	for i, s := range v.sources {
+		if i == srows-1 && len(v.sources) > srows {
+			lines = append(lines, st.Muted.Render(fmt.Sprintf("  … and %d more", len(v.sources)-i)))
+			break
+		}
+		mark, style := "! ", st.Error
+		if s.Proven {
+			mark, style = "  ", st.Success
+		}
+		probed := "never"
+		if !s.ProbedAt.IsZero() {
+			probed = ago(now, s.ProbedAt)
+		}
+		lines = append(lines, mark+pad(s.Name, nameW)+" "+pad(s.Kind, kindW)+" "+pad(probed, probeW)+" "+
+			style.Render(pad(orDash(s.Result), resW))+" "+pad(s.Detail, detW))
+	}
+	lines = append(lines, "", st.Label.Render("Plans"))
+	const idW, stateW, countW, byW = 6, 9, 10, 10
+	beforeW := 11
+	scopeW := max(8, w-2-idW-beforeW-stateW-countW-2*byW-6)
+	lines = append(lines, st.Column.Render("  "+padLeft("ID", idW)+" "+pad("SCOPE", scopeW)+" "+pad("BEFORE", beforeW)+" "+
+		pad("STATE", stateW)+" "+padLeft("IDENTITIES", countW)+" "+pad("PLANNED", byW)+" "+pad("APPROVED", byW)))
+	if v.loaded && len(v.plans) == 0 {
+		lines = append(lines, st.Muted.Render("  no purge plan (idemctl horizon plan creates one)"))
+	}
+	prows := v.planRows()
+	for i := v.nav.top; i < len(v.plans) && i < v.nav.top+prows; i++ {
+		p := v.plans[i]
+		marker := "  "
+		if i == v.nav.cursor {
+			marker = "> "
+		}
+		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02"), beforeW) + " " +
+			v.planStyle(p.State).Render(pad(string(p.State), stateW)) + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
+			pad(orDash(p.PlannedBy), byW) + " " + pad(orDash(p.ApprovedBy), byW)
+		if i == v.nav.cursor {
+			row = st.Selected.Render(row)
+		}
+		lines = append(lines, row)
+	}
+	lines = fitLinesSlice(lines, h-3)
+	lines = append(lines, v.footer(w)...)
+	return fitLines(lines, w, h)
+}
+
+// footer is the selected plan's detail, or the purge's progress.
+func (v *horizonView) footer(w int) []string {
+	st := v.c.Styles
+	if v.purging() || (v.purgeID != 0 && v.purgeTotal > 0) {
+		total := max(v.purgeTotal, 1)
+		pct := float64(v.purgeDone) / float64(total)
+		v.bar.Width = max(10, w-30)
+		label := fmt.Sprintf("purge #%d ", v.purgeID)
+		if v.purging() {
+			label = st.StepRunning.Render(label)
+		}
+		return []string{"", label + v.bar.ViewAs(min(1, pct)) + fmt.Sprintf(" %d/%d", v.purgeDone, v.purgeTotal), ""}
+	}
+	p := v.selected()
+	if p == nil {
+		return []string{"", "", ""}
+	}
+	l1 := st.Label.Render(fmt.Sprintf("plan #%d ", p.ID)) + "purges identities older than " + stamp(p.Before)
+	l2 := st.Label.Render("planned ") + orDash(p.PlannedBy) + " " + stamp(p.PlannedAt)
+	if p.Contract != "" {
+		l2 += st.Label.Render("  contract ") + p.Contract
+	}
+	l3 := ""
+	if p.State == PlanAborted && p.AbortReason != "" {
+		l3 = st.Warning.Render("aborted: " + p.AbortReason)
+	} else if p.State == PlanPlanned {
+		l3 = st.Muted.Render("needs the approval of an operator other than " + orDash(p.PlannedBy))
+	}
+	return []string{trunc(l1, w), trunc(l2, w), trunc(l3, w)}
+}
+
+func (v *horizonView) renderConfirm(w, h int) string {
+	st := v.c.Styles
+	p := v.selected()
+	if p == nil {
+		return ""
+	}
+	var lines []string
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 12))+val) }
+	if v.confirm == horizonApprove {
+		lines = append(lines, st.Warning.Render(fmt.Sprintf("Confirm: approve purge plan #%d", p.ID)), "")
+	} else {
+		lines = append(lines, st.Warning.Render(fmt.Sprintf("Confirm: PURGE plan #%d now", p.ID)), "")
+	}
+	row("scope", p.Scope)
+	row("before", stamp(p.Before))
+	row("identities", strconv.FormatInt(p.Identities, 10))
+	row("planned by", p.PlannedBy)
+	if p.ApprovedBy != "" {
+		row("approved by", p.ApprovedBy)
+	}
+	row("operator", v.c.Operator)
+	lines = append(lines, "")
+	if v.confirm == horizonApprove {
+		lines = append(lines, "Four eyes: the operator who planned it cannot approve it.")
+	} else {
+		lines = append(lines, "The purge deletes the inbox rows the plan covers. It stops by itself if the",
+			"replay horizon moved (a source can again replay operations from before it).")
+	}
+	lines = append(lines, "", st.Focused.Render("y")+" confirm   "+st.Focused.Render("n/esc")+" cancel")
+	return fitLines(wrapAll(lines, w), w, h)
+}

@@ -1,0 +1,853 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/keys"
+)
+
+// QueueLoadLimit is how many records the queue loads (newest activity
+// first); search filters within them.
+const QueueLoadLimit = 500
+
+// queueMode is where the queue view stands.
+type queueMode int
+
+const (
+	queueList queueMode = iota
+	queueDetail
+	queueForm
+	queueConfirm
+	queueDeciding
+)
+
+// decision is the action a form prepares.
+type decision int
+
+const (
+	decideReject decision = iota + 1
+	decideAccept
+)
+
+func (d decision) verb() string {
+	if d == decideAccept {
+		return "accept as new"
+	}
+	return "reject"
+}
+
+// Messages of the queue view.
+type (
+	queueTickMsg   struct{}
+	queueLoadedMsg struct {
+		seq  int
+		auto bool
+		page quarantine.Page
+		err  error
+	}
+	recordLoadedMsg struct {
+		id  int64
+		rec quarantine.Record
+		err error
+	}
+	decidedMsg struct {
+		action decision
+		id     int64
+		rec    quarantine.Record
+		acc    *quarantine.Acceptance
+		err    error
+	}
+)
+
+var statusCycle = []quarantine.Status{quarantine.StatusOpen, quarantine.StatusRejected, quarantine.StatusAccepted, quarantine.StatusAll}
+
+type queueView struct {
+	c       *Context
+	svc     QuarantineService
+	refresh time.Duration
+
+	mode    queueMode
+	filter  quarantine.Status
+	items   []quarantine.Summary
+	more    bool
+	nav     listNav
+	loading bool
+	loaded  bool
+	seq     int
+	chained bool // the auto-refresh tick chain runs
+	updated time.Time
+	query   string
+	search  textinput.Model
+	ban     banner
+
+	// detail
+	detailID int64
+	rec      *quarantine.Record
+	dtop     int
+
+	// decision form
+	action decision
+	newOp  textinput.Model
+	reason textinput.Model
+	focus  int
+}
+
+func newInput(c *Context, placeholder string, limit int) textinput.Model {
+	ti := textinput.New()
+	ti.Prompt = ""
+	ti.Placeholder = placeholder
+	ti.CharLimit = limit
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	ti.PlaceholderStyle = c.Styles.Muted
+	ti.Cursor.Style = c.Styles.Focused
+	return ti
+}
+
+func newQueueView(c *Context, svc QuarantineService, refresh time.Duration) *queueView {
+	v := &queueView{c: c, svc: svc, refresh: refresh, filter: quarantine.StatusOpen}
+	v.search = newInput(c, "tenant or operation id", 256)
+	v.newOp = newInput(c, "e.g. charge-42-rev2", idem.MaxOperationIDBytes)
+	v.reason = newInput(c, "why (a ticket reference helps)", 1000)
+	return v
+}
+
+func (v *queueView) activate() tea.Cmd {
+	if v.svc == nil {
+		v.ban = warningBanner("the quarantine service is not available")
+		return nil
+	}
+	if !v.chained {
+		v.chained = true
+		return v.load(true)
+	}
+	return v.load(false)
+}
+
+// load lists the queue; an auto load schedules the next tick when it returns.
+func (v *queueView) load(auto bool) tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	v.seq++
+	v.loading = true
+	seq, status, svc := v.seq, v.filter, v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		page, err := svc.List(ctx, quarantine.Filter{Status: status, Limit: QueueLoadLimit})
+		return queueLoadedMsg{seq: seq, auto: auto, page: page, err: err}
+	}
+}
+
+func (v *queueView) tick() tea.Cmd {
+	if v.refresh <= 0 {
+		return nil
+	}
+	return tea.Tick(v.refresh, func(time.Time) tea.Msg { return queueTickMsg{} })
+}
+
+// open shows one record's evidence (also from the resolve view).
+func (v *queueView) open(id int64) tea.Cmd {
+	v.mode = queueDetail
+	v.detailID, v.dtop = id, 0
+	if v.rec != nil && v.rec.ID != id {
+		v.rec = nil
+	}
+	return v.loadRecord(id)
+}
+
+func (v *queueView) loadRecord(id int64) tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	svc := v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		rec, err := svc.Show(ctx, id)
+		return recordLoadedMsg{id: id, rec: rec, err: err}
+	}
+}
+
+// visible is the loaded records matching the search.
+func (v *queueView) visible() []quarantine.Summary {
+	q := strings.ToLower(strings.TrimSpace(v.query))
+	if q == "" {
+		return v.items
+	}
+	var out []quarantine.Summary
+	for _, s := range v.items {
+		if strings.Contains(strings.ToLower(s.Tenant), q) || strings.Contains(strings.ToLower(s.OperationID), q) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// listHeight is the number of rows the list shows (body minus title,
+// search and column lines).
+func (v *queueView) listHeight() int { return max(1, v.c.Height-5-3) }
+
+func (v *queueView) detailHeight() int { return max(1, v.c.Height-5-1) }
+
+func (v *queueView) typing() bool {
+	return v.search.Focused() || v.mode == queueForm
+}
+
+func (v *queueView) status() banner { return v.ban }
+
+func (v *queueView) back() (bool, tea.Cmd) {
+	switch v.mode {
+	case queueConfirm:
+		v.mode = queueForm
+		return true, v.focusField(v.focus)
+	case queueDetail:
+		v.mode = queueList
+		return true, nil
+	case queueList:
+		if v.query != "" {
+			v.query = ""
+			v.search.SetValue("")
+			v.nav.clamp(len(v.visible()), v.listHeight())
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (v *queueView) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case queueTickMsg:
+		return v.load(true)
+	case queueLoadedMsg:
+		return v.loadedPage(msg)
+	case recordLoadedMsg:
+		if msg.id != v.detailID {
+			return nil
+		}
+		if msg.err != nil {
+			v.ban = errorBanner(msg.err)
+			return nil
+		}
+		rec := msg.rec
+		v.rec = &rec
+		return nil
+	case decidedMsg:
+		return v.decided(msg)
+	case tea.KeyMsg:
+		return v.key(msg)
+	}
+	return nil
+}
+
+func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
+	var next tea.Cmd
+	if msg.auto {
+		next = v.tick()
+	}
+	if msg.seq != v.seq {
+		return next // a newer load is on its way
+	}
+	v.loading = false
+	if msg.err != nil {
+		v.ban = errorBanner(fmt.Errorf("load the queue: %w", msg.err))
+		return next
+	}
+	var selected int64
+	if vis := v.visible(); v.nav.cursor < len(vis) {
+		selected = vis[v.nav.cursor].ID
+	}
+	v.items, v.more, v.loaded = msg.page.Items, msg.page.Next != nil, true
+	v.updated = v.c.Now()
+	if v.ban.kind == bannerError && strings.HasPrefix(v.ban.text, "load the queue") {
+		v.ban = banner{}
+	}
+	vis := v.visible()
+	for i, s := range vis {
+		if s.ID == selected {
+			v.nav.cursor = i
+			break
+		}
+	}
+	v.nav.clamp(len(vis), v.listHeight())
+	return next
+}
+
+func (v *queueView) key(msg tea.KeyMsg) tea.Cmd {
+	if v.search.Focused() {
+		return v.searchKey(msg)
+	}
+	switch v.mode {
+	case queueList:
+		return v.listKey(msg)
+	case queueDetail:
+		return v.detailKey(msg)
+	case queueForm:
+		return v.formKey(msg)
+	case queueConfirm:
+		return v.confirmKey(msg)
+	}
+	return nil
+}
+
+func (v *queueView) searchKey(msg tea.KeyMsg) tea.Cmd {
+	switch msg.Type {
+	case tea.KeyEnter:
+		v.search.Blur()
+		return nil
+	case tea.KeyEsc:
+		v.search.Blur()
+		v.search.SetValue("")
+		v.query = ""
+		v.nav.clamp(len(v.visible()), v.listHeight())
+		return nil
+	}
+	var cmd tea.Cmd
+	v.search, cmd = v.search.Update(msg)
+	v.query = v.search.Value()
+	v.nav = listNav{}
+	return cmd
+}
+
+func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Queue
+	vis := v.visible()
+	if v.nav.handle(k.List, msg, len(vis), v.listHeight()) {
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Open):
+		if len(vis) == 0 {
+			return nil
+		}
+		return v.open(vis[v.nav.cursor].ID)
+	case key.Matches(msg, k.Status):
+		for i, s := range statusCycle {
+			if s == v.filter {
+				v.filter = statusCycle[(i+1)%len(statusCycle)]
+				break
+			}
+		}
+		v.nav = listNav{}
+		v.items, v.loaded = nil, false
+		return v.load(false)
+	case key.Matches(msg, k.Search):
+		v.search.SetValue(v.query)
+		v.search.CursorEnd()
+		return v.search.Focus()
+	case key.Matches(msg, k.Refresh):
+		return v.load(false)
+	case key.Matches(msg, k.Reject), key.Matches(msg, k.Accept):
+		v.ban = infoBanner("open a record (enter) to review its evidence before deciding")
+	}
+	return nil
+}
+
+func (v *queueView) detailKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Queue
+	total := len(v.detailLines(v.c.Width))
+	h := v.detailHeight()
+	switch {
+	case key.Matches(msg, k.Up):
+		v.dtop--
+	case key.Matches(msg, k.Down):
+		v.dtop++
+	case key.Matches(msg, k.PageUp):
+		v.dtop -= h
+	case key.Matches(msg, k.PageDown):
+		v.dtop += h
+	case key.Matches(msg, k.Top):
+		v.dtop = 0
+	case key.Matches(msg, k.Bottom):
+		v.dtop = total
+	case key.Matches(msg, k.Refresh):
+		return v.loadRecord(v.detailID)
+	case key.Matches(msg, k.Reject):
+		return v.startForm(decideReject)
+	case key.Matches(msg, k.Accept):
+		return v.startForm(decideAccept)
+	}
+	v.dtop = max(0, min(v.dtop, total-h))
+	return nil
+}
+
+func (v *queueView) startForm(d decision) tea.Cmd {
+	if v.rec == nil {
+		v.ban = infoBanner("the record is still loading")
+		return nil
+	}
+	if v.rec.Status != quarantine.StatusOpen {
+		by := ""
+		if v.rec.Decision != nil {
+			by = " by " + v.rec.Decision.By
+		}
+		v.ban = warningBanner("record #%d was already %s%s: decisions are final", v.rec.ID, v.rec.Status, by)
+		return nil
+	}
+	v.action, v.mode = d, queueForm
+	v.reason.SetValue("")
+	v.newOp.SetValue("")
+	v.ban = banner{}
+	return v.focusField(0)
+}
+
+// fields are the form's inputs in tab order.
+func (v *queueView) fields() []*textinput.Model {
+	if v.action == decideAccept {
+		return []*textinput.Model{&v.newOp, &v.reason}
+	}
+	return []*textinput.Model{&v.reason}
+}
+
+func (v *queueView) focusField(i int) tea.Cmd {
+	fs := v.fields()
+	v.focus = (i + len(fs)) % len(fs)
+	for j, f := range fs {
+		if j != v.focus {
+			f.Blur()
+		}
+	}
+	return fs[v.focus].Focus()
+}
+
+func (v *queueView) blurForm() {
+	for _, f := range v.fields() {
+		f.Blur()
+	}
+}
+
+func (v *queueView) formKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Form
+	switch {
+	case key.Matches(msg, k.Cancel):
+		v.blurForm()
+		v.mode = queueDetail
+		v.ban = infoBanner("cancelled: nothing was decided")
+		return nil
+	case key.Matches(msg, k.Next):
+		return v.focusField(v.focus + 1)
+	case key.Matches(msg, k.Prev):
+		return v.focusField(v.focus - 1)
+	case key.Matches(msg, k.Submit):
+		if err := v.validateForm(); err != nil {
+			v.ban = errorBanner(err)
+			return nil
+		}
+		v.blurForm()
+		v.mode = queueConfirm
+		v.ban = banner{}
+		return nil
+	}
+	var cmd tea.Cmd
+	f := v.fields()[v.focus]
+	*f, cmd = f.Update(msg)
+	return cmd
+}
+
+// validateForm checks the form before the confirmation, as the domain will.
+func (v *queueView) validateForm() error {
+	if strings.TrimSpace(v.reason.Value()) == "" {
+		return errors.New("a reason is required: it is recorded with the decision and in the audit log")
+	}
+	if v.action == decideAccept {
+		op := strings.TrimSpace(v.newOp.Value())
+		if op == "" {
+			return errors.New("a new operation id is required: the payload runs once under it")
+		}
+		if err := (idem.Identity{TenantID: v.rec.Tenant, OperationID: op}).Validate(); err != nil {
+			return err
+		}
+		if op == v.rec.OperationID {
+			return fmt.Errorf("the new operation id must differ from the conflicting one (%s)", op)
+		}
+	}
+	return nil
+}
+
+func (v *queueView) confirmKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Confirm
+	switch {
+	case key.Matches(msg, k.Yes):
+		return v.decide()
+	case key.Matches(msg, k.No):
+		v.mode = queueForm
+		return v.focusField(v.focus)
+	}
+	return nil
+}
+
+func (v *queueView) decide() tea.Cmd {
+	v.mode = queueDeciding
+	id, action, svc, op := v.rec.ID, v.action, v.svc, v.c.Operator
+	reason, newOp := strings.TrimSpace(v.reason.Value()), strings.TrimSpace(v.newOp.Value())
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		if action == decideAccept {
+			acc, err := svc.AcceptAsNew(ctx, id, newOp, op, reason)
+			return decidedMsg{action: action, id: id, rec: acc.Record, acc: &acc, err: err}
+		}
+		rec, err := svc.Reject(ctx, id, op, reason)
+		return decidedMsg{action: action, id: id, rec: rec, err: err}
+	}
+}
+
+func (v *queueView) decided(msg decidedMsg) tea.Cmd {
+	if msg.err != nil {
+		v.ban = errorBanner(fmt.Errorf("%s #%d refused: %w", msg.action.verb(), msg.id, msg.err))
+		if errors.Is(msg.err, quarantine.ErrAlreadyDecided) || errors.Is(msg.err, quarantine.ErrNotFound) {
+			v.mode = queueDetail
+			return v.loadRecord(msg.id)
+		}
+		v.mode = queueForm
+		return v.focusField(v.focus)
+	}
+	rec := msg.rec
+	v.rec, v.detailID, v.mode, v.dtop = &rec, rec.ID, queueDetail, 0
+	audit := ""
+	if rec.Decision != nil {
+		audit = fmt.Sprintf("; audit row #%d", rec.Decision.AuditID)
+	}
+	if msg.action == decideAccept && msg.acc != nil {
+		v.ban = successBanner("accepted #%d as new operation %s/%s: %s%s",
+			rec.ID, rec.Tenant, rec.Decision.NewOperationID, msg.acc.Outcome, audit)
+	} else {
+		v.ban = successBanner("rejected #%d: it will never run, replays stay refused%s", rec.ID, audit)
+	}
+	return v.load(false)
+}
+
+func (v *queueView) keyMap() help.KeyMap {
+	k := v.c.Keys
+	q := k.Queue
+	switch {
+	case v.search.Focused():
+		return keys.Bindings{Short: []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear")),
+		}}
+	case v.mode == queueDetail:
+		return keys.Bindings{
+			Short: []key.Binding{q.Reject, q.Accept, q.Down, k.Global.Back},
+			Full:  [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Reject, q.Accept, q.Refresh}},
+		}
+	case v.mode == queueForm:
+		return keys.Bindings{Short: []key.Binding{k.Form.Submit, k.Form.Next, k.Form.Cancel}}
+	case v.mode == queueConfirm:
+		return keys.Bindings{Short: []key.Binding{k.Confirm.Yes, k.Confirm.No}}
+	case v.mode == queueDeciding:
+		return keys.Bindings{}
+	}
+	return keys.Bindings{
+		Short: []key.Binding{q.Open, q.Status, q.Search, q.Refresh},
+		Full:  [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Open, q.Status, q.Search, q.Refresh}},
+	}
+}
+
+// render
+
+func (v *queueView) render(w, h int) string {
+	switch v.mode {
+	case queueDetail:
+		return v.renderDetail(w, h)
+	case queueForm:
+		return v.renderForm(w, h)
+	case queueConfirm, queueDeciding:
+		return v.renderConfirm(w, h)
+	}
+	return v.renderList(w, h)
+}
+
+func (v *queueView) statusStyle(s quarantine.Status) lipgloss.Style {
+	st := v.c.Styles
+	switch s {
+	case quarantine.StatusOpen:
+		return st.Open
+	case quarantine.StatusRejected:
+		return st.Rejected
+	case quarantine.StatusAccepted:
+		return st.Accepted
+	}
+	return st.Muted
+}
+
+func (v *queueView) renderList(w, h int) string {
+	st := v.c.Styles
+	vis := v.visible()
+	title := st.Title.Render("Quarantine queue") + "  " + st.Label.Render("status ") + string(v.filter)
+	count := plural(len(v.items), "record")
+	if v.more {
+		count = "newest " + count
+	}
+	if v.query != "" {
+		count = fmt.Sprintf("%d of %s", len(vis), count)
+	}
+	title += "  " + st.Muted.Render(count)
+	if !v.updated.IsZero() {
+		title += "  " + st.Muted.Render("updated "+v.updated.UTC().Format("15:04:05Z"))
+	}
+	if v.loading {
+		title += "  " + st.Muted.Render("loading…")
+	}
+	searchLine := st.Label.Render("search ")
+	switch {
+	case v.search.Focused():
+		searchLine = st.Focused.Render("search ") + v.search.View()
+	case v.query != "":
+		searchLine += v.query + st.Muted.Render("  (esc clears)")
+	default:
+		searchLine += st.Muted.Render("/ to search by tenant or operation id")
+	}
+
+	clsW := 14
+	if w >= 110 {
+		clsW = 20
+	}
+	const idW, statusW, seenW, lastW = 6, 8, 5, 9
+	identW := max(10, w-2-idW-clsW-statusW-seenW-lastW-5)
+	header := st.Column.Render("  " + padLeft("ID", idW) + " " + pad("IDENTITY (tenant/operation)", identW) + " " +
+		pad("CLASS", clsW) + " " + pad("STATUS", statusW) + " " + padLeft("SEEN", seenW) + " " + padLeft("LAST SEEN", lastW))
+	lines := []string{trunc(title, w), trunc(searchLine, w), header}
+
+	rows := v.listHeight()
+	switch {
+	case v.svc == nil:
+		lines = append(lines, "", st.Warning.Render("  The quarantine service is not available."))
+	case !v.loaded && v.loading:
+		lines = append(lines, "", st.Muted.Render("  Loading the queue…"))
+	case len(vis) == 0 && v.query != "":
+		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No loaded record matches %q.", v.query)))
+	case len(vis) == 0:
+		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No %s records. Conflicting retries show up here when they arrive.", v.filter)))
+	}
+	now := v.c.Now()
+	for i := v.nav.top; i < len(vis) && i < v.nav.top+rows; i++ {
+		s := vis[i]
+		class := s.Class
+		if s.IncomingClass != s.Class {
+			class = s.Class + "→" + s.IncomingClass
+		}
+		marker := "  "
+		if i == v.nav.cursor {
+			marker = "> "
+		}
+		status := v.statusStyle(s.Status).Render(pad(string(s.Status), statusW))
+		row := marker + padLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + pad(s.Tenant+"/"+s.OperationID, identW) + " " +
+			pad(class, clsW) + " " + status + " " + padLeft(strconv.FormatInt(s.Occurrences, 10), seenW) + " " +
+			padLeft(ago(now, s.LastSeen), lastW)
+		if i == v.nav.cursor {
+			row = st.Selected.Render(row)
+		}
+		lines = append(lines, row)
+	}
+	return fitLines(lines, w, h)
+}
+
+// detailLines is the evidence of the open record, as lines of at most w cells.
+func (v *queueView) detailLines(w int) []string {
+	st := v.c.Styles
+	r := v.rec
+	if r == nil {
+		return []string{st.Muted.Render(fmt.Sprintf("Loading record #%d…", v.detailID))}
+	}
+	now := v.c.Now()
+	var lines []string
+	add := func(l ...string) { lines = append(lines, l...) }
+	label := func(s string) string { return st.Label.Render(s) }
+
+	add(st.Title.Render(fmt.Sprintf("#%d  %s/%s", r.ID, r.Tenant, r.OperationID)) + "  " +
+		v.statusStyle(r.Status).Render(strings.ToUpper(string(r.Status))))
+	cls := label("class ") + r.Class
+	if r.IncomingClass != r.Class {
+		cls = st.DiffPath.Render("! class differs: ") + st.DiffStored.Render("stored "+r.Class) + ", " +
+			st.DiffIncoming.Render("incoming "+r.IncomingClass)
+	}
+	add(cls + "  " + label("seen ") + plural(int(r.Occurrences), "time"))
+	add(label("first ") + stamp(r.FirstSeen) + "  " + label("last ") + stamp(r.LastSeen) + " (" + ago(now, r.LastSeen) + ")")
+	det := label("detected by ") + orDash(r.Detected.ApplicationName) + label(" as db user ") + orDash(r.Detected.DBUser)
+	if r.Detected.Operator != "" {
+		det += label(" operator ") + r.Detected.Operator
+	}
+	add(det, "")
+
+	add(st.Title.Render("Hashes") + st.Muted.Render(" (canonical RFC 8785, SHA-256)"))
+	hashLine := func(name string, style lipgloss.Style, hash string) {
+		marker := "! "
+		if r.StoredHash == r.IncomingHash {
+			marker = "  "
+		}
+		if w >= 14+len(hash) {
+			add(marker + label(pad(name, 10)) + style.Render(hash))
+		} else {
+			add(marker+label(name), "    "+style.Render(hash))
+		}
+	}
+	hashLine("stored", st.HashStored, r.StoredHash)
+	hashLine("incoming", st.HashIncoming, r.IncomingHash)
+	add("")
+
+	add(st.Title.Render(fmt.Sprintf("Differing fields (%d)", len(r.Diff))) + st.Muted.Render(" JSON Pointer, stored → incoming"))
+	if len(r.Diff) == 0 {
+		add(st.Muted.Render("  none recorded (the class differs, or the diff was not computed)"))
+	}
+	for _, ch := range r.Diff {
+		path := ch.Path
+		if path == "" {
+			path = "(whole payload)"
+		}
+		add("! " + st.DiffPath.Render(path) + " " + st.Muted.Render(ch.Kind))
+		valueLines := func(name string, style lipgloss.Style, raw []byte) {
+			text := string(raw)
+			if len(raw) == 0 {
+				text = "null"
+			}
+			wrapped := wrap(text, max(10, w-14))
+			for i, l := range wrapped {
+				prefix := "    " + label(pad(name, 10))
+				if i > 0 {
+					prefix = strings.Repeat(" ", 14)
+				}
+				add(prefix + style.Render(l))
+			}
+		}
+		valueLines("stored", st.DiffStored, ch.Stored)
+		valueLines("incoming", st.DiffIncoming, ch.Incoming)
+	}
+	add("")
+
+	add(st.Title.Render("Decision"))
+	if d := r.Decision; d != nil {
+		add("  " + v.statusStyle(r.Status).Render(string(r.Status)) + label(" by ") + d.By + label(" at ") + stamp(d.At) +
+			label(" audit row ") + fmt.Sprintf("#%d", d.AuditID))
+		add(indent("  ", wrap(label("reason ")+d.Reason, max(10, w-2)))...)
+		if d.NewOperationID != "" {
+			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
+		}
+	} else {
+		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject · a accept as new"))
+	}
+	add("")
+
+	block := func(title string, raw []byte) {
+		add(st.Title.Render(title))
+		add(indent("  ", wrap(prettyJSON(raw), max(10, w-2)))...)
+	}
+	block("Saved response (of the stored operation)", r.StoredResponse)
+	block("Stored payload", r.StoredPayload)
+	block("Incoming payload (did not run)", r.IncomingPayload)
+	if len(r.IncomingTransport) > 0 && string(r.IncomingTransport) != "null" {
+		block("Incoming transport (tracing only)", r.IncomingTransport)
+	}
+	return lines
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (v *queueView) renderDetail(w, h int) string {
+	st := v.c.Styles
+	lines := v.detailLines(w)
+	top := max(0, min(v.dtop, len(lines)-(h-1)))
+	end := min(len(lines), top+h-1)
+	out := append([]string{}, lines[top:end]...)
+	for len(out) < h-1 {
+		out = append(out, "")
+	}
+	pos := st.Muted.Render(fmt.Sprintf("lines %d-%d of %d  ↑/↓ scroll  esc back to the list", top+1, end, len(lines)))
+	return fitLines(append(out, pos), w, h)
+}
+
+func (v *queueView) formHeader(w int) []string {
+	st := v.c.Styles
+	r := v.rec
+	var lines []string
+	if v.action == decideAccept {
+		lines = append(lines, st.Title.Render(fmt.Sprintf("Accept #%d as a new operation", r.ID)),
+			fmt.Sprintf("The incoming payload runs once, now, under tenant %s and the new operation id,", r.Tenant),
+			"through the atomic executor, in the transaction that records the decision.")
+	} else {
+		lines = append(lines, st.Title.Render(fmt.Sprintf("Reject #%d", r.ID)),
+			"The conflicting request will never run; its replays stay refused for ever.")
+	}
+	lines = append(lines, st.Label.Render("identity ")+r.Tenant+"/"+r.OperationID+st.Label.Render("  class ")+r.IncomingClass)
+	lines = append(lines, labelled(st.Label.Render("incoming hash"), st.HashIncoming.Render(r.IncomingHash), w, 2)...)
+	return append(lines, "")
+}
+
+func (v *queueView) renderForm(w, h int) string {
+	st := v.c.Styles
+	lines := v.formHeader(w)
+	field := func(i int, name string, in textinput.Model) {
+		lbl := "  " + pad(name, 18)
+		if i == v.focus {
+			lbl = st.Focused.Render("> " + pad(name, 18))
+		} else {
+			lbl = st.Label.Render(lbl)
+		}
+		in.Width = max(10, w-22)
+		lines = append(lines, lbl+in.View())
+	}
+	if v.action == decideAccept {
+		field(0, "new operation id", v.newOp)
+		field(1, "reason", v.reason)
+	} else {
+		field(0, "reason", v.reason)
+	}
+	lines = append(lines, "", st.Muted.Render("enter: review before deciding · tab: next field · esc: cancel"))
+	return fitLines(wrapAll(lines, w), w, h)
+}
+
+func (v *queueView) renderConfirm(w, h int) string {
+	st := v.c.Styles
+	r := v.rec
+	lines := []string{st.Warning.Render(fmt.Sprintf("Confirm: %s quarantine #%d", v.action.verb(), r.ID)), ""}
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 18))+val) }
+	row("identity", r.Tenant+"/"+r.OperationID)
+	if v.action == decideAccept {
+		row("runs as", r.Tenant+"/"+strings.TrimSpace(v.newOp.Value()))
+		row("class", r.IncomingClass)
+	}
+	row("operator", v.c.Operator)
+	row("reason", strings.TrimSpace(v.reason.Value()))
+	lines = append(lines, "", "This decision is final and is recorded in the audit log.")
+	if v.mode == queueDeciding {
+		lines = append(lines, "", st.StepRunning.Render("Recording the decision…"))
+	} else {
+		lines = append(lines, "", st.Focused.Render("y")+" confirm   "+st.Focused.Render("n/esc")+" back to the form")
+	}
+	return fitLines(wrapAll(lines, w), w, h)
+}
+
+// wrapAll wraps every line to w cells.
+func wrapAll(lines []string, w int) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, wrap(l, w)...)
+	}
+	return out
+}
+
+// plural renders "1 record", "2 records".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,79 @@
+package tui
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/quarantine"
+)
+
+// QuarantineService is what the queue view needs from package quarantine.
+type QuarantineService interface {
+	List(ctx context.Context, f quarantine.Filter) (quarantine.Page, error)
+	Show(ctx context.Context, id int64) (quarantine.Record, error)
+	Reject(ctx context.Context, id int64, operator, reason string) (quarantine.Record, error)
+	AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error)
+}
+
+// AuditService is what the audit view needs from package audit.
+type AuditService interface {
+	List(ctx context.Context, f audit.Filter) ([]audit.Record, error)
+	Verify(ctx context.Context) (audit.Report, error)
+}
+
+// Services are the TUI's data sources. Each view talks only to its service,
+// and only from inside a tea.Cmd. A nil service makes its view say so.
+type Services struct {
+	Quarantine QuarantineService
+	Audit      AuditService
+	Resolve    Stepper
+	Horizon    HorizonService
+}
+
+// PoolServices returns the services over a connection pool: the same domain
+// functions the CLI calls. Horizon is left nil (see HorizonService).
+func PoolServices(pool *pgxpool.Pool) Services {
+	return Services{
+		Quarantine: QuarantineDB{Pool: pool},
+		Audit:      AuditDB{Pool: pool},
+		Resolve:    &ProtocolStepper{Pool: pool},
+	}
+}
+
+// QuarantineDB is QuarantineService over package quarantine.
+type QuarantineDB struct{ Pool *pgxpool.Pool }
+
+// List lists quarantine records (quarantine.List).
+func (q QuarantineDB) List(ctx context.Context, f quarantine.Filter) (quarantine.Page, error) {
+	return quarantine.List(ctx, q.Pool, f)
+}
+
+// Show loads one record's evidence (quarantine.Show).
+func (q QuarantineDB) Show(ctx context.Context, id int64) (quarantine.Record, error) {
+	return quarantine.Show(ctx, q.Pool, id)
+}
+
+// Reject records the decision "never run this" (quarantine.Reject).
+func (q QuarantineDB) Reject(ctx context.Context, id int64, operator, reason string) (quarantine.Record, error) {
+	return quarantine.Reject(ctx, q.Pool, id, operator, reason)
+}
+
+// AcceptAsNew runs the incoming payload as a new operation (quarantine.AcceptAsNew).
+func (q QuarantineDB) AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error) {
+	return quarantine.AcceptAsNew(ctx, q.Pool, id, newOperationID, operator, reason)
+}
+
+// AuditDB is AuditService over package audit.
+type AuditDB struct{ Pool *pgxpool.Pool }
+
+// List lists audit rows newest first (audit.List).
+func (a AuditDB) List(ctx context.Context, f audit.Filter) ([]audit.Record, error) {
+	return audit.List(ctx, a.Pool, f)
+}
+
+// Verify walks the whole chain (audit.Verify).
+func (a AuditDB) Verify(ctx context.Context) (audit.Report, error) {
+	return audit.Verify(ctx, a.Pool)
+}

@@ -1,0 +1,378 @@
+// Package tui is idemctl's on-call console (`idemctl tui`): the quarantine
+// queue with its evidence and decisions, the recovery protocol run step by
+// step, the purge horizon with four-eyes approval, and the audit log.
+//
+// It is a thin face over the same domain services as the CLI (quarantine,
+// audit, recover, horizon), injected as interfaces: a root Model owns the
+// views and routes messages; every view shares one Context (size, styles,
+// keymap, operator, database, clock); all I/O happens inside tea.Cmd closures
+// that return typed messages, errors included.
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/styles"
+)
+
+// Defaults of Options.
+const (
+	DefaultRefresh   = 5 * time.Second
+	DefaultStepDelay = 250 * time.Millisecond
+	DefaultTimeout   = 30 * time.Second
+	// MinWidth and MinHeight are the smallest usable terminal.
+	MinWidth  = 60
+	MinHeight = 16
+)
+
+// Options configure the console.
+type Options struct {
+	Services Services
+	// Operator and Database are shown in the header; Operator is recorded
+	// with every decision.
+	Operator string
+	Database string
+	// Now is the display clock; time.Now when nil.
+	Now func() time.Time
+	// Styles; styles.DefaultStyles() when zero.
+	Styles *styles.Styles
+	// Refresh is how often the queue reloads by itself; DefaultRefresh when
+	// 0, never when negative.
+	Refresh time.Duration
+	// StepDelay is the pause between two protocol steps, so that a person
+	// sees them happen one by one; DefaultStepDelay when 0, none when negative.
+	StepDelay time.Duration
+	// Timeout bounds each command's I/O; DefaultTimeout when 0.
+	Timeout time.Duration
+	// Context is the parent of every command's context.
+	Context context.Context
+}
+
+// Tab is one of the four views.
+type Tab int
+
+// The views, in tab order.
+const (
+	TabQueue Tab = iota
+	TabResolve
+	TabHorizon
+	TabAudit
+)
+
+var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit"}
+
+// view is one screen. Views mutate in place; update returns the commands
+// that do their I/O.
+type view interface {
+	// activate is called each time the view becomes the active one.
+	activate() tea.Cmd
+	// update handles every message (keys only when active).
+	update(msg tea.Msg) tea.Cmd
+	// render draws the body in w×h cells.
+	render(w, h int) string
+	// keyMap is the view's keys in its current state.
+	keyMap() help.KeyMap
+	// typing is true while a text field has the focus.
+	typing() bool
+	// status is the view's current message to the operator.
+	status() banner
+	// back handles Esc; false when the view is already at its top level.
+	back() (bool, tea.Cmd)
+}
+
+// Model is the root model: it owns the four views, routes messages, and
+// draws the header, the tabs, the banner and the help line around the
+// active view.
+type Model struct {
+	ctx    *Context
+	cancel context.CancelFunc
+	views  [4]view
+	active Tab
+	help   help.Model
+	full   bool // full help shown
+	quit   bool
+
+	queue   *queueView
+	resolve *resolveView
+	horizon *horizonView
+	audit   *auditView
+}
+
+// New builds the console. It does no I/O until the program runs it.
+func New(o Options) *Model {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	st := styles.DefaultStyles()
+	if o.Styles != nil {
+		st = *o.Styles
+	}
+	if o.Refresh == 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.StepDelay == 0 {
+		o.StepDelay = DefaultStepDelay
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	parent := o.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	base, cancel := context.WithCancel(parent)
+	c := &Context{
+		Width: 80, Height: 24,
+		Styles: st, Keys: keys.Default(),
+		Operator: o.Operator, Database: o.Database,
+		Now: o.Now, Base: base, Timeout: o.Timeout,
+	}
+	m := &Model{ctx: c, cancel: cancel, help: newHelp(st)}
+	m.queue = newQueueView(c, o.Services.Quarantine, o.Refresh)
+	m.resolve = newResolveView(c, o.Services.Resolve, o.StepDelay)
+	m.horizon = newHorizonView(c, o.Services.Horizon)
+	m.audit = newAuditView(c, o.Services.Audit)
+	m.views = [4]view{m.queue, m.resolve, m.horizon, m.audit}
+	return m
+}
+
+func newHelp(st styles.Styles) help.Model {
+	h := help.New()
+	h.Styles = help.Styles{
+		Ellipsis: st.HelpSep, ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep,
+		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
+	}
+	return h
+}
+
+// Active returns the active view.
+func (m *Model) Active() Tab { return m.active }
+
+// Context returns the shared context (tests read the size from it).
+func (m *Model) Context() *Context { return m.ctx }
+
+// Init loads the queue, the view the console opens on.
+func (m *Model) Init() tea.Cmd {
+	return m.queue.activate()
+}
+
+// openQuarantineMsg asks the root to show one quarantine record (from the
+// resolve view, after a conflict).
+type openQuarantineMsg struct{ id int64 }
+
+// Update routes a message: keys to the global keymap or the active view,
+// everything else to every view (each ignores what is not its own).
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if m.quit {
+		return m, nil
+	}
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.ctx.Width, m.ctx.Height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		return m, m.broadcast(msg)
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	case openQuarantineMsg:
+		m.active = TabQueue
+		return m, m.queue.open(msg.id)
+	}
+	return m, m.broadcast(msg)
+}
+
+func (m *Model) broadcast(msg tea.Msg) tea.Cmd {
+	var cmds []tea.Cmd
+	for _, v := range m.views {
+		cmds = append(cmds, v.update(msg))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	g := m.ctx.Keys.Global
+	v := m.views[m.active]
+	if key.Matches(msg, g.ForceQuit) {
+		return m.quitCmd()
+	}
+	if m.full {
+		switch {
+		case key.Matches(msg, g.Help), key.Matches(msg, g.Back):
+			m.full = false
+		case key.Matches(msg, g.Quit):
+			return m.quitCmd()
+		}
+		return nil
+	}
+	if v.typing() {
+		return v.update(msg)
+	}
+	switch {
+	case key.Matches(msg, g.Quit):
+		return m.quitCmd()
+	case key.Matches(msg, g.Help):
+		m.full = true
+		return nil
+	case key.Matches(msg, g.Next):
+		return m.switchTo((m.active + 1) % 4)
+	case key.Matches(msg, g.Prev):
+		return m.switchTo((m.active + 3) % 4)
+	case key.Matches(msg, g.Back):
+		_, cmd := v.back()
+		return cmd
+	}
+	for i, b := range g.Views {
+		if key.Matches(msg, b) {
+			return m.switchTo(Tab(i))
+		}
+	}
+	return v.update(msg)
+}
+
+func (m *Model) switchTo(t Tab) tea.Cmd {
+	if t == m.active {
+		return nil
+	}
+	m.active = t
+	return m.views[t].activate()
+}
+
+// quitCmd stops every command in flight and quits.
+func (m *Model) quitCmd() tea.Cmd {
+	m.quit = true
+	m.cancel()
+	return tea.Quit
+}
+
+// View draws the whole screen.
+func (m *Model) View() string {
+	if m.quit {
+		return ""
+	}
+	c := m.ctx
+	w, h := c.Width, c.Height
+	st := c.Styles
+	if w < MinWidth || h < MinHeight {
+		return fitLines([]string{
+			st.Header.Render("idemctl"),
+			st.Warning.Render("terminal too small"),
+			sprintf("need %dx%d, have %dx%d", MinWidth, MinHeight, w, h),
+			"resize, or press q to quit",
+		}, w, h)
+	}
+	header := m.header(w)
+	tabs := m.tabs(w)
+	v := m.views[m.active]
+	bodyH := h - 5
+	var body string
+	if m.full {
+		body = m.fullHelp(w, bodyH)
+	} else {
+		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
+	}
+	ban := m.banner(v.status(), w)
+	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
+	if m.full {
+		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
+	}
+	m.help.Width = w
+	helpLine := trunc(m.help.ShortHelpView(km.ShortHelp()), w)
+	return strings.Join([]string{header, tabs, body, ban, helpLine}, "\n")
+}
+
+func (m *Model) header(w int) string {
+	st := m.ctx.Styles
+	left := st.Header.Render("idemctl tui")
+	op := st.HeaderKey.Render("operator ") + m.ctx.Operator
+	dbw := w - lipgloss.Width(left) - lipgloss.Width(op) - 8
+	db := st.HeaderKey.Render("db ") + trunc(m.ctx.Database, max(8, dbw))
+	return trunc(left+"  "+op+"  "+db, w)
+}
+
+func (m *Model) tabs(w int) string {
+	st := m.ctx.Styles
+	parts := make([]string, len(tabNames))
+	for i, name := range tabNames {
+		label := sprintf("%d %s", i+1, name)
+		if Tab(i) == m.active {
+			parts[i] = st.ActiveTab.Render("[" + label + "]")
+		} else {
+			parts[i] = st.Tab.Render(" " + label + " ")
+		}
+	}
+	return trunc(strings.Join(parts, " "), w)
+}
+
+// banner renders the view's message on two lines (wrapped, then cut).
+func (m *Model) banner(b banner, w int) string {
+	st := m.ctx.Styles
+	var prefix string
+	var style lipgloss.Style
+	switch b.kind {
+	case bannerNone:
+		return "\n"
+	case bannerInfo:
+		style = st.Info
+	case bannerSuccess:
+		prefix, style = "ok: ", st.Success
+	case bannerWarning:
+		prefix, style = "warning: ", st.Warning
+	case bannerError:
+		prefix, style = "error: ", st.Error
+	}
+	lines := wrap(prefix+b.text, w)
+	if len(lines) > 2 {
+		lines = lines[:2]
+		lines[1] = trunc(lines[1], w-1) + "…"
+	}
+	for i := range lines {
+		lines[i] = style.Render(lines[i])
+	}
+	if len(lines) == 1 {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) fullHelp(w, h int) string {
+	st := m.ctx.Styles
+	v := m.views[m.active]
+	km := keys.Combined{View: v.keyMap(), Global: m.ctx.Keys.Global}
+	m.help.Width = w
+	lines := []string{st.Title.Render("Keys: " + tabNames[m.active]), ""}
+	lines = append(lines, strings.Split(m.help.FullHelpView(km.FullHelp()), "\n")...)
+	lines = append(lines, "", st.Muted.Render("? or esc closes this help"))
+	return fitLines(lines, w, h)
+}
+
+// Run runs the console on a terminal until the operator quits. With noColor
+// (NO_COLOR) nothing is coloured, in the console's own styles and in the
+// components'.
+func Run(ctx context.Context, in io.Reader, out io.Writer, o Options, noColor bool) error {
+	st := styles.ForOutput(out, noColor)
+	if noColor {
+		// bubbles components with built-in styles render on the default
+		// renderer.
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	o.Styles = &st
+	o.Context = ctx
+	m := New(o)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
+	_, err := p.Run()
+	m.cancel()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
