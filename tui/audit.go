@@ -96,14 +96,14 @@ func (v *auditView) back() (bool, tea.Cmd) {
 // listHeight is the rows of the list: the body minus the title, the chain
 // line and the column line, and the details pane when open.
 func (v *auditView) listHeight() int {
-	h := v.c.Height - 5 - 3
+	h := v.c.bodyHeight() - 3
 	if v.details {
 		h -= v.detailsHeight()
 	}
 	return max(1, h)
 }
 
-func (v *auditView) detailsHeight() int { return max(4, (v.c.Height-5)/2-1) }
+func (v *auditView) detailsHeight() int { return max(4, (v.c.bodyHeight())/2-1) }
 
 func (v *auditView) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
@@ -183,8 +183,8 @@ func (v *auditView) render(w, h int) string {
 	if v.loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
-	const idW, atW, actorW = 6, 20, 12
-	actionW := 26
+	const idW, atW, actorW = 6, 20, 10
+	actionW := 20
 	targetW := max(8, w-2-idW-atW-actorW-actionW-4)
 	lines := []string{title, v.chainLine(),
 		st.Column.Render("  " + padLeft("ID", idW) + " " + pad("AT", atW) + " " + pad("ACTOR", actorW) + " " + pad("ACTION", actionW) + " " + pad("TARGET", targetW))}

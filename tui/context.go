@@ -29,6 +29,17 @@ type Context struct {
 	Timeout time.Duration
 }
 
+// Screen layout: the header and the tabs above the body; the banner (up to
+// bannerLines) and the help line below it.
+const (
+	headerLines = 2
+	bannerLines = 3
+	helpLines   = 1
+)
+
+// bodyHeight is the height every view draws in.
+func (c *Context) bodyHeight() int { return c.Height - headerLines - bannerLines - helpLines }
+
 // cmdContext is the context of one tea.Cmd's I/O.
 func (c *Context) cmdContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Base, c.Timeout)

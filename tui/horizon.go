@@ -196,12 +196,12 @@ func (v *horizonView) purging() bool { return v.purgeEvents != nil }
 
 // sourceRows is how many source rows fit; the plans get the rest.
 func (v *horizonView) sourceRows() int {
-	body := v.c.Height - 5
+	body := v.c.bodyHeight()
 	return max(1, min(max(1, len(v.sources)), (body-9)/2))
 }
 
 func (v *horizonView) planRows() int {
-	return max(1, v.c.Height-5-9-v.sourceRows())
+	return max(1, v.c.bodyHeight()-9-v.sourceRows())
 }
 
 func (v *horizonView) selected() *PurgePlan {
@@ -475,7 +475,8 @@ func (v *horizonView) render(w, h int) string {
 // footer is the selected plan's detail, or the purge's progress.
 func (v *horizonView) footer(w int) []string {
 	st := v.c.Styles
-	if v.purging() || (v.purgeID != 0 && v.purgeTotal > 0) {
+	p := v.selected()
+	if v.purging() || (p != nil && p.ID == v.purgeID) {
 		total := max(v.purgeTotal, 1)
 		pct := float64(v.purgeDone) / float64(total)
 		v.bar.Width = max(10, w-30)
@@ -485,7 +486,6 @@ func (v *horizonView) footer(w int) []string {
 		}
 		return []string{"", label + v.bar.ViewAs(min(1, pct)) + fmt.Sprintf(" %d/%d", v.purgeDone, v.purgeTotal), ""}
 	}
-	p := v.selected()
 	if p == nil {
 		return []string{"", "", ""}
 	}

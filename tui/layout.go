@@ -111,12 +111,25 @@ func wrap(s string, w int) []string {
 
 // labelled renders "label value" on one line when it fits in w, else the
 // label on one line and the value, indented, below (a 75-character hash fits
-// an 80-column terminal that way).
-func labelled(label, value string, w, indentW int) []string {
+// an 80-column terminal that way). The label is styled here so that its
+// padding can be dropped when it stands alone.
+func labelled(label string, style lipgloss.Style, value string, w, indentW int) []string {
 	if ansi.StringWidth(label)+1+ansi.StringWidth(value) <= w {
-		return []string{label + " " + value}
+		return []string{style.Render(label) + " " + value}
 	}
-	return append([]string{label}, indent(strings.Repeat(" ", indentW), wrap(value, max(10, w-indentW)))...)
+	return append([]string{style.Render(strings.TrimRight(label, " "))},
+		indent(strings.Repeat(" ", indentW), wrap(value, max(10, w-indentW)))...)
+}
+
+// truncMiddle shortens s to w cells by cutting its middle, so that both ends
+// (a database's user and its name) stay readable.
+func truncMiddle(s string, w int) string {
+	if ansi.StringWidth(s) <= w || w < 5 {
+		return trunc(s, w)
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, ansi.StringWidth(s)-tail, "")
 }
 
 // indent prefixes every line of lines.

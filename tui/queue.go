@@ -199,9 +199,9 @@ func (v *queueView) visible() []quarantine.Summary {
 
 // listHeight is the number of rows the list shows (body minus title,
 // search and column lines).
-func (v *queueView) listHeight() int { return max(1, v.c.Height-5-3) }
+func (v *queueView) listHeight() int { return max(1, v.c.bodyHeight()-3) }
 
-func (v *queueView) detailHeight() int { return max(1, v.c.Height-5-1) }
+func (v *queueView) detailHeight() int { return max(1, v.c.bodyHeight()-1) }
 
 func (v *queueView) typing() bool {
 	return v.search.Focused() || v.mode == queueForm
@@ -553,7 +553,8 @@ func (v *queueView) keyMap() help.KeyMap {
 	}
 	return keys.Bindings{
 		Short: []key.Binding{q.Open, q.Status, q.Search, q.Refresh},
-		Full:  [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Open, q.Status, q.Search, q.Refresh}},
+		Full: [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Open, q.Status, q.Search, q.Refresh},
+			{q.Reject, q.Accept}},
 	}
 }
 
@@ -787,7 +788,7 @@ func (v *queueView) formHeader(w int) []string {
 			"The conflicting request will never run; its replays stay refused for ever.")
 	}
 	lines = append(lines, st.Label.Render("identity ")+r.Tenant+"/"+r.OperationID+st.Label.Render("  class ")+r.IncomingClass)
-	lines = append(lines, labelled(st.Label.Render("incoming hash"), st.HashIncoming.Render(r.IncomingHash), w, 2)...)
+	lines = append(lines, labelled("incoming hash", st.Label, st.HashIncoming.Render(r.IncomingHash), w, 2)...)
 	return append(lines, "")
 }
 

@@ -276,7 +276,7 @@ func (v *resolveView) scrollKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	k := v.c.Keys.Queue.List
-	h := v.c.Height - 5
+	h := v.c.bodyHeight()
 	switch {
 	case key.Matches(msg, k.Up):
 		v.top--
@@ -484,7 +484,7 @@ func (v *resolveView) executed(msg stepDoneMsg) tea.Cmd {
 	}
 	switch res.Outcome {
 	case recovery.Applied:
-		r.steps[3] = step(stepOK, text("executed now: inbox row, effect, response committed together"))
+		r.steps[3] = step(stepOK, text("ran now: inbox row, effect, response in one transaction"))
 		r.steps[4] = step(stepSkipped, text("not needed"))
 		r.summary = []string{"Applied now. Saved response:"}
 	case recovery.AlreadyApplied:
@@ -739,7 +739,7 @@ func (v *resolveView) renderConfirm(w, h int) string {
 	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 14))+val) }
 	row("identity", p.TenantID+"/"+p.OperationID)
 	row("class", p.Class)
-	lines = append(lines, labelled(st.Label.Render("  "+pad("payload hash", 14)), st.HashIncoming.Render(p.Hash), w, 4)...)
+	lines = append(lines, labelled("  "+pad("payload hash", 14), st.Label, st.HashIncoming.Render(p.Hash), w, 4)...)
 	row("operator", v.c.Operator)
 	lines = append(lines, "",
 		"If the identity is absent the operation executes now (its effect commits);",
@@ -773,7 +773,7 @@ func (v *resolveView) runLines(w int) []string {
 		mode = st.Warning.Render("REAL RUN")
 	}
 	lines := []string{st.Title.Render("Resolve "+r.p.TenantID+"/"+r.p.OperationID) + " " + st.Muted.Render("("+r.p.Class+")") + "  " + mode}
-	lines = append(lines, labelled(st.Label.Render("incoming hash"), st.HashIncoming.Render(r.p.Hash), w, 5)...)
+	lines = append(lines, labelled("incoming hash", st.Label, st.HashIncoming.Render(r.p.Hash), w, 5)...)
 	lines = append(lines, "")
 	const titleW = 17
 	for i, s := range r.steps {
@@ -790,7 +790,7 @@ func (v *resolveView) runLines(w int) []string {
 		lines = append(lines, head)
 		for _, l := range rest {
 			if l.label != "" {
-				lines = append(lines, indent("     ", labelled(st.Label.Render(l.label), st.HashStored.Render(l.text), w-5, 0))...)
+				lines = append(lines, indent("     ", labelled(l.label, st.Label, st.HashStored.Render(l.text), w-5, 0))...)
 				continue
 			}
 			lines = append(lines, indent("     ", wrap(v.stepText(l), max(10, w-5)))...)

@@ -273,7 +273,7 @@ func (m *Model) View() string {
 	header := m.header(w)
 	tabs := m.tabs(w)
 	v := m.views[m.active]
-	bodyH := h - 5
+	bodyH := c.bodyHeight()
 	var body string
 	if m.full {
 		body = m.fullHelp(w, bodyH)
@@ -295,7 +295,7 @@ func (m *Model) header(w int) string {
 	left := st.Header.Render("idemctl tui")
 	op := st.HeaderKey.Render("operator ") + m.ctx.Operator
 	dbw := w - lipgloss.Width(left) - lipgloss.Width(op) - 8
-	db := st.HeaderKey.Render("db ") + trunc(m.ctx.Database, max(8, dbw))
+	db := st.HeaderKey.Render("db ") + truncMiddle(m.ctx.Database, max(8, dbw))
 	return trunc(left+"  "+op+"  "+db, w)
 }
 
@@ -313,14 +313,14 @@ func (m *Model) tabs(w int) string {
 	return trunc(strings.Join(parts, " "), w)
 }
 
-// banner renders the view's message on two lines (wrapped, then cut).
+// banner renders the view's message on bannerLines lines (wrapped, then cut).
 func (m *Model) banner(b banner, w int) string {
 	st := m.ctx.Styles
 	var prefix string
 	var style lipgloss.Style
 	switch b.kind {
 	case bannerNone:
-		return "\n"
+		return strings.Repeat("\n", bannerLines-1)
 	case bannerInfo:
 		style = st.Info
 	case bannerSuccess:
@@ -331,14 +331,14 @@ func (m *Model) banner(b banner, w int) string {
 		prefix, style = "error: ", st.Error
 	}
 	lines := wrap(prefix+b.text, w)
-	if len(lines) > 2 {
-		lines = lines[:2]
-		lines[1] = trunc(lines[1], w-1) + "…"
+	if len(lines) > bannerLines {
+		lines = lines[:bannerLines]
+		lines[bannerLines-1] = trunc(lines[bannerLines-1], w-1) + "…"
 	}
 	for i := range lines {
 		lines[i] = style.Render(lines[i])
 	}
-	if len(lines) == 1 {
+	for len(lines) < bannerLines {
 		lines = append(lines, "")
 	}
 	return strings.Join(lines, "\n")
@@ -350,7 +350,30 @@ func (m *Model) fullHelp(w, h int) string {
 	km := keys.Combined{View: v.keyMap(), Global: m.ctx.Keys.Global}
 	m.help.Width = w
 	lines := []string{st.Title.Render("Keys: " + tabNames[m.active]), ""}
-	lines = append(lines, strings.Split(m.help.FullHelpView(km.FullHelp()), "\n")...)
+	// The help component puts every group side by side and cuts what does
+	// not fit: lay the groups out in as many rows as the width needs.
+	hm := m.help
+	hm.Width = 0
+	var row [][]key.Binding
+	rowW := 0
+	flush := func() {
+		if len(row) > 0 {
+			lines = append(lines, strings.Split(hm.FullHelpView(row), "\n")...)
+			lines = append(lines, "")
+		}
+		row, rowW = nil, 0
+	}
+	for _, g := range km.FullHelp() {
+		gw := lipgloss.Width(hm.FullHelpView([][]key.Binding{g}))
+		if rowW > 0 && rowW+4+gw > w {
+			flush()
+		}
+		if rowW > 0 {
+			rowW += 4
+		}
+		row, rowW = append(row, g), rowW+gw
+	}
+	flush()
 	lines = append(lines, "", st.Muted.Render("? or esc closes this help"))
 	return fitLines(lines, w, h)
 }

@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
+	recovery "github.com/idemctl/idemctl/recover"
+)
+
+// Fixed data for the golden tests: every value a view shows is fixed here,
+// and the clock is fixedNow, so the rendered screens never change by
+// themselves.
+
+var fixedNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const fixedDB = "postgres@db-primary.payments.internal:5432/payments_production"
+
+func mustHash(payload string) string {
+	_, h, err := idem.Canonicalize([]byte(payload), idem.PayloadLimits{})
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+const (
+	storedPayload   = `{"amount":100,"currency":"EUR","from":"acct-1","to":"acct-2"}`
+	incomingPayload = `{"amount":1000,"currency":"EUR","from":"acct-1","memo":"retry","to":"acct-2"}`
+)
+
+// fixedQuarantine is a QuarantineService over fixed records.
+type fixedQuarantine struct {
+	mu      sync.Mutex
+	records map[int64]quarantine.Record
+	// failAccept, when set, is the error AcceptAsNew returns.
+	failAccept error
+}
+
+func newFixedQuarantine() *fixedQuarantine {
+	base := quarantine.Record{
+		Class: "demo.transfer", IncomingClass: "demo.transfer",
+		StoredHash: mustHash(storedPayload), StoredPayload: json.RawMessage(storedPayload),
+		StoredResponse: json.RawMessage(`{"posting_id":"5b1f0c7e-0000-4000-8000-000000000001","from_balance":-100,"to_balance":100}`),
+		IncomingHash:   mustHash(incomingPayload), IncomingPayload: json.RawMessage(incomingPayload),
+		Detected: quarantine.Detection{ApplicationName: "payments-api", DBUser: "payments"},
+		Diff: []quarantine.Change{
+			{Path: "/amount", Kind: "changed", Stored: json.RawMessage(`100`), Incoming: json.RawMessage(`1000`)},
+			{Path: "/memo", Kind: "added", Stored: json.RawMessage(`null`), Incoming: json.RawMessage(`"retry"`)},
+		},
+	}
+	rec := func(id int64, tenant, op string, st quarantine.Status, occ int64, lastAgo time.Duration) quarantine.Record {
+		r := base
+		r.ID, r.Tenant, r.OperationID, r.Status, r.Occurrences = id, tenant, op, st, occ
+		r.LastSeen = fixedNow.Add(-lastAgo)
+		r.FirstSeen = r.LastSeen.Add(-time.Hour)
+		return r
+	}
+	f := &fixedQuarantine{records: map[int64]quarantine.Record{}}
+	for _, r := range []quarantine.Record{
+		rec(12, "acme", "charge-42", quarantine.StatusOpen, 3, 2*time.Minute),
+		rec(11, "globex", "payout-2026-11-30-0007", quarantine.StatusOpen, 1, 47*time.Minute),
+		rec(9, "acme", "refund-17", quarantine.StatusOpen, 12, 5*time.Hour),
+		rec(4, "initech", "bet-991-settle", quarantine.StatusRejected, 2, 72*time.Hour),
+	} {
+		f.records[r.ID] = r
+	}
+	return f
+}
+
+func (f *fixedQuarantine) List(_ context.Context, fl quarantine.Filter) (quarantine.Page, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var page quarantine.Page
+	for _, id := range []int64{12, 11, 9, 4} {
+		r := f.records[id]
+		if fl.Status != quarantine.StatusAll && r.Status != fl.Status {
+			continue
+		}
+		page.Items = append(page.Items, quarantine.Summary{
+			ID: r.ID, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class, IncomingClass: r.IncomingClass,
+			Status: r.Status, Occurrences: r.Occurrences, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, Changes: len(r.Diff),
+		})
+	}
+	return page, nil
+}
+
+func (f *fixedQuarantine) Show(_ context.Context, id int64) (quarantine.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.records[id]
+	if !ok {
+		return quarantine.Record{}, fmt.Errorf("%w: no record %d", quarantine.ErrNotFound, id)
+	}
+	return r, nil
+}
+
+func (f *fixedQuarantine) Reject(_ context.Context, id int64, operator, reason string) (quarantine.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[id]
+	r.Status = quarantine.StatusRejected
+	r.Decision = &quarantine.Decision{At: fixedNow, By: operator, DBUser: "payments", Reason: reason, AuditID: 31}
+	f.records[id] = r
+	return r, nil
+}
+
+func (f *fixedQuarantine) AcceptAsNew(_ context.Context, id int64, newOp, operator, reason string) (quarantine.Acceptance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failAccept != nil {
+		return quarantine.Acceptance{}, f.failAccept
+	}
+	r := f.records[id]
+	r.Status = quarantine.StatusAccepted
+	r.Decision = &quarantine.Decision{At: fixedNow, By: operator, DBUser: "payments", Reason: reason,
+		NewOperationID: newOp, NewOutcome: "applied", AuditID: 32}
+	f.records[id] = r
+	return quarantine.Acceptance{Record: r, Outcome: idem.Applied, Response: json.RawMessage(`{"ok":true}`)}, nil
+}
+
+// fixedAudit is an AuditService over fixed rows.
+type fixedAudit struct{}
+
+func (fixedAudit) List(context.Context, audit.Filter) ([]audit.Record, error) {
+	h := func(n int) string { return fmt.Sprintf("sha256:%064x", n) }
+	rows := []audit.Record{
+		{ID: 30, At: fixedNow.Add(-3 * time.Minute), Actor: "bob", DBUser: "payments", Action: "quarantine.reject", Target: "quarantine:10",
+			Details: json.RawMessage(`{"reason": "duplicate webhook, ticket PAY-88"}`)},
+		{ID: 29, At: fixedNow.Add(-20 * time.Minute), Actor: "alice", DBUser: "payments", Action: "resolve.run", Target: "resolve:tui",
+			Details: json.RawMessage(`{"source": "tui", "counts": {"applied": 1}, "dry_run": false}`)},
+		{ID: 28, At: fixedNow.Add(-time.Hour), Actor: "alice", DBUser: "payments", Action: "quarantine.export", Target: "quarantine:9",
+			Details: json.RawMessage(`{"verified": true}`)},
+	}
+	for i := range rows {
+		rows[i].Hash, rows[i].PrevHash = h(int(rows[i].ID)), h(int(rows[i].ID)-1)
+	}
+	return rows, nil
+}
+
+func (fixedAudit) Verify(context.Context) (audit.Report, error) {
+	last := fmt.Sprintf("sha256:%064x", 30)
+	return audit.Report{Rows: 30, LastID: 30, LastHash: last, HeadID: 30, HeadHash: last, Intact: true}, nil
+}
+
+// fixedStepper answers every step of the protocol with a conflict.
+type fixedStepper struct {
+	// absent makes the identity absent (then Execute applies it).
+	absent bool
+}
+
+func (fixedStepper) CheckPrimary(context.Context) (time.Time, error) { return fixedNow, nil }
+
+func (s fixedStepper) Lookup(_ context.Context, p idem.Prepared, _ string, _ bool) (Stored, error) {
+	if s.absent {
+		return Stored{}, nil
+	}
+	return Stored{Found: true, Hash: mustHash(storedPayload), Class: p.Class}, nil
+}
+
+func (s fixedStepper) Execute(_ context.Context, p idem.Prepared, _ string) (recovery.Result, error) {
+	res := recovery.Result{Tenant: p.TenantID, OperationID: p.OperationID, Class: p.Class, IncomingHash: p.Hash}
+	if s.absent {
+		res.Outcome, res.Response = recovery.Applied, json.RawMessage(`{"posting_id":"5b1f0c7e-0000-4000-8000-000000000002","to_balance":1000}`)
+		return res, nil
+	}
+	res.Outcome, res.QuarantineID, res.StoredHash = recovery.Conflict, 13, mustHash(storedPayload)
+	return res, nil
+}
+
+// fixedHorizon is a HorizonService over fixed sources and plans.
+type fixedHorizon struct {
+	mu    sync.Mutex
+	plans []PurgePlan
+}
+
+func newFixedHorizon() *fixedHorizon {
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	return &fixedHorizon{plans: []PurgePlan{
+		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: PlanPlanned, Identities: 12840,
+			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114"},
+		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: PlanApproved, Identities: 5000,
+			PlannedBy: "carol", PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: "alice"},
+		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: PlanAborted, Identities: 700,
+			PlannedBy: "bob", PlannedAt: fixedNow.Add(-72 * time.Hour), ApprovedBy: "carol",
+			AbortReason: "horizon moved: archive s3://replays can replay from 2026-07-20"},
+	}}
+}
+
+func (h *fixedHorizon) Sources(context.Context) ([]HorizonSource, error) {
+	return []HorizonSource{
+		{Name: "kafka:payments.commands", Kind: "topic", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
+			Detail: "retention 7d, oldest offset 2026-11-23"},
+		{Name: "kafka:payments.dlq", Kind: "dlq", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
+			Detail: "empty"},
+		{Name: "s3://replays", Kind: "archive", ProbedAt: fixedNow.Add(-3 * time.Hour), Result: "unreachable",
+			Detail: "timeout after 10s"},
+	}, nil
+}
+
+func (h *fixedHorizon) Plans(context.Context) ([]PurgePlan, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]PurgePlan(nil), h.plans...), nil
+}
+
+func (h *fixedHorizon) plan(id int64) *PurgePlan {
+	for i := range h.plans {
+		if h.plans[i].ID == id {
+			return &h.plans[i]
+		}
+	}
+	return nil
+}
+
+func (h *fixedHorizon) Approve(_ context.Context, id int64, operator string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.plan(id)
+	if p == nil {
+		return errors.New("no such plan")
+	}
+	if p.PlannedBy == operator {
+		return fmt.Errorf("approve plan %d: %w", id, ErrSameOperator)
+	}
+	p.State, p.ApprovedBy = PlanApproved, operator
+	return nil
+}
+
+func (h *fixedHorizon) Purge(_ context.Context, id int64, _ string, progress func(done, total int64)) (PurgeResult, error) {
+	h.mu.Lock()
+	p := h.plan(id)
+	total := p.Identities
+	h.mu.Unlock()
+	progress(1000, total)
+	progress(2500, total)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p.State = PlanAborted
+	p.AbortReason = "horizon moved: kafka:payments.dlq can replay from 2026-08-20"
+	return PurgeResult{Purged: 2500, Aborted: true, AbortReason: p.AbortReason}, nil
+}

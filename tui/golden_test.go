@@ -1,0 +1,312 @@
+package tui
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/styles"
+)
+
+// The golden tests render each view with fixed data, a fixed clock, the
+// ASCII colour profile and a fixed terminal size, drive it through teatest
+// with real key presses, and compare the final screen with
+// testdata/<test>/<case>.golden. Rewrite the files with:
+//
+//	go test ./tui/ -run TestGolden -update
+
+func TestMain(m *testing.M) {
+	// bubbles components with built-in styles render on the default renderer.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+type goldenSetup struct {
+	quarantine *fixedQuarantine
+	horizon    *fixedHorizon
+	stepper    fixedStepper
+}
+
+func goldenModel(s goldenSetup) *Model {
+	st := styles.Ascii()
+	if s.quarantine == nil {
+		s.quarantine = newFixedQuarantine()
+	}
+	if s.horizon == nil {
+		s.horizon = newFixedHorizon()
+	}
+	return New(Options{
+		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon},
+		Operator: "alice", Database: fixedDB,
+		Now: func() time.Time { return fixedNow }, Styles: &st,
+		Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second,
+	})
+}
+
+// screen drives a teatest program and returns its final screen.
+type screen struct {
+	t  *testing.T
+	tm *teatest.TestModel
+}
+
+func newScreen(t *testing.T, m *Model, w, h int) *screen {
+	t.Helper()
+	return &screen{t: t, tm: teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))}
+}
+
+// waitFor waits until the program has drawn s.
+func (s *screen) waitFor(text string) {
+	s.t.Helper()
+	teatest.WaitFor(s.t, s.tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(text)) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
+func (s *screen) keys(ks ...string) {
+	for _, k := range ks {
+		s.tm.Send(keyMsg(k))
+	}
+}
+
+func (s *screen) typ(text string) { s.tm.Type(text) }
+
+// golden quits and compares the final screen with the golden file.
+func (s *screen) golden() {
+	s.t.Helper()
+	if err := s.tm.Quit(); err != nil {
+		s.t.Fatal(err)
+	}
+	fm := s.tm.FinalModel(s.t, teatest.WithFinalTimeout(5*time.Second))
+	teatest.RequireEqualOutput(s.t, []byte(fm.View()))
+}
+
+// keyMsg builds the key message a terminal sends for k.
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyMsg{Type: tea.KeyShiftTab}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "pgdown":
+		return tea.KeyMsg{Type: tea.KeyPgDown}
+	case "ctrl+r":
+		return tea.KeyMsg{Type: tea.KeyCtrlR}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case " ":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name  string
+		w, h  int
+		setup goldenSetup
+		drive func(s *screen)
+	}{
+		{"queue_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+		}},
+		{"queue_resized_120x40", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.tm.Send(tea.WindowSizeMsg{Width: 120, Height: 40})
+			s.waitFor("payments_production")
+		}},
+		{"queue_status_all", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("s", "s", "s")
+			s.waitFor("initech/bet-991-settle")
+		}},
+		{"queue_search", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("/")
+			s.typ("acme")
+			s.keys("enter")
+			s.waitFor("2 of 3 records")
+		}},
+		{"detail_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+		}},
+		{"detail_scrolled", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("pgdown")
+			s.waitFor("Saved response")
+		}},
+		{"detail_120x40", 120, 40, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("down", "enter")
+			s.waitFor("/memo")
+		}},
+		{"reject_form", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("x")
+			s.typ("tampered amount, PAY-123")
+			s.waitFor("PAY-123")
+		}},
+		{"reject_confirm", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("x")
+			s.typ("tampered amount, PAY-123")
+			s.keys("enter")
+			s.waitFor("This decision is final")
+		}},
+		{"reject_done", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("x")
+			s.typ("tampered amount, PAY-123")
+			s.keys("enter", "y")
+			s.waitFor("audit row #31")
+		}},
+		{"accept_form_missing_id", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("a", "tab")
+			s.typ("settlement revision")
+			s.keys("enter")
+			s.waitFor("a new operation id is required")
+		}},
+		{"accept_refused", 80, 24, goldenSetup{quarantine: func() *fixedQuarantine {
+			q := newFixedQuarantine()
+			q.failAccept = errors.Join(quarantine.ErrNewOperationConflict,
+				errors.New(`new operation "charge-42-rev2" of tenant "acme" already exists with another payload; nothing was executed`))
+			return q
+		}()}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("enter")
+			s.waitFor("/amount")
+			s.keys("a")
+			s.typ("charge-42-rev2")
+			s.keys("tab")
+			s.typ("corrected amount")
+			s.keys("enter", "y")
+			s.waitFor("nothing was executed")
+		}},
+		{"resolve_form", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("2", "e")
+			s.typ("acme")
+			s.keys("tab")
+			s.typ("charge-42")
+			s.keys("tab")
+			s.typ("demo.transfer")
+			s.keys("tab", "tab")
+			s.typ(`{"from":"acct-1","to":"acct-2","amount":1000,"currency":"EUR"}`)
+			s.waitFor(`"}`)
+		}},
+		{"resolve_dry_run_conflict", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("2", "e")
+			s.typ("acme")
+			s.keys("tab")
+			s.typ("charge-42")
+			s.keys("tab")
+			s.typ("demo.transfer")
+			s.keys("tab", "tab")
+			s.typ(incomingPayload)
+			s.keys("ctrl+r")
+			s.waitFor("would_conflict")
+		}},
+		{"resolve_real_conflict", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("2", "d", "e")
+			s.typ("acme")
+			s.keys("tab")
+			s.typ("charge-42")
+			s.keys("tab")
+			s.typ("demo.transfer")
+			s.keys("tab", "tab")
+			s.typ(incomingPayload)
+			s.keys("esc", "enter")
+			s.waitFor("Confirm a REAL run")
+			s.keys("y")
+			s.waitFor("gets no response")
+		}},
+		{"resolve_real_applied", 80, 24, goldenSetup{stepper: fixedStepper{absent: true}}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("2", "d", "e")
+			s.typ("acme")
+			s.keys("tab")
+			s.typ("charge-43")
+			s.keys("tab")
+			s.typ("demo.transfer")
+			s.keys("tab", "tab")
+			s.typ(incomingPayload)
+			s.keys("esc", "enter", "y")
+			s.waitFor("Saved response")
+		}},
+		{"horizon_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("3")
+			s.waitFor("FIN-2026-114")
+		}},
+		{"horizon_refused_same_operator", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("3")
+			s.waitFor("FIN-2026-114")
+			s.keys("a")
+			s.waitFor("Four eyes")
+			s.keys("y")
+			s.waitFor("another operator must approve")
+		}},
+		{"horizon_purge_aborted", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("3")
+			s.waitFor("FIN-2026-114")
+			s.keys("down", "p")
+			s.waitFor("PURGE plan #2")
+			s.keys("y")
+			s.waitFor("aborted after 2500")
+		}},
+		{"audit_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("4")
+			s.waitFor("chain intact")
+			s.keys("down", "enter")
+			s.waitFor("Row #29")
+		}},
+		{"help_overlay", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("?")
+			s.waitFor("Keys: Queue")
+		}},
+		{"too_small", 50, 12, goldenSetup{}, func(s *screen) {
+			s.waitFor("terminal too small")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newScreen(t, goldenModel(c.setup), c.w, c.h)
+			c.drive(s)
+			s.golden()
+		})
+	}
+}
