@@ -257,7 +257,7 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Clear):
 		v.setInput(ResolveInput{DryRun: true})
 		v.file.SetValue("")
-		v.run, v.ban, v.top = nil, banner{}, 0
+		v.run, v.ban, v.top, v.focus = nil, banner{}, 0, fieldTenant
 		return nil
 	case key.Matches(msg, k.OpenRec):
 		if v.run != nil && v.run.result != nil && v.run.result.QuarantineID > 0 {
