@@ -25,6 +25,10 @@ const (
 	// Conflict: the identity exists with another payload; nothing ran and the
 	// request is recorded in idem.quarantine.
 	Conflict Outcome = "conflict"
+	// Purged: the identity was applied and later purged under a proven replay
+	// horizon (idemctl horizon); same hash: nothing ran, and the response is no
+	// longer kept (nil).
+	Purged Outcome = "purged"
 )
 
 // MaxTransportBytes bounds the tracing metadata kept with an inbox row.

@@ -367,24 +367,12 @@ BEGIN
 END
 $$;
 
--- horizon_candidate says whether a body row may go under a plan: its class,
--- before the cutoff, older than the class's min_age now, not pinned, and
--- without an open or rejected quarantine record (a replay of a rejected
--- payload must keep meeting its record).
-CREATE FUNCTION idem.horizon_candidate(
-    p_plan bigint, p_class text, p_cutoff timestamptz, p_min_age interval,
-    p_tenant_id text, p_operation_id text, p_op_class text, p_created_at timestamptz
-) RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    SELECT p_op_class = p_class AND p_created_at < p_cutoff
-       AND p_created_at < now() - coalesce(p_min_age, interval '0')
-       AND NOT EXISTS (SELECT 1 FROM idem.horizon_pin x
-                       WHERE x.plan_id = p_plan AND x.tenant_id = p_tenant_id AND x.operation_id = p_operation_id)
-       AND NOT EXISTS (SELECT 1 FROM idem.quarantine q
-                       WHERE q.tenant_id = p_tenant_id AND q.operation_id = p_operation_id
-                         AND q.status IN ('open', 'rejected'))
-$$;
+-- A body row is a purge candidate of a plan when it is of the plan's class,
+-- before its cutoff, older than the class's min_age now, not pinned by the
+-- plan, and has no open or rejected quarantine record (a replay of a rejected
+-- payload must keep meeting its record). The predicate is written out in each
+-- statement below (anti-joins the planner can hash), not hidden in a function
+-- called once per row.
 
 -- horizon_purge_swap empties one partition that lies wholly before the cutoff:
 -- the rows to keep are copied into a new table, which replaces the partition,
@@ -412,8 +400,16 @@ BEGIN
     EXECUTE format('LOCK TABLE %s IN SHARE MODE', p_part);
     v_tmp := left(v_name, 50) || '_k' || p_plan;
     EXECUTE format('CREATE TABLE idem.%I (LIKE idem.inbox_body INCLUDING DEFAULTS)', v_tmp);
-    EXECUTE format($q$INSERT INTO idem.%I SELECT b.* FROM %s b
-        WHERE NOT idem.horizon_candidate($1, $2, $3, $4, b.tenant_id, b.operation_id, b.op_class, b.created_at)$q$,
+    EXECUTE format($q$INSERT INTO idem.%1$I
+        SELECT b.* FROM %2$s b
+        WHERE NOT (b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0'))
+        UNION ALL
+        SELECT b.* FROM %2$s b
+        WHERE b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0')
+          AND (b.tenant_id, b.operation_id) IN (
+                SELECT x.tenant_id, x.operation_id FROM idem.horizon_pin x WHERE x.plan_id = $1
+                UNION
+                SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status IN ('open', 'rejected'))$q$,
         v_tmp, p_part)
         USING v_p.id, v_p.op_class, v_p.cutoff, v_p.min_age;
     GET DIAGNOSTICS kept = ROW_COUNT;
@@ -452,7 +448,12 @@ BEGIN
     SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan;
     EXECUTE format($q$DELETE FROM %s b
         WHERE b.ctid >= format('(%%s,0)', $5::bigint)::tid AND b.ctid < format('(%%s,0)', $6::bigint)::tid
-          AND idem.horizon_candidate($1, $2, $3, $4, b.tenant_id, b.operation_id, b.op_class, b.created_at)$q$, p_part)
+          AND b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0')
+          AND NOT EXISTS (SELECT 1 FROM idem.horizon_pin x
+                          WHERE x.plan_id = $1 AND x.tenant_id = b.tenant_id AND x.operation_id = b.operation_id)
+          AND NOT EXISTS (SELECT 1 FROM idem.quarantine q
+                          WHERE q.tenant_id = b.tenant_id AND q.operation_id = b.operation_id
+                            AND q.status IN ('open', 'rejected'))$q$, p_part)
         USING v_p.id, v_p.op_class, v_p.cutoff, v_p.min_age, p_from_block, p_to_block;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_n;
@@ -476,8 +477,13 @@ BEGIN
     END IF;
     DELETE FROM idem.identity i
     WHERE i.ctid >= format('(%s,0)', p_from_block)::tid AND i.ctid < format('(%s,0)', p_to_block)::tid
-      AND idem.horizon_candidate(v_p.id, v_p.op_class, v_p.cutoff, v_p.min_age,
-                                 i.tenant_id, i.operation_id, i.op_class, i.created_at)
+      AND i.op_class = v_p.op_class AND i.created_at < v_p.cutoff
+      AND i.created_at < now() - coalesce(v_p.min_age, interval '0')
+      AND NOT EXISTS (SELECT 1 FROM idem.horizon_pin x
+                      WHERE x.plan_id = v_p.id AND x.tenant_id = i.tenant_id AND x.operation_id = i.operation_id)
+      AND NOT EXISTS (SELECT 1 FROM idem.quarantine q
+                      WHERE q.tenant_id = i.tenant_id AND q.operation_id = i.operation_id
+                        AND q.status IN ('open', 'rejected'))
       AND NOT EXISTS (SELECT 1 FROM idem.inbox_body b
                       WHERE b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at);
     GET DIAGNOSTICS v_n = ROW_COUNT;

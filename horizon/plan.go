@@ -1,0 +1,335 @@
+package horizon
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/audit"
+)
+
+var (
+	//go:embed sql/plan_insert.sql
+	planInsertSQL string
+	//go:embed sql/pins_enum.sql
+	pinsEnumSQL string
+	//go:embed sql/pins_quarantine.sql
+	pinsQuarantineSQL string
+	//go:embed sql/candidates.sql
+	candidatesSQL string
+	//go:embed sql/tombstone_candidates.sql
+	tombstoneCandidatesSQL string
+	//go:embed sql/plan_select.sql
+	planSelectSQL string
+)
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// State is where a plan stands.
+type State string
+
+// Plan states.
+const (
+	StatePlanned  State = "planned"
+	StateApproved State = "approved"
+	StatePurging  State = "purging"
+	StateDone     State = "done"
+	StateAborted  State = "aborted"
+)
+
+// Actions of a plan.
+const (
+	ActionPurge          = "purge"
+	ActionDropTombstones = "drop_tombstones"
+)
+
+// Errors of planning and approval. Database refusals are mapped from their
+// SQLSTATEs (IX301-IX305).
+var (
+	// ErrPlanNotFound: no plan with that id.
+	ErrPlanNotFound = errors.New("purge plan not found")
+	// ErrPlanState: the plan is not in a state for this step.
+	ErrPlanState = errors.New("purge plan not in a state for this step")
+	// ErrSameOperator: four-eyes: the planner cannot approve the plan.
+	ErrSameOperator = errors.New("four eyes: the operator who planned a purge cannot approve it")
+	// ErrContractRequired: a forever class is purged only with a business
+	// contract reference (--contract).
+	ErrContractRequired = errors.New("a forever class is purged only with a business contract reference (--contract)")
+	// ErrForeverTombstones: a forever class never drops its tombstones.
+	ErrForeverTombstones = errors.New("a forever class never drops its tombstones")
+	// ErrNotProven: a source failed or bounds the cutoff; nothing was planned.
+	ErrNotProven = errors.New("replay horizon not proven")
+	// ErrPurgeInProgress: another plan of the class is purging: resume it first.
+	ErrPurgeInProgress = errors.New("another purge of this class is in progress")
+)
+
+// ProofError is ErrNotProven with the evidence that refused it.
+type ProofError struct {
+	Reasons  []string
+	Evidence []Evidence
+}
+
+func (e *ProofError) Error() string {
+	return ErrNotProven.Error() + ": " + strings.Join(e.Reasons, "; ")
+}
+
+// Unwrap returns ErrNotProven.
+func (e *ProofError) Unwrap() error { return ErrNotProven }
+
+// Plan is a recorded proof and what it allows to purge.
+type Plan struct {
+	ID        int64     `json:"id"`
+	Class     string    `json:"class"`
+	Action    string    `json:"action"`
+	State     State     `json:"state"`
+	Retention Retention `json:"retention"`
+	MinAgeSec float64   `json:"min_age_seconds"`
+	Contract  string    `json:"contract,omitempty"`
+	// Before is what was asked; Cutoff what the plan purges before (Before,
+	// or earlier when the class's min-age requires it).
+	Before         time.Time  `json:"before"`
+	Cutoff         time.Time  `json:"cutoff"`
+	MarginSec      float64    `json:"margin_seconds"`
+	PlannedAt      time.Time  `json:"planned_at"`
+	PlannedBy      string     `json:"planned_by"`
+	ApprovedAt     *time.Time `json:"approved_at,omitempty"`
+	ApprovedBy     string     `json:"approved_by,omitempty"`
+	PurgeStartedAt *time.Time `json:"purge_started_at,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	AbortedAt      *time.Time `json:"aborted_at,omitempty"`
+	AbortReason    string     `json:"abort_reason,omitempty"`
+	// Candidates is how many rows (tombstones for drop_tombstones) the plan
+	// covers; Pinned how many identities in its range it keeps; Purged how
+	// many it removed so far.
+	Candidates int64      `json:"candidates"`
+	Pinned     int64      `json:"pinned"`
+	Purged     int64      `json:"purged"`
+	Batches    int        `json:"batches"`
+	Proof      []Evidence `json:"proof,omitempty"`
+}
+
+// Margin returns the plan's safety margin.
+func (p Plan) Margin() time.Duration { return time.Duration(p.MarginSec * float64(time.Second)) }
+
+// MinAge returns the class's min-age recorded with the plan.
+func (p Plan) MinAge() time.Duration { return time.Duration(p.MinAgeSec * float64(time.Second)) }
+
+func scanPlan(row pgx.Row) (Plan, error) {
+	var p Plan
+	var state, ret string
+	err := row.Scan(&p.ID, &p.Class, &p.Action, &state, &ret, &p.MinAgeSec, &p.Contract, &p.Before, &p.Cutoff, &p.MarginSec,
+		&p.PlannedAt, &p.PlannedBy, &p.ApprovedAt, &p.ApprovedBy, &p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt,
+		&p.AbortReason, &p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof)
+	p.State, p.Retention = State(state), Retention(ret)
+	return p, err
+}
+
+// GetPlan returns one plan.
+func GetPlan(ctx context.Context, q DBTX, id int64) (Plan, error) {
+	p, err := scanPlan(q.QueryRow(ctx, planSelectSQL, id, nil, 1))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Plan{}, fmt.Errorf("%w: %d", ErrPlanNotFound, id)
+	}
+	if err != nil {
+		return Plan{}, fmt.Errorf("read plan %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// ListPlans returns plans, newest first (class "" for all; limit <= 0 for 100).
+func ListPlans(ctx context.Context, q DBTX, class string, limit int) ([]Plan, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var cls any
+	if class != "" {
+		cls = class
+	}
+	rows, err := q.Query(ctx, planSelectSQL, nil, cls, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	defer rows.Close()
+	out := []Plan{}
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PlanOptions is what to plan.
+type PlanOptions struct {
+	Class string
+	// Before is the requested cutoff, on the primary's clock.
+	Before time.Time
+	// Contract is the business contract reference (required for forever).
+	Contract string
+	// Margin is the safety margin (0: DefaultMargin).
+	Margin time.Duration
+	// DropTombstones plans the removal of the class's tombstones (a second
+	// proof; horizon classes only).
+	DropTombstones bool
+	Operator       string
+}
+
+// MakePlan probes every source, and records the proof and the plan: cutoff,
+// candidates, pins. It is refused when any source fails or bounds the cutoff
+// (ProofError), and when a forever class has no contract.
+func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, error) {
+	if o.Margin == 0 {
+		o.Margin = DefaultMargin
+	}
+	if o.Margin < 0 {
+		return Plan{}, fmt.Errorf("%w: the margin must be positive", ErrInvalidPolicy)
+	}
+	o.Contract = strings.TrimSpace(o.Contract)
+	pol, err := GetClass(ctx, pool, o.Class)
+	if err != nil {
+		return Plan{}, err
+	}
+	action := ActionPurge
+	if o.DropTombstones {
+		action = ActionDropTombstones
+		if pol.Retention == Forever {
+			return Plan{}, fmt.Errorf("class %s: %w", o.Class, ErrForeverTombstones)
+		}
+	}
+	if pol.Retention == Forever && o.Contract == "" {
+		return Plan{}, fmt.Errorf("class %s: %w", o.Class, ErrContractRequired)
+	}
+	var busy int64
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM idem.horizon_plan WHERE op_class = $1 AND state = 'purging'", o.Class).Scan(&busy); err != nil {
+		return Plan{}, fmt.Errorf("read plans: %w", err)
+	}
+	if busy > 0 {
+		return Plan{}, fmt.Errorf("class %s: %w (idemctl horizon status)", o.Class, ErrPurgeInProgress)
+	}
+	if _, err := EnsurePartitions(ctx, pool); err != nil {
+		return Plan{}, err
+	}
+	sources, err := ListSources(ctx, pool)
+	if err != nil {
+		return Plan{}, err
+	}
+	r, err := probeAll(ctx, pool, sources)
+	if err != nil {
+		return Plan{}, err
+	}
+	defer r.cleanup(pool)
+	cutoff := o.Before
+	if floor := r.now.Add(-pol.MinAge); floor.Before(cutoff) {
+		cutoff = floor
+	}
+	if err := r.judge(ctx, pool, o.Class, cutoff, o.Margin); err != nil {
+		return Plan{}, err
+	}
+	if reasons := r.failures(); len(reasons) > 0 {
+		return Plan{}, &ProofError{Reasons: reasons, Evidence: r.evidence}
+	}
+	proof, err := json.Marshal(r.evidence)
+	if err != nil {
+		return Plan{}, err
+	}
+	var contract any
+	if o.Contract != "" {
+		contract = o.Contract
+	}
+	var id int64
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var at time.Time
+		if err := tx.QueryRow(ctx, planInsertSQL, o.Class, action, string(pol.Retention), pol.MinAge.Seconds(), contract,
+			o.Before, cutoff, o.Margin.Seconds(), o.Operator, proof).Scan(&id, &at); err != nil {
+			return fmt.Errorf("record plan: %w", err)
+		}
+		if _, err := tx.Exec(ctx, pinsEnumSQL, id, r.runID, o.Class, cutoff); err != nil {
+			return fmt.Errorf("record pins: %w", err)
+		}
+		if _, err := tx.Exec(ctx, pinsQuarantineSQL, id, o.Class, cutoff); err != nil {
+			return fmt.Errorf("record quarantine pins: %w", err)
+		}
+		countSQL := candidatesSQL
+		if o.DropTombstones {
+			countSQL = tombstoneCandidatesSQL
+		}
+		var candidates, pinned int64
+		if err := tx.QueryRow(ctx, countSQL, id, o.Class, cutoff, pol.MinAge.Seconds()).Scan(&candidates); err != nil {
+			return fmt.Errorf("count candidates: %w", err)
+		}
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM idem.horizon_pin WHERE plan_id = $1", id).Scan(&pinned); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "UPDATE idem.horizon_plan SET candidates = $2, pinned = $3 WHERE id = $1", id, candidates, pinned); err != nil {
+			return err
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: o.Operator, Action: "horizon.plan", Target: fmt.Sprintf("horizon_plan:%d", id),
+			Details: map[string]any{"class": o.Class, "action": action, "retention": pol.Retention, "contract": o.Contract,
+				"before": o.Before, "cutoff": cutoff, "margin_seconds": o.Margin.Seconds(), "candidates": candidates,
+				"pinned": pinned, "proof": r.evidence}})
+		return err
+	})
+	if err != nil {
+		return Plan{}, mapPlanError(err)
+	}
+	return GetPlan(ctx, pool, id)
+}
+
+// Approve records a second operator's approval (four-eyes): the planner is
+// refused with ErrSameOperator.
+func Approve(ctx context.Context, pool *pgxpool.Pool, id int64, operator string) (Plan, error) {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT idem.horizon_approve($1, $2)", id, operator); err != nil {
+			return err
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.approve",
+			Target: fmt.Sprintf("horizon_plan:%d", id)})
+		return err
+	})
+	if err != nil {
+		return Plan{}, mapPlanError(err)
+	}
+	return GetPlan(ctx, pool, id)
+}
+
+// mapPlanError turns the plan SQLSTATEs into this package's errors.
+func mapPlanError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "IX301":
+		return fmt.Errorf("%w: %s", ErrPlanNotFound, pgErr.Message)
+	case "IX302":
+		return fmt.Errorf("%w: %s", ErrPlanState, pgErr.Message)
+	case "IX303":
+		return fmt.Errorf("%w: %s", ErrSameOperator, pgErr.Message)
+	case "IX304":
+		return fmt.Errorf("%w: %s", ErrContractRequired, pgErr.Message)
+	}
+	return err
+}
+
+// EnsurePartitions creates the inbox body's daily partitions for today and
+// the week ahead (UTC, on the primary's clock). Every horizon command runs
+// it; schedule `idemctl horizon maintain` daily so that a day never falls into
+// the default partition.
+func EnsurePartitions(ctx context.Context, q DBTX) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT idem.inbox_body_ensure((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date + 7)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("create inbox partitions: %w", err)
+	}
+	return n, nil
+}

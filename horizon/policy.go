@@ -1,0 +1,129 @@
+package horizon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/audit"
+)
+
+// Retention says what a purge of a class needs.
+type Retention string
+
+// Retentions (idem.op_class.retention).
+const (
+	// Forever: money. A purge needs a business contract reference, recorded
+	// with the plan; tombstones are never dropped. The default.
+	Forever Retention = "forever"
+	// Horizon: a rebuildable projection; purged once the horizon is proven.
+	Horizon Retention = "horizon"
+)
+
+// Errors of class policy.
+var (
+	// ErrUnknownClass: no registered class of that name.
+	ErrUnknownClass = errors.New("unknown operation class")
+	// ErrInvalidPolicy: a retention or min-age that cannot be stored.
+	ErrInvalidPolicy = errors.New("invalid class policy")
+)
+
+// ClassPolicy is a class's purge policy.
+type ClassPolicy struct {
+	Name      string    `json:"class"`
+	Retention Retention `json:"retention"`
+	// MinAge is the floor below which nothing is ever purged (0: none).
+	MinAge      time.Duration `json:"-"`
+	SQLEffect   bool          `json:"sql_effect"`
+	Description string        `json:"description,omitempty"`
+}
+
+// MarshalJSON renders min_age in seconds.
+func (p ClassPolicy) MarshalJSON() ([]byte, error) {
+	type plain ClassPolicy
+	return jsonMarshal(struct {
+		plain
+		MinAgeSeconds float64 `json:"min_age_seconds"`
+	}{plain(p), p.MinAge.Seconds()})
+}
+
+const classColumns = `name, retention, coalesce(extract(epoch FROM min_age), 0)::float8, effect IS NOT NULL, coalesce(description, '')`
+
+func scanClass(row pgx.Row) (ClassPolicy, error) {
+	var p ClassPolicy
+	var ret string
+	var secs float64
+	if err := row.Scan(&p.Name, &ret, &secs, &p.SQLEffect, &p.Description); err != nil {
+		return ClassPolicy{}, err
+	}
+	p.Retention = Retention(ret)
+	p.MinAge = time.Duration(secs * float64(time.Second))
+	return p, nil
+}
+
+// ListClasses returns every registered class with its policy.
+func ListClasses(ctx context.Context, q DBTX) ([]ClassPolicy, error) {
+	rows, err := q.Query(ctx, "SELECT "+classColumns+" FROM idem.op_class ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list classes: %w", err)
+	}
+	defer rows.Close()
+	var out []ClassPolicy
+	for rows.Next() {
+		p, err := scanClass(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// GetClass returns one class's policy.
+func GetClass(ctx context.Context, q DBTX, name string) (ClassPolicy, error) {
+	p, err := scanClass(q.QueryRow(ctx, "SELECT "+classColumns+" FROM idem.op_class WHERE name = $1", name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ClassPolicy{}, fmt.Errorf("%w %q (idemctl class list shows them)", ErrUnknownClass, name)
+	}
+	if err != nil {
+		return ClassPolicy{}, fmt.Errorf("read class %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// SetClass changes a class's retention and, when minAge is not nil, its
+// min-age floor, and records the change in the audit log.
+func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator string) (ClassPolicy, error) {
+	if retention != Forever && retention != Horizon {
+		return ClassPolicy{}, fmt.Errorf("%w: retention %q: use forever or horizon", ErrInvalidPolicy, retention)
+	}
+	if minAge != nil && *minAge < 0 {
+		return ClassPolicy{}, fmt.Errorf("%w: --min-age must not be negative", ErrInvalidPolicy)
+	}
+	var out ClassPolicy
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		before, err := GetClass(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		var secs any
+		if minAge != nil {
+			secs = minAge.Seconds()
+		}
+		out, err = scanClass(tx.QueryRow(ctx, `UPDATE idem.op_class
+			SET retention = $2,
+			    min_age = CASE WHEN $3::float8 IS NULL THEN min_age ELSE make_interval(secs => $3::float8) END
+			WHERE name = $1 RETURNING `+classColumns, name, string(retention), secs))
+		if err != nil {
+			return fmt.Errorf("set class %s: %w", name, err)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.class.set", Target: "class:" + name,
+			Details: map[string]any{"before": before, "after": out}})
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,431 @@
+package horizon
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/audit"
+)
+
+var (
+	//go:embed sql/new_pins.sql
+	newPinsSQL string
+	//go:embed sql/partitions.sql
+	partitionsSQL string
+	//go:embed sql/partition_counts.sql
+	partitionCountsSQL string
+	//go:embed sql/record_batch.sql
+	recordBatchSQL string
+)
+
+// DefaultBatchRows is how many rows one purge transaction deletes.
+const DefaultBatchRows = 5000
+
+// DefaultKeepRatio: a partition wholly before the cutoff is swapped (its rows
+// to keep copied into a fresh partition, the old one dropped) when it keeps at
+// most this fraction of its rows; otherwise it is purged by batches. Copying
+// costs about what deleting costs per row, and dropping costs nothing, so the
+// swap wins as long as fewer rows are kept than removed (measured in
+// BenchmarkPurge; see scripts/bench-horizon.sh).
+const DefaultKeepRatio = 0.5
+
+// ErrInterrupted: the purge stopped between two batches (SIGINT); the plan
+// stays purging and `idemctl horizon purge` resumes it.
+var ErrInterrupted = errors.New("purge interrupted between batches; run it again to resume")
+
+// PurgeOptions tune a purge.
+type PurgeOptions struct {
+	Operator string
+	// BatchRows is the target rows per transaction (0: DefaultBatchRows).
+	BatchRows int
+	// KeepRatio chooses swap or batches (0: DefaultKeepRatio; negative: never swap).
+	KeepRatio float64
+	// Progress is called after each transaction with rows done and the
+	// plan's candidates.
+	Progress func(done, total int64)
+}
+
+// PurgeResult is what one purge run did.
+type PurgeResult struct {
+	Plan Plan `json:"plan"`
+	// Purged is how many rows this run removed (Plan.Purged is the total).
+	Purged int64 `json:"purged"`
+	// Aborted is true when the re-probe found what the plan did not account
+	// for: nothing was deleted by this run.
+	Aborted     bool       `json:"aborted"`
+	AbortReason string     `json:"abort_reason,omitempty"`
+	Evidence    []Evidence `json:"reprobe"`
+	Swaps       int        `json:"swaps"`
+	Batches     int        `json:"batches"`
+	// TxDurations is how long each purge transaction held its locks.
+	TxDurations []time.Duration `json:"-"`
+}
+
+// LockHoldP99 is the 99th percentile of the transactions' durations.
+func (r PurgeResult) LockHoldP99() time.Duration {
+	if len(r.TxDurations) == 0 {
+		return 0
+	}
+	d := append([]time.Duration(nil), r.TxDurations...)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[(len(d)*99+99)/100-1]
+}
+
+// Purge executes an approved plan (or resumes a purging one). It re-probes
+// every source first: an older bound, a failing source, a removed source or a
+// new identity pinned inside the purge set aborts it with nothing deleted
+// (Aborted, not an error: a new plan is needed). Then it removes the plan's
+// set in bounded transactions and records counts in the plan and the audit
+// log. Cancelling ctx stops it between two transactions (ErrInterrupted).
+func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (PurgeResult, error) {
+	if o.BatchRows <= 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	if o.KeepRatio == 0 {
+		o.KeepRatio = DefaultKeepRatio
+	}
+	p, err := GetPlan(ctx, pool, id)
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	if p.State != StateApproved && p.State != StatePurging {
+		return PurgeResult{Plan: p}, fmt.Errorf("%w: plan %d is %s (a purge needs an approved plan: idemctl horizon approve)", ErrPlanState, id, p.State)
+	}
+	res := PurgeResult{Plan: p}
+	reason, evidence, err := reprobe(ctx, pool, p)
+	res.Evidence = evidence
+	if err != nil {
+		return res, err
+	}
+	if reason != "" {
+		if err := abortPlan(ctx, pool, p, reason, o.Operator, evidence); err != nil {
+			return res, err
+		}
+		res.Aborted, res.AbortReason = true, reason
+		res.Plan, err = GetPlan(ctx, pool, id)
+		return res, err
+	}
+	if err := startPurge(ctx, pool, p, o.Operator, evidence); err != nil {
+		return res, err
+	}
+	w := &purgeWork{pool: pool, plan: p, opts: o, res: &res}
+	w.done.Store(p.Purged)
+	var werr error
+	if p.Action == ActionDropTombstones {
+		werr = w.dropTombstones(ctx)
+	} else {
+		werr = w.purgeBody(ctx)
+	}
+	if werr != nil {
+		res.Plan, _ = GetPlan(context.WithoutCancel(ctx), pool, id)
+		return res, werr
+	}
+	if err := finishPurge(ctx, pool, p, o.Operator, &res); err != nil {
+		return res, err
+	}
+	res.Plan, err = GetPlan(ctx, pool, id)
+	return res, err
+}
+
+// reprobe probes every source again against the plan's cutoff and returns why
+// the purge must not go on ("" when it may).
+func reprobe(ctx context.Context, pool *pgxpool.Pool, p Plan) (string, []Evidence, error) {
+	pol, err := GetClass(ctx, pool, p.Class)
+	if err != nil {
+		return "", nil, err
+	}
+	if pol.Retention == Forever && p.Contract == "" {
+		return "class " + p.Class + " is forever now and the plan cites no contract", nil, nil
+	}
+	if pol.Retention == Forever && p.Action == ActionDropTombstones {
+		return "class " + p.Class + " is forever now: its tombstones are never dropped", nil, nil
+	}
+	sources, err := ListSources(ctx, pool)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := probeAll(ctx, pool, sources)
+	if err != nil {
+		return "", nil, err
+	}
+	defer r.cleanup(pool)
+	if err := r.judge(ctx, pool, p.Class, p.Cutoff, p.Margin()); err != nil {
+		return "", nil, err
+	}
+	var reasons []string
+	reasons = append(reasons, r.failures()...)
+	now := map[string]bool{}
+	for _, s := range sources {
+		now[s.Name] = true
+	}
+	for _, ev := range p.Proof {
+		if !now[ev.Source] {
+			reasons = append(reasons, fmt.Sprintf("source %s of the proof was removed since the plan", ev.Source))
+		}
+	}
+	rows, err := pool.Query(ctx, newPinsSQL, p.ID, r.runID, 5)
+	if err != nil {
+		return "", nil, fmt.Errorf("compare pins: %w", err)
+	}
+	var fresh []string
+	for rows.Next() {
+		var src, tenant, op string
+		if err := rows.Scan(&src, &tenant, &op); err != nil {
+			return "", nil, err
+		}
+		fresh = append(fresh, fmt.Sprintf("%s pins %s/%s", src, tenant, op))
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	if len(fresh) > 0 {
+		reasons = append(reasons, "new identities pinned inside the purge set: "+strings.Join(fresh, ", "))
+	}
+	if len(reasons) == 0 {
+		return "", r.evidence, nil
+	}
+	return strings.Join(reasons, "; ") + "; nothing was deleted by this run: make a new plan", r.evidence, nil
+}
+
+func abortPlan(ctx context.Context, pool *pgxpool.Pool, p Plan, reason, operator string, ev []Evidence) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE idem.horizon_plan SET state = 'aborted', aborted_at = now(), abort_reason = $2
+			WHERE id = $1 AND state IN ('approved', 'purging')`, p.ID, reason); err != nil {
+			return fmt.Errorf("abort plan %d: %w", p.ID, err)
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.abort",
+			Target: fmt.Sprintf("horizon_plan:%d", p.ID),
+			Details: map[string]any{"reason": reason, "purged_before": p.Purged, "reprobe": ev}})
+		return err
+	})
+}
+
+func startPurge(ctx context.Context, pool *pgxpool.Pool, p Plan, operator string, ev []Evidence) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, now())
+			WHERE id = $1 AND state IN ('approved', 'purging')`, p.ID)
+		if err != nil {
+			return fmt.Errorf("start purge of plan %d: %w", p.ID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: plan %d changed state meanwhile", ErrPlanState, p.ID)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.start",
+			Target:  fmt.Sprintf("horizon_plan:%d", p.ID),
+			Details: map[string]any{"resumed": p.State == StatePurging, "purged_before": p.Purged, "reprobe": ev}})
+		return err
+	})
+}
+
+func finishPurge(ctx context.Context, pool *pgxpool.Pool, p Plan, operator string, res *PurgeResult) error {
+	ctx = context.WithoutCancel(ctx)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var purged int64
+		var batches int
+		if err := tx.QueryRow(ctx, `UPDATE idem.horizon_plan SET state = 'done', finished_at = now()
+			WHERE id = $1 RETURNING purged, batches`, p.ID).Scan(&purged, &batches); err != nil {
+			return fmt.Errorf("finish plan %d: %w", p.ID, err)
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.finish",
+			Target: fmt.Sprintf("horizon_plan:%d", p.ID),
+			Details: map[string]any{"purged": purged, "candidates": p.Candidates, "transactions": batches,
+				"this_run": res.Purged, "swaps": res.Swaps, "batches": res.Batches}})
+		return err
+	})
+}
+
+type purgeWork struct {
+	pool *pgxpool.Pool
+	plan Plan
+	opts PurgeOptions
+	res  *PurgeResult
+	done atomic.Int64
+}
+
+type partition struct {
+	name       string
+	lower      *time.Time
+	upper      *time.Time
+	isDefault  bool
+	blocks     int64
+	rowsPerBlk float64
+}
+
+// purgeBody removes the plan's body rows, partition by partition.
+func (w *purgeWork) purgeBody(ctx context.Context) error {
+	p := w.plan
+	rows, err := w.pool.Query(ctx, partitionsSQL, p.Cutoff)
+	if err != nil {
+		return fmt.Errorf("list partitions: %w", err)
+	}
+	var parts []partition
+	for rows.Next() {
+		var pt partition
+		if err := rows.Scan(&pt.name, &pt.lower, &pt.upper, &pt.isDefault, &pt.blocks); err != nil {
+			return err
+		}
+		parts = append(parts, pt)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, pt := range parts {
+		if err := ctx.Err(); err != nil {
+			return ErrInterrupted
+		}
+		if pt.blocks == 0 {
+			continue
+		}
+		var total, inRange int64
+		if err := w.pool.QueryRow(ctx, fmt.Sprintf(partitionCountsSQL, pt.name), p.Class, p.Cutoff, p.MinAgeSec).Scan(&total, &inRange); err != nil {
+			return fmt.Errorf("count partition %s: %w", pt.name, err)
+		}
+		if inRange == 0 {
+			continue
+		}
+		pt.rowsPerBlk = float64(total) / float64(pt.blocks)
+		whole := !pt.isDefault && pt.upper != nil && !pt.upper.After(p.Cutoff)
+		if whole && w.opts.KeepRatio > 0 && float64(total-inRange) <= w.opts.KeepRatio*float64(total) {
+			if err := w.swap(ctx, pt); err != nil {
+				return err
+			}
+			continue
+		}
+		name := pt.name
+		if err := w.blocks(ctx, name, pt.blocks, pt.rowsPerBlk, "batch", func(ctx context.Context, tx pgx.Tx, from, to int64) (n int64, err error) {
+			err = tx.QueryRow(ctx, "SELECT idem.horizon_purge_blocks($1, $2::regclass, $3, $4)", w.plan.ID, name, from, to).Scan(&n)
+			return n, err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropTombstones removes the plan's tombstones from idem.identity by batches.
+func (w *purgeWork) dropTombstones(ctx context.Context) error {
+	var blocks int64
+	var tuples float64
+	if err := w.pool.QueryRow(ctx, `SELECT pg_relation_size('idem.identity') / current_setting('block_size')::int,
+		greatest(reltuples, 0) FROM pg_class WHERE oid = 'idem.identity'::regclass`).Scan(&blocks, &tuples); err != nil {
+		return err
+	}
+	rpb := 60.0
+	if blocks > 0 && tuples > 0 {
+		rpb = tuples / float64(blocks)
+	}
+	return w.blocks(ctx, "idem.identity", blocks, rpb, "tombstones", func(ctx context.Context, tx pgx.Tx, from, to int64) (n int64, err error) {
+		err = tx.QueryRow(ctx, "SELECT idem.horizon_drop_tombstones_blocks($1, $2, $3)", w.plan.ID, from, to).Scan(&n)
+		return n, err
+	})
+}
+
+// swap empties a partition wholly before the cutoff in one transaction.
+func (w *purgeWork) swap(ctx context.Context, pt partition) error {
+	var purged, kept int64
+	err := w.tx(ctx, func(ctx context.Context, tx pgx.Tx) (int64, int64, error) {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
+			return 0, 0, err
+		}
+		if err := tx.QueryRow(ctx, "SELECT purged, kept FROM idem.horizon_purge_swap($1, $2::regclass)", w.plan.ID, pt.name).Scan(&purged, &kept); err != nil {
+			return 0, 0, fmt.Errorf("swap partition %s: %w", pt.name, err)
+		}
+		return purged, kept, nil
+	}, pt.name, "swap")
+	if err == nil {
+		w.res.Swaps++
+	}
+	return err
+}
+
+// blocks walks a relation's heap in block ranges sized to delete about
+// BatchRows candidates per transaction, stopping between two on ctx.
+func (w *purgeWork) blocks(ctx context.Context, rel string, blocks int64, rowsPerBlock float64, method string,
+	batch func(ctx context.Context, tx pgx.Tx, from, to int64) (int64, error)) error {
+	if rowsPerBlock <= 0 {
+		rowsPerBlock = 50
+	}
+	step := max(int64(float64(w.opts.BatchRows)/rowsPerBlock), 1)
+	for from := int64(0); from < blocks; {
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		to := min(from+step, blocks)
+		if to == blocks {
+			// The last range is open-ended: a block appended since the size
+			// was read is covered too.
+			to = 1 << 32
+		}
+		var n int64
+		err := w.tx(ctx, func(ctx context.Context, tx pgx.Tx) (int64, int64, error) {
+			var err error
+			if n, err = batch(ctx, tx, from, to); err != nil {
+				return 0, 0, fmt.Errorf("purge %s blocks %d-%d: %w", rel, from, to, err)
+			}
+			return n, 0, nil
+		}, rel, method)
+		if err != nil {
+			return err
+		}
+		w.res.Batches++
+		from = to
+		// Aim the next range at BatchRows deletions, within a factor of two.
+		if n > 0 {
+			next := int64(float64(step) * float64(w.opts.BatchRows) / float64(n))
+			step = max(min(next, step*2), step/2, 1)
+		}
+	}
+	return nil
+}
+
+// tx runs one purge transaction, records it in the plan (purged, batches)
+// and in idem.horizon_batch in the same transaction, and times it. It runs to
+// its end even when ctx is cancelled meanwhile: interruption happens between
+// transactions.
+func (w *purgeWork) tx(ctx context.Context, fn func(context.Context, pgx.Tx) (int64, int64, error), rel, method string) error {
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		var rows int64
+		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			var dbStart time.Time
+			if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&dbStart); err != nil {
+				return err
+			}
+			n, kept, err := fn(ctx, tx)
+			if err != nil {
+				return err
+			}
+			rows = n
+			_, err = tx.Exec(ctx, recordBatchSQL, w.plan.ID, rel, method, n, kept, dbStart)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if err != nil && errors.As(err, &pgErr) && pgErr.Code == "55P03" && attempt < 5 {
+			// lock_timeout: a long reader holds the parent; try again shortly
+			// rather than queue every claim behind us.
+			time.Sleep(time.Duration(200*(attempt+1)) * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		w.res.TxDurations = append(w.res.TxDurations, time.Since(start))
+		w.res.Purged += rows
+		done := w.done.Add(rows)
+		if w.opts.Progress != nil {
+			w.opts.Progress(done, w.plan.Candidates)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,147 @@
+package horizon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// probeKafka probes a topic (a DLQ or a live topic within its retention).
+//   - bounding: the oldest replayable message is the earliest record
+//     timestamp over the partitions' start offsets (the evidence also keeps
+//     retention.ms and the offsets);
+//   - enumerating: every record between the start and end offsets at probe
+//     time is read and its identity headers pinned. A record without them
+//     fails the proof.
+func probeKafka(ctx context.Context, s Source, env *probeEnv) (observation, error) {
+	c := s.Config
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.RequestRetries(1),
+		kgo.RetryTimeout(5*time.Second), kgo.ClientID("idemctl-horizon"))
+	if err != nil {
+		return observation{}, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	detail := map[string]any{}
+	cfgs, err := adm.DescribeTopicConfigs(ctx, c.Topic)
+	if err != nil {
+		return observation{}, fmt.Errorf("topic %s config: %w", c.Topic, err)
+	}
+	rc, err := cfgs.On(c.Topic, nil)
+	if err != nil {
+		return observation{}, fmt.Errorf("topic %s config: %w", c.Topic, err)
+	}
+	if rc.Err != nil {
+		return observation{}, fmt.Errorf("topic %s config: %w", c.Topic, rc.Err)
+	}
+	for _, kv := range rc.Configs {
+		if kv.Key == "retention.ms" && kv.Value != nil {
+			ms, err := strconv.ParseInt(*kv.Value, 10, 64)
+			if err != nil || ms < -1 {
+				return observation{}, fmt.Errorf("nonsense: topic %s retention.ms %q", c.Topic, *kv.Value)
+			}
+			detail["retention_ms"] = ms
+		}
+	}
+	starts, err := adm.ListStartOffsets(ctx, c.Topic)
+	if err != nil {
+		return observation{}, fmt.Errorf("topic %s start offsets: %w", c.Topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, c.Topic)
+	if err != nil {
+		return observation{}, fmt.Errorf("topic %s end offsets: %w", c.Topic, err)
+	}
+	if err := starts.Error(); err != nil {
+		return observation{}, fmt.Errorf("topic %s start offsets: %w", c.Topic, err)
+	}
+	if err := ends.Error(); err != nil {
+		return observation{}, fmt.Errorf("topic %s end offsets: %w", c.Topic, err)
+	}
+	if len(starts[c.Topic]) == 0 {
+		return observation{}, fmt.Errorf("topic %s: no partitions (does it exist?)", c.Topic)
+	}
+	// Partitions with records, and where each ends at probe time.
+	from := map[int32]kgo.Offset{}
+	until := map[int32]int64{}
+	parts := map[string]any{}
+	for p, so := range starts[c.Topic] {
+		eo := ends[c.Topic][p]
+		parts[strconv.Itoa(int(p))] = map[string]int64{"start": so.Offset, "end": eo.Offset}
+		if eo.Offset > so.Offset {
+			from[p] = kgo.NewOffset().At(so.Offset)
+			until[p] = eo.Offset
+		}
+	}
+	detail["partitions"] = parts
+	mode := c.mode()
+	obs := observation{mode: mode, detail: detail}
+	if len(from) == 0 {
+		return obs, nil
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ClientID("idemctl-horizon"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: from}))
+	if err != nil {
+		return observation{}, fmt.Errorf("kafka consumer: %w", err)
+	}
+	defer consumer.Close()
+	for len(until) > 0 {
+		fetches := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return observation{}, ctx.Err()
+		}
+		if errs := fetches.Errors(); len(errs) > 0 {
+			return observation{}, fmt.Errorf("topic %s partition %d: %w", c.Topic, errs[0].Partition, errs[0].Err)
+		}
+		var failure error
+		fetches.EachRecord(func(r *kgo.Record) {
+			end, open := until[r.Partition]
+			if failure != nil || !open {
+				return
+			}
+			if r.Timestamp.UnixMilli() <= 0 {
+				failure = fmt.Errorf("nonsense: topic %s partition %d offset %d has timestamp %v", c.Topic, r.Partition, r.Offset, r.Timestamp)
+				return
+			}
+			ts := r.Timestamp
+			if obs.oldest == nil || ts.Before(*obs.oldest) {
+				obs.oldest = &ts
+			}
+			if mode == Bounding {
+				// The earliest offset's timestamp is the partition's bound.
+				delete(until, r.Partition)
+				return
+			}
+			var tenant, op string
+			for _, h := range r.Headers {
+				switch h.Key {
+				case c.tenantHeader():
+					tenant = string(h.Value)
+				case c.operationHeader():
+					op = string(h.Value)
+				}
+			}
+			if tenant == "" || op == "" {
+				failure = fmt.Errorf("nonsense: topic %s partition %d offset %d has no %s/%s headers: it could replay anything",
+					c.Topic, r.Partition, r.Offset, c.tenantHeader(), c.operationHeader())
+				return
+			}
+			if err := env.pin(ctx, tenant, op, &ts); err != nil {
+				failure = fmt.Errorf("topic %s partition %d offset %d: %w", c.Topic, r.Partition, r.Offset, err)
+				return
+			}
+			obs.enumerated++
+			if r.Offset+1 >= end {
+				delete(until, r.Partition)
+			}
+		})
+		if failure != nil {
+			return observation{}, failure
+		}
+	}
+	return obs, nil
+}

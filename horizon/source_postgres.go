@@ -1,0 +1,79 @@
+package horizon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/internal/db"
+)
+
+// probePostgres runs the source's query, read-only, on its own database (an
+// outbox or DLQ table). The result's shape says how it proves closure:
+//   - one column, at most one row: the oldest replayable timestamp (NULL or no
+//     row: nothing to replay) -- bounding;
+//   - three columns (tenant_id, operation_id, ts): every identity it could
+//     replay -- enumerating.
+//
+// Anything else is nonsense and fails the proof.
+func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
+	conn, err := db.Connect(ctx, s.Config.DSN, db.Options{})
+	if err != nil {
+		return observation{}, err
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return observation{}, fmt.Errorf("begin read-only: %s", db.Scrub(s.Config.DSN, err.Error()))
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	rows, err := tx.Query(ctx, s.Config.Query)
+	if err != nil {
+		return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
+	}
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	switch len(fields) {
+	case 1:
+		var oldest *time.Time
+		n := 0
+		for rows.Next() {
+			n++
+			if n > 1 {
+				return observation{}, fmt.Errorf("nonsense: a bounding query returns one row (the oldest timestamp), got more")
+			}
+			if err := rows.Scan(&oldest); err != nil {
+				return observation{}, fmt.Errorf("nonsense: a bounding query returns a timestamp: %v", err)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
+		}
+		return observation{mode: Bounding, oldest: oldest, detail: map[string]any{"rows": n}}, nil
+	case 3:
+		var oldest *time.Time
+		var n int64
+		for rows.Next() {
+			var tenant, op string
+			var ts *time.Time
+			if err := rows.Scan(&tenant, &op, &ts); err != nil {
+				return observation{}, fmt.Errorf("nonsense: an enumerating query returns (tenant_id text, operation_id text, ts timestamptz): %v", err)
+			}
+			if err := env.pin(ctx, tenant, op, ts); err != nil {
+				return observation{}, err
+			}
+			n++
+			if ts != nil && (oldest == nil || ts.Before(*oldest)) {
+				t := *ts
+				oldest = &t
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
+		}
+		return observation{mode: Enumerating, oldest: oldest, enumerated: n}, nil
+	}
+	return observation{}, fmt.Errorf("nonsense: the query returns %d columns; want 1 (oldest timestamp) or 3 (tenant_id, operation_id, ts)", len(fields))
+}
