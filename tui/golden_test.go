@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,5 +310,67 @@ func TestGolden(t *testing.T) {
 			c.drive(s)
 			s.golden()
 		})
+	}
+}
+
+// A payload pasted outside the form lands in the payload field.
+func TestResolvePasteGoesToPayload(t *testing.T) {
+	t.Parallel()
+	m := goldenModel(goldenSetup{})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(keyMsg("2"))
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(storedPayload), Paste: true})
+	if !m.resolve.editing || m.resolve.focus != fieldPayload {
+		t.Fatalf("paste: editing %v, focus %d; want editing the payload", m.resolve.editing, m.resolve.focus)
+	}
+	if got := m.resolve.payload.Value(); got != storedPayload {
+		t.Fatalf("payload %q, want %q", got, storedPayload)
+	}
+}
+
+// l loads a payload file (inside a command); a large one is kept aside, a
+// missing one is an error in the view.
+func TestResolveLoadsPayloadFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	small, large := filepath.Join(dir, "small.json"), filepath.Join(dir, "large.json")
+	if err := os.WriteFile(small, []byte(storedPayload), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"blob":"` + strings.Repeat("x", MaxEditablePayload) + `"}`
+	if err := os.WriteFile(large, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := goldenModel(goldenSetup{})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(keyMsg("2"))
+	load := func(path string) {
+		t.Helper()
+		m.Update(keyMsg("l"))
+		m.resolve.file.SetValue(path)
+		_, cmd := m.Update(keyMsg("enter"))
+		if cmd == nil {
+			t.Fatal("enter on the payload file returned no command")
+		}
+		m.Update(cmd())
+		m.Update(keyMsg("esc"))
+	}
+	load(small)
+	if got := m.resolve.payload.Value(); got != storedPayload {
+		t.Fatalf("payload %q, want the file's", got)
+	}
+	if in := m.resolve.input(); string(in.Payload) != storedPayload {
+		t.Fatalf("input payload %q", in.Payload)
+	}
+	load(large)
+	if in := m.resolve.input(); string(in.Payload) != big || m.resolve.payload.Value() != "" {
+		t.Fatalf("a large file is kept aside whole, not in the editor")
+	}
+	if !strings.Contains(m.View(), "bytes loaded from") {
+		t.Fatalf("the form says where the payload came from:\n%s", m.View())
+	}
+	load(filepath.Join(dir, "missing.json"))
+	if v := m.View(); !strings.Contains(v, "error: load ") || !strings.Contains(v, "no such file") {
+		t.Fatalf("a missing file is an error in the view:\n%s", v)
 	}
 }

@@ -371,7 +371,10 @@ func (v *horizonView) waitPurge() tea.Cmd {
 
 func (v *horizonView) keyMap() help.KeyMap {
 	k := v.c.Keys.Horizon
-	if v.confirm != 0 {
+	switch {
+	case v.svc == nil:
+		return keys.Bindings{}
+	case v.confirm != 0:
 		return keys.Bindings{Short: []key.Binding{v.c.Keys.Confirm.Yes, v.c.Keys.Confirm.No}}
 	}
 	return keys.Bindings{

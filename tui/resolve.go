@@ -244,6 +244,12 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 	if v.running() {
 		return v.scrollKey(msg)
 	}
+	if msg.Paste {
+		// A paste outside the form is a payload: put it there.
+		v.editing = true
+		cmd := v.focusField(fieldPayload)
+		return tea.Batch(cmd, v.editKey(msg))
+	}
 	switch {
 	case key.Matches(msg, k.Edit):
 		v.editing = true
