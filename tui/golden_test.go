@@ -35,6 +35,7 @@ type goldenSetup struct {
 	quarantine *fixedQuarantine
 	horizon    *fixedHorizon
 	stepper    fixedStepper
+	operator   string // alice when empty
 }
 
 func goldenModel(s goldenSetup) *Model {
@@ -45,9 +46,12 @@ func goldenModel(s goldenSetup) *Model {
 	if s.horizon == nil {
 		s.horizon = newFixedHorizon()
 	}
+	if s.operator == "" {
+		s.operator = "alice"
+	}
 	return New(Options{
 		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon},
-		Operator: "alice", Database: fixedDB,
+		Operator: s.operator, Database: fixedDB,
 		Now: func() time.Time { return fixedNow }, Styles: &st,
 		Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second,
 	})

@@ -431,3 +431,44 @@ func TestModelAudit(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The horizon actions, driven through the model. Package horizon is not on
+// main yet, so the service is the fixed one of the golden tests; the four-eyes
+// rule is the service's answer (ErrSameOperator), which the view must show.
+func TestModelHorizonActions(t *testing.T) {
+	t.Parallel()
+	hz := newFixedHorizon()
+	for _, c := range []struct {
+		operator string
+		want     string
+		state    PlanState
+	}{
+		{"alice", "refused: you (alice) planned purge #3; another operator must approve it", PlanPlanned},
+		{"bob", "ok: plan #3 approved by bob", PlanApproved},
+	} {
+		h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: c.operator})}
+		h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+		h.init()
+		h.keys("3")
+		require.Contains(t, h.view(), "FIN-2026-114")
+		h.keys("a")
+		require.Contains(t, h.view(), "Confirm: approve purge plan #3")
+		h.keys("y")
+		assert.Contains(t, h.view(), c.want)
+		plans, err := hz.Plans(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, c.state, plans[0].State, c.operator)
+	}
+
+	// Only an approved plan is purged; its progress shows, then why it stopped.
+	h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: "bob"})}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.init()
+	h.keys("3", "down", "down", "p")
+	assert.Contains(t, h.view(), "plan #1 is aborted: only an approved plan can be purged")
+	h.keys("up", "p", "y")
+	v := h.view()
+	assert.Contains(t, v, "purge #2 ")
+	assert.Contains(t, v, "2500/5000")
+	assert.Contains(t, v, "aborted after 2500 identities: horizon moved")
+}
