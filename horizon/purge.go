@@ -364,7 +364,7 @@ func (w *purgeWork) blocks(ctx context.Context, rel string, blocks int64, rowsPe
 		if to == blocks {
 			// The last range is open-ended: a block appended since the size
 			// was read is covered too.
-			to = 1 << 32
+			to = 1<<32 - 1
 		}
 		var n int64
 		err := w.tx(ctx, func(ctx context.Context, tx pgx.Tx) (int64, int64, error) {

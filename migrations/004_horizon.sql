@@ -657,23 +657,8 @@ AS $$
     FROM idem.settle(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport, true) s
 $$;
 
--- complete saves the response of an identity claimed in this transaction: its
--- created_at is this transaction's now(), which also picks the partition.
-CREATE OR REPLACE FUNCTION idem.complete(p_tenant_id text, p_operation_id text, p_response jsonb)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    UPDATE idem.inbox_body
-    SET response = coalesce(p_response, 'null'::jsonb)
-    WHERE tenant_id = p_tenant_id AND operation_id = p_operation_id AND created_at = now() AND response IS NULL;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'identity (%, %) was not claimed in this transaction', p_tenant_id, p_operation_id
-            USING ERRCODE = 'IX005',
-                  HINT = 'call idem.claim first, in the same transaction';
-    END IF;
-END
-$$;
+-- idem.complete (001) is left as it is: its UPDATE of idem.inbox goes through
+-- the view's trigger to the body row that idem.claim wrote.
 
 -- execute as in 001, outcome 'purged' added: claim the identity row, run the
 -- effect, then write the body with its response in one insert.

@@ -1,0 +1,523 @@
+package horizon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+const projClass = "proj.view"
+
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	pool *pgxpool.Pool
+	dsn  string
+}
+
+// setup gives a fresh database with a horizon class proj.view (effect in Go)
+// and daily partitions for the last 20 days.
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	pool, dsn := dbtest.NewPool(t, 8)
+	f := &fixture{t: t, ctx: context.Background(), pool: pool, dsn: dsn}
+	f.exec("SELECT idem.register_class($1, NULL, 'horizon')", projClass)
+	f.exec("SELECT idem.inbox_body_ensure(current_date - 20, current_date)")
+	return f
+}
+
+func (f *fixture) exec(sql string, args ...any) {
+	f.t.Helper()
+	_, err := f.pool.Exec(f.ctx, sql, args...)
+	require.NoError(f.t, err, sql)
+}
+
+func (f *fixture) count(sql string, args ...any) int64 {
+	f.t.Helper()
+	var n int64
+	require.NoError(f.t, f.pool.QueryRow(f.ctx, sql, args...).Scan(&n), sql)
+	return n
+}
+
+// seed writes n applied identities tenant/prefixN of class, payload {"n":N},
+// created from age ago on, one every spacing.
+func (f *fixture) seed(class, tenant, prefix string, n int, age, spacing time.Duration) {
+	f.t.Helper()
+	f.exec(`INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
+		SELECT $1, $2 || g, $3, 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
+		       ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - make_interval(secs => $4) + g * make_interval(secs => $5)
+		FROM generate_series(1, $6::int) g`, tenant, prefix, class, age.Seconds(), spacing.Seconds(), n)
+}
+
+func (f *fixture) primaryNow() time.Time {
+	var now time.Time
+	require.NoError(f.t, f.pool.QueryRow(f.ctx, "SELECT now()").Scan(&now))
+	return now
+}
+
+func (f *fixture) addSource(s horizon.Source) {
+	f.t.Helper()
+	require.NoError(f.t, horizon.AddSource(f.ctx, f.pool, s, "alice"))
+}
+
+// replay runs the identity again through the executor with a Go effect and
+// reports the outcome and whether the effect ran.
+func (f *fixture) replay(tenant, op string, payload string) (idem.Result, bool, error) {
+	ran := false
+	res, err := idem.ExecuteFunc(f.ctx, f.pool, idem.Command{
+		Identity: idem.Identity{TenantID: tenant, OperationID: op}, Class: projClass, Payload: []byte(payload),
+	}, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
+		ran = true
+		return json.RawMessage(`{"ran":true}`), nil
+	})
+	return res, ran, err
+}
+
+// planApproved plans and approves a purge of projClass before `before`.
+func (f *fixture) planApproved(before time.Time) horizon.Plan {
+	f.t.Helper()
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	require.NoError(f.t, err)
+	p, err = horizon.Approve(f.ctx, f.pool, p.ID, "bob")
+	require.NoError(f.t, err)
+	return p
+}
+
+func evidenceOf(t *testing.T, rep horizon.CheckReport, name string) horizon.Evidence {
+	t.Helper()
+	for _, ev := range rep.Evidence {
+		if ev.Source == name {
+			return ev
+		}
+	}
+	t.Fatalf("no evidence for source %s in %+v", name, rep.Evidence)
+	return horizon.Evidence{}
+}
+
+func TestPostgresSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	f.exec("CREATE TABLE public.dlq (tenant text, op text, ts timestamptz)")
+	f.exec("INSERT INTO public.dlq VALUES ('t1', 'op-3', now() - interval '9 days'), ('t1', 'op-4', now() - interval '9 days')")
+	f.addSource(horizon.Source{Name: "dlq-bound", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT min(ts) FROM public.dlq"}})
+	f.addSource(horizon.Source{Name: "dlq-enum", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT tenant, op, ts FROM public.dlq"}})
+	now := f.primaryNow()
+
+	// Before the DLQ's oldest message: the bounding proof holds.
+	early := now.Add(-15 * 24 * time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	b := evidenceOf(t, rep, "dlq-bound")
+	assert.Equal(t, horizon.Bounding, b.Mode)
+	assert.Equal(t, horizon.VerdictClosed, b.Verdict)
+	require.NotNil(t, b.Oldest)
+	assert.True(t, rep.Proven)
+	assert.WithinDuration(t, b.Oldest.Add(-horizon.DefaultMargin), rep.SafeCutoff, time.Millisecond)
+
+	// After it: the bounding source is open (blocks), the enumerating one pins.
+	late := now.Add(-time.Hour)
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &late})
+	require.NoError(t, err)
+	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "dlq-bound").Verdict)
+	e := evidenceOf(t, rep, "dlq-enum")
+	assert.Equal(t, horizon.Enumerating, e.Mode)
+	assert.Equal(t, horizon.VerdictClosed, e.Verdict)
+	assert.EqualValues(t, 2, e.Enumerated)
+	assert.EqualValues(t, 2, e.Pinned)
+	assert.False(t, rep.Proven)
+	assert.Zero(t, f.count("SELECT count(*) FROM idem.horizon_enum"), "probe runs are cleaned up")
+
+	// Failing probes fail closed, with their reason.
+	f.addSource(horizon.Source{Name: "broken", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT tenant, op FROM public.dlq"}})
+	f.addSource(horizon.Source{Name: "slow", Kind: horizon.KindPostgres, Timeout: 300 * time.Millisecond,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT now() FROM pg_sleep(5)"}})
+	f.addSource(horizon.Source{Name: "future", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT now() + interval '1 day'"}})
+	f.addSource(horizon.Source{Name: "unreachable", Kind: horizon.KindPostgres, Timeout: 2 * time.Second,
+		Config: horizon.SourceConfig{DSN: "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1", Query: "SELECT now()"}})
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	for name, want := range map[string]string{"broken": "2 columns", "slow": "timed out", "future": "future", "unreachable": "connect"} {
+		ev := evidenceOf(t, rep, name)
+		assert.Equal(t, horizon.VerdictFailed, ev.Verdict, name)
+		assert.Contains(t, ev.Reason, want, name)
+		assert.NotContains(t, ev.Reason, "secret", name)
+	}
+	assert.False(t, rep.Proven)
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: early, Operator: "alice"})
+	var pe *horizon.ProofError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, horizon.ErrNotProven)
+	assert.Zero(t, f.count("SELECT count(*) FROM idem.horizon_plan"), "a refused plan records nothing")
+}
+
+func TestManualSourceAndCorrections(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	c, err := horizon.AddCorrection(f.ctx, f.pool, idem.Identity{TenantID: "t1", OperationID: "op-5"}, "refund REF-9 pending", "carol")
+	require.NoError(t, err)
+	_, err = horizon.AddCorrection(f.ctx, f.pool, idem.Identity{TenantID: "t1", OperationID: "op-6"}, " ", "carol")
+	assert.ErrorIs(t, err, horizon.ErrInvalidCorrection)
+	before := f.primaryNow().Add(-time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	m := evidenceOf(t, rep, horizon.ManualSource)
+	assert.Equal(t, horizon.Enumerating, m.Mode)
+	assert.EqualValues(t, 1, m.Pinned)
+	assert.True(t, rep.Proven)
+
+	_, err = horizon.DoneCorrection(f.ctx, f.pool, c.ID, "carol")
+	require.NoError(t, err)
+	_, err = horizon.DoneCorrection(f.ctx, f.pool, c.ID, "carol")
+	assert.ErrorIs(t, err, horizon.ErrCorrectionNotFound)
+	pending, err := horizon.ListCorrections(f.ctx, f.pool, false)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, evidenceOf(t, rep, horizon.ManualSource).Pinned)
+	recs, err := audit.List(f.ctx, f.pool, audit.Filter{Action: "horizon.correction"})
+	require.NoError(t, err)
+	assert.Len(t, recs, 2)
+}
+
+func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	before := f.primaryNow().Add(-time.Hour)
+	_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice"})
+	assert.ErrorIs(t, err, horizon.ErrContractRequired)
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
+		Contract: "LEGAL-2026-17", DropTombstones: true})
+	assert.ErrorIs(t, err, horizon.ErrForeverTombstones)
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
+		Contract: "LEGAL-2026-17"})
+	require.NoError(t, err)
+	assert.Equal(t, "LEGAL-2026-17", p.Contract)
+	assert.Equal(t, horizon.Forever, p.Retention)
+
+	// Policy: min-age is a floor on the cutoff.
+	minAge := 48 * time.Hour
+	pol, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, minAge, pol.MinAge)
+	now := f.primaryNow()
+	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now, Operator: "alice"})
+	require.NoError(t, err)
+	assert.WithinDuration(t, now.Add(-minAge), p.Cutoff, time.Minute)
+	_, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice")
+	assert.ErrorIs(t, err, horizon.ErrInvalidPolicy)
+}
+
+func TestFourEyes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 5, 10*24*time.Hour, time.Minute)
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: f.primaryNow().Add(-24 * time.Hour), Operator: "alice"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, p.Candidates)
+	_, err = horizon.Approve(f.ctx, f.pool, p.ID, "alice")
+	assert.ErrorIs(t, err, horizon.ErrSameOperator)
+	_, err = horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "alice"})
+	assert.ErrorIs(t, err, horizon.ErrPlanState, "a planned plan is not purged")
+	p, err = horizon.Approve(f.ctx, f.pool, p.ID, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, horizon.StateApproved, p.State)
+	_, err = horizon.Approve(f.ctx, f.pool, p.ID, "carol")
+	assert.ErrorIs(t, err, horizon.ErrPlanState)
+	_, err = horizon.Approve(f.ctx, f.pool, 999, "carol")
+	assert.ErrorIs(t, err, horizon.ErrPlanNotFound)
+}
+
+// TestPurgeAndLateReplays: a purge removes exactly the plan's set (whole days
+// swapped, the straddling day and the default partition by batches), keeps
+// pinned, quarantined and other-class identities, and a late replay gets
+// purged (same payload) or conflict (another), never a second run.
+func TestPurgeAndLateReplays(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	// 12 days of proj.view, one row an hour; some rows of demo.transfer in
+	// the same days; a day before any partition (default partition).
+	f.seed(projClass, "t1", "op-", 12*24, 12*24*time.Hour, time.Hour)
+	f.seed("demo.transfer", "t1", "money-", 50, 12*24*time.Hour, 5*time.Hour)
+	f.seed(projClass, "t2", "old-", 10, 40*24*time.Hour, time.Minute)
+	require.Positive(t, f.count("SELECT count(*) FROM idem.inbox_body_default"))
+	// An open quarantine record on t1/op-2 and a DLQ that holds t1/op-3.
+	res, ran, err := f.replay("t1", "op-2", `{"n":999}`)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, res.Outcome)
+	assert.False(t, ran)
+	f.exec("CREATE TABLE public.dlq (tenant text, op text, ts timestamptz)")
+	f.exec("INSERT INTO public.dlq VALUES ('t1', 'op-3', now() - interval '11 days')")
+	f.addSource(horizon.Source{Name: "dlq", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT tenant, op, ts FROM public.dlq"}})
+
+	before := f.primaryNow().Add(-5*24*time.Hour - 30*time.Minute)
+	inRange := f.count("SELECT count(*) FROM idem.identity WHERE op_class = $1 AND created_at < $2", projClass, before)
+	p := f.planApproved(before)
+	assert.EqualValues(t, 2, p.Pinned, "the DLQ identity and the quarantined one")
+	assert.Equal(t, inRange-2, p.Candidates)
+
+	var last int64
+	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "carol", BatchRows: 20,
+		Progress: func(done, total int64) { last = done }})
+	require.NoError(t, err)
+	assert.False(t, r.Aborted)
+	assert.Equal(t, horizon.StateDone, r.Plan.State)
+	assert.Equal(t, p.Candidates, r.Plan.Purged)
+	assert.Equal(t, p.Candidates, last)
+	assert.Positive(t, r.Swaps, "whole days are swapped")
+	assert.Positive(t, r.Batches, "the straddling day and the default partition go by batches")
+
+	// Exactly the plan's set is gone; the rest is still there.
+	assert.EqualValues(t, 2, f.count("SELECT count(*) FROM idem.inbox WHERE op_class = $1 AND created_at < $2", projClass, before))
+	assert.EqualValues(t, 50, f.count("SELECT count(*) FROM idem.inbox WHERE op_class = 'demo.transfer'"))
+	assert.Equal(t, p.Candidates, f.count("SELECT count(*) FROM idem.tombstone WHERE purge_plan = $1", p.ID))
+	assert.Equal(t, f.count("SELECT count(*) FROM idem.identity WHERE op_class = $1", projClass)-p.Candidates,
+		f.count("SELECT count(*) FROM idem.inbox WHERE op_class = $1", projClass))
+	assert.Zero(t, f.count("SELECT count(*) FROM idem.inbox_body_default"), "the default partition's old rows went too")
+	var tomb struct {
+		hash   string
+		purged time.Time
+	}
+	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT payload_hash, purged_at FROM idem.tombstone WHERE tenant_id = 't1' AND operation_id = 'op-10'").
+		Scan(&tomb.hash, &tomb.purged))
+	_, hash, err := idem.Canonicalize([]byte(`{"n":10}`), idem.PayloadLimits{})
+	require.NoError(t, err)
+	assert.Equal(t, hash, tomb.hash)
+
+	// Late replays.
+	res, ran, err = f.replay("t1", "op-10", `{"n":10}`)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Purged, res.Outcome)
+	assert.Nil(t, res.Response)
+	assert.False(t, ran)
+	res, ran, err = f.replay("t1", "op-10", `{"n":11}`)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, res.Outcome)
+	assert.NotZero(t, res.QuarantineID)
+	assert.False(t, ran)
+	var diff string
+	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT diff::text FROM idem.quarantine WHERE id = $1", res.QuarantineID).Scan(&diff))
+	assert.Contains(t, diff, "stored_purged")
+	assert.Contains(t, diff, fmt.Sprintf(`"purge_plan": %d`, p.ID))
+	// The pinned and the quarantined identities still answer from their body.
+	res, _, err = f.replay("t1", "op-3", `{"n":3}`)
+	require.NoError(t, err)
+	assert.Equal(t, idem.AlreadyApplied, res.Outcome)
+	// The SQL executor says the same.
+	var outcome string
+	require.NoError(t, f.pool.QueryRow(f.ctx, `SELECT outcome FROM idem.claim('t1', 'op-11', $1, '{"n":11}', $2)`, projClass,
+		mustHash(t, `{"n":11}`)).Scan(&outcome))
+	assert.Equal(t, "purged", outcome)
+
+	recs, err := audit.List(f.ctx, f.pool, audit.Filter{Action: "horizon.purge"})
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	assert.Equal(t, "horizon.purge.finish", recs[0].Action)
+	assert.Contains(t, string(recs[0].Details), fmt.Sprintf(`"purged": %d`, p.Candidates))
+
+	// Tombstones of a horizon class go after a second proof.
+	tp, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", DropTombstones: true})
+	require.NoError(t, err)
+	// op-10's tombstone is held by the conflict quarantined above.
+	assert.Equal(t, p.Candidates-1, tp.Candidates)
+	_, err = horizon.Approve(f.ctx, f.pool, tp.ID, "bob")
+	require.NoError(t, err)
+	tr, err := horizon.Purge(f.ctx, f.pool, tp.ID, horizon.PurgeOptions{Operator: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, p.Candidates-1, tr.Plan.Purged)
+	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.tombstone WHERE operation_id = 'op-10'"))
+	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.identity WHERE op_class = $1 AND created_at < $2", projClass, before)-
+		f.count("SELECT count(*) FROM idem.inbox WHERE op_class = $1 AND created_at < $2", projClass, before))
+}
+
+func mustHash(t *testing.T, payload string) string {
+	t.Helper()
+	_, h, err := idem.Canonicalize([]byte(payload), idem.PayloadLimits{})
+	require.NoError(t, err)
+	return h
+}
+
+// TestCorrectionAfterApprovalAbortsPurge: a correction added between approval
+// and purge pins an identity inside the purge set: the purge aborts and
+// deletes nothing.
+func TestCorrectionAfterApprovalAbortsPurge(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 20, 10*24*time.Hour, time.Minute)
+	p := f.planApproved(f.primaryNow().Add(-24 * time.Hour))
+	_, err := horizon.AddCorrection(f.ctx, f.pool, idem.Identity{TenantID: "t1", OperationID: "op-7"}, "chargeback fix", "carol")
+	require.NoError(t, err)
+	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob"})
+	require.NoError(t, err)
+	assert.True(t, r.Aborted)
+	assert.Contains(t, r.AbortReason, "manual pins t1/op-7")
+	assert.Equal(t, horizon.StateAborted, r.Plan.State)
+	assert.EqualValues(t, 20, f.count("SELECT count(*) FROM idem.inbox"), "nothing deleted")
+	_, err = horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob"})
+	assert.ErrorIs(t, err, horizon.ErrPlanState, "an aborted plan needs a new plan")
+	recs, err := audit.List(f.ctx, f.pool, audit.Filter{Action: "horizon.purge.abort"})
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
+
+	// An older bound appearing after approval aborts too.
+	p2 := f.planApproved(f.primaryNow().Add(-24 * time.Hour))
+	f.exec("CREATE TABLE public.outbox (ts timestamptz)")
+	f.addSource(horizon.Source{Name: "outbox", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: f.dsn, Query: "SELECT min(ts) FROM public.outbox"}})
+	f.exec("INSERT INTO public.outbox VALUES (now() - interval '30 days')")
+	r, err = horizon.Purge(f.ctx, f.pool, p2.ID, horizon.PurgeOptions{Operator: "bob"})
+	require.NoError(t, err)
+	assert.True(t, r.Aborted)
+	assert.Contains(t, r.AbortReason, "outbox (open)")
+	assert.EqualValues(t, 20, f.count("SELECT count(*) FROM idem.inbox"))
+}
+
+// TestInterruptedPurgeResumes: a purge stopped between batches resumes and
+// ends having removed exactly the plan's set.
+func TestInterruptedPurgeResumes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 500, 10*24*time.Hour, 10*time.Minute)
+	_, err := horizon.AddCorrection(f.ctx, f.pool, idem.Identity{TenantID: "t1", OperationID: "op-9"}, "pending", "carol")
+	require.NoError(t, err)
+	before := f.primaryNow().Add(-8 * 24 * time.Hour)
+	p := f.planApproved(before)
+	require.EqualValues(t, 1, p.Pinned)
+	ctx, cancel := context.WithCancel(f.ctx)
+	r, err := horizon.Purge(ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 25, KeepRatio: -1,
+		Progress: func(done, total int64) {
+			if done >= 50 {
+				cancel()
+			}
+		}})
+	assert.ErrorIs(t, err, horizon.ErrInterrupted)
+	assert.Equal(t, horizon.StatePurging, r.Plan.State)
+	assert.Less(t, r.Plan.Purged, p.Candidates)
+	assert.Positive(t, r.Plan.Purged)
+	r2, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 25})
+	require.NoError(t, err)
+	assert.Equal(t, horizon.StateDone, r2.Plan.State)
+	assert.Equal(t, p.Candidates, r2.Plan.Purged)
+	assert.Equal(t, p.Candidates, r.Purged+r2.Purged)
+	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.inbox WHERE created_at < $1", before), "only the pinned one")
+	assert.Equal(t, p.Candidates, f.count("SELECT count(*) FROM idem.tombstone"))
+	assert.Equal(t, int64(r2.Plan.Batches), f.count("SELECT count(*) FROM idem.horizon_batch WHERE plan_id = $1", p.ID))
+}
+
+// TestReplayRacingPurge: replays of the purged identities while the purge
+// runs never run the operation again: each is already_applied or purged.
+func TestReplayRacingPurge(t *testing.T) {
+	f := setup(t)
+	const n = 300
+	f.seed(projClass, "t1", "op-", n, 10*24*time.Hour, time.Minute)
+	p := f.planApproved(f.primaryNow().Add(-24 * time.Hour))
+	var runs atomic.Int64
+	outcomes := sync.Map{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for round := 0; round < 3; round++ {
+				for i := 1 + w; i <= n; i += 4 {
+					res, ran, err := f.replay("t1", fmt.Sprintf("op-%d", i), fmt.Sprintf(`{"n":%d}`, i))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ran {
+						runs.Add(1)
+					}
+					v, _ := outcomes.LoadOrStore(res.Outcome, new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
+				}
+			}
+		}()
+	}
+	close(start)
+	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 10, KeepRatio: -1})
+	wg.Wait()
+	require.NoError(t, err)
+	assert.EqualValues(t, n, r.Plan.Purged)
+	assert.Zero(t, runs.Load(), "no replay re-executed")
+	total := int64(0)
+	outcomes.Range(func(k, v any) bool {
+		assert.Contains(t, []idem.Outcome{idem.AlreadyApplied, idem.Purged}, k)
+		total += v.(*atomic.Int64).Load()
+		return true
+	})
+	assert.EqualValues(t, 3*n, total)
+	res, ran, err := f.replay("t1", "op-1", `{"n":1}`)
+	require.NoError(t, err)
+	assert.Equal(t, idem.Purged, res.Outcome)
+	assert.False(t, ran)
+}
+
+func TestSourceValidation(t *testing.T) {
+	t.Parallel()
+	cases := []horizon.Source{
+		{Name: "Bad Name", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/tmp"}},
+		{Name: "manual", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/tmp"}},
+		{Name: "pg", Kind: horizon.KindPostgres, Config: horizon.SourceConfig{DSN: "postgres://x@h/db"}},
+		{Name: "a", Kind: horizon.KindArchive},
+		{Name: "n", Kind: horizon.KindNATS, Config: horizon.SourceConfig{URL: "nats://x"}},
+		{Name: "k", Kind: horizon.KindKafka, Config: horizon.SourceConfig{Topic: "t"}},
+		{Name: "k", Kind: horizon.KindKafka, Config: horizon.SourceConfig{Brokers: []string{"b"}, Topic: "t", Mode: "guess"}},
+		{Name: "x", Kind: "smoke-signals"},
+	}
+	for _, s := range cases {
+		assert.ErrorIs(t, s.Validate(), horizon.ErrInvalidSource, "%+v", s)
+	}
+	s := horizon.Source{Name: "pg", Kind: horizon.KindPostgres, Config: horizon.SourceConfig{DSN: "postgres://u:hunter2@h/db", Query: "SELECT now()"}}
+	require.NoError(t, s.Validate())
+	b, err := json.Marshal(s.Redacted())
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "hunter2")
+	assert.NotContains(t, s.Describe(), "hunter2")
+}
+
+func TestSourcesAreAudited(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.addSource(horizon.Source{Name: "pg", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: "postgres://u:hunter2@127.0.0.1/db", Query: "SELECT now()"}})
+	err := horizon.AddSource(f.ctx, f.pool, horizon.Source{Name: "pg", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/x"}}, "alice")
+	assert.ErrorIs(t, err, horizon.ErrSourceExists)
+	list, err := horizon.ListSources(f.ctx, f.pool)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, horizon.ManualSource, list[0].Name)
+	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"))
+	assert.ErrorIs(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"), horizon.ErrSourceNotFound)
+	recs, err := audit.List(f.ctx, f.pool, audit.Filter{Action: "horizon.source"})
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	for _, r := range recs {
+		assert.NotContains(t, string(r.Details), "hunter2")
+	}
+	assert.True(t, errors.Is(horizon.RemoveSource(f.ctx, f.pool, "nope", "alice"), horizon.ErrSourceNotFound))
+}
