@@ -41,6 +41,8 @@ var (
 	ErrUnknownClass     = errors.New("unknown operation class")
 	ErrNoSQLEffect      = errors.New("class has no SQL effect")
 	ErrNotClaimed       = errors.New("identity not claimed in this transaction")
+	ErrClaimPending     = errors.New("claim not completed before commit")
+	ErrNUL              = errors.New("payload contains U+0000, which PostgreSQL jsonb cannot store")
 	ErrUnsettled        = errors.New("identity could not be settled")
 	ErrInvalidClass     = errors.New("invalid class registration")
 	ErrInvalidRequest   = errors.New("invalid request")
@@ -113,6 +115,12 @@ func Prepare(cmd Command, lim PayloadLimits) (Prepared, error) {
 	canonical, hash, err := Canonicalize(cmd.Payload, lim)
 	if err != nil {
 		return Prepared{}, err
+	}
+	if hasNULEscape(canonical) {
+		// Refused here, so that a dry run, a real run and a service agree before
+		// any database call (the database would refuse it with 22P05 and the
+		// conflict it may be would go unrecorded).
+		return Prepared{}, fmt.Errorf("%w: send binary data encoded (e.g. base64)", ErrNUL)
 	}
 	return Prepared{Command: cmd, Canonical: canonical, Hash: hash}, nil
 }
@@ -242,6 +250,22 @@ func Complete(ctx context.Context, tx DBTX, id Identity, resp json.RawMessage) (
 	return resp, nil
 }
 
+// hasNULEscape reports whether canonical JSON holds the escape \u0000 inside
+// a string (canonical JSON escapes U+0000 that way and nowhere else; an escaped
+// backslash followed by "u0000" is text, not the escape).
+func hasNULEscape(canonical []byte) bool {
+	for i := 0; i+5 < len(canonical); i++ {
+		if canonical[i] != '\\' {
+			continue
+		}
+		if string(canonical[i+1:i+6]) == "u0000" {
+			return true
+		}
+		i++ // skip the escaped character, e.g. the second backslash of "\\"
+	}
+	return false
+}
+
 func transportArg(t json.RawMessage) any {
 	if len(t) == 0 {
 		return nil
@@ -274,6 +298,8 @@ func mapError(p Prepared, err error) error {
 		sentinel = ErrUnsettled
 	case "IX008":
 		sentinel = ErrInvalidClass
+	case "IX009":
+		sentinel = ErrClaimPending
 	case "40001", "40P01":
 		sentinel = ErrSerialization
 	default:

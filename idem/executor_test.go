@@ -485,3 +485,73 @@ func TestRegisterClassChecksSignature(t *testing.T) {
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "IX008", pgErr.Code)
 }
+
+// TestClaimWithoutCompleteIsRefused: the SQL API cannot commit a marker
+// without its effect (the brief's first failure mode), and complete only
+// completes a claim of its own transaction.
+func TestClaimWithoutCompleteIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('app.charge', NULL, 'forever')")
+	require.NoError(t, err)
+	p, err := idem.Prepare(idem.Command{Identity: idem.Identity{"acme", "marker"}, Class: "app.charge", Payload: []byte(`{"a":1}`)}, idem.PayloadLimits{})
+	require.NoError(t, err)
+
+	// Autocommit: the claim is its own transaction and must not commit.
+	_, err = b.pool.Exec(b.ctx, "SELECT * FROM idem.claim($1, $2, $3, $4, $5)", p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "IX009", pgErr.Code)
+
+	// Explicit transaction, COMMIT without complete.
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	_, claimed, err := idem.Claim(b.ctx, tx, p)
+	require.NoError(t, err)
+	require.True(t, claimed)
+	err = tx.Commit(b.ctx)
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "IX009", pgErr.Code)
+	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM idem.inbox"), "no marker without its effect")
+	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM idem.pending_claim"))
+
+	// complete in another transaction than the claim is refused.
+	_, err = idem.Complete(b.ctx, b.pool, p.Identity, json.RawMessage(`{"ok":true}`))
+	assert.ErrorIs(t, err, idem.ErrNotClaimed)
+
+	// The proper sequence commits.
+	res, err := idem.ExecuteFunc(b.ctx, b.pool, p.Command, func(context.Context, pgx.Tx) (json.RawMessage, error) {
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, res.Outcome)
+	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM idem.pending_claim"))
+}
+
+func TestRegisterClassKeepsRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	// demo.transfer is forever; re-registering it as horizon must not weaken it.
+	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'horizon')")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "IX008", pgErr.Code)
+	var retention string
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT retention FROM idem.op_class WHERE name = 'demo.transfer'").Scan(&retention))
+	assert.Equal(t, "forever", retention)
+	// The same registration again is fine (demo init is idempotent).
+	_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever')")
+	assert.NoError(t, err)
+}
+
+func TestNULIsRefusedBeforeTheDatabase(t *testing.T) {
+	t.Parallel()
+	cmd := transfer("t", "nul", 1)
+	cmd.Payload = []byte(`{"from":"a","to":"b","amount":1,"currency":"EUR","memo":"x\u0000y"}`)
+	_, err := idem.Prepare(cmd, idem.PayloadLimits{})
+	assert.ErrorIs(t, err, idem.ErrNUL)
+	// An escaped backslash followed by u0000 is text, not a NUL.
+	cmd.Payload = []byte(`{"from":"a","to":"b","amount":1,"currency":"EUR","memo":"x\\u0000y"}`)
+	_, err = idem.Prepare(cmd, idem.PayloadLimits{})
+	assert.NoError(t, err)
+}

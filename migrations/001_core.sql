@@ -7,7 +7,7 @@
 --   IX003 unknown operation class   IX004 class has no SQL effect
 --   IX005 complete without a claim  IX006 missing payload
 --   IX007 identity could not be settled (retry)
---   IX008 invalid class registration
+--   IX008 invalid class registration     IX009 commit with a claim not completed
 
 CREATE SCHEMA IF NOT EXISTS idem;
 
@@ -118,6 +118,14 @@ BEGIN
             RAISE EXCEPTION 'effect % must be (tenant_id text, operation_id text, payload jsonb) RETURNS jsonb', p_effect
                 USING ERRCODE = 'IX008';
         END IF;
+    END IF;
+    IF EXISTS (SELECT 1 FROM idem.op_class c WHERE c.name = p_name
+               AND c.retention <> coalesce(p_retention, 'forever')) THEN
+        -- Never weaken (or silently keep) a retention policy by re-registering.
+        RAISE EXCEPTION 'class % is registered with retention %, not %', p_name,
+                (SELECT c.retention FROM idem.op_class c WHERE c.name = p_name), coalesce(p_retention, 'forever')
+            USING ERRCODE = 'IX008',
+                  HINT = 'change a retention policy deliberately: idemctl class set';
     END IF;
     INSERT INTO idem.op_class (name, effect, retention, description)
     VALUES (p_name, p_effect, coalesce(p_retention, 'forever'), p_description)
@@ -235,9 +243,42 @@ BEGIN
 END
 $$;
 
+-- pending_claim holds the identities claimed through idem.claim (effects in
+-- application code) until idem.complete saves their response, in the same
+-- transaction. It is empty outside transactions: a commit with a claim still
+-- pending is refused, so a marker without its effect (the brief's first failure
+-- mode) can never be committed through the SQL API. idem.execute does not use
+-- it: it completes within the same call.
+CREATE TABLE idem.pending_claim (
+    tenant_id    text NOT NULL,
+    operation_id text NOT NULL,
+    PRIMARY KEY (tenant_id, operation_id)
+);
+
+CREATE FUNCTION idem.pending_claim_check() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM idem.pending_claim p
+               WHERE p.tenant_id = NEW.tenant_id AND p.operation_id = NEW.operation_id) THEN
+        RAISE EXCEPTION 'identity (%, %) was claimed but never completed: refusing to commit a marker without its effect',
+                NEW.tenant_id, NEW.operation_id
+            USING ERRCODE = 'IX009',
+                  HINT = 'call idem.complete with the effect''s response before COMMIT';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE CONSTRAINT TRIGGER pending_claim_completed
+AFTER INSERT ON idem.pending_claim
+DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW EXECUTE FUNCTION idem.pending_claim_check();
+
 -- claim checks a request and claims its identity (see claim_checked). It is the
 -- entry point for effects that run in application code: claim, run the effect
--- in the same transaction, then idem.complete.
+-- in the same transaction, then idem.complete; committing without complete is
+-- refused (IX009).
 CREATE FUNCTION idem.claim(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload jsonb, p_payload_hash text,
     p_transport jsonb DEFAULT NULL
@@ -246,8 +287,12 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM idem.check_request(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash);
-    RETURN QUERY SELECT c.outcome, c.response, c.quarantine_id
-        FROM idem.claim_checked(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport) c;
+    SELECT c.outcome, c.response, c.quarantine_id INTO outcome, response, quarantine_id
+    FROM idem.claim_checked(p_tenant_id, p_operation_id, p_op_class, p_payload, p_payload_hash, p_transport) c;
+    IF outcome = 'claimed' THEN
+        INSERT INTO idem.pending_claim (tenant_id, operation_id) VALUES (p_tenant_id, p_operation_id);
+    END IF;
+    RETURN NEXT;
 END
 $$;
 
@@ -257,9 +302,14 @@ RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE idem.inbox
-    SET response = coalesce(p_response, 'null'::jsonb)
-    WHERE tenant_id = p_tenant_id AND operation_id = p_operation_id AND response IS NULL;
+    -- Only a claim of this transaction is pending (the table is empty at commit).
+    DELETE FROM idem.pending_claim
+    WHERE tenant_id = p_tenant_id AND operation_id = p_operation_id;
+    IF FOUND THEN
+        UPDATE idem.inbox
+        SET response = coalesce(p_response, 'null'::jsonb)
+        WHERE tenant_id = p_tenant_id AND operation_id = p_operation_id AND response IS NULL;
+    END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'identity (%, %) was not claimed in this transaction', p_tenant_id, p_operation_id
             USING ERRCODE = 'IX005',

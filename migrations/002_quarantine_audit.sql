@@ -244,6 +244,17 @@ BEGIN
         RAISE EXCEPTION 'quarantine record %: a decision is rejected or accepted, not %', OLD.id, NEW.status
             USING ERRCODE = 'IX107';
     END IF;
+    -- No decision without its audit row, written in this same transaction.
+    IF NOT EXISTS (
+        SELECT 1 FROM idem.audit a
+        WHERE a.id = NEW.decision_audit_id
+          AND a.target = 'quarantine:' || OLD.id
+          AND a.action = CASE NEW.status WHEN 'rejected' THEN 'quarantine.reject' ELSE 'quarantine.accept_as_new' END
+          AND a.at = now()
+    ) THEN
+        RAISE EXCEPTION 'quarantine record %: a decision needs its audit row from the same transaction', OLD.id
+            USING ERRCODE = 'IX107';
+    END IF;
     RETURN NEW;
 END
 $$;

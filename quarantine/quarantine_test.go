@@ -785,3 +785,43 @@ func TestExport(t *testing.T) {
 	assert.False(t, lie.Stored.HashVerified)
 	assert.NotEmpty(t, lie.Stored.Problem)
 }
+
+// TestForgedDecisionIsRefused: even with the decision-path setting, a decision
+// without its audit row from the same transaction is refused.
+func TestForgedDecisionIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	_, qid := b.conflict(t, "t1", "op-forge", transferPayload(500), transferPayload(501))
+	before := b.snapshot(t)
+	forge := func(auditID string) error {
+		tx, err := b.pool.Begin(b.ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(b.ctx)
+		_, err = tx.Exec(b.ctx, "SELECT set_config('idem.decision_path', 'on', true)")
+		require.NoError(t, err)
+		_, err = tx.Exec(b.ctx, `UPDATE idem.quarantine SET status = 'accepted', new_operation_id = 'zzz',
+			new_outcome = 'applied', decided_at = now(), decided_by = 'mallory', decided_db_user = 'x',
+			decision_reason = 'trust me', decision_audit_id = `+auditID+` WHERE id = $1`, qid)
+		if err != nil {
+			return err
+		}
+		return tx.Commit(b.ctx)
+	}
+	assert.Equal(t, "IX107", pgCode(forge("424242")), "no such audit row")
+	// An audit row of another record, or of another transaction, does not do either.
+	_, err := quarantine.Reject(b.ctx, b.pool, qid+0, "alice", "seed an audit row")
+	require.NoError(t, err)
+	_, qid2 := b.conflict(t, "t1", "op-forge-2", transferPayload(1), transferPayload(2))
+	var lastAudit int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT max(id) FROM idem.audit").Scan(&lastAudit))
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx)
+	_, err = tx.Exec(b.ctx, "SELECT set_config('idem.decision_path', 'on', true)")
+	require.NoError(t, err)
+	_, err = tx.Exec(b.ctx, `UPDATE idem.quarantine SET status = 'rejected', decided_at = now(), decided_by = 'mallory',
+		decided_db_user = 'x', decision_reason = 'x', decision_audit_id = $1 WHERE id = $2`, lastAudit, qid2)
+	assert.Equal(t, "IX107", pgCode(err), "%v", err)
+	after := b.snapshot(t)
+	assert.Equal(t, before.Inbox+1, after.Inbox, "only the second conflict's original was written")
+}

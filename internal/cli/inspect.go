@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/idem"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // InspectOptions are the flags of `idemctl inspect`.
@@ -32,7 +33,8 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 (database clock), canonical payload, saved response, transport metadata, and
 the ids of conflict records for it. Nothing is written.
 
-Exit code 1 when the identity has no inbox record.`,
+Exit code 1 when the identity has no inbox record; 4 on a standby (a lagging
+replica could say "not found" about an operation that happened).`,
 		Example: `  idemctl inspect --tenant acme --op charge-42
   idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
 		Args: maxArgs(0),
@@ -69,6 +71,17 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	// Step 1 of the protocol holds here too: a lagging standby would say "no
+	// inbox record" about an operation that did happen.
+	if _, err := recovery.CheckPrimary(ctx, pool); err != nil {
+		var np *recovery.NotPrimaryError
+		if errors.As(err, &np) && np.InRecovery {
+			return withCode(ExitNotPrimary, err)
+		}
+		if !errors.As(err, &np) {
+			return err
+		}
 	}
 	id := opts.Identity
 	rec := inboxRecord{Tenant: id.TenantID, OperationID: id.OperationID, Conflicts: []int64{}}

@@ -390,7 +390,8 @@ Only classes with a SQL effect can be run by idemctl; for a class whose effect
 is application code, have the owning service submit the payload under NEW, then
 reject this record with that reason.
 
-On a terminal you are asked to confirm; --yes skips the question.`,
+On a terminal you are asked to confirm; --yes skips the question, and is
+required when there is no terminal (exit code 2 without it).`,
 		Example: `  idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 \
       --reason "settlement revision approved in BET-99"
   idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json`,
@@ -408,6 +409,9 @@ On a terminal you are asked to confirm; --yes skips the question.`,
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
 				return usageErr("--reason is required: say why, for the record")
+			}
+			if !opts.Yes && !f.IO.CanPrompt() {
+				return usageErr("accept-as-new runs the payload as a new operation: pass --yes when there is no terminal to confirm on")
 			}
 			opts.ID, opts.Operator = id, f.Operator()
 			opts.JSON = f.JSON()

@@ -230,9 +230,14 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by alice")
 
-	// accept-as-new (not a terminal: no question asked)
+	// accept-as-new without a terminal needs --yes: nothing happens without it
+	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
+		"--reason", "settlement revision", "--operator", "carol")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--yes")
+	assert.Equal(t, 0, fx.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'bet-7-rev2'"))
 	code, out, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
-		"--reason", "settlement revision", "--operator", "carol", "-o", "json")
+		"--reason", "settlement revision", "--operator", "carol", "-o", "json", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	var acc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &acc))
@@ -246,7 +251,7 @@ func TestQuarantineCommands(t *testing.T) {
 	require.NoError(t, err)
 	auditRows := fx.count(t, "SELECT count(*) FROM idem.audit")
 	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q3), "--new-operation-id", "taken",
-		"--reason", "oops", "--operator", "carol")
+		"--reason", "oops", "--operator", "carol", "--yes")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "already exists with another payload")
 	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
@@ -258,7 +263,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Contains(t, errOut, "not found")
 	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--reason", "x")
 	assert.Equal(t, ExitInvalid, code)
-	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n")
+	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n", "--yes")
 	assert.Equal(t, ExitInvalid, code)
 	missing := filepath.Join(t.TempDir(), "never.json")
 	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
