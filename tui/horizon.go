@@ -462,8 +462,12 @@ func (v *horizonView) render(w, h int) string {
 		if i == v.nav.cursor {
 			marker = "> "
 		}
+		state := pad(string(p.State), stateW)
+		if i != v.nav.cursor {
+			state = v.planStyle(p.State).Render(state)
+		}
 		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02"), beforeW) + " " +
-			v.planStyle(p.State).Render(pad(string(p.State), stateW)) + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
+			state + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
 			pad(orDash(p.PlannedBy), byW) + " " + pad(orDash(p.ApprovedBy), byW)
 		if i == v.nav.cursor {
 			row = st.Selected.Render(row)

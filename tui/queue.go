@@ -645,7 +645,11 @@ func (v *queueView) renderList(w, h int) string {
 		if i == v.nav.cursor {
 			marker = "> "
 		}
-		status := v.statusStyle(s.Status).Render(pad(string(s.Status), statusW))
+		status := pad(string(s.Status), statusW)
+		if i != v.nav.cursor {
+			// Inside the selected row a nested style would end its background.
+			status = v.statusStyle(s.Status).Render(status)
+		}
 		row := marker + padLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + pad(s.Tenant+"/"+s.OperationID, identW) + " " +
 			pad(class, clsW) + " " + status + " " + padLeft(strconv.FormatInt(s.Occurrences, 10), seenW) + " " +
 			padLeft(ago(now, s.LastSeen), lastW)
