@@ -204,7 +204,7 @@ func abortPlan(ctx context.Context, pool *pgxpool.Pool, p Plan, reason, operator
 			return fmt.Errorf("abort plan %d: %w", p.ID, err)
 		}
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.abort",
-			Target: fmt.Sprintf("horizon_plan:%d", p.ID),
+			Target:  fmt.Sprintf("horizon_plan:%d", p.ID),
 			Details: map[string]any{"reason": reason, "purged_before": p.Purged, "reprobe": ev}})
 		return err
 	})
