@@ -73,8 +73,10 @@ type PurgePlan struct {
 	// Before is the horizon: identities older than it are purged.
 	Before time.Time
 	State  PlanState
-	// Identities is how many inbox rows the plan covers (or purged).
+	// Identities is how many inbox rows the plan covers; Purged how many
+	// it removed so far.
 	Identities int64
+	Purged     int64
 	PlannedBy  string
 	PlannedAt  time.Time
 	ApprovedBy string
@@ -483,6 +485,7 @@ func (v *horizonView) render(w, h int) string {
 func (v *horizonView) footer(w int) []string {
 	st := v.c.Styles
 	p := v.selected()
+	var bar string
 	if v.purging() || (p != nil && p.ID == v.purgeID) {
 		total := max(v.purgeTotal, 1)
 		pct := float64(v.purgeDone) / float64(total)
@@ -491,7 +494,10 @@ func (v *horizonView) footer(w int) []string {
 		if v.purging() {
 			label = st.StepRunning.Render(label)
 		}
-		return []string{"", label + v.bar.ViewAs(min(1, pct)) + fmt.Sprintf(" %d/%d", v.purgeDone, v.purgeTotal), ""}
+		bar = label + v.bar.ViewAs(min(1, pct)) + fmt.Sprintf(" %d/%d", v.purgeDone, v.purgeTotal)
+		if v.purging() || p == nil {
+			return []string{"", bar, ""}
+		}
 	}
 	if p == nil {
 		return []string{"", "", ""}
@@ -502,10 +508,17 @@ func (v *horizonView) footer(w int) []string {
 		l2 += st.Label.Render("  contract ") + p.Contract
 	}
 	l3 := ""
-	if p.State == PlanAborted && p.AbortReason != "" {
+	switch {
+	case p.State == PlanAborted && p.AbortReason != "":
 		l3 = st.Warning.Render("aborted: " + p.AbortReason)
-	} else if p.State == PlanPlanned {
+	case p.State == PlanPlanned:
 		l3 = st.Muted.Render("needs the approval of an operator other than " + orDash(p.PlannedBy))
+	case p.State == PlanDone || p.State == PlanPurging:
+		l3 = fmt.Sprintf("purged %d of %d", p.Purged, p.Identities)
+	}
+	if bar != "" {
+		// The purge just ran: its bar, then where the plan ended.
+		return []string{trunc(bar, w), trunc(l1, w), trunc(l3, w)}
 	}
 	return []string{trunc(l1, w), trunc(l2, w), trunc(l3, w)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
@@ -471,4 +472,91 @@ func TestModelHorizonActions(t *testing.T) {
 	assert.Contains(t, v, "purge #2 ")
 	assert.Contains(t, v, "2500/5000")
 	assert.Contains(t, v, "aborted after 2500 identities: horizon moved")
+}
+
+// The horizon view over package horizon and a real database: the planner's
+// approval is refused (four eyes), another operator approves, the purge runs
+// with its progress, and a purge whose horizon moved is aborted with why.
+func TestModelHorizonDatabase(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 6)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := pool.Exec(ctx, sql, args...)
+		require.NoError(t, err, sql)
+	}
+	// A horizon class (a rebuildable projection) with identities ten days old.
+	exec("SELECT idem.register_class('proj.view', NULL, 'horizon')")
+	exec("SELECT idem.inbox_body_ensure(current_date - 20, current_date)")
+	seed := func(prefix string, n int) {
+		exec(`INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
+			SELECT 't1', $1 || g, 'proj.view', 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
+			       ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - interval '10 days' + g * interval '1 second'
+			FROM generate_series(1, $2::int) g`, prefix, n)
+	}
+	seed("a-", 40)
+	var now time.Time
+	require.NoError(t, pool.QueryRow(ctx, "SELECT now()").Scan(&now))
+	plan, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice"})
+	require.NoError(t, err)
+	require.EqualValues(t, 40, plan.Candidates)
+
+	console := func(operator string) *harness {
+		st := styles.Ascii()
+		h := &harness{t: t, pool: pool, m: New(Options{
+			Services: PoolServices(pool), Operator: operator, Database: "test",
+			Now: func() time.Time { return now }, Styles: &st, Refresh: -1, StepDelay: -1, Timeout: 20 * time.Second,
+		})}
+		h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
+		h.init()
+		h.keys("3")
+		return h
+	}
+	state := func(id int64) horizon.Plan {
+		t.Helper()
+		p, err := horizon.GetPlan(ctx, pool, id)
+		require.NoError(t, err)
+		return p
+	}
+
+	h := console("alice")
+	v := h.view()
+	assert.Contains(t, v, "#"+itoa(plan.ID))
+	assert.Contains(t, v, "proj.view")
+	assert.Contains(t, v, "planned")
+	assert.Contains(t, v, "manual", "the built-in source of pending corrections, with its probe")
+	h.keys("a", "y")
+	assert.Contains(t, h.view(), "refused: you (alice) planned purge #"+itoa(plan.ID)+"; another operator must approve it")
+	assert.Equal(t, horizon.StatePlanned, state(plan.ID).State)
+
+	h = console("bob")
+	h.keys("a", "y")
+	assert.Contains(t, h.view(), "ok: plan #"+itoa(plan.ID)+" approved by bob")
+	assert.Equal(t, "bob", state(plan.ID).ApprovedBy)
+	h.keys("p", "y")
+	v = h.view()
+	assert.Contains(t, v, "ok: purge #"+itoa(plan.ID)+" done: 40 identities purged")
+	assert.Contains(t, v, "40/40")
+	assert.Equal(t, horizon.StateDone, state(plan.ID).State)
+
+	// The horizon moves after approval: a source now holds an older message.
+	seed("b-", 10)
+	plan2, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice"})
+	require.NoError(t, err)
+	_, err = horizon.Approve(ctx, pool, plan2.ID, "bob")
+	require.NoError(t, err)
+	require.NoError(t, horizon.AddSource(ctx, pool, horizon.Source{Name: "late-dlq", Kind: horizon.KindPostgres,
+		Config: horizon.SourceConfig{DSN: dsn, Query: "SELECT now() - interval '30 days'"}}, "carol"))
+	h = console("bob")
+	h.keys("p", "y")
+	v = h.view()
+	assert.Contains(t, v, "warning: purge #"+itoa(plan2.ID)+" aborted")
+	assert.Contains(t, v, "late-dlq")
+	p2 := state(plan2.ID)
+	assert.Equal(t, horizon.StateAborted, p2.State)
+	assert.NotEmpty(t, p2.AbortReason)
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM idem.inbox WHERE operation_id LIKE 'b-%'").Scan(&left))
+	assert.Equal(t, 10, left, "an aborted purge deletes nothing")
 }

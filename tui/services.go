@@ -33,12 +33,13 @@ type Services struct {
 }
 
 // PoolServices returns the services over a connection pool: the same domain
-// functions the CLI calls. Horizon is left nil (see HorizonService).
+// functions the CLI calls.
 func PoolServices(pool *pgxpool.Pool) Services {
 	return Services{
 		Quarantine: QuarantineDB{Pool: pool},
 		Audit:      AuditDB{Pool: pool},
 		Resolve:    &ProtocolStepper{Pool: pool},
+		Horizon:    HorizonDB{Pool: pool},
 	}
 }
 

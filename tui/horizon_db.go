@@ -1,0 +1,113 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/horizon"
+)
+
+// HorizonDB is HorizonService over package horizon.
+type HorizonDB struct{ Pool *pgxpool.Pool }
+
+// horizonPlanLimit is how many plans the view lists (newest first).
+const horizonPlanLimit = 100
+
+// Sources lists the replay sources with their last probe. Package horizon
+// records a probe only as the evidence of a plan (its proof), so the last
+// probe of a source is its evidence in the newest plan that has one; a source
+// in no plan yet is shown "never probed" (not proven).
+func (h HorizonDB) Sources(ctx context.Context) ([]HorizonSource, error) {
+	sources, err := horizon.ListSources(ctx, h.Pool)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := horizon.ListPlans(ctx, h.Pool, "", horizonPlanLimit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HorizonSource, 0, len(sources))
+	for _, s := range sources {
+		hs := HorizonSource{Name: s.Name, Kind: string(s.Kind), Result: "never probed", Detail: s.Describe()}
+		for _, p := range plans { // newest first
+			ev, ok := evidenceFor(p, s.Name)
+			if !ok {
+				continue
+			}
+			hs.ProbedAt, hs.Result = p.PlannedAt, string(ev.Verdict)
+			hs.Proven = ev.Verdict == horizon.VerdictClosed
+			hs.Detail = evidenceDetail(ev)
+			break
+		}
+		out = append(out, hs)
+	}
+	return out, nil
+}
+
+func evidenceFor(p horizon.Plan, source string) (horizon.Evidence, bool) {
+	for _, ev := range p.Proof {
+		if ev.Source == source {
+			return ev, true
+		}
+	}
+	return horizon.Evidence{}, false
+}
+
+// evidenceDetail says in a few words what a probe found.
+func evidenceDetail(ev horizon.Evidence) string {
+	switch {
+	case ev.Reason != "":
+		return ev.Reason
+	case ev.Mode == horizon.Enumerating:
+		return fmt.Sprintf("enumerated %d, pinned %d", ev.Enumerated, ev.Pinned)
+	case ev.Oldest != nil:
+		return "oldest " + stamp(*ev.Oldest)
+	case ev.Where != "":
+		return ev.Where
+	}
+	return "nothing to replay"
+}
+
+// Plans lists the purge plans, newest first.
+func (h HorizonDB) Plans(ctx context.Context) ([]PurgePlan, error) {
+	plans, err := horizon.ListPlans(ctx, h.Pool, "", horizonPlanLimit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PurgePlan, 0, len(plans))
+	for _, p := range plans {
+		scope := p.Class
+		if p.Action == horizon.ActionDropTombstones {
+			scope += " (tombstones)"
+		}
+		out = append(out, PurgePlan{
+			ID: p.ID, Scope: scope, Before: p.Cutoff, State: PlanState(p.State), Identities: p.Candidates, Purged: p.Purged,
+			PlannedBy: p.PlannedBy, PlannedAt: p.PlannedAt, ApprovedBy: p.ApprovedBy, Contract: p.Contract,
+			AbortReason: p.AbortReason,
+		})
+	}
+	return out, nil
+}
+
+// Approve records the approval (horizon.Approve); the planner is refused
+// with an error wrapping ErrSameOperator.
+func (h HorizonDB) Approve(ctx context.Context, planID int64, operator string) error {
+	_, err := horizon.Approve(ctx, h.Pool, planID, operator)
+	if errors.Is(err, horizon.ErrSameOperator) {
+		return fmt.Errorf("%w: %w", ErrSameOperator, err)
+	}
+	return err
+}
+
+// Purge executes an approved plan (horizon.Purge), which re-probes every
+// source first and aborts, deleting nothing, when the horizon moved.
+func (h HorizonDB) Purge(ctx context.Context, planID int64, operator string, progress func(done, total int64)) (PurgeResult, error) {
+	res, err := horizon.Purge(ctx, h.Pool, planID, horizon.PurgeOptions{Operator: operator, Progress: progress})
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	return PurgeResult{Purged: res.Purged, Aborted: res.Aborted, AbortReason: res.AbortReason}, nil
+}
