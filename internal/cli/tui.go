@@ -20,8 +20,6 @@ type TUIOptions struct {
 	Refresh time.Duration
 	// NoColor turns colour off (as NO_COLOR does).
 	NoColor bool
-	// Services replaces the database services (tests); nil means the pool's.
-	Services *tui.Services
 
 	f *Factory
 }
@@ -84,22 +82,16 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if !opts.IO.CanPrompt() {
 		return withCode(ExitUsage, errNoTerminal)
 	}
-	var services tui.Services
-	if opts.Services != nil {
-		services = *opts.Services
-	} else {
-		pool, err := opts.f.Pool(ctx)
-		if err != nil {
-			return err
-		}
-		services = tui.PoolServices(pool)
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
 	}
 	refresh := opts.Refresh
 	if refresh == 0 {
 		refresh = -1 // tui.Options: negative means never
 	}
-	err := tui.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
-		Services: services,
+	err = tui.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
+		Services: tui.PoolServices(pool),
 		Operator: opts.f.Operator(),
 		Database: opts.f.describeDB(),
 		Now:      opts.f.Now,
