@@ -1,0 +1,260 @@
+package horizon_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/idemctl/idemctl/horizon"
+)
+
+// natsURL is the NATS server on 127.0.0.1:4222 when one answers, else an
+// in-process nats-server with JetStream in a temporary directory.
+func natsURL(t *testing.T) string {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:4222", 300*time.Millisecond); err == nil {
+		c.Close()
+		nc, err := nats.Connect("nats://127.0.0.1:4222", nats.Timeout(time.Second))
+		if err == nil {
+			defer nc.Close()
+			if js, err := jetstream.New(nc); err == nil {
+				if _, err := js.AccountInfo(context.Background()); err == nil {
+					return "nats://127.0.0.1:4222"
+				}
+			}
+		}
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	go s.Start()
+	require.True(t, s.ReadyForConnections(10*time.Second), "in-process nats-server")
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// natsStream creates a uniquely named stream, deleted at cleanup, and returns
+// a publisher of messages carrying the given identity headers ("" for none).
+func natsStream(t *testing.T, url string) (string, func(tenant, op string)) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	name := fmt.Sprintf("IDEMCTL_TEST_%d", time.Now().UnixNano())
+	ctx := context.Background()
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), name) })
+	return name, func(tenant, op string) {
+		m := nats.NewMsg(name + ".dlq")
+		m.Data = []byte(`{}`)
+		if tenant != "" {
+			m.Header.Set(horizon.DefaultTenantHeader, tenant)
+			m.Header.Set(horizon.DefaultOperationHeader, op)
+		}
+		_, err := js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+}
+
+func TestNATSSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	url := natsURL(t)
+	stream, publish := natsStream(t, url)
+	empty, _ := natsStream(t, url)
+	publish("t1", "op-2")
+	publish("t1", "op-5")
+	publish("t9", "elsewhere")
+	f.addSource(horizon.Source{Name: "nats-bound", Kind: horizon.KindNATS, Config: horizon.SourceConfig{URL: url, Stream: stream}})
+	f.addSource(horizon.Source{Name: "nats-enum", Kind: horizon.KindNATS,
+		Config: horizon.SourceConfig{URL: url, Stream: stream, Mode: horizon.Enumerating}})
+	f.addSource(horizon.Source{Name: "nats-empty", Kind: horizon.KindNATS, Config: horizon.SourceConfig{URL: url, Stream: empty}})
+	now := f.primaryNow()
+
+	early := now.Add(-time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	b := evidenceOf(t, rep, "nats-bound")
+	assert.Equal(t, horizon.Bounding, b.Mode)
+	assert.Equal(t, horizon.VerdictClosed, b.Verdict, b.Reason)
+	require.NotNil(t, b.Oldest)
+	assert.WithinDuration(t, time.Now(), *b.Oldest, time.Minute)
+	e := evidenceOf(t, rep, "nats-enum")
+	assert.Equal(t, horizon.Enumerating, e.Mode)
+	assert.EqualValues(t, 3, e.Enumerated)
+	assert.EqualValues(t, 2, e.Pinned)
+	assert.Equal(t, horizon.VerdictClosed, evidenceOf(t, rep, "nats-empty").Verdict)
+	assert.Nil(t, evidenceOf(t, rep, "nats-empty").Oldest)
+	assert.True(t, rep.Proven)
+
+	// A DLQ message not older than cutoff+margin blocks that cutoff.
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &now})
+	require.NoError(t, err)
+	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "nats-bound").Verdict)
+	assert.False(t, rep.Proven)
+
+	// Failing probes: a message without identity headers, a missing stream,
+	// an unreachable server.
+	publish("", "")
+	f.addSource(horizon.Source{Name: "nats-missing", Kind: horizon.KindNATS, Config: horizon.SourceConfig{URL: url, Stream: "NO_SUCH_STREAM_X"}})
+	f.addSource(horizon.Source{Name: "nats-down", Kind: horizon.KindNATS, Timeout: 2 * time.Second,
+		Config: horizon.SourceConfig{URL: "nats://127.0.0.1:1", Stream: stream}})
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	for name, want := range map[string]string{"nats-enum": "no Idem-Tenant/Idem-Operation headers", "nats-missing": "NO_SUCH_STREAM_X", "nats-down": "connect"} {
+		ev := evidenceOf(t, rep, name)
+		assert.Equal(t, horizon.VerdictFailed, ev.Verdict, name)
+		assert.Contains(t, ev.Reason, want, name)
+	}
+}
+
+func TestKafkaSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "dlq", "empty", "bad"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	old := time.Now().Add(-9 * 24 * time.Hour).Truncate(time.Millisecond)
+	produce := func(topic, tenant, op string, ts time.Time) {
+		r := &kgo.Record{Topic: topic, Value: []byte(`{}`), Timestamp: ts}
+		if tenant != "" {
+			r.Headers = []kgo.RecordHeader{{Key: horizon.DefaultTenantHeader, Value: []byte(tenant)},
+				{Key: horizon.DefaultOperationHeader, Value: []byte(op)}}
+		}
+		require.NoError(t, cl.ProduceSync(f.ctx, r).FirstErr())
+	}
+	produce("dlq", "t1", "op-3", old)
+	produce("dlq", "t1", "op-4", old.Add(time.Hour))
+	produce("dlq", "t1", "op-8", time.Now())
+	produce("bad", "", "", time.Now())
+	f.addSource(horizon.Source{Name: "kafka-bound", Kind: horizon.KindKafka, Config: horizon.SourceConfig{Brokers: brokers, Topic: "dlq"}})
+	f.addSource(horizon.Source{Name: "kafka-enum", Kind: horizon.KindKafka,
+		Config: horizon.SourceConfig{Brokers: brokers, Topic: "dlq", Mode: horizon.Enumerating}})
+	f.addSource(horizon.Source{Name: "kafka-empty", Kind: horizon.KindKafka, Config: horizon.SourceConfig{Brokers: brokers, Topic: "empty"}})
+	now := f.primaryNow()
+
+	early := now.Add(-15 * 24 * time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	b := evidenceOf(t, rep, "kafka-bound")
+	assert.Equal(t, horizon.Bounding, b.Mode)
+	assert.Equal(t, horizon.VerdictClosed, b.Verdict, b.Reason)
+	require.NotNil(t, b.Oldest)
+	assert.WithinDuration(t, old, *b.Oldest, time.Millisecond, "the earliest offset's timestamp")
+	e := evidenceOf(t, rep, "kafka-enum")
+	assert.Equal(t, horizon.Enumerating, e.Mode)
+	assert.EqualValues(t, 3, e.Enumerated)
+	assert.Equal(t, horizon.VerdictClosed, evidenceOf(t, rep, "kafka-empty").Verdict)
+	assert.True(t, rep.Proven)
+
+	// The DLQ holds a message from 9 days ago: a cutoff 1 day ago is blocked
+	// by the bounding proof; the enumerating one pins the identities instead.
+	late := now.Add(-24 * time.Hour)
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &late})
+	require.NoError(t, err)
+	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "kafka-bound").Verdict)
+	assert.EqualValues(t, 3, evidenceOf(t, rep, "kafka-enum").Pinned)
+	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "kafka-bound", "alice"))
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, p.Pinned)
+	assert.EqualValues(t, 7, p.Candidates)
+
+	// Failing probes: a record without identity headers, a missing topic, no broker.
+	f.addSource(horizon.Source{Name: "kafka-bad", Kind: horizon.KindKafka,
+		Config: horizon.SourceConfig{Brokers: brokers, Topic: "bad", Mode: horizon.Enumerating}})
+	f.addSource(horizon.Source{Name: "kafka-missing", Kind: horizon.KindKafka, Timeout: 5 * time.Second,
+		Config: horizon.SourceConfig{Brokers: brokers, Topic: "nope"}})
+	f.addSource(horizon.Source{Name: "kafka-down", Kind: horizon.KindKafka, Timeout: 2 * time.Second,
+		Config: horizon.SourceConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "dlq"}})
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
+	require.NoError(t, err)
+	assert.Contains(t, evidenceOf(t, rep, "kafka-bad").Reason, "headers")
+	for _, name := range []string{"kafka-bad", "kafka-missing", "kafka-down"} {
+		ev := evidenceOf(t, rep, name)
+		assert.Equal(t, horizon.VerdictFailed, ev.Verdict, name)
+		assert.NotEmpty(t, ev.Reason, name)
+	}
+	assert.False(t, rep.Proven)
+}
+
+func TestArchiveSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	dir := t.TempDir()
+	writeArchive(t, dir+"/2026-11-01.ndjson", false,
+		`{"tenant":"t1","operation_id":"op-1","ts":"2026-11-01T10:00:00Z"}`,
+		``,
+		`{"tenant":"t1","operation_id":"op-2","ts":"2026-11-01T11:00:00Z","payload":{"x":1}}`)
+	writeArchive(t, dir+"/sub/2026-11-02.ndjson.gz", true,
+		`{"tenant":"t1","operation_id":"op-3","ts":"2026-11-02T10:00:00Z"}`,
+		`{"tenant":"t7","operation_id":"unknown","ts":"2026-11-02T10:00:00Z"}`)
+	writeArchive(t, dir+"/README.txt", false, "not an archive file")
+	f.addSource(horizon.Source{Name: "archive", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: dir}})
+	before := f.primaryNow().Add(-time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	a := evidenceOf(t, rep, "archive")
+	assert.Equal(t, horizon.Enumerating, a.Mode)
+	assert.Equal(t, horizon.VerdictClosed, a.Verdict, a.Reason)
+	assert.EqualValues(t, 4, a.Enumerated)
+	assert.EqualValues(t, 3, a.Pinned)
+	require.NotNil(t, a.Oldest)
+	assert.Equal(t, "2026-11-01T10:00:00Z", a.Oldest.UTC().Format(time.RFC3339))
+
+	// Nonsense fails the proof with the file and line; so does a missing dir.
+	writeArchive(t, dir+"/2026-11-03.ndjson", false, `{"tenant":"t1","operation_id":"op-4"}`, `{"tenant":"","operation_id":"x"}`)
+	f.addSource(horizon.Source{Name: "gone", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: dir + "/nope"}})
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	a = evidenceOf(t, rep, "archive")
+	assert.Equal(t, horizon.VerdictFailed, a.Verdict)
+	assert.Contains(t, a.Reason, "2026-11-03.ndjson:2")
+	assert.Equal(t, horizon.VerdictFailed, evidenceOf(t, rep, "gone").Verdict)
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	assert.ErrorIs(t, err, horizon.ErrNotProven)
+}
+
+func writeArchive(t *testing.T, path string, gz bool, lines ...string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	var buf bytes.Buffer
+	var w io.Writer = &buf
+	var zw *gzip.Writer
+	if gz {
+		zw = gzip.NewWriter(&buf)
+		w = zw
+	}
+	for _, l := range lines {
+		_, _ = io.WriteString(w, l+"\n")
+	}
+	if zw != nil {
+		require.NoError(t, zw.Close())
+	}
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+}
