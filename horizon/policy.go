@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,4 +128,48 @@ func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Re
 		return err
 	})
 	return out, err
+}
+
+// ParseDuration reads a duration as an operator types it: Go's form (90m,
+// 12h, 1h30m) or whole days (30d, also 30d12h).
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("duration %q: want e.g. 30d, 12h or 90m", s)
+		}
+		days, s = n, s[i+1:]
+	}
+	var rest time.Duration
+	if s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("duration %q: want e.g. 30d, 12h or 90m", s)
+		}
+		rest = d
+	}
+	d := time.Duration(days)*24*time.Hour + rest
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q must not be negative", s)
+	}
+	return d, nil
+}
+
+// ResolveBefore turns --before into a time on the primary's clock: an RFC 3339
+// time as given, or a duration (30d) back from the primary's now.
+func ResolveBefore(ctx context.Context, q DBTX, s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--before %q: want an RFC 3339 time (2026-10-01T00:00:00Z) or a duration ago (30d, 12h)", s)
+	}
+	now, err := primaryNow(ctx, q)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.Add(-d), nil
 }

@@ -172,7 +172,7 @@ func (s Source) Validate() error {
 	switch s.Kind {
 	case KindPostgres:
 		if c.DSN == "" || c.Query == "" {
-			return bad("postgres needs --dsn and --query")
+			return bad("postgres needs --source-dsn and --query")
 		}
 		if _, err := pgx.ParseConfig(c.DSN); err != nil {
 			return bad("invalid DSN %s", db.Redact(c.DSN))

@@ -112,6 +112,7 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 	root.AddCommand(NewCmdQuarantine(f))
 	root.AddCommand(NewCmdAudit(f))
 	root.AddCommand(NewCmdTUI(f, nil))
+	root.AddCommand(NewCmdHorizon(f), NewCmdClass(f), NewCmdCorrections(f))
 	return root
 }
 

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/horizon"
+)
+
+// NewCmdClass builds `idemctl class` (list, set): the purge policy of each
+// operation class.
+func NewCmdClass(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "class <command>",
+		Short: "Show and set the purge policy of operation classes (list, set)",
+		Long: `Every operation class has a retention policy that says what an inbox purge of it
+needs (idemctl horizon):
+
+  forever  money. The default, and demo.transfer's. A purge needs --contract, a
+           business contract reference that is recorded with the plan; its
+           tombstones are never dropped.
+  horizon  a projection that can be rebuilt whole: purged once the replay
+           horizon is proven.
+
+--min-age is a floor: nothing younger is ever purged, whatever --before says.
+Every change is recorded in the audit log.`,
+		Example: `  idemctl class list
+  idemctl class set reporting.daily_totals --retention horizon --min-age 30d`,
+	}
+	cmd.AddCommand(NewCmdClassList(f, nil), NewCmdClassSet(f, nil))
+	return cmd
+}
+
+// ClassListOptions are the flags of `idemctl class list`.
+type ClassListOptions struct {
+	IO   *IOStreams
+	JSON bool
+	f    *Factory
+}
+
+// NewCmdClassList builds `idemctl class list`.
+func NewCmdClassList(f *Factory, runF func(*ClassListOptions) error) *cobra.Command {
+	opts := &ClassListOptions{IO: f.IO, f: f}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List operation classes with their retention and min-age",
+		Long: `List every registered operation class: its retention (forever or horizon), its
+min-age floor, and whether its effect is SQL (idem.execute) or application
+code. Nothing is written.`,
+		Example: `  idemctl class list
+  idemctl class list -o json | jq -r 'select(.retention == "horizon") | .class'`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return classListRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func classListRun(ctx context.Context, opts *ClassListOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	classes, err := horizon.ListClasses(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		for _, c := range classes {
+			if err := printJSONLine(opts.IO.Out, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rows := make([][]string, 0, len(classes))
+	for _, c := range classes {
+		effect := "application"
+		if c.SQLEffect {
+			effect = "sql"
+		}
+		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, clipText(c.Description, 60)})
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
+		return nil
+	}
+	return printTable(opts.IO.Out, []string{"class", "retention", "min age", "effect", "description"}, rows)
+}
+
+// ClassSetOptions are the flags of `idemctl class set`.
+type ClassSetOptions struct {
+	IO        *IOStreams
+	JSON      bool
+	Name      string
+	Retention horizon.Retention
+	// MinAge is nil when --min-age was not given (kept as it is).
+	MinAge   *time.Duration
+	Operator string
+	f        *Factory
+}
+
+// NewCmdClassSet builds `idemctl class set`.
+func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Command {
+	opts := &ClassSetOptions{IO: f.IO, f: f}
+	var retention, minAge string
+	cmd := &cobra.Command{
+		Use:   "set NAME --retention forever|horizon [--min-age DURATION]",
+		Short: "Set a class's retention and min-age (audited)",
+		Long: `Set the retention of an operation class, and optionally its min-age floor
+(30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
+with the policy before and after. It applies to plans made from now on; a purge
+re-reads it and aborts when the class became forever and its plan cites no
+contract.
+
+Exit codes: 2 bad flags, 5 unknown class or invalid policy.`,
+		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
+  idemctl class set payments.charge --retention forever`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("a class name is required (idemctl class list shows them)")
+			}
+			opts.Name = args[0]
+			switch horizon.Retention(retention) {
+			case horizon.Forever, horizon.Horizon:
+				opts.Retention = horizon.Retention(retention)
+			default:
+				return usageErr("--retention must be forever or horizon")
+			}
+			if cmd.Flags().Changed("min-age") {
+				d, err := horizon.ParseDuration(minAge)
+				if err != nil {
+					return usageErr("--min-age: %v", err)
+				}
+				opts.MinAge = &d
+			}
+			opts.Operator = f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return classSetRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
+	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
+	return cmd
+}
+
+func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator)
+	if err != nil {
+		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) {
+			return withCode(ExitInvalid, err)
+		}
+		return err
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, pol)
+	}
+	fmt.Fprintf(opts.IO.Out, "class %s: retention %s, min age %s\n", pol.Name, pol.Retention, formatAge(pol.MinAge))
+	return nil
+}
+
+// formatAge renders a duration in days when it is whole days.
+func formatAge(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}

@@ -1,0 +1,811 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/horizon"
+)
+
+// horizonExitHelp documents the exit codes the horizon commands use.
+const horizonExitHelp = `Exit codes: 0 done; 1 failure (database unreachable, purge interrupted: run it
+again to resume); 2 bad flags or arguments; 5 refused: horizon not proven (a
+source failed, timed out, returned nonsense or can replay before the cutoff), a
+forever class without --contract, approval by the planner (four-eyes), a plan
+not in a state for the step, or a purge aborted by its re-probe.`
+
+// NewCmdHorizon builds `idemctl horizon` and its subcommands.
+func NewCmdHorizon(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "horizon <command>",
+		Short: "Purge the inbox only behind a proven replay horizon (sources, check, plan, approve, purge, status)",
+		Long: `An inbox that is never cleaned grows without bound; one cleaned by age alone
+charges twice when a DLQ, an archive or a manual correction replays an
+operation whose identity was deleted. idemctl purges only what a recorded proof
+covers:
+
+  1. sources   every place that could still replay: postgres (outbox/DLQ
+               tables), archive (NDJSON files), nats and kafka DLQs, and the
+               built-in manual source (idemctl corrections). Each proves closure
+               by bounding (its oldest message is newer than the cutoff plus a
+               margin) or by enumerating (the identities it lists are pinned,
+               never purged). A probe that fails, times out or returns nonsense
+               proves nothing (fail closed).
+  2. check     probe every source, print the evidence and the safe cutoff.
+  3. plan      record the proof and the plan (cutoff, candidates, pins).
+  4. approve   by another operator (four-eyes).
+  5. purge     re-probe; abort with nothing deleted if anything changed; else
+               remove the set in bounded transactions, resumable.
+
+A purged identity leaves a tombstone (tenant, operation, payload hash, class,
+plan, time; no payload, no response): a late replay of it is answered "purged"
+(same payload) or quarantined as a conflict, and never runs again.
+
+Times come from the primary's clock. --before takes an RFC 3339 time or a
+duration ago (30d, 12h).
+
+` + horizonExitHelp,
+		Example: `  idemctl horizon source add payments-dlq --kind postgres --source-dsn "$DLQ_DSN" \
+      --query "SELECT min(failed_at) FROM dlq.payments"
+  idemctl horizon check --class reporting.daily_totals --before 30d
+  idemctl horizon plan --class reporting.daily_totals --before 30d -o json
+  idemctl horizon approve 12 --operator bob
+  idemctl horizon purge 12 --yes
+  idemctl horizon status`,
+	}
+	cmd.AddCommand(
+		NewCmdHorizonSource(f),
+		NewCmdHorizonCheck(f, nil),
+		NewCmdHorizonPlan(f, nil),
+		NewCmdHorizonApprove(f, nil),
+		NewCmdHorizonPurge(f, nil),
+		NewCmdHorizonStatus(f, nil),
+		NewCmdHorizonMaintain(f, nil),
+	)
+	return cmd
+}
+
+// horizonErr maps the horizon package's refusals to exit codes.
+func horizonErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
+		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
+		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
+		horizon.ErrPurgeInProgress} {
+		if errors.Is(err, refusal) {
+			return withCode(ExitInvalid, err)
+		}
+	}
+	return err
+}
+
+// NewCmdHorizonSource builds `idemctl horizon source` (add, list, remove).
+func NewCmdHorizonSource(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "source <command>",
+		Short: "Manage replay sources (add, list, remove)",
+		Long: `Replay sources are every place that could still replay an operation. The manual
+source (pending corrections) is built in. Secrets (a DSN's password) are stored
+but never printed. Adding and removing are recorded in the audit log.`,
+		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
+  idemctl horizon source add dlq-ids --kind postgres --source-dsn "$DSN" --query "SELECT tenant_id, operation_id, failed_at FROM app.dlq"
+  idemctl horizon source add archive --kind archive --dir /srv/archive/payments
+  idemctl horizon source add js-dlq --kind nats --url nats://127.0.0.1:4222 --stream PAYMENTS_DLQ --mode enumerating
+  idemctl horizon source add kafka-dlq --kind kafka --brokers k1:9092,k2:9092 --topic payments.dlq
+  idemctl horizon source list
+  idemctl horizon source remove archive`,
+	}
+	cmd.AddCommand(NewCmdHorizonSourceAdd(f, nil), NewCmdHorizonSourceList(f, nil), NewCmdHorizonSourceRemove(f, nil))
+	return cmd
+}
+
+// HorizonSourceAddOptions are the flags of `idemctl horizon source add`.
+type HorizonSourceAddOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	Source   horizon.Source
+	Operator string
+	f        *Factory
+}
+
+// NewCmdHorizonSourceAdd builds `idemctl horizon source add`.
+func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) error) *cobra.Command {
+	opts := &HorizonSourceAddOptions{IO: f.IO, f: f}
+	var kind, mode, brokers string
+	c := &opts.Source.Config
+	cmd := &cobra.Command{
+		Use:   "add NAME --kind postgres|archive|nats|kafka ...",
+		Short: "Add a replay source",
+		Long: `Add a replay source. By kind:
+
+  postgres  --source-dsn (--dsn is idemctl's own database) and --query. The
+            query returns either one timestamp (the oldest replayable
+            message: bounding; NULL or no row: nothing) or
+            rows of (tenant_id, operation_id, ts) (enumerating). It runs in a
+            read-only transaction.
+  archive   --dir: NDJSON or NDJSON.gz files of {"tenant","operation_id","ts"},
+            read streaming; it pins what it holds (enumerating).
+  nats      --url and --stream (JetStream). --mode bounding (default: the
+            stream's first message time) or enumerating (identities from the
+            --tenant-header and --op-header of every message).
+  kafka     --brokers and --topic. --mode bounding (the earliest offset's
+            timestamp; retention.ms is recorded) or enumerating (headers).
+
+--timeout bounds every probe of the source (default 30s).`,
+		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
+  idemctl horizon source add js-dlq --kind nats --url nats://127.0.0.1:4222 --stream PAYMENTS_DLQ --mode enumerating`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("a source name is required")
+			}
+			opts.Source.Name = args[0]
+			opts.Source.Kind = horizon.Kind(kind)
+			c.Mode = horizon.Mode(mode)
+			if brokers != "" {
+				for _, b := range strings.Split(brokers, ",") {
+					if b = strings.TrimSpace(b); b != "" {
+						c.Brokers = append(c.Brokers, b)
+					}
+				}
+			}
+			if err := opts.Source.Validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			opts.Operator = f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonSourceAddRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&kind, "kind", "", "postgres, archive, nats or kafka")
+	fl.StringVar(&c.Query, "query", "", "postgres: SQL returning the oldest timestamp, or (tenant_id, operation_id, ts) rows")
+	fl.StringVar(&c.Dir, "dir", "", "archive: directory of .ndjson / .ndjson.gz files")
+	fl.StringVar(&c.URL, "url", "", "nats: server URL")
+	fl.StringVar(&c.Stream, "stream", "", "nats: JetStream stream")
+	fl.StringVar(&brokers, "brokers", "", "kafka: seed brokers, comma-separated")
+	fl.StringVar(&c.Topic, "topic", "", "kafka: topic")
+	fl.StringVar(&mode, "mode", "", "nats, kafka: bounding (default) or enumerating")
+	fl.StringVar(&c.TenantHeader, "tenant-header", "", "nats, kafka: header carrying tenant_id (default "+horizon.DefaultTenantHeader+")")
+	fl.StringVar(&c.OperationHeader, "op-header", "", "nats, kafka: header carrying operation_id (default "+horizon.DefaultOperationHeader+")")
+	fl.DurationVar(&opts.Source.Timeout, "timeout", horizon.DefaultProbeTimeout, "bound on every probe of this source")
+	// --dsn is idemctl's own database (a persistent flag); the source's DSN is
+	// --source-dsn.
+	fl.StringVar(&c.DSN, "source-dsn", "", "postgres: the source database's DSN (stored, never printed)")
+	return cmd
+}
+
+func horizonSourceAddRun(ctx context.Context, opts *HorizonSourceAddOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	if err := horizon.AddSource(ctx, pool, opts.Source, opts.Operator); err != nil {
+		return horizonErr(err)
+	}
+	s := opts.Source.Redacted()
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, s)
+	}
+	fmt.Fprintf(opts.IO.Out, "source %s (%s) added: %s\n", s.Name, s.Kind, s.Describe())
+	return nil
+}
+
+// HorizonSourceListOptions are the flags of `idemctl horizon source list`.
+type HorizonSourceListOptions struct {
+	IO   *IOStreams
+	JSON bool
+	f    *Factory
+}
+
+// NewCmdHorizonSourceList builds `idemctl horizon source list`.
+func NewCmdHorizonSourceList(f *Factory, runF func(*HorizonSourceListOptions) error) *cobra.Command {
+	opts := &HorizonSourceListOptions{IO: f.IO, f: f}
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List replay sources (secrets redacted)",
+		Long:    `List every replay source, the built-in manual one first, with where it points. Secrets are redacted. Nothing is probed.`,
+		Example: `  idemctl horizon source list`,
+		Args:    maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonSourceListRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func horizonSourceListRun(ctx context.Context, opts *HorizonSourceListOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := horizon.ListSources(ctx, pool)
+	if err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(list))
+	for _, s := range list {
+		s = s.Redacted()
+		if opts.JSON {
+			if err := printJSONLine(opts.IO.Out, s); err != nil {
+				return err
+			}
+			continue
+		}
+		rows = append(rows, []string{s.Name, string(s.Kind), s.Describe(), s.Timeout.String()})
+	}
+	if opts.JSON {
+		return nil
+	}
+	return printTable(opts.IO.Out, []string{"source", "kind", "where", "timeout"}, rows)
+}
+
+// HorizonSourceRemoveOptions are the flags of `idemctl horizon source remove`.
+type HorizonSourceRemoveOptions struct {
+	IO       *IOStreams
+	Name     string
+	Operator string
+	f        *Factory
+}
+
+// NewCmdHorizonSourceRemove builds `idemctl horizon source remove`.
+func NewCmdHorizonSourceRemove(f *Factory, runF func(*HorizonSourceRemoveOptions) error) *cobra.Command {
+	opts := &HorizonSourceRemoveOptions{IO: f.IO, f: f}
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a replay source (audited)",
+		Long: `Remove a replay source. A purge whose plan's proof includes it aborts: make a new
+plan. Recorded in the audit log.`,
+		Example: `  idemctl horizon source remove old-archive`,
+		Args:    maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("a source name is required")
+			}
+			opts.Name = args[0]
+			opts.Operator = f.Operator()
+			if runF != nil {
+				return runF(opts)
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := horizon.RemoveSource(cmd.Context(), pool, opts.Name, opts.Operator); err != nil {
+				return horizonErr(err)
+			}
+			fmt.Fprintf(opts.IO.Out, "source %s removed\n", opts.Name)
+			return nil
+		},
+	}
+}
+
+// HorizonCheckOptions are the flags of `idemctl horizon check`.
+type HorizonCheckOptions struct {
+	IO     *IOStreams
+	JSON   bool
+	Class  string
+	Before string
+	Margin time.Duration
+	f      *Factory
+}
+
+// NewCmdHorizonCheck builds `idemctl horizon check`.
+func NewCmdHorizonCheck(f *Factory, runF func(*HorizonCheckOptions) error) *cobra.Command {
+	opts := &HorizonCheckOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "check --class C [--before T]",
+		Short: "Probe every source and print the evidence and the safe cutoff",
+		Long: `Probe every replay source at once, each under its timeout, and print per source:
+kind, mode (bounding or enumerating), the oldest replayable time, how many
+identities it pins inside the purge range, the probe's duration and its
+verdict (closed, open: it can replay before the cutoff, failed: not proven).
+Then the safe cutoff: the oldest bound minus the margin (clock skew), never
+later than the class's min-age allows, on the primary's clock.
+
+Without --before, sources are judged against the safe cutoff. Nothing is
+recorded. Exit code 5 when the horizon is not proven for the cutoff.`,
+		Example: `  idemctl horizon check --class reporting.daily_totals
+  idemctl horizon check --class reporting.daily_totals --before 30d --margin 10m -o json`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Class == "" {
+				return usageErr("--class is required")
+			}
+			if opts.Margin <= 0 {
+				return usageErr("--margin must be positive")
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonCheckRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Class, "class", "", "operation class")
+	cmd.Flags().StringVar(&opts.Before, "before", "", "cutoff to judge: RFC 3339 time or duration ago (30d)")
+	cmd.Flags().DurationVar(&opts.Margin, "margin", horizon.DefaultMargin, "safety margin for clock skew between sources and the primary")
+	return cmd
+}
+
+func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	co := horizon.CheckOptions{Class: opts.Class, Margin: opts.Margin}
+	if opts.Before != "" {
+		t, err := horizon.ResolveBefore(ctx, pool, opts.Before)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		co.Before = &t
+	}
+	rep, err := horizon.Check(ctx, pool, co)
+	if err != nil {
+		return horizonErr(err)
+	}
+	if opts.JSON {
+		if err := printJSONLine(opts.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		if err := printEvidence(opts.IO, rep.Evidence); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "safe cutoff: %s (oldest bound minus margin %s; primary clock %s)\n",
+			formatStamp(rep.SafeCutoff), opts.Margin, formatStamp(rep.Now))
+		if rep.Before != nil {
+			verdict := "proven"
+			if !rep.Proven {
+				verdict = "NOT proven"
+			}
+			fmt.Fprintf(opts.IO.Out, "cutoff %s: %s\n", formatStamp(*rep.Before), verdict)
+		}
+	}
+	if !rep.Proven {
+		return silentExit{ExitInvalid}
+	}
+	return nil
+}
+
+// printEvidence renders the probes' evidence as a table.
+func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
+	rows := make([][]string, 0, len(evidence))
+	for _, ev := range evidence {
+		oldest := "-"
+		if ev.Oldest != nil {
+			oldest = formatStamp(*ev.Oldest)
+		}
+		mode := string(ev.Mode)
+		if mode == "" {
+			mode = "-"
+		}
+		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, strconv.FormatInt(ev.Pinned, 10),
+			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), clipText(ev.Reason, 80)})
+	}
+	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
+}
+
+// HorizonPlanOptions are the flags of `idemctl horizon plan`.
+type HorizonPlanOptions struct {
+	IO             *IOStreams
+	JSON           bool
+	Class          string
+	Before         string
+	Contract       string
+	Margin         time.Duration
+	DropTombstones bool
+	Operator       string
+	f              *Factory
+}
+
+// NewCmdHorizonPlan builds `idemctl horizon plan`.
+func NewCmdHorizonPlan(f *Factory, runF func(*HorizonPlanOptions) error) *cobra.Command {
+	opts := &HorizonPlanOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "plan --class C --before T [--contract REF]",
+		Short: "Probe every source and record the proof and a purge plan",
+		Long: `Probe every source and record the proof (every source's evidence) and a plan:
+the cutoff (--before, or earlier when the class's min-age requires it), how
+many rows it covers and which identities it pins (enumerated by a source, or
+with an open or rejected quarantine record). The plan then waits for another
+operator's approval.
+
+Refused, with nothing recorded, when any source fails, times out, returns
+nonsense or can replay before the cutoff plus the margin; when the class is
+forever and no --contract is given; when a purge of the class is in progress.
+
+--drop-tombstones plans the removal of the class's tombstones themselves (a
+second proof; horizon classes only, never forever ones).
+
+-o json prints the plan with its id.`,
+		Example: `  idemctl horizon plan --class reporting.daily_totals --before 30d
+  idemctl horizon plan --class payments.charge --before 2025-01-01T00:00:00Z --contract LEGAL-2026-17 -o json | jq .id
+  idemctl horizon plan --class reporting.daily_totals --before 400d --drop-tombstones`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Class == "" || opts.Before == "" {
+				return usageErr("--class and --before are required")
+			}
+			if opts.Margin <= 0 {
+				return usageErr("--margin must be positive")
+			}
+			opts.Operator = f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonPlanRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Class, "class", "", "operation class")
+	cmd.Flags().StringVar(&opts.Before, "before", "", "purge identities created before: RFC 3339 time or duration ago (30d)")
+	cmd.Flags().StringVar(&opts.Contract, "contract", "", "business contract reference (required for forever classes; recorded)")
+	cmd.Flags().DurationVar(&opts.Margin, "margin", horizon.DefaultMargin, "safety margin for clock skew between sources and the primary")
+	cmd.Flags().BoolVar(&opts.DropTombstones, "drop-tombstones", false, "plan the removal of tombstones (horizon classes only)")
+	return cmd
+}
+
+func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := horizon.ResolveBefore(ctx, pool, opts.Before)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: opts.Class, Before: before, Contract: opts.Contract,
+		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator})
+	var pe *horizon.ProofError
+	if errors.As(err, &pe) && !opts.JSON {
+		_ = printEvidence(&IOStreams{Out: opts.IO.ErrOut}, pe.Evidence)
+	}
+	if err != nil {
+		return horizonErr(err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, p)
+	}
+	if err := printPlan(opts.IO, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "plan %d recorded; another operator approves it: idemctl horizon approve %d\n", p.ID, p.ID)
+	return nil
+}
+
+// printPlan renders one plan and its proof.
+func printPlan(io *IOStreams, p horizon.Plan) error {
+	rows := [][]string{
+		{"plan", strconv.FormatInt(p.ID, 10)},
+		{"class", fmt.Sprintf("%s (%s)", p.Class, p.Retention)},
+		{"action", p.Action},
+		{"state", string(p.State)},
+		{"cutoff", formatStamp(p.Cutoff)},
+		{"candidates", humanCount(p.Candidates)},
+		{"pinned", humanCount(p.Pinned)},
+		{"purged", humanCount(p.Purged)},
+		{"planned", p.PlannedBy + " at " + formatStamp(p.PlannedAt)},
+		{"contract", orDash(p.Contract)},
+	}
+	if p.ApprovedBy != "" {
+		rows = append(rows, []string{"approved", p.ApprovedBy + " at " + formatStamp(*p.ApprovedAt)})
+	}
+	if p.AbortReason != "" {
+		rows = append(rows, []string{"aborted", p.AbortReason})
+	}
+	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	if len(p.Proof) == 0 {
+		return nil
+	}
+	return printEvidence(io, p.Proof)
+}
+
+// HorizonApproveOptions are the flags of `idemctl horizon approve`.
+type HorizonApproveOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	ID       int64
+	Operator string
+	f        *Factory
+}
+
+// NewCmdHorizonApprove builds `idemctl horizon approve`.
+func NewCmdHorizonApprove(f *Factory, runF func(*HorizonApproveOptions) error) *cobra.Command {
+	opts := &HorizonApproveOptions{IO: f.IO, f: f}
+	return &cobra.Command{
+		Use:   "approve PLAN",
+		Short: "Approve a plan (four-eyes: not by its planner)",
+		Long: `Approve a purge plan. The approver (--operator, IDEMCTL_OPERATOR, else the OS
+user) must differ from the planner: the same operator is refused with exit
+code 5. Recorded in the audit log.`,
+		Example: `  idemctl horizon approve 12 --operator bob`,
+		Args:    maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parsePlanID(args)
+			if err != nil {
+				return err
+			}
+			opts.ID = id
+			opts.Operator = f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := horizon.Approve(cmd.Context(), pool, opts.ID, opts.Operator)
+			if err != nil {
+				return horizonErr(err)
+			}
+			if opts.JSON {
+				return printJSONLine(opts.IO.Out, p)
+			}
+			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (planned by %s); run: idemctl horizon purge %d\n", p.ID, p.ApprovedBy, p.PlannedBy, p.ID)
+			return nil
+		},
+	}
+}
+
+func parsePlanID(args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, usageErr("a plan ID is required (idemctl horizon status shows them)")
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErr("invalid plan ID %q: want a positive number", args[0])
+	}
+	return id, nil
+}
+
+// HorizonPurgeOptions are the flags of `idemctl horizon purge`.
+type HorizonPurgeOptions struct {
+	IO        *IOStreams
+	JSON      bool
+	ID        int64
+	Yes       bool
+	BatchRows int
+	Operator  string
+	f         *Factory
+}
+
+// NewCmdHorizonPurge builds `idemctl horizon purge`.
+func NewCmdHorizonPurge(f *Factory, runF func(*HorizonPurgeOptions) error) *cobra.Command {
+	opts := &HorizonPurgeOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "purge PLAN [--yes]",
+		Short: "Execute an approved plan: re-probe, then purge in bounded transactions",
+		Long: `Execute an approved plan. Every source is probed again first: if anything
+changed that the plan did not account for (an older bound, a failing or removed
+source, new identities pinned inside the purge set), the purge aborts, deletes
+nothing, says why, and a new plan is needed (exit code 5).
+
+Otherwise the plan's set goes in bounded transactions (--batch-rows, default
+5,000 rows; a day that lies wholly before the cutoff is swapped out in one
+short transaction), each leaving tombstones. Progress goes to stderr on a
+terminal. Ctrl-C stops between two transactions; run the same command again
+to resume. Counts are recorded in the plan and in the audit log.
+
+On a terminal you are asked to confirm; --yes is required when there is none.`,
+		Example: `  idemctl horizon purge 12
+  idemctl horizon purge 12 --yes -o json`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parsePlanID(args)
+			if err != nil {
+				return err
+			}
+			opts.ID = id
+			if opts.BatchRows < 1 || opts.BatchRows > 1_000_000 {
+				return usageErr("--batch-rows must be between 1 and 1000000")
+			}
+			if !opts.Yes && !f.IO.CanPrompt() {
+				return usageErr("purge deletes inbox rows: pass --yes when there is no terminal to confirm on")
+			}
+			opts.Operator = f.Operator()
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonPurgeRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().IntVar(&opts.BatchRows, "batch-rows", horizon.DefaultBatchRows, "rows per purge transaction")
+	return cmd
+}
+
+func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := horizon.GetPlan(ctx, pool, opts.ID)
+	if err != nil {
+		return horizonErr(err)
+	}
+	if !opts.Yes {
+		q := fmt.Sprintf("Purge %s rows of class %s created before %s (plan %d, approved by %s)?",
+			humanCount(p.Candidates-p.Purged), p.Class, formatStamp(p.Cutoff), p.ID, orDash(p.ApprovedBy))
+		if !confirmAction(opts.IO, q) {
+			fmt.Fprintln(opts.IO.ErrOut, "nothing purged")
+			return silentExit{ExitFailure}
+		}
+	}
+	var done atomic.Int64
+	done.Store(p.Purged)
+	var bar *progressBar
+	if opts.IO.IsStderrTTY() {
+		bar = newProgressBar(opts.IO.ErrOut, fmt.Sprintf("plan %d", p.ID), p.Candidates, done.Load)
+		bar.Start()
+	}
+	res, err := horizon.Purge(ctx, pool, opts.ID, horizon.PurgeOptions{Operator: opts.Operator, BatchRows: opts.BatchRows,
+		Progress: func(d, _ int64) { done.Store(d) }})
+	if bar != nil {
+		bar.Stop()
+	}
+	if errors.Is(err, horizon.ErrInterrupted) {
+		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s rows (%s of %s in all); resume: idemctl horizon purge %d\n",
+			humanCount(res.Purged), humanCount(res.Plan.Purged), humanCount(res.Plan.Candidates), opts.ID)
+		return silentExit{ExitFailure}
+	}
+	if err != nil {
+		return horizonErr(err)
+	}
+	if opts.JSON {
+		if err := printJSONLine(opts.IO.Out, res); err != nil {
+			return err
+		}
+	} else if res.Aborted {
+		_ = printEvidence(opts.IO, res.Evidence)
+	} else {
+		fmt.Fprintf(opts.IO.Out, "plan %d done: %s rows purged (%s this run) in %d transactions (%d partitions swapped, %d batches); longest-held locks p99 %s\n",
+			res.Plan.ID, humanCount(res.Plan.Purged), humanCount(res.Purged), res.Plan.Batches, res.Swaps, res.Batches,
+			res.LockHoldP99().Round(time.Millisecond))
+	}
+	if res.Aborted {
+		fmt.Fprintf(opts.IO.ErrOut, "purge aborted, nothing deleted: %s\n", res.AbortReason)
+		return silentExit{ExitInvalid}
+	}
+	return nil
+}
+
+// HorizonStatusOptions are the flags of `idemctl horizon status`.
+type HorizonStatusOptions struct {
+	IO    *IOStreams
+	JSON  bool
+	Class string
+	ID    int64
+	f     *Factory
+}
+
+// NewCmdHorizonStatus builds `idemctl horizon status`.
+func NewCmdHorizonStatus(f *Factory, runF func(*HorizonStatusOptions) error) *cobra.Command {
+	opts := &HorizonStatusOptions{IO: f.IO, f: f}
+	cmd := &cobra.Command{
+		Use:   "status [PLAN]",
+		Short: "List plans and their states (planned, approved, purging, done, aborted)",
+		Long: `List purge plans, newest first, with their state, cutoff and counts; with a plan
+id, that plan with its proof. Nothing is written.`,
+		Example: `  idemctl horizon status
+  idemctl horizon status --class reporting.daily_totals -o json
+  idemctl horizon status 12`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				id, err := parsePlanID(args)
+				if err != nil {
+					return err
+				}
+				opts.ID = id
+			}
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return horizonStatusRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Class, "class", "", "only plans of this class")
+	return cmd
+}
+
+func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.ID != 0 {
+		p, err := horizon.GetPlan(ctx, pool, opts.ID)
+		if err != nil {
+			return horizonErr(err)
+		}
+		if opts.JSON {
+			return printJSONLine(opts.IO.Out, p)
+		}
+		return printPlan(opts.IO, p)
+	}
+	plans, err := horizon.ListPlans(ctx, pool, opts.Class, 100)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		for _, p := range plans {
+			p.Proof = nil
+			if err := printJSONLine(opts.IO.Out, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(plans) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "no purge plans")
+		return nil
+	}
+	rows := make([][]string, 0, len(plans))
+	for _, p := range plans {
+		note := p.Contract
+		if p.AbortReason != "" {
+			note = p.AbortReason
+		}
+		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), formatStamp(p.Cutoff),
+			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), clipText(orDash(note), 60)})
+	}
+	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged", "planned by", "approved by", "contract / abort"}, rows)
+}
+
+// HorizonMaintainOptions are the flags of `idemctl horizon maintain`.
+type HorizonMaintainOptions struct {
+	IO *IOStreams
+	f  *Factory
+}
+
+// NewCmdHorizonMaintain builds `idemctl horizon maintain`.
+func NewCmdHorizonMaintain(f *Factory, runF func(*HorizonMaintainOptions) error) *cobra.Command {
+	opts := &HorizonMaintainOptions{IO: f.IO, f: f}
+	return &cobra.Command{
+		Use:   "maintain",
+		Short: "Create the inbox's daily partitions for the week ahead (run it daily)",
+		Long: `The inbox body is partitioned by day (UTC) so that a purge can drop whole days.
+This creates the partitions for today and the next 7 days; schedule it daily
+(cron). A day without its partition still works: its rows land in the
+default partition, which purges reach by batches.`,
+		Example: `  idemctl horizon maintain`,
+		Args:    maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			n, err := horizon.EnsurePartitions(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(opts.IO.Out, "%d partition(s) created\n", n)
+			return nil
+		},
+	}
+}
