@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+func TestHorizonCommandOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	f := NewFactory(ios)
+	f.OperatorFlag = "alice"
+
+	var plan *HorizonPlanOptions
+	planCmd := func() *cobra.Command {
+		return NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { plan = o; return nil })
+	}
+	require.Equal(t, ExitOK, execSub(t, planCmd(), "--class", "proj.view", "--before", "30d", "--contract", "LEGAL-1", "--margin", "10m"))
+	assert.Equal(t, "proj.view", plan.Class)
+	assert.Equal(t, "30d", plan.Before)
+	assert.Equal(t, "LEGAL-1", plan.Contract)
+	assert.Equal(t, 10*time.Minute, plan.Margin)
+	assert.Equal(t, "alice", plan.Operator)
+	assert.True(t, plan.JSON)
+	require.Equal(t, ExitOK, execSub(t, planCmd(), "--class", "c", "--before", "1d"))
+	assert.Equal(t, horizon.DefaultMargin, plan.Margin)
+
+	var purge *HorizonPurgeOptions
+	purgeCmd := func() *cobra.Command {
+		return NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { purge = o; return nil })
+	}
+	require.Equal(t, ExitOK, execSub(t, purgeCmd(), "12", "--yes"))
+	assert.EqualValues(t, 12, purge.ID)
+	assert.Equal(t, horizon.DefaultBatchRows, purge.BatchRows)
+
+	var check *HorizonCheckOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdHorizonCheck(f, func(o *HorizonCheckOptions) error { check = o; return nil }),
+		"--class", "c"))
+	assert.Empty(t, check.Before)
+
+	var add *HorizonSourceAddOptions
+	addCmd := func() *cobra.Command {
+		return NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { add = o; return nil })
+	}
+	require.Equal(t, ExitOK, execSub(t, addCmd(), "dlq", "--kind", "kafka", "--brokers", "k1:9092, k2:9092", "--topic", "t",
+		"--mode", "enumerating", "--timeout", "5s"))
+	assert.Equal(t, []string{"k1:9092", "k2:9092"}, add.Source.Config.Brokers)
+	assert.Equal(t, horizon.Enumerating, add.Source.Config.Mode)
+	assert.Equal(t, 5*time.Second, add.Source.Timeout)
+
+	var class *ClassSetOptions
+	classCmd := func() *cobra.Command {
+		return NewCmdClassSet(f, func(o *ClassSetOptions) error { class = o; return nil })
+	}
+	require.Equal(t, ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "horizon", "--min-age", "30d"))
+	assert.Equal(t, horizon.Horizon, class.Retention)
+	require.NotNil(t, class.MinAge)
+	assert.Equal(t, 30*24*time.Hour, *class.MinAge)
+	require.Equal(t, ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "forever"))
+	assert.Nil(t, class.MinAge, "min-age kept when not given")
+
+	var done *CorrectionsDoneOptions
+	require.Equal(t, ExitOK, execSub(t, NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { done = o; return nil }), "#7"))
+	assert.EqualValues(t, 7, done.ID)
+
+	never := func(any) error { t.Fatal("runF must not run on bad input"); return nil }
+	bad := []struct {
+		name string
+		cmd  *cobra.Command
+		args []string
+	}{
+		{"plan without class", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--before", "1d"}},
+		{"plan without before", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c"}},
+		{"plan negative margin", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--margin", "-1m"}},
+		{"check without class", NewCmdHorizonCheck(f, func(o *HorizonCheckOptions) error { return never(o) }), nil},
+		{"purge without --yes off a terminal", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"12"}},
+		{"purge bad id", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"x", "--yes"}},
+		{"purge bad batch", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"1", "--yes", "--batch-rows", "0"}},
+		{"approve no id", NewCmdHorizonApprove(f, func(o *HorizonApproveOptions) error { return never(o) }), nil},
+		{"source without kind", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x"}},
+		{"postgres source without dsn", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--query", "SELECT now()"}},
+		{"source named manual", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"manual", "--kind", "archive", "--dir", "/x"}},
+		{"class bad retention", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "sometimes"}},
+		{"class bad min-age", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "horizon", "--min-age", "soon"}},
+		{"corrections add without reason", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--op", "o"}},
+		{"corrections add without op", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--reason", "r"}},
+		{"corrections done bad id", NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { return never(o) }), []string{"0"}},
+	}
+	for _, c := range bad {
+		assert.Equal(t, ExitUsage, execSub(t, c.cmd, c.args...), c.name)
+	}
+}
+
+// TestHorizonEndToEnd drives the whole protocol through the command line
+// against a real database: policy, a correction, an archive source, check,
+// plan, four-eyes approval, purge, status, and a late replay answered purged.
+func TestHorizonEndToEnd(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 4)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, "SELECT idem.register_class('proj.view', NULL, 'forever')")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
+		SELECT 't1', 'op-' || g, 'proj.view', 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
+		       ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - interval '10 days' + g * interval '1 hour'
+		FROM generate_series(1, 48) g`)
+	require.NoError(t, err)
+
+	code, out, _ := runQ(t, dsn, "class", "list", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"class":"demo.transfer","retention":"forever"`)
+
+	// forever without contract is refused.
+	code, _, errOut := runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "--operator", "alice")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "contract")
+	code, out, _ = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "-o", "json")
+	require.Equal(t, ExitOK, code, out)
+	assert.Contains(t, out, `"retention":"horizon"`)
+	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
+	assert.Equal(t, ExitInvalid, code)
+
+	code, out, _ = runQ(t, dsn, "corrections", "add", "--tenant", "t1", "--op", "op-2", "--reason", "refund pending", "-o", "json", "--operator", "carol")
+	require.Equal(t, ExitOK, code)
+	var corr horizon.Correction
+	require.NoError(t, json.Unmarshal([]byte(out), &corr))
+	code, out, _ = runQ(t, dsn, "corrections", "list", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "refund pending")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.ndjson"), []byte(`{"tenant":"t1","operation_id":"op-3","ts":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
+	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", dir, "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, _ = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u:hunter2@127.0.0.1:5432/x",
+		"--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
+	require.Equal(t, ExitOK, code)
+	code, out, _ = runQ(t, dsn, "horizon", "source", "list", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "archive")
+	assert.NotContains(t, out, "hunter2")
+
+	// The pg source cannot connect: not proven (exit 5), secrets never shown.
+	code, out, errOut = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "table")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, out, "NOT proven")
+	assert.NotContains(t, out+errOut, "hunter2")
+	code, _, _ = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
+	require.Equal(t, ExitOK, code)
+
+	code, out, _ = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "json")
+	require.Equal(t, ExitOK, code, out)
+	var rep horizon.CheckReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.True(t, rep.Proven)
+	assert.Len(t, rep.Evidence, 2)
+
+	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	var p horizon.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	require.NotZero(t, p.ID)
+	assert.EqualValues(t, 2, p.Pinned, "the correction and the archived identity")
+	id := strconv.FormatInt(p.ID, 10)
+
+	code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--operator", "alice")
+	assert.Equal(t, ExitInvalid, code, "four-eyes: same operator")
+	assert.Contains(t, errOut, "four eyes")
+	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--operator", "bob")
+	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	assert.Contains(t, errOut, "--yes")
+	code, _, _ = runQ(t, dsn, "horizon", "approve", id, "--operator", "bob")
+	require.Equal(t, ExitOK, code)
+
+	code, out, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "bob", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var res horizon.PurgeResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, p.Candidates, res.Plan.Purged)
+	assert.Equal(t, horizon.StateDone, res.Plan.State)
+
+	code, out, _ = runQ(t, dsn, "horizon", "status", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "done")
+	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"state":"done"`)
+
+	code, out, _ = runQ(t, dsn, "audit", "list", "--action", "horizon", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	for _, a := range []string{"horizon.plan", "horizon.approve", "horizon.purge.start", "horizon.purge.finish", "horizon.class.set", "horizon.correction.add", "horizon.source.add"} {
+		assert.Contains(t, out, `"action":"`+a+`"`, a)
+	}
+
+	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
+	require.Equal(t, ExitOK, code, out)
+	code, _, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
+	assert.Equal(t, ExitInvalid, code)
+	code, out, _ = runQ(t, dsn, "horizon", "maintain")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "partition(s) created")
+}
