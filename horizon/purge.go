@@ -22,8 +22,6 @@ var (
 	newPinsSQL string
 	//go:embed sql/partitions.sql
 	partitionsSQL string
-	//go:embed sql/partition_counts.sql
-	partitionCountsSQL string
 	//go:embed sql/record_batch.sql
 	recordBatchSQL string
 )
@@ -31,12 +29,12 @@ var (
 // DefaultBatchRows is how many rows one purge transaction deletes.
 const DefaultBatchRows = 5000
 
-// DefaultKeepRatio: a partition wholly before the cutoff is swapped (its rows
-// to keep copied into a fresh partition, the old one dropped) when it keeps at
-// most this fraction of its rows; otherwise it is purged by batches. Copying
-// costs about what deleting costs per row, and dropping costs nothing, so the
-// swap wins as long as fewer rows are kept than removed (measured in
-// BenchmarkPurge; see scripts/bench-horizon.sh).
+// DefaultKeepRatio: a partition wholly before the cutoff is swapped (the rows
+// to keep set aside, the partition truncated, the kept rows put back) when it
+// keeps at most this fraction of its rows; otherwise it is purged by batches.
+// Putting a row back costs about what deleting one costs, and truncating costs
+// nothing per row, so the swap wins while fewer rows are kept than removed
+// (BenchmarkPurge; scripts/bench-horizon.sh).
 const DefaultKeepRatio = 0.5
 
 // ErrInterrupted: the purge stopped between two batches (SIGINT); the plan
@@ -271,8 +269,12 @@ func (w *purgeWork) purgeBody(ctx context.Context) error {
 	var parts []partition
 	for rows.Next() {
 		var pt partition
-		if err := rows.Scan(&pt.name, &pt.lower, &pt.upper, &pt.isDefault, &pt.blocks); err != nil {
+		var tuples float64
+		if err := rows.Scan(&pt.name, &pt.lower, &pt.upper, &pt.isDefault, &pt.blocks, &tuples); err != nil {
 			return err
+		}
+		if tuples > 0 && pt.blocks > 0 {
+			pt.rowsPerBlk = tuples / float64(pt.blocks)
 		}
 		parts = append(parts, pt)
 	}
@@ -286,20 +288,15 @@ func (w *purgeWork) purgeBody(ctx context.Context) error {
 		if pt.blocks == 0 {
 			continue
 		}
-		var total, inRange int64
-		if err := w.pool.QueryRow(ctx, fmt.Sprintf(partitionCountsSQL, pt.name), p.Class, p.Cutoff, p.MinAgeSec).Scan(&total, &inRange); err != nil {
-			return fmt.Errorf("count partition %s: %w", pt.name, err)
-		}
-		if inRange == 0 {
-			continue
-		}
-		pt.rowsPerBlk = float64(total) / float64(pt.blocks)
 		whole := !pt.isDefault && pt.upper != nil && !pt.upper.After(p.Cutoff)
-		if whole && w.opts.KeepRatio > 0 && float64(total-inRange) <= w.opts.KeepRatio*float64(total) {
-			if err := w.swap(ctx, pt); err != nil {
+		if whole && w.opts.KeepRatio > 0 {
+			swapped, err := w.swap(ctx, pt)
+			if err != nil {
 				return err
 			}
-			continue
+			if swapped {
+				continue
+			}
 		}
 		name := pt.name
 		if err := w.blocks(ctx, name, pt.blocks, pt.rowsPerBlk, "batch", func(ctx context.Context, tx pgx.Tx, from, to int64) (n int64, err error) {
@@ -330,22 +327,25 @@ func (w *purgeWork) dropTombstones(ctx context.Context) error {
 	})
 }
 
-// swap empties a partition wholly before the cutoff in one transaction.
-func (w *purgeWork) swap(ctx context.Context, pt partition) error {
-	var purged, kept int64
+// swap empties a partition wholly before the cutoff in one transaction, or
+// reports false when it keeps too many rows for that (then: batches).
+func (w *purgeWork) swap(ctx context.Context, pt partition) (bool, error) {
+	var swapped bool
 	err := w.tx(ctx, func(ctx context.Context, tx pgx.Tx) (int64, int64, error) {
+		var purged, kept int64
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '5s'"); err != nil {
 			return 0, 0, err
 		}
-		if err := tx.QueryRow(ctx, "SELECT purged, kept FROM idem.horizon_purge_swap($1, $2::regclass)", w.plan.ID, pt.name).Scan(&purged, &kept); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT purged, kept, swapped FROM idem.horizon_purge_swap($1, $2::regclass, $3)",
+			w.plan.ID, pt.name, w.opts.KeepRatio).Scan(&purged, &kept, &swapped); err != nil {
 			return 0, 0, fmt.Errorf("swap partition %s: %w", pt.name, err)
 		}
 		return purged, kept, nil
 	}, pt.name, "swap")
-	if err == nil {
+	if err == nil && swapped {
 		w.res.Swaps++
 	}
-	return err
+	return swapped, err
 }
 
 // blocks walks a relation's heap in block ranges sized to delete about

@@ -1,6 +1,6 @@
 -- 004_horizon: inbox purges behind a proven replay horizon, with tombstones.
 --
--- The inbox is split in two, so that a purge can drop whole partitions (cheap,
+-- The inbox is split in two, so that a purge can empty whole partitions (cheap,
 -- almost no WAL) while the uniqueness of an identity keeps living in ONE table:
 --
 --   idem.identity    one narrow row per identity (tenant_id, operation_id, class,
@@ -10,8 +10,8 @@
 --   idem.inbox_body  payload, saved response and transport, partitioned by day
 --                    (UTC) of created_at. A purge removes body rows only: a whole
 --                    day at once when the day lies before the cutoff (the rows to
---                    keep are copied into a fresh partition and the old one is
---                    dropped), in bounded batches otherwise.
+--                    keep are set aside, the day's partition truncated and the
+--                    kept rows put back), in bounded batches otherwise.
 --   idem.inbox       a view with the columns and row type of the former table
 --                    (live identities only), insertable and updatable, for
 --                    readers and for writers that bypass the functions.
@@ -374,63 +374,62 @@ $$;
 -- statement below (anti-joins the planner can hash), not hidden in a function
 -- called once per row.
 
--- horizon_purge_swap empties one partition that lies wholly before the cutoff:
--- the rows to keep are copied into a new table, which replaces the partition,
--- and the old one is dropped. The parent's exclusive lock is taken last, for
--- the detach/attach/drop only. Returns (purged, kept).
-CREATE FUNCTION idem.horizon_purge_swap(p_plan bigint, p_part regclass, OUT purged bigint, OUT kept bigint)
+-- horizon_purge_swap empties one partition that lies wholly before the
+-- cutoff in one short transaction: the rows to keep (other classes, pinned,
+-- quarantined) are copied aside into a temporary table (no WAL), the partition
+-- is truncated (no per-row WAL, no dead tuples, no parent lock: only this
+-- day's partition is locked, nobody writes a past day) and the kept rows go
+-- back. When more than p_keep_ratio of the rows would be kept, it does nothing
+-- (swapped false) and the caller deletes by batches instead.
+-- TRUNCATE is not MVCC-safe: a REPEATABLE READ transaction whose snapshot
+-- predates the swap sees the kept rows as gone, so it may answer 'purged' for
+-- a pinned identity; it still never runs it again (the identity row stays).
+-- READ COMMITTED callers, the executor's default, see the kept rows.
+CREATE FUNCTION idem.horizon_purge_swap(
+    p_plan bigint, p_part regclass, p_keep_ratio float8,
+    OUT purged bigint, OUT kept bigint, OUT swapped boolean
+)
 LANGUAGE plpgsql
 AS $$
 DECLARE
     v_p     idem.horizon_plan;
-    v_name  text;
-    v_tmp   text;
-    v_lo    timestamptz;
     v_hi    timestamptz;
     v_total bigint;
 BEGIN
     SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan;
-    SELECT c.relname INTO v_name FROM pg_class c WHERE c.oid = p_part;
-    SELECT lower_bound, upper_bound INTO v_lo, v_hi
-    FROM idem.inbox_body_partitions() WHERE part = p_part AND NOT is_default;
+    SELECT upper_bound INTO v_hi FROM idem.inbox_body_partitions() WHERE part = p_part AND NOT is_default;
     IF v_hi IS NULL OR v_hi > v_p.cutoff THEN
         RAISE EXCEPTION 'partition % does not lie wholly before the cutoff %', p_part, v_p.cutoff USING ERRCODE = 'IX302';
     END IF;
-    -- Nobody writes a past day; SHARE makes sure of it while we copy.
+    -- Writers of this partition (other purges) wait; readers do not.
     EXECUTE format('LOCK TABLE %s IN SHARE MODE', p_part);
-    v_tmp := left(v_name, 50) || '_k' || p_plan;
-    EXECUTE format('CREATE TABLE idem.%I (LIKE idem.inbox_body INCLUDING DEFAULTS)', v_tmp);
-    EXECUTE format($q$INSERT INTO idem.%1$I
-        SELECT b.* FROM %2$s b
+    EXECUTE format($q$CREATE TEMPORARY TABLE horizon_keep ON COMMIT DROP AS
+        SELECT b.* FROM %1$s b
         WHERE NOT (b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0'))
         UNION ALL
-        SELECT b.* FROM %2$s b
+        SELECT b.* FROM %1$s b
         WHERE b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0')
           AND (b.tenant_id, b.operation_id) IN (
                 SELECT x.tenant_id, x.operation_id FROM idem.horizon_pin x WHERE x.plan_id = $1
                 UNION
                 SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status IN ('open', 'rejected'))$q$,
-        v_tmp, p_part)
+        p_part)
         USING v_p.id, v_p.op_class, v_p.cutoff, v_p.min_age;
     GET DIAGNOSTICS kept = ROW_COUNT;
     EXECUTE format('SELECT count(*) FROM %s', p_part) INTO v_total;
+    IF kept > p_keep_ratio * v_total THEN
+        DROP TABLE horizon_keep;
+        purged := 0;
+        swapped := false;
+        RETURN;
+    END IF;
+    EXECUTE format('TRUNCATE %s', p_part);
+    IF kept > 0 THEN
+        EXECUTE format('INSERT INTO %s SELECT * FROM horizon_keep', p_part);
+    END IF;
+    DROP TABLE horizon_keep;
     purged := v_total - kept;
-    EXECUTE format('CREATE UNIQUE INDEX ON idem.%I (tenant_id, operation_id, created_at)', v_tmp);
-    IF v_lo IS NOT NULL THEN
-        EXECUTE format('ALTER TABLE idem.%I ADD CONSTRAINT %I CHECK (created_at >= %L AND created_at < %L)',
-                       v_tmp, v_tmp || '_range', v_lo, v_hi);
-    ELSE
-        EXECUTE format('ALTER TABLE idem.%I ADD CONSTRAINT %I CHECK (created_at < %L)', v_tmp, v_tmp || '_range', v_hi);
-    END IF;
-    EXECUTE format('ALTER TABLE idem.inbox_body DETACH PARTITION %s', p_part);
-    IF v_lo IS NOT NULL THEN
-        EXECUTE format('ALTER TABLE idem.inbox_body ATTACH PARTITION idem.%I FOR VALUES FROM (%L) TO (%L)', v_tmp, v_lo, v_hi);
-    ELSE
-        EXECUTE format('ALTER TABLE idem.inbox_body ATTACH PARTITION idem.%I FOR VALUES FROM (MINVALUE) TO (%L)', v_tmp, v_hi);
-    END IF;
-    EXECUTE format('DROP TABLE %s', p_part);
-    EXECUTE format('ALTER TABLE idem.%I DROP CONSTRAINT %I', v_tmp, v_tmp || '_range');
-    EXECUTE format('ALTER TABLE idem.%I RENAME TO %I', v_tmp, v_name);
+    swapped := true;
 END
 $$;
 
