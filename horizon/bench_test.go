@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,6 +315,12 @@ func BenchmarkPurge(b *testing.B) {
 			}
 			wal := walSince(b, conn, lsn)
 			swapMS := maxSwapMS(b, conn, p.ID)
+			ms := make([]string, len(res.TxDurations))
+			for i, d := range res.TxDurations {
+				ms[i] = strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
+			}
+			b.Logf("purge %s rows in %s: %d swaps, %d batches; transactions (ms): %s", strconv.FormatInt(res.Purged, 10), el,
+				res.Swaps, res.Batches, strings.Join(ms, " "))
 			rate := float64(res.Purged) / el.Seconds()
 			b.ReportMetric(float64(res.Purged), "rows")
 			b.ReportMetric(rate, "rows/s")
