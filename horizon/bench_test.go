@@ -399,4 +399,3 @@ func maxDur(d []time.Duration) time.Duration {
 	}
 	return m
 }
-
