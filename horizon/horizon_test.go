@@ -216,6 +216,28 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 	assert.Equal(t, "LEGAL-2026-17", p.Contract)
 	assert.Equal(t, horizon.Forever, p.Retention)
 
+	// With its contract a forever class is purged, and idem.execute (the SQL
+	// effect path) answers a late replay purged without posting anything.
+	f.seed("demo.transfer", "t1", "pay-", 5, 10*24*time.Hour, time.Minute)
+	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
+		Contract: "LEGAL-2026-17"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, p.Candidates)
+	_, err = horizon.Approve(f.ctx, f.pool, p.ID, "bob")
+	require.NoError(t, err)
+	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, r.Plan.Purged)
+	res, err := idem.Execute(f.ctx, f.pool, idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "pay-1"},
+		Class: "demo.transfer", Payload: []byte(`{"n":1}`)})
+	require.NoError(t, err)
+	assert.Equal(t, idem.Purged, res.Outcome)
+	res, err = idem.Execute(f.ctx, f.pool, idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "pay-2"},
+		Class: "demo.transfer", Payload: []byte(`{"from":"a","to":"b","amount":5,"currency":"EUR"}`)})
+	require.NoError(t, err)
+	assert.Equal(t, idem.Conflict, res.Outcome)
+	assert.Zero(t, f.count("SELECT count(*) FROM demo.posting"), "nothing ran again")
+
 	// Policy: min-age is a floor on the cutoff.
 	minAge := 48 * time.Hour
 	pol, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice")
@@ -429,6 +451,11 @@ func TestInterruptedPurgeResumes(t *testing.T) {
 // TestReplayRacingPurge: replays of the purged identities while the purge
 // runs never run the operation again: each is already_applied or purged.
 func TestReplayRacingPurge(t *testing.T) {
+	t.Run("batches", func(t *testing.T) { replayRacingPurge(t, -1) })
+	t.Run("swap", func(t *testing.T) { replayRacingPurge(t, 0) })
+}
+
+func replayRacingPurge(t *testing.T, keepRatio float64) {
 	f := setup(t)
 	const n = 300
 	f.seed(projClass, "t1", "op-", n, 10*24*time.Hour, time.Minute)
@@ -459,10 +486,15 @@ func TestReplayRacingPurge(t *testing.T) {
 		}()
 	}
 	close(start)
-	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 10, KeepRatio: -1})
+	r, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 10, KeepRatio: keepRatio})
 	wg.Wait()
 	require.NoError(t, err)
 	assert.EqualValues(t, n, r.Plan.Purged)
+	if keepRatio < 0 {
+		assert.Positive(t, r.Batches)
+	} else {
+		assert.Positive(t, r.Swaps)
+	}
 	assert.Zero(t, runs.Load(), "no replay re-executed")
 	total := int64(0)
 	outcomes.Range(func(k, v any) bool {
