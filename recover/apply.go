@@ -16,33 +16,113 @@ import (
 //go:embed sql/conflict_evidence.sql
 var conflictEvidenceSQL string
 
-// maxAttempts bounds retries of an operation whose transaction the database
-// asked to retry (serialization failure, deadlock, unsettled identity) or
-// whose connection broke before it committed. Retrying is the protocol itself:
-// the executor settles the identity again.
-const maxAttempts = 3
+// maxSerialAttempts bounds the attempts of an operation whose transaction the
+// database rolled back and asked to retry (serialization failure, deadlock,
+// unsettled identity). Retrying is the protocol itself: the executor settles
+// the identity again.
+const maxSerialAttempts = 3
 
-// applyOne runs steps 1-4 for one operation. Only a refusal (not the primary)
-// is returned as an error; every other failure is the operation's outcome.
-func (r *Resolver) applyOne(ctx context.Context, j job) (Result, error) {
-	for attempt := 1; ; attempt++ {
+// ErrNoSavedResponse: the identity exists with the same payload but without a
+// saved response. Only a transaction that claimed it (idem.claim) and
+// committed without idem.complete leaves that: the effect may or may not have
+// run, so this is not an answer anyone can rely on.
+var ErrNoSavedResponse = errors.New("identity exists without a saved response (claimed but never completed); investigate")
+
+// applyOne runs steps 1-4 for one operation until it has an answer. A refusal
+// (not the primary) and a database that stays unreachable are returned as
+// errors that stop the run, as is errStopped when the run stopped while the
+// operation waited to be retried; the operation then has no answer (Outcome
+// empty), except a conflict already committed. Every other failure is the
+// operation's outcome.
+//
+// A connection failure after the pipeline was sent leaves the outcome
+// unknown: the protocol runs again on a new connection, which is safe by
+// design (the executor answers already_applied, or applies what did not
+// commit), with backoff, for Config.RetryFor at most.
+func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
+	wait := backoff{budget: r.retryFor()}
+	serial := 0
+	maybeCommitted := false // a lost attempt had sent its pipeline
+	for {
 		res, err := r.applyTx(ctx, j)
+		var lost *lostError
+		var committed *committedConflict
+		switch {
+		case err == nil:
+			if wait.lost > 0 {
+				res.Note = fmt.Sprintf("settled on a new connection: %d earlier attempt(s) lost theirs before the outcome was known", wait.lost)
+			}
+			return res, nil
+		case isNotPrimary(err):
+			return Result{unknown: maybeCommitted}, err
+		case errors.As(err, &committed):
+			return r.readConflict(ctx, stop, j, &wait, committed.err)
+		case errors.As(err, &lost):
+			maybeCommitted = maybeCommitted || lost.sent
+			if werr := wait.again(lost.err, stop); werr != nil {
+				return Result{unknown: maybeCommitted}, werr
+			}
+		case retryable(err) && serial < maxSerialAttempts-1:
+			serial++
+			time.Sleep(time.Duration(serial*serial) * 10 * time.Millisecond)
+		default:
+			return failed(j, err), nil
+		}
+	}
+}
+
+// failed is the answer for an operation that was not settled, worded by what
+// is known about what was written.
+func failed(j job, err error) Result {
+	res := j.result()
+	res.Outcome = Failed
+	var pgErr *pgconn.PgError
+	switch {
+	case invalidRequest(err):
+		res.Outcome, res.Err = Invalid, err
+	case errors.Is(err, ErrNoSavedResponse), errors.Is(err, errAppEffect):
+		res.Err = err
+	case errors.As(err, &pgErr):
+		// Raised by the server inside the transaction, before COMMIT or by
+		// COMMIT itself: the transaction was rolled back.
+		res.Err = fmt.Errorf("%w; rolled back, nothing written", err)
+	default:
+		res.Err = fmt.Errorf("%w; the outcome is unknown: resolve it again to learn it (safe), never resubmit it under a new operation_id", err)
+	}
+	return res
+}
+
+// committedConflict: the executor answered conflict and COMMIT succeeded (the
+// conflict record is written), then reading the record back failed.
+type committedConflict struct{ err error }
+
+func (e *committedConflict) Error() string {
+	return "conflict recorded, reading its record failed: " + e.err.Error()
+}
+
+// readConflict answers a conflict that is committed, reading its record on
+// another connection (with the same backoff as the operation). If it cannot,
+// the answer is still conflict, with a note saying where to look.
+func (r *Resolver) readConflict(ctx context.Context, stop <-chan struct{}, j job, wait *backoff, cause error) (Result, error) {
+	res := j.result()
+	res.Outcome = Conflict
+	for {
+		var storedClass string
+		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash).Scan(&res.QuarantineID, &res.StoredHash, &storedClass)
 		if err == nil {
+			if storedClass != j.p.Class {
+				res.StoredClass = storedClass
+			}
 			return res, nil
 		}
-		if isNotPrimary(err) {
-			return Result{}, err
+		if !connectionFailure(err) {
+			res.Note = fmt.Sprintf("quarantined, but its record could not be read (%v): idemctl quarantine list --tenant %s", err, j.p.TenantID)
+			return res, nil
 		}
-		if attempt < maxAttempts && retryable(err) {
-			time.Sleep(time.Duration(attempt*attempt) * 10 * time.Millisecond)
-			continue
+		if werr := wait.again(err, stop); werr != nil {
+			res.Note = fmt.Sprintf("quarantined, but its record could not be read (%v): idemctl quarantine list --tenant %s", cause, j.p.TenantID)
+			return res, werr
 		}
-		res = j.result()
-		res.Outcome, res.Err = Failed, err
-		if invalidRequest(err) {
-			res.Outcome = Invalid
-		}
-		return res, nil
 	}
 }
 
@@ -50,24 +130,36 @@ func (r *Resolver) applyOne(ctx context.Context, j job) (Result, error) {
 // operator's name (idem.assert_primary); the atomic executor (idem.execute
 // through the Go core); COMMIT, all in one pipeline, so one round trip. A
 // conflict record is written and committed in the same transaction.
-func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
-	res := j.result()
+//
+// A connection failure comes back as a *lostError, unless COMMIT had already
+// succeeded: then the outcome is what the executor said.
+func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
+	res = j.result()
 	c, err := r.Pool.Acquire(ctx)
 	if err != nil {
-		return res, fmt.Errorf("acquire a connection: %w", err)
+		return res, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
 	}
 	conn := c.Conn()
+	tx := &pipelinedTx{conn: conn, operator: r.Operator, commit: j.sqlEffect, id: j.p.Identity, afterSend: r.afterSend}
 	defer func() {
+		if err != nil && !tx.committed && !isNotPrimary(err) && (connectionFailure(err) || conn.PgConn().IsClosed()) {
+			err = &lostError{err: err, sent: tx.sent}
+		}
 		// A refused or failed pipeline leaves its transaction open (aborted).
-		if conn.PgConn().TxStatus() != 'I' {
-			_, _ = conn.Exec(context.Background(), "ROLLBACK")
+		if !conn.PgConn().IsClosed() && conn.PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
 		}
 		c.Release()
 	}()
-	tx := &pipelinedTx{conn: conn, operator: r.Operator, commit: j.sqlEffect}
 	var out idem.Result
 	if j.sqlEffect {
 		out, err = idem.ExecutePrepared(ctx, tx, j.p)
+		if err != nil && tx.committed {
+			// Only a conflict reads after COMMIT (its record's id).
+			return res, &committedConflict{err}
+		}
 	} else {
 		// The effect is application code: the executor can still settle an
 		// identity that exists; one that is absent must not be claimed here.
@@ -82,14 +174,20 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
 	}
 	switch o := Outcome(out.Outcome); o {
 	case Applied, AlreadyApplied, Purged:
+		if o == AlreadyApplied && out.Response == nil {
+			return res, ErrNoSavedResponse
+		}
 		res.Outcome, res.Response = o, out.Response
 		if o == AlreadyApplied {
 			res.StoredHash = out.Hash
 		}
 	case Conflict:
-		res.Outcome, res.QuarantineID = Conflict, out.QuarantineID
+		res.Outcome = Conflict
 		var storedClass string
-		if err := conn.QueryRow(ctx, conflictEvidenceSQL, out.QuarantineID).Scan(&res.StoredHash, &storedClass); err != nil {
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
+			if tx.committed {
+				return res, &committedConflict{err}
+			}
 			return res, fmt.Errorf("read conflict record %d: %w", out.QuarantineID, err)
 		}
 		if storedClass != j.p.Class {
@@ -100,7 +198,7 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (Result, error) {
 	}
 	if !tx.commit {
 		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-			return res, fmt.Errorf("commit %s: %w (%v); resolve it again to learn the outcome, which is safe", j.p.Identity, idem.ErrOutcomeUnknown, err)
+			return res, fmt.Errorf("commit %s: %w", j.p.Identity, err)
 		}
 	}
 	return res, nil
@@ -116,6 +214,12 @@ type pipelinedTx struct {
 	operator string
 	commit   bool
 	sent     bool
+	// committed is set once COMMIT's result has been read and was not an
+	// error: from then on the outcome is settled, whatever the connection does.
+	committed bool
+
+	id        idem.Identity
+	afterSend func(ctx context.Context, conn *pgx.Conn, id idem.Identity)
 }
 
 func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -138,17 +242,24 @@ func (t *pipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	if t.commit {
 		b.Queue("COMMIT")
 	}
-	return &pipelinedRow{br: t.conn.SendBatch(ctx, &b), commit: t.commit}
+	br := t.conn.SendBatch(ctx, &b)
+	if t.afterSend != nil {
+		t.afterSend(ctx, t.conn, t.id)
+	}
+	return &pipelinedRow{br: br, tx: t}
 }
 
 type pipelinedRow struct {
-	br     pgx.BatchResults
-	commit bool
+	br pgx.BatchResults
+	tx *pipelinedTx
 }
 
 func (r *pipelinedRow) Scan(dest ...any) error {
 	err := r.scan(dest)
-	if cerr := r.br.Close(); err == nil && cerr != nil {
+	// Once COMMIT has succeeded the outcome is settled: the connection
+	// failing while the batch is closed (reading ReadyForQuery) changes
+	// nothing about it.
+	if cerr := r.br.Close(); err == nil && cerr != nil && !r.tx.committed {
 		err = cerr
 	}
 	return err
@@ -164,16 +275,17 @@ func (r *pipelinedRow) scan(dest []any) error {
 	if err := r.br.QueryRow().Scan(dest...); err != nil {
 		return err
 	}
-	if r.commit {
+	if r.tx.commit {
 		if _, err := r.br.Exec(); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		r.tx.committed = true
 	}
 	return nil
 }
 
-// retryable reports errors after which running the operation again is both
-// safe (nothing committed, or the executor settles it) and likely to succeed.
+// retryable reports errors after which the server rolled the transaction back
+// and running the operation again is likely to succeed.
 func retryable(err error) bool {
 	if errors.Is(err, idem.ErrSerialization) || errors.Is(err, idem.ErrUnsettled) {
 		return true
@@ -182,7 +294,7 @@ func retryable(err error) bool {
 	if errors.As(err, &pgErr) {
 		return pgErr.Code == "40001" || pgErr.Code == "40P01"
 	}
-	return pgconn.SafeToRetry(err)
+	return false
 }
 
 // invalidRequest reports refusals that are about the input line, not the

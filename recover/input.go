@@ -134,78 +134,103 @@ func (s *ndjson) readLine() (line []byte, n int, tooLong bool, err error) {
 
 // parse reads one line. The envelope is strict (duplicate or unknown members
 // are refused) because a typo such as "transpor" must not be silently ignored.
+// When the line is refused for anything but its JSON syntax, the rest of the
+// envelope is still read so that the answer names its identity; a syntax
+// error keeps what was read before it.
 func (s *ndjson) parse(line []byte) (Request, error) {
 	s.rd.Reset(line)
-	s.dec.Reset(&s.rd)
+	// Duplicate names are checked here for the envelope and by the
+	// canonicaliser for the payload (which then names the identity).
+	s.dec.Reset(&s.rd, jsontext.AllowDuplicateNames(true))
 	var req Request
-	bad := func(format string, args ...any) (Request, error) {
-		return Request{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidLine}, args...)...)
+	var refused error
+	refuse := func(format string, args ...any) {
+		if refused == nil {
+			refused = fmt.Errorf("%w: "+format, append([]any{ErrInvalidLine}, args...)...)
+		}
+	}
+	syntax := func(err error) (Request, error) {
+		if refused != nil {
+			return req, refused
+		}
+		return req, fmt.Errorf("%w: not JSON: %v", ErrInvalidLine, jsonErr(err))
 	}
 	tok, err := s.dec.ReadToken()
 	if err != nil {
-		return bad("not JSON: %v", jsonErr(err))
+		return syntax(err)
 	}
 	if tok.Kind() != '{' {
-		return bad("want a JSON object, got %s", kindName(tok.Kind()))
+		return req, fmt.Errorf("%w: want a JSON object, got %s", ErrInvalidLine, kindName(tok.Kind()))
 	}
-	var seenPayload, seenTenant, seenOp, seenClass bool
+	seen := map[string]bool{}
 	for s.dec.PeekKind() != '}' {
 		name, err := s.dec.ReadToken()
 		if err != nil {
-			return bad("not JSON: %v", jsonErr(err))
+			return syntax(err)
 		}
 		field := name.String()
+		known := field == "tenant" || field == "operation_id" || field == "class" || field == "payload" || field == "transport"
+		if known && seen[field] {
+			// Keep the first value: the answer names that identity.
+			refuse("duplicate field %q", field)
+			if _, err := s.dec.ReadValue(); err != nil {
+				return syntax(err)
+			}
+			continue
+		}
+		seen[field] = true
 		if (field == "tenant" || field == "operation_id" || field == "class") && s.dec.PeekKind() == '"' {
 			str, err := s.dec.ReadToken()
 			if err != nil {
-				return bad("not JSON: %v", jsonErr(err))
+				return syntax(err)
 			}
 			switch field {
 			case "tenant":
-				req.Tenant, seenTenant = str.String(), true
+				req.Tenant = str.String()
 			case "operation_id":
-				req.OperationID, seenOp = str.String(), true
+				req.OperationID = str.String()
 			default:
-				req.Class, seenClass = str.String(), true
+				req.Class = str.String()
 			}
 			continue
 		}
 		val, err := s.dec.ReadValue()
 		if err != nil {
-			return bad("not JSON: %v", jsonErr(err))
+			return syntax(err)
 		}
 		switch field {
 		case "tenant", "operation_id", "class":
-			return bad("%s must be a string, got %s", field, kindName(val.Kind()))
+			refuse("%s must be a string, got %s", field, kindName(val.Kind()))
 		case "payload":
 			if val.Kind() == 'n' {
-				return bad("payload is null; give the original payload")
+				refuse("payload is null; give the original payload")
+				continue
 			}
-			req.Payload, seenPayload = bytes.Clone(val), true
+			req.Payload = bytes.Clone(val)
 		case "transport":
 			switch val.Kind() {
 			case 'n':
 			case '{':
 				req.Transport = bytes.Clone(val)
 			default:
-				return bad("transport must be an object, got %s", kindName(val.Kind()))
+				refuse("transport must be an object, got %s", kindName(val.Kind()))
 			}
 		default:
-			return bad("unknown field %q (want tenant, operation_id, class, payload, transport)", field)
+			refuse("unknown field %q (want tenant, operation_id, class, payload, transport)", field)
 		}
 	}
 	if _, err := s.dec.ReadToken(); err != nil { // the closing brace
-		return bad("not JSON: %v", jsonErr(err))
+		return syntax(err)
 	}
 	if _, err := s.dec.ReadToken(); err != io.EOF {
-		return bad("more than one JSON value on the line")
+		return req, fmt.Errorf("%w: more than one JSON value on the line", ErrInvalidLine)
 	}
-	for _, m := range []struct {
-		seen bool
-		name string
-	}{{seenTenant, "tenant"}, {seenOp, "operation_id"}, {seenClass, "class"}, {seenPayload, "payload"}} {
-		if !m.seen {
-			return bad("missing field %s", m.name)
+	if refused != nil {
+		return req, refused
+	}
+	for _, name := range []string{"tenant", "operation_id", "class", "payload"} {
+		if !seen[name] {
+			return req, fmt.Errorf("%w: missing field %s", ErrInvalidLine, name)
 		}
 	}
 	return req, nil
@@ -246,6 +271,14 @@ func kindName(k jsontext.Kind) string {
 		return "an array"
 	}
 	return "nothing"
+}
+
+// Check validates a request as a run would, without a database: identity,
+// class name, payload (canonical form within lim) and transport. An error is
+// what the run would answer invalid.
+func Check(r Request, lim idem.PayloadLimits) error {
+	_, err := prepare(r, lim)
+	return err
 }
 
 // prepare validates a request and hashes its payload through the core.

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -11,56 +12,48 @@ import (
 //go:embed sql/lookup.sql
 var lookupSQL string
 
-// lookup answers a dry-run batch in one round trip: step 1 (primary check)
-// and the batch query are pipelined. Only a refusal is returned as an error;
-// a failed query fails the batch's operations.
-func (r *Resolver) lookup(ctx context.Context, b []job, win *window) error {
-	n := len(b)
-	tenants, ops, hashes, classes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, j := range b {
-		tenants[i], ops[i], hashes[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class
-	}
-	type found struct {
-		stored, storedClass *string
-	}
-	hits := make(map[int32]found, n/2)
-	var batch pgx.Batch
-	batch.Queue(primarySQL)
-	batch.Queue(lookupSQL, tenants, ops, hashes, classes)
-	err := func() error {
-		br := r.Pool.SendBatch(ctx, &batch)
-		defer br.Close()
-		if _, err := CheckPrimary(ctx, batchRow{br}); err != nil {
-			return err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("look up %d identities: %w", n, err)
-		}
-		defer rows.Close()
-		var ord int32
-		var f found
-		for rows.Next() {
-			if err := rows.Scan(&ord, &f.stored, &f.storedClass); err != nil {
-				return fmt.Errorf("look up %d identities: %w", n, err)
-			}
-			hits[ord] = f
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("look up %d identities: %w", n, err)
-		}
-		return br.Close()
-	}()
-	if isNotPrimary(err) {
+// found is what the dry-run lookup says of an identity that exists.
+type found struct {
+	stored, storedClass *string
+	noResponse          bool
+}
+
+// lookup answers a dry-run batch: step 1 (primary check) and the batch query
+// pipelined in one round trip. A connection failure is retried like a real
+// run's (the lookup is read-only); a refusal, or a database that stays
+// unreachable, is returned as an error with the batch unanswered. Any other
+// failed query fails the batch's operations.
+func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, win *window) error {
+	wait := backoff{budget: r.retryFor()}
+	skip := func() {
 		for _, j := range b {
 			win.done(j.pos, Result{skipped: true})
 		}
-		return err
+	}
+	var hits map[int32]found
+	var err error
+	for {
+		hits, err = r.lookupOnce(ctx, b)
+		var lost *lostError
+		if isNotPrimary(err) {
+			skip()
+			return err
+		}
+		if !errors.As(err, &lost) {
+			break
+		}
+		if werr := wait.again(lost.err, stop); werr != nil {
+			skip()
+			if werr == errStopped {
+				return nil
+			}
+			return werr
+		}
 	}
 	for i, j := range b {
 		res := j.result()
 		if err != nil {
-			res.Outcome, res.Err = Failed, err
+			res.Outcome, res.Err = Failed, fmt.Errorf("%w; nothing concluded (a dry run writes nothing)", err)
 			win.done(j.pos, res)
 			continue
 		}
@@ -68,6 +61,8 @@ func (r *Resolver) lookup(ctx context.Context, b []job, win *window) error {
 		switch {
 		case !ok:
 			res.Outcome = WouldApply
+		case f.stored == nil && f.storedClass == nil && f.noResponse:
+			res.Outcome, res.StoredHash, res.Err = Failed, res.IncomingHash, ErrNoSavedResponse
 		case f.stored == nil && f.storedClass == nil:
 			res.Outcome, res.StoredHash = AlreadyApplied, res.IncomingHash
 		default:
@@ -82,6 +77,56 @@ func (r *Resolver) lookup(ctx context.Context, b []job, win *window) error {
 		win.done(j.pos, res)
 	}
 	return nil
+}
+
+// lookupOnce sends one batch lookup. A connection failure comes back as a
+// *lostError.
+func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]found, err error) {
+	n := len(b)
+	c, err := r.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
+	}
+	defer func() {
+		if err != nil && !isNotPrimary(err) && (connectionFailure(err) || c.Conn().PgConn().IsClosed()) {
+			err = &lostError{err: err, sent: true}
+		}
+		c.Release()
+	}()
+	tenants, ops, hashes, classes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, j := range b {
+		tenants[i], ops[i], hashes[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class
+	}
+	hits = make(map[int32]found, n/2)
+	var batch pgx.Batch
+	batch.Queue(primarySQL)
+	batch.Queue(lookupSQL, tenants, ops, hashes, classes)
+	br := c.Conn().SendBatch(ctx, &batch)
+	defer br.Close()
+	if _, err := CheckPrimary(ctx, batchRow{br}); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+	}
+	defer rows.Close()
+	var ord int32
+	var f found
+	for rows.Next() {
+		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse); err != nil {
+			return nil, fmt.Errorf("look up %d identities: %w", n, err)
+		}
+		hits[ord] = f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+	}
+	rows.Close()
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+	}
+	return hits, nil
 }
 
 // batchRow lets CheckPrimary read the first result of a pipelined batch.

@@ -9,23 +9,32 @@ import (
 // input order. At most size items are between dispatch and emission, which
 // bounds memory whatever the input length: a slow operation holds the window
 // back instead of letting results pile up behind it.
+//
+// Every answer is counted (answer), in input order, whether or not it could
+// be written: after emit's first error nothing more is emitted, onEmitErr is
+// called once (the run stops reading), and the answers of what was in flight
+// are still counted.
 type window struct {
 	slots chan struct{}
 
-	mu      sync.Mutex
-	ring    []Result
-	filled  []bool
-	next    int // next position to emit
-	emit    func(Result) error
-	emitErr error
+	mu        sync.Mutex
+	ring      []Result
+	filled    []bool
+	next      int // next position to emit
+	answer    func(*Result)
+	emit      func(Result) error
+	onEmitErr func(error)
+	emitErr   error
 }
 
-func newWindow(size int, emit func(Result) error) *window {
+func newWindow(size int, answer func(*Result), emit func(Result) error, onEmitErr func(error)) *window {
 	return &window{
-		slots:  make(chan struct{}, size),
-		ring:   make([]Result, size),
-		filled: make([]bool, size),
-		emit:   emit,
+		slots:     make(chan struct{}, size),
+		ring:      make([]Result, size),
+		filled:    make([]bool, size),
+		answer:    answer,
+		emit:      emit,
+		onEmitErr: onEmitErr,
 	}
 }
 
@@ -41,7 +50,7 @@ func (w *window) acquire(ctx context.Context) bool {
 
 // done records the result of the item at position pos and emits every result
 // that is now next in order. Skipped results free their slot without being
-// emitted.
+// counted or emitted.
 func (w *window) done(pos int, r Result) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -55,8 +64,14 @@ func (w *window) done(pos int, r Result) {
 		res := w.ring[j]
 		w.ring[j], w.filled[j] = Result{}, false
 		w.next++
-		if !res.skipped && w.emitErr == nil {
-			w.emitErr = w.emit(res)
+		if !res.skipped {
+			w.answer(&res)
+			if w.emitErr == nil {
+				if err := w.emit(res); err != nil {
+					w.emitErr = err
+					w.onEmitErr(err)
+				}
+			}
 		}
 		<-w.slots
 	}

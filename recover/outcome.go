@@ -10,7 +10,7 @@ type Outcome string
 
 // Outcomes of a run. The first five are final answers of a real run, the
 // dry-run ones say what a real run would do; Invalid and Failed mean the line
-// got no answer and nothing was written for it.
+// got no answer (Result.Err says why, and whether anything was written).
 const (
 	// AlreadyApplied: the identity exists with the same hash (and class); the
 	// saved response is returned, nothing ran.
@@ -28,8 +28,11 @@ const (
 	// Invalid: the input line is bad (malformed JSON, missing field, invalid
 	// identity, lossy number, too large, unknown class).
 	Invalid Outcome = "invalid"
-	// Failed ("error"): the effect failed or the database refused; nothing was
-	// written for this operation.
+	// Failed ("error"): the operation was not settled. Its Err says why: an
+	// effect or the database raised an error inside the transaction (rolled
+	// back, nothing written), or the identity is in an unexpected state. A
+	// lost connection is never reported as Failed: the operation is settled
+	// again on a new connection, or the run stops (ErrUnreachable).
 	Failed Outcome = "error"
 	// WouldApply (dry run): the identity is absent; a real run would execute it.
 	WouldApply Outcome = "would_apply"
@@ -72,8 +75,13 @@ type Result struct {
 	QuarantineID int64
 	// Err says what is wrong (Invalid, Failed).
 	Err error
+	// Note adds context to a settled answer: in a dry run, the earlier line of
+	// the same input that decides this one; in a real run, that an earlier
+	// attempt lost its connection before its outcome was known.
+	Note string
 
-	skipped bool // dispatched but never started (interrupted, or refused mid-run)
+	skipped bool // dispatched but never answered (interrupted, or refused mid-run)
+	unknown bool // with no answer, after a connection lost in flight (applyOne)
 }
 
 // Counts are the number of results per outcome.
@@ -102,8 +110,20 @@ type RunSummary struct {
 	// Read is the number of operations read; Read - Counts.Total() were never
 	// started because the run was interrupted or refused midway.
 	Read int
+	// Unknown is how many of the operations read got no answer because their
+	// connection was lost in flight and the run stopped before they could be
+	// settled again: they may have committed. Running the input again settles
+	// them. (The other unanswered ones were never started.)
+	Unknown int
+	// LastLine is the input line of the last operation read: nothing after it
+	// was attempted.
+	LastLine int
 	// Interrupted is true when the run stopped before the end of its input.
 	Interrupted bool
+	// WriteErr is the first error writing results (emit or Config.Flush). The
+	// run stopped reading there; Counts still count every answer, written or
+	// not.
+	WriteErr error
 }
 
 // Conflicts is the number of conflicts, real or dry-run.

@@ -440,16 +440,6 @@ func TestInterruptThenRerun(t *testing.T) {
 	assert.Equal(t, n, b.count(t, "SELECT count(*) FROM demo.posting"))
 }
 
-// The emit callback failing (stdout closed) ends the run with its error.
-func TestEmitErrorEndsRun(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 3)
-	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{DryRun: true}}
-	_, err := r.Run(b.ctx, recovery.NDJSON(strings.NewReader(line("t", "a", 1)+"\n"+line("t", "b", 1)), 1<<20),
-		func(recovery.Result) error { return io.ErrClosedPipe })
-	require.ErrorIs(t, err, io.ErrClosedPipe)
-}
-
 func TestNDJSONParsing(t *testing.T) {
 	t.Parallel()
 	good := `{"tenant":"a\/b","operation_id":"\ud83d\ude00 op","class":"demo.transfer","payload":[1, {"x": "y"}],"transport":{"offset":7}}`

@@ -5,11 +5,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
@@ -25,6 +27,9 @@ const (
 	// partialBatchDelay is how long a dry-run waits for more input before it
 	// looks up a partial batch, so that slow input (a pipe) is still answered.
 	partialBatchDelay = 20 * time.Millisecond
+	// workerQueue is how many operations wait for each worker: enough that
+	// one slow operation does not leave the others idle at once.
+	workerQueue = 32
 )
 
 // Config says how a run goes.
@@ -50,7 +55,23 @@ type Config struct {
 	// RecordRun, when set, records the run for audit at its end, interrupted
 	// or not (not when the database was refused at the start: nothing ran).
 	RecordRun func(ctx context.Context, s RunSummary) error
+	// RetryFor is how long an operation (or dry-run batch) caught in a
+	// connection failure is retried, with backoff from 100 ms to 5 s, before
+	// the run stops with ErrUnreachable; 0 means DefaultRetryFor.
+	RetryFor time.Duration
+	// Started, when set, is called once the database has passed the primary
+	// check, before anything is read or run; an error ends the run there,
+	// with nothing done and nothing recorded. (The CLI creates its report
+	// file here, so that a refused run leaves an existing report alone.)
+	Started func() error
+	// Flush, when set, is called after the last result has been emitted and
+	// before the run is recorded; an error is a write error, like emit's.
+	Flush func() error
 }
+
+// ErrWriteResults wraps an error writing results (emit or Config.Flush): the
+// run stopped reading there; RunSummary.Counts still count every answer.
+var ErrWriteResults = errors.New("write results")
 
 // Resolver runs the recovery protocol over a Source.
 type Resolver struct {
@@ -59,6 +80,17 @@ type Resolver struct {
 
 	answered atomic.Int64
 	consumed atomic.Int64
+
+	// afterSend, for tests, runs between sending an operation's pipeline and
+	// reading its results.
+	afterSend func(ctx context.Context, conn *pgx.Conn, id idem.Identity)
+}
+
+func (r *Resolver) retryFor() time.Duration {
+	if r.RetryFor > 0 {
+		return r.RetryFor
+	}
+	return DefaultRetryFor
 }
 
 // Progress returns how many operations have been answered so far and how many
@@ -81,10 +113,18 @@ func (j job) result() Result {
 
 // Run resolves every operation of src and passes each result to emit, in
 // input order. It returns a *NotPrimaryError (errors.Is ErrNotPrimary) when
-// the database is refused, before anything or midway; an error from src or
-// emit ends the run too. Cancelling ctx stops reading: operations already in a
-// transaction finish (commit or roll back, never half) and the summary so far
-// is returned with Interrupted set.
+// the database is refused, before anything or midway, and an
+// *UnreachableError (ErrUnreachable) when it stays unreachable midway; an
+// error from src ends the run too, and so does one from emit (or
+// Config.Flush), returned wrapped in ErrWriteResults. Cancelling ctx stops
+// reading. However a run stops, operations already in a transaction finish
+// (commit or roll back, never half), the summary so far is returned with
+// Interrupted set, and its counts are every answer given, written or not.
+//
+// Operations of one identity run in input order, one after the other: each
+// goes to the worker its identity hashes to. A dry run answers a later line
+// of an identity it has answered would_apply as the real run would
+// (runIdentities).
 func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error) (RunSummary, error) {
 	cfg := r.Config
 	if cfg.Concurrency <= 0 {
@@ -110,6 +150,11 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	if err != nil {
 		return sum, err
 	}
+	if cfg.Started != nil {
+		if err := cfg.Started(); err != nil {
+			return sum, err
+		}
+	}
 
 	// stopCtx ends reading; work goes on under workCtx so that a Ctrl-C never
 	// cuts a transaction in half (statement_timeout still bounds it).
@@ -123,15 +168,25 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		stop()
 	}
 
-	win := newWindow(cfg.Window, func(res Result) error {
+	seed := maphash.MakeSeed()
+	var seen *runIdentities
+	if cfg.DryRun {
+		seen = newRunIdentities(seed)
+	}
+	win := newWindow(cfg.Window, func(res *Result) {
+		if seen != nil {
+			seen.settle(res)
+		}
 		sum.Counts[res.Outcome]++
 		r.answered.Add(1)
-		return emit(res)
-	})
+	}, emit, func(error) { stop() })
 	limit := newLimiter(cfg.MaxRate)
-	jobs := make(chan job, cfg.Concurrency*2)
+	var unknown atomic.Int64
 	var workers sync.WaitGroup
+	var send func(job) bool
+	var closeQueues func()
 	if cfg.DryRun {
+		jobs := make(chan job, cfg.Concurrency*2)
 		batches := make(chan []job, cfg.Concurrency)
 		workers.Add(1)
 		go func() {
@@ -150,52 +205,98 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 						}
 						continue
 					}
-					if err := r.lookup(workCtx, b, win); err != nil {
+					if err := r.lookup(workCtx, stopCtx.Done(), b, win); err != nil {
 						fail(err)
 					}
 				}
 			}()
 		}
+		send = func(j job) bool {
+			select {
+			case jobs <- j:
+				return true
+			case <-stopCtx.Done():
+				return false
+			}
+		}
+		closeQueues = func() { close(jobs) }
 	} else {
-		for range cfg.Concurrency {
+		queues := make([]chan job, cfg.Concurrency)
+		for i := range queues {
+			queues[i] = make(chan job, workerQueue)
 			workers.Add(1)
-			go func() {
+			go func(q <-chan job) {
 				defer workers.Done()
-				for j := range jobs {
+				for j := range q {
 					if stopCtx.Err() != nil || !limit.wait(stopCtx, 1) {
 						win.done(j.pos, Result{skipped: true})
 						continue
 					}
-					res, err := r.applyOne(workCtx, j)
+					res, err := r.applyOne(workCtx, stopCtx.Done(), j)
 					if err != nil {
-						fail(err)
-						res = Result{skipped: true}
+						if !errors.Is(err, errStopped) {
+							fail(err)
+						}
+						if res.Outcome == "" {
+							if res.unknown {
+								unknown.Add(1)
+							}
+							res = Result{skipped: true}
+						}
 					}
 					win.done(j.pos, res)
 				}
-			}()
+			}(queues[i])
+		}
+		send = func(j job) bool {
+			q := queues[identityKey(seed, j.p.TenantID, j.p.OperationID)%uint64(len(queues))]
+			select {
+			case q <- j:
+				return true
+			case <-stopCtx.Done():
+				return false
+			}
+		}
+		closeQueues = func() {
+			for _, q := range queues {
+				close(q)
+			}
 		}
 	}
 
-	eof := r.dispatch(stopCtx, src, classes, win, jobs, &sum, fail)
-	close(jobs)
+	eof := r.dispatch(stopCtx, src, classes, win, send, &sum, fail)
+	closeQueues()
 	workers.Wait()
 	sum.Interrupted = !eof
+	sum.Unknown = int(unknown.Load())
 
-	if werr := win.err(); werr != nil && fatal == nil {
-		fatal = fmt.Errorf("write results: %w", werr)
+	sum.WriteErr = win.err()
+	if cfg.Flush != nil {
+		if err := cfg.Flush(); err != nil && sum.WriteErr == nil {
+			sum.WriteErr = err
+		}
+	}
+	var errs []error
+	if fatal != nil {
+		errs = append(errs, fatal)
+	}
+	if sum.WriteErr != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrWriteResults, sum.WriteErr))
 	}
 	r.finish(ctx, &sum)
 	if err := r.record(ctx, sum); err != nil {
-		return sum, errors.Join(fatal, err)
+		errs = append(errs, err)
 	}
-	return sum, fatal
+	if len(errs) == 1 {
+		return sum, errs[0]
+	}
+	return sum, errors.Join(errs...)
 }
 
 // dispatch reads src until its end (true) or until stopCtx is done (false),
-// answering invalid lines at once and queueing the others.
+// answering invalid lines at once and sending the others to the workers.
 func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[string]bool, win *window,
-	jobs chan<- job, sum *RunSummary, fail func(error)) bool {
+	send func(job) bool, sum *RunSummary, fail func(error)) bool {
 	pos := 0
 	for {
 		if stopCtx.Err() != nil {
@@ -210,10 +311,11 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[str
 			return false
 		}
 		r.consumed.Add(int64(it.Bytes))
-		sum.Read++
 		if !win.acquire(stopCtx) {
 			return false
 		}
+		sum.Read++
+		sum.LastLine = it.Line
 		j := job{pos: pos, line: it.Line}
 		pos++
 		base := Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID, Class: it.Request.Class}
@@ -240,9 +342,7 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[str
 			// payloads of up to MaxBytes for a whole window.
 			j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
 		}
-		select {
-		case jobs <- j:
-		case <-stopCtx.Done():
+		if !send(j) {
 			win.done(j.pos, Result{skipped: true})
 			return false
 		}
@@ -294,6 +394,16 @@ func (r *Resolver) finish(ctx context.Context, sum *RunSummary) {
 // written; the results stand.
 var ErrNotRecorded = errors.New("run not recorded")
 
+// RecordError is a failure to record the run (errors.Is ErrNotRecorded).
+// Run joins it after the run's own errors, if any, so that a caller can tell
+// the two apart.
+type RecordError struct{ Err error }
+
+func (e *RecordError) Error() string { return ErrNotRecorded.Error() + ": " + e.Err.Error() }
+
+// Unwrap makes errors.Is(err, ErrNotRecorded) true.
+func (e *RecordError) Unwrap() error { return ErrNotRecorded }
+
 // record passes the summary to RecordRun, if set.
 func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
 	if r.RecordRun == nil {
@@ -302,7 +412,7 @@ func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := r.RecordRun(ctx, sum); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return &RecordError{Err: err}
 	}
 	return nil
 }

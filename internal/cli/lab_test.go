@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,30 +21,11 @@ import (
 	"github.com/idemctl/idemctl/lab"
 )
 
-var (
-	labBinOnce sync.Once
-	labBinPath string
-	labBinErr  error
-)
-
-// labBinary builds idemctl once: the lab's workers are `idemctl lab worker`
+// labBinary is the idemctl binary: the lab's workers are `idemctl lab worker`
 // processes, which the test binary cannot be.
 func labBinary(t *testing.T) string {
 	t.Helper()
-	labBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemctl-lab-bin-")
-		if err != nil {
-			labBinErr = err
-			return
-		}
-		labBinPath = filepath.Join(dir, "idemctl")
-		out, err := exec.Command("go", "build", "-o", labBinPath, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput()
-		if err != nil {
-			labBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, labBinErr)
-	return labBinPath
+	return idemctlBinary(t)
 }
 
 func labSchemas(t *testing.T, dsn string) []string {

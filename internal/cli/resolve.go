@@ -42,6 +42,9 @@ type ResolveOptions struct {
 	BatchSize   int
 	Limits      idem.PayloadLimits
 	Operator    string
+	// RetryFor is how long an operation caught in a connection failure is
+	// retried before the run stops as unreachable.
+	RetryFor time.Duration
 	// RecordRun records the run; nil means the audit log (action resolve.run).
 	RecordRun func(ctx context.Context, s recovery.RunSummary) error
 
@@ -73,17 +76,36 @@ operation a line, read as a stream:
 (transport optional). A bad line is answered "invalid" with the reason and the
 batch goes on.
 
+Lines of the same identity run in file order, one after the other: the first
+applies, a later one with the same payload is already_applied, one with another
+payload is a conflict.
+
 Outcomes: applied, already_applied, conflict, purged, invalid (the line is bad,
-nothing written), error (the effect failed or the database refused, nothing
-written). --dry-run checks steps 1, 2 and 4 with batched read-only lookups and
-writes nothing: already_applied, would_apply, would_conflict, invalid (a dry
-run does not fetch saved responses).
+nothing written), error (not settled: the error says why; an effect that failed
+was rolled back and wrote nothing). --dry-run checks steps 1, 2 and 4 with
+batched read-only lookups and writes nothing: already_applied, would_apply,
+would_conflict, invalid, error (a dry run does not fetch saved responses). A
+dry run answers a later line of an identity it found absent as the real run
+would: already_applied (same payload) or would_conflict, with a note naming
+the earlier line.
+
+A connection that breaks (a failover, a restart, a killed backend) never turns
+into an "error" line: the operation may have committed, so it is settled again
+on a new connection, with backoff, for --retry-for; it then reports
+already_applied (with its saved response) or applied. If the database stays
+unreachable, the run stops: nothing more is read, what is in flight finishes,
+the summary so far is printed, and exit code 1 names the last line read (a
+rerun is safe). If it comes back as a standby or read-only, the run stops with
+exit code 4.
 
 Output: on a terminal, a summary by outcome and the rows that need attention;
 with -o json, one object a line in input order (line, tenant, operation_id,
-class, outcome, response, stored_hash, incoming_hash, quarantine_id, error).
---report FILE writes the JSON lines to a file as well. A progress bar goes to
-stderr when it is a terminal.
+class, outcome, response, stored_hash, incoming_hash, quarantine_id, error, and
+note when there is one). --report FILE writes the JSON lines to a file as well;
+it is created (truncated) only once the database has passed the primary check.
+A progress bar goes to stderr when it is a terminal. If results cannot be
+written (a closed pipe, a full disk), the run stops reading, what is in flight
+finishes and is counted, the run is recorded, and exit code 1 names the error.
 
 Ctrl-C stops reading: operations already in a transaction commit or roll back,
 never half, and the summary so far is printed. Running the same file again is
@@ -94,7 +116,8 @@ Exit codes: 0 every operation converged (applied, already_applied, purged, or
 would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
 (a standby, or a read-only session), nothing concluded; 5 at least one invalid
 line or failed operation and no conflict; 2 usage; 1 other failures, and an
-interrupted run without conflicts, invalid lines or failures.`,
+interrupted run without conflicts, invalid lines or failures, and a run stopped
+by an unreachable database or a failed write of its results.`,
 		Example: `  # one operation, payload inline or from a file
   idemctl resolve --tenant acme --op charge-42 --class demo.transfer \
     --payload '{"from":"alice","to":"bob","amount":1250,"currency":"EUR"}'
@@ -148,6 +171,9 @@ interrupted run without conflicts, invalid lines or failures.`,
 			if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
 				return usageErr("--max-bytes and --max-depth must be positive")
 			}
+			if opts.RetryFor <= 0 {
+				return usageErr("--retry-for must be positive")
+			}
 			if opts.File == "" {
 				var err error
 				if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
@@ -157,6 +183,11 @@ interrupted run without conflicts, invalid lines or failures.`,
 					if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
 						return err
 					}
+				}
+				// What a run would answer invalid is a usage error here, before
+				// connecting: nothing is written, not even the run's record.
+				if err := recovery.Check(opts.Request, opts.Limits); err != nil {
+					return usageErr("%v", err)
 				}
 			}
 			opts.JSON = f.JSON()
@@ -181,6 +212,7 @@ interrupted run without conflicts, invalid lines or failures.`,
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
+	fl.DurationVar(&opts.RetryFor, "retry-for", recovery.DefaultRetryFor, "how long to retry an operation whose connection failed (a failover) before stopping the run")
 	return cmd
 }
 
@@ -197,7 +229,7 @@ func argBytes(flag, v string, max int) ([]byte, error) {
 	defer file.Close()
 	b, err := readLimited(file, max)
 	if err != nil {
-		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, err))
+		return nil, usageErr("%s: %v", flag, err)
 	}
 	return b, nil
 }
@@ -215,12 +247,13 @@ type resolveRecord struct {
 	IncomingHash *string         `json:"incoming_hash"`
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
+	Note         string          `json:"note,omitempty"`
 }
 
 func newResolveRecord(r recovery.Result) resolveRecord {
 	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
-		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash)}
+		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
 	}
@@ -243,6 +276,18 @@ func nullString(s string) *string {
 type jsonSink struct {
 	w         *bufio.Writer
 	lastFlush time.Time
+	file      *os.File // closed at the end (the report), nil for stdout
+}
+
+// close flushes the sink and closes its file, if it has one.
+func (s *jsonSink) close() error {
+	err := s.w.Flush()
+	if s.file != nil {
+		if cerr := s.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func (s *jsonSink) write(rec *resolveRecord) error {
@@ -285,14 +330,34 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	if opts.JSON {
 		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(opts.IO.Out, 64<<10)})
 	}
-	if opts.Report != "" {
+	// The report is created once the database has passed the primary check:
+	// a refused run leaves an existing report as it was.
+	createReport := func() error {
+		if opts.Report == "" {
+			return nil
+		}
 		report, err := os.Create(opts.Report)
 		if err != nil {
-			return withCode(ExitFailure, fmt.Errorf("create report: %w", err))
+			return fmt.Errorf("create report: %w", err)
 		}
-		defer report.Close()
-		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(report, 64<<10)})
+		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(report, 64<<10), file: report})
+		return nil
 	}
+	closed := false
+	closeSinks := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		var first error
+		for _, s := range sinks {
+			if err := s.close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	defer closeSinks()
 
 	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: int32(opts.Concurrency + 1)})
 	if err != nil {
@@ -307,20 +372,13 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
 		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
+		RetryFor: opts.RetryFor, Started: createReport, Flush: closeSinks,
 	}}
 
 	var attention []recovery.Result
 	moreAttention := 0
 	var only *recovery.Result
 	emit := func(res recovery.Result) error {
-		if len(sinks) > 0 {
-			rec := newResolveRecord(res)
-			for _, s := range sinks {
-				if err := s.write(&rec); err != nil {
-					return err
-				}
-			}
-		}
 		if single {
 			only = &res
 		} else if !opts.JSON && !res.Outcome.Converged() {
@@ -328,6 +386,14 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 				attention = append(attention, res)
 			} else {
 				moreAttention++
+			}
+		}
+		if len(sinks) > 0 {
+			rec := newResolveRecord(res)
+			for _, s := range sinks {
+				if err := s.write(&rec); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -342,23 +408,25 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	if bar != nil {
 		bar.Stop()
 	}
-	for _, s := range sinks {
-		if err := s.w.Flush(); err != nil && runErr == nil {
-			runErr = fmt.Errorf("write results: %w", err)
-		}
-	}
 
-	if errors.Is(runErr, recovery.ErrNotPrimary) && sum.Read == 0 {
+	fatal, recordErr := splitRecordErr(runErr)
+	switch {
+	case errors.Is(fatal, recovery.ErrNotPrimary) && sum.Read == 0:
 		// Refused before anything: one line, nothing else.
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), runErr))
+		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), fatal))
+	case fatal != nil && sum.FinishedAt.IsZero():
+		// Nothing ran (the database check or creating the report failed): one line.
+		return withCode(ExitFailure, fatal)
 	}
 	if !opts.JSON {
 		if single && only != nil {
 			if err := printResolveResult(opts.IO.Out, *only); err != nil {
 				return err
 			}
-		} else if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention); err != nil {
-			return err
+		} else if !single {
+			if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention); err != nil {
+				return err
+			}
 		}
 	} else {
 		fmt.Fprintln(opts.IO.ErrOut, "resolve: "+summaryLine(sum))
@@ -373,11 +441,10 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	case sum.Interrupted:
 		code = ExitFailure
 	}
-	if sum.Interrupted && !errors.Is(runErr, recovery.ErrNotPrimary) {
+	if sum.Interrupted && fatal == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d lines read); the ones in flight finished. Running the same input again is safe: what was applied is reported already_applied.\n",
 			sum.Counts.Total(), sum.Read)
 	}
-	fatal, recordErr := splitRecordErr(runErr)
 	if recordErr != nil {
 		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
 		if code == ExitOK {
@@ -386,7 +453,11 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	switch {
 	case errors.Is(fatal, recovery.ErrNotPrimary):
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), fatal))
+		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
+	case errors.Is(fatal, recovery.ErrUnreachable):
+		return withCode(ExitFailure, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
+	case errors.Is(fatal, recovery.ErrWriteResults):
+		return withCode(ExitFailure, fmt.Errorf("%w; %s", fatal, stoppedAt(sum)))
 	case fatal != nil:
 		return withCode(ExitFailure, fatal)
 	case code != ExitOK:
@@ -395,24 +466,44 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	return nil
 }
 
-// splitRecordErr separates a failure to record the run (the results stand)
-// from failures of the run itself.
-func splitRecordErr(err error) (fatal, record error) {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else if err != nil {
-		errs = []error{err}
+// stoppedAt says where a run that stopped midway left its input, for the one
+// line that ends it.
+func stoppedAt(s recovery.RunSummary) string {
+	if !s.Interrupted {
+		return "every line was read"
 	}
-	var fatals []error
-	for _, e := range errs {
-		if errors.Is(e, recovery.ErrNotRecorded) {
-			record = e
-		} else if e != nil {
-			fatals = append(fatals, e)
+	msg := fmt.Sprintf("stopped after line %d: nothing after it was attempted", s.LastLine)
+	if s.Unknown > 0 {
+		msg += fmt.Sprintf("; %d operation(s) before it lost their connection in flight and have an unknown outcome", s.Unknown)
+	}
+	if notStarted := s.Read - s.Counts.Total() - s.Unknown; notStarted > 0 {
+		msg += fmt.Sprintf("; %d operation(s) read before it were not started", notStarted)
+	}
+	return msg + "; rerun is safe: what was applied is reported already_applied"
+}
+
+// splitRecordErr separates a failure to record the run (the results stand)
+// from failures of the run itself, which Run joins before it.
+func splitRecordErr(err error) (fatal, record error) {
+	var rec *recovery.RecordError
+	if !errors.As(err, &rec) {
+		return err, nil
+	}
+	if err == error(rec) {
+		return nil, rec
+	}
+	var rest []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if e != error(rec) {
+				rest = append(rest, e)
+			}
 		}
 	}
-	return errors.Join(fatals...), record
+	if len(rest) == 1 {
+		return rest[0], rec
+	}
+	return errors.Join(rest...), rec
 }
 
 // auditRun records a run in the audit log, in its own transaction.
@@ -420,6 +511,10 @@ func auditRun(ctx context.Context, pool audit.DBTX, s recovery.RunSummary) error
 	counts := map[string]int{}
 	for o, n := range s.Counts {
 		counts[string(o)] = n
+	}
+	var writeErr any // JSON null unless results could not be written
+	if s.WriteErr != nil {
+		writeErr = oneLine(s.WriteErr.Error())
 	}
 	target := "resolve:" + s.Source
 	if len(target) > audit.MaxTargetBytes {
@@ -432,6 +527,7 @@ func auditRun(ctx context.Context, pool audit.DBTX, s recovery.RunSummary) error
 		Details: map[string]any{
 			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
 			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
+			"last_line": s.LastLine, "unknown": s.Unknown, "write_error": writeErr,
 		},
 	})
 	return err
@@ -467,7 +563,7 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
 	recovery.WouldConflict:  "another payload under this identity; a real run would quarantine it",
 	recovery.Invalid:        "bad input line; nothing written",
-	recovery.Failed:         "effect failed or database refused; nothing written",
+	recovery.Failed:         "not settled; the error says why (a failed effect wrote nothing)",
 }
 
 func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int) error {
@@ -502,6 +598,9 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 func attentionDetail(r recovery.Result) string {
 	switch r.Outcome {
 	case recovery.Conflict, recovery.WouldConflict:
+		if r.StoredHash == "" && r.Note != "" {
+			return r.Note
+		}
 		d := "stored " + shortHash(r.StoredHash) + ", incoming " + shortHash(r.IncomingHash)
 		if r.StoredClass != "" {
 			d = "stored class " + r.StoredClass + ", " + d
@@ -546,6 +645,9 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	}
 	if r.Err != nil {
 		rows = append(rows, []string{"error", oneLine(r.Err.Error())})
+	}
+	if r.Note != "" {
+		rows = append(rows, []string{"note", r.Note})
 	}
 	if meaning := outcomeMeaning[r.Outcome]; meaning != "" {
 		rows = append(rows, []string{"meaning", meaning})

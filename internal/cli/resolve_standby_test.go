@@ -214,4 +214,36 @@ func TestResolveRefusesStandby(t *testing.T) {
 
 	assert.Equal(t, before, rsvCounts(t, pool), "nothing written on the primary")
 	assert.Equal(t, audits, rsvCount(t, pool, "SELECT count(*) FROM idem.audit"))
+
+	// A failover in the middle of a run that puts a standby where the primary
+	// was (the same address now leads to it): the operations caught in it are
+	// retried on a new connection, which the standby refuses; the run stops
+	// with exit code 4, saying where the input stopped, and every line
+	// reported is applied on the primary.
+	proxy, proxied := newCutProxy(t, dsn)
+	lines := make([]string, 600)
+	for i := range lines {
+		lines[i] = rsvLine("acme", fmt.Sprint("fo-", i), i+1)
+	}
+	go func() {
+		for rsvCount(t, pool, "SELECT count(*) FROM demo.posting WHERE operation_id LIKE 'fo-%'") < 50 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		proxy.cut()
+		proxy.restore(fmt.Sprintf("%s:%d", host, port))
+	}()
+	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300")
+	require.Equal(t, ExitNotPrimary, code, errOut)
+	msgs := idemctlLines(errOut)
+	require.NotEmpty(t, msgs, errOut)
+	last := msgs[len(msgs)-1]
+	assert.Contains(t, last, "standby (in recovery)")
+	assert.Contains(t, last, "nothing after it was attempted")
+	rows := rsvJSON(t, out)
+	require.NotEmpty(t, rows)
+	require.Less(t, len(rows), len(lines))
+	for _, row := range rows {
+		assert.Equal(t, "applied", row["outcome"], "%v", row)
+		assert.Equal(t, 1, rsvCount(t, pool, fmt.Sprintf("SELECT count(*) FROM idem.inbox WHERE operation_id = '%s'", row["operation_id"])))
+	}
 }

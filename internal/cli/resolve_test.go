@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -118,6 +120,16 @@ func TestResolveCommandOptions(t *testing.T) {
 		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "@/no/such/file"},
 		{"--file", "x", "extra"},
 		{"--file", "x", "--no-such-flag"},
+		{"--file", "x", "--retry-for", "0s"},
+		// What a run would answer invalid is a usage error before connecting.
+		{"--tenant", "", "--op", "o", "--class", "c", "--payload", "{}"},
+		{"--tenant", "t", "--op", "", "--class", "c", "--payload", "{}"},
+		{"--tenant", "t", "--op", "o", "--class", " ", "--payload", "{}"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", `{"a":1,"a":2}`},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", `{"amount":9007199254740993}`},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{}", "--transport", "[1]"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{}", "--max-bytes", "1"},
 	} {
 		_, code := capture(args...)
 		assert.Equal(t, ExitUsage, code, "%v", args)
@@ -245,24 +257,276 @@ func TestResolveReadOnlySession(t *testing.T) {
 		assert.Contains(t, errOut, "target_session_attrs=read-write")
 	}
 	assert.Equal(t, before, rsvCounts(t, pool))
+
+	// --report is left alone by a refused run: it is created only once the
+	// database has passed the check.
+	report := filepath.Join(t.TempDir(), "report.ndjson")
+	require.NoError(t, os.WriteFile(report, []byte("yesterday's report\n"), 0o600))
+	code, _, errOut := run(t, u.String(), "", "resolve", "--file", file, "--report", report)
+	assert.Equal(t, ExitNotPrimary, code, errOut)
+	body, err := os.ReadFile(report)
+	require.NoError(t, err)
+	assert.Equal(t, "yesterday's report\n", string(body))
+}
+
+// Invalid single-operation flags are a usage error before connecting:
+// nothing is written, not even the run's audit record.
+func TestResolveBadSingleOperationWritesNothing(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	audits := rsvCount(t, pool, "SELECT count(*) FROM idem.audit")
+	before := rsvCounts(t, pool)
+	for _, args := range [][]string{
+		{"--tenant", "", "--op", "o", "--class", "demo.transfer", "--payload", "{}"},
+		{"--tenant", "acme", "--op", "o", "--class", "demo.transfer", "--payload", `{"amount":`},
+	} {
+		code, out, errOut := run(t, dsn, "", append([]string{"resolve"}, args...)...)
+		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Empty(t, out)
+	}
+	assert.Equal(t, audits, rsvCount(t, pool, "SELECT count(*) FROM idem.audit"), "no run recorded")
+	assert.Equal(t, before, rsvCounts(t, pool))
+}
+
+// lastAudit is the details of the newest resolve.run record.
+func lastAudit(t *testing.T, pool *pgxpool.Pool) map[string]any {
+	t.Helper()
+	var details map[string]any
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT details FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&details))
+	return details
+}
+
+// idemctlLines are the stderr lines idemctl wrote as errors or warnings.
+func idemctlLines(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "idemctl: ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// A report that cannot be written (a full disk) stops the run: nothing more
+// is read, what ran is counted (not what was written) and recorded, and one
+// line names the error, with exit code 1.
+func TestResolveReportWriteFails(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	pool, dsn := dbtest.NewPool(t, 2)
+	const n = 3000
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = rsvLine("acme", fmt.Sprint("full-", i), i+1)
+	}
+	code, out, errOut := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, lines...), "--report", "/dev/full")
+	require.Equal(t, ExitFailure, code, errOut)
+	msgs := idemctlLines(errOut)
+	require.Len(t, msgs, 1, errOut)
+	assert.Contains(t, msgs[0], "write results")
+	assert.Contains(t, msgs[0], "no space left on device")
+	assert.Contains(t, msgs[0], "nothing after it was attempted")
+	postings := rsvCount(t, pool, "SELECT count(*) FROM demo.posting")
+	assert.Less(t, postings, n, "the run stopped")
+	assert.Contains(t, out, fmt.Sprintf("%d applied", postings), "the summary counts what ran")
+	details := lastAudit(t, pool)
+	assert.Equal(t, map[string]any{"applied": float64(postings)}, details["counts"])
+	assert.Contains(t, details["write_error"], "no space left on device")
+	assert.Equal(t, true, details["interrupted"])
+}
+
+// `idemctl resolve -o json | head -1`: the closed pipe is a write error, not a
+// SIGPIPE that kills the process: the run stops, is recorded with true
+// counts, and exits 1 with one line naming the error.
+func TestResolveClosedPipe(t *testing.T) {
+	t.Parallel()
+	bin := idemctlBinary(t)
+	pool, dsn := dbtest.NewPool(t, 2)
+	const n = 3000
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = rsvLine("acme", fmt.Sprint("pipe-", i), i+1)
+	}
+	cmd := exec.Command(bin, "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--dsn", dsn)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	first, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, first, `"outcome":"applied"`)
+	require.NoError(t, stdout.Close()) // what head does after one line
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, stderr.String())
+	require.Equal(t, ExitFailure, exitErr.ExitCode(), "exit 1, not killed by SIGPIPE: %v\n%s", err, stderr.String())
+	msgs := idemctlLines(stderr.String())
+	require.Len(t, msgs, 1, stderr.String())
+	assert.Contains(t, msgs[0], "broken pipe")
+	postings := rsvCount(t, pool, "SELECT count(*) FROM demo.posting")
+	assert.Less(t, postings, n, "the run stopped")
+	details := lastAudit(t, pool)
+	assert.Equal(t, map[string]any{"applied": float64(postings)}, details["counts"], "the record counts what ran")
+	assert.Contains(t, details["write_error"], "broken pipe")
+}
+
+// The database goes away mid-run and stays away: the run stops after
+// --retry-for with exit code 1 and one line saying so and where the input
+// stopped; every line reported is applied and in the database.
+func TestResolveDatabaseUnreachable(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	proxy, proxied := newCutProxy(t, dsn)
+	const n = 600
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = rsvLine("acme", fmt.Sprint("gone-", i), i+1)
+	}
+	go func() {
+		for rsvCount(t, pool, "SELECT count(*) FROM demo.posting") < 50 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		proxy.cut()
+	}()
+	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300", "--retry-for", "1s")
+	require.Equal(t, ExitFailure, code, errOut)
+	msgs := idemctlLines(errOut)
+	last := msgs[len(msgs)-1]
+	assert.Contains(t, last, "database unreachable for")
+	assert.Contains(t, last, "nothing after it was attempted")
+	assert.Contains(t, last, "rerun is safe")
+	assert.NotContains(t, errOut, "\"error\"")
+	assert.Contains(t, errOut, "resolve: ", "the summary so far")
+	rows := rsvJSON(t, out)
+	require.NotEmpty(t, rows)
+	inbox := rsvCount(t, pool, "SELECT count(*) FROM idem.inbox")
+	assert.GreaterOrEqual(t, inbox, len(rows))
+	for _, row := range rows {
+		assert.Equal(t, "applied", row["outcome"], "%v", row)
+		assert.Equal(t, 1, rsvCount(t, pool, fmt.Sprintf("SELECT count(*) FROM idem.inbox WHERE operation_id = '%s'", row["operation_id"])))
+	}
+}
+
+// cutProxy forwards loopback connections to a PostgreSQL server and can cut
+// them all at once (a failover, a partition), then forward again, possibly
+// to another server (a standby taking over).
+type cutProxy struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string
+	down   bool
+	conns  map[net.Conn]struct{}
+}
+
+// newCutProxy starts a proxy to dsn's server and returns a DSN through it.
+func newCutProxy(t *testing.T, dsn string) (*cutProxy, string) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cutProxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.pipe(c)
+		}
+	}()
+	u.Host = ln.Addr().String()
+	return p, u.String()
+}
+
+func (p *cutProxy) pipe(c net.Conn) {
+	p.mu.Lock()
+	down, target := p.down, p.target
+	p.mu.Unlock()
+	if down {
+		c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.down {
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	c.Close()
+	up.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}
+
+// cut closes every connection and refuses new ones until restore.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// restore forwards new connections again, to target if it is not empty.
+func (p *cutProxy) restore(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if target != "" {
+		p.target = target
+	}
+	p.down = false
+}
+
+// TestMain gives the package's tests one temporary directory for the
+// binaries they build, removed when they end: nothing is left in /tmp.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "idemctl-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 var (
+	binDir  string // set by TestMain, removed after the tests
 	binOnce sync.Once
 	binPath string
 	binErr  error
 )
 
-// idemctlBinary builds the real binary once, for tests that send it signals.
+// idemctlBinary builds the real binary once into binDir, for tests that send
+// it signals, run it in a terminal or start it as lab workers.
 func idemctlBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemctl-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "idemctl")
+		binPath = filepath.Join(binDir, "idemctl")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

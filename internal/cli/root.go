@@ -20,6 +20,10 @@ var Version = "dev"
 
 // Main runs idemctl with the process's arguments and returns the exit code.
 func Main() int {
+	// A closed pipe (`idemctl resolve -o json | head -1`) must be a write
+	// error the command handles (stop, count, record the run, exit 1), not a
+	// SIGPIPE that kills the process mid-run.
+	signal.Ignore(syscall.SIGPIPE)
 	ios := System()
 	f := NewFactory(ios)
 	defer f.Close()

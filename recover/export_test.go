@@ -1,0 +1,15 @@
+package recovery
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/idem"
+)
+
+// SetAfterSend installs a hook that runs between sending an operation's
+// pipeline and reading its results, to break connections at that instant.
+func SetAfterSend(r *Resolver, f func(ctx context.Context, conn *pgx.Conn, id idem.Identity)) {
+	r.afterSend = f
+}
