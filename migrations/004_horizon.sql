@@ -60,6 +60,11 @@ CREATE TABLE idem.inbox_body (
     PRIMARY KEY (tenant_id, operation_id, created_at)
 ) PARTITION BY RANGE (created_at);
 
+-- A summary of the classes in each range of 128 pages (a few bytes per range,
+-- nothing to maintain on insert until a range is summarized): a purge finds
+-- the rows of other classes in a day without reading the day.
+CREATE INDEX inbox_body_class_brin ON idem.inbox_body USING brin (op_class) WITH (autosummarize = on);
+
 -- Rows of a day without its own partition land here (nobody created it in
 -- time, or a backdated created_at); purges reach them by batches.
 CREATE TABLE idem.inbox_body_default PARTITION OF idem.inbox_body DEFAULT;
@@ -401,20 +406,31 @@ BEGIN
     IF v_hi IS NULL OR v_hi > v_p.cutoff THEN
         RAISE EXCEPTION 'partition % does not lie wholly before the cutoff %', p_part, v_p.cutoff USING ERRCODE = 'IX302';
     END IF;
+    -- A day that the class's min-age still protects in part goes by batches.
+    IF v_hi > now() - coalesce(v_p.min_age, interval '0') THEN
+        purged := 0;
+        kept := 0;
+        swapped := false;
+        RETURN;
+    END IF;
     -- Writers of this partition (other purges) wait; readers do not.
     EXECUTE format('LOCK TABLE %s IN SHARE MODE', p_part);
+    -- The rows to keep, found without reading the whole day: other classes
+    -- through the BRIN summary (op_class < C OR op_class > C), pinned and
+    -- quarantined identities through the primary key.
     EXECUTE format($q$CREATE TEMPORARY TABLE horizon_keep ON COMMIT DROP AS
         SELECT b.* FROM %1$s b
-        WHERE NOT (b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0'))
+        WHERE b.op_class < $2 OR b.op_class > $2
         UNION ALL
         SELECT b.* FROM %1$s b
-        WHERE b.op_class = $2 AND b.created_at < $3 AND b.created_at < now() - coalesce($4, interval '0')
+        WHERE b.op_class = $2
           AND (b.tenant_id, b.operation_id) IN (
                 SELECT x.tenant_id, x.operation_id FROM idem.horizon_pin x WHERE x.plan_id = $1
                 UNION
-                SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status IN ('open', 'rejected'))$q$,
+                SELECT q.tenant_id, q.operation_id FROM idem.quarantine q
+                WHERE q.op_class = $2 AND q.status IN ('open', 'rejected'))$q$,
         p_part)
-        USING v_p.id, v_p.op_class, v_p.cutoff, v_p.min_age;
+        USING v_p.id, v_p.op_class;
     GET DIAGNOSTICS kept = ROW_COUNT;
     EXECUTE format('SELECT count(*) FROM %s', p_part) INTO v_total;
     IF kept > p_keep_ratio * v_total THEN
