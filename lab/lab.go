@@ -231,10 +231,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	var created []string
 	defer func() {
+		// A fresh connection: admin dies with the run's context when an
+		// interruption cancels a query running on it.
+		cleanup := admin
+		if fresh, err := db.Connect(context.Background(), opts.DSN, db.Options{}); err == nil {
+			defer fresh.Close(context.Background())
+			cleanup = fresh
+		}
 		// Workers are all dead by now (every crash waits for its worker), so
 		// only their backends can linger: end them, then drop.
-		terminateWorkers(admin, r.runID)
-		if err := dropSchemas(admin, created); err != nil {
+		terminateWorkers(cleanup, r.runID)
+		if err := dropSchemas(cleanup, created); err != nil {
 			r.progress("warning: %v", err)
 		} else if len(created) > 0 {
 			r.progress("dropped %d scratch schema(s)", len(created))
