@@ -169,16 +169,18 @@ func TestShortOutageIsRetried(t *testing.T) {
 		res = nil
 		r := &recovery.Resolver{Pool: pool, Config: recovery.Config{Concurrency: 3, MaxRate: 600, DryRun: dry, BatchSize: 20, Operator: "ada"}}
 		var once sync.Once
+		restored := make(chan struct{})
 		sum, err := r.Run(b.ctx, recovery.NDJSON(strings.NewReader(in.String()), 1<<20), func(x recovery.Result) error {
 			res = append(res, x)
 			if len(res) == 100 {
 				once.Do(func() {
 					proxy.cut()
-					time.AfterFunc(1500*time.Millisecond, func() { proxy.restore("") })
+					time.AfterFunc(1500*time.Millisecond, func() { proxy.restore(""); close(restored) })
 				})
 			}
 			return nil
 		})
+		<-restored
 		require.NoError(t, err, "dry run %v", dry)
 		require.Len(t, res, n)
 		assert.Zero(t, sum.Counts[recovery.Failed], "dry run %v: %v", dry, sum.Counts)

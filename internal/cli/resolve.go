@@ -442,8 +442,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitFailure
 	}
 	if sum.Interrupted && fatal == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d lines read); the ones in flight finished. Running the same input again is safe: what was applied is reported already_applied.\n",
-			sum.Counts.Total(), sum.Read)
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d read); the transactions in flight finished; %s.\n",
+			sum.Counts.Total(), sum.Read, stoppedAt(sum))
 	}
 	if recordErr != nil {
 		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))

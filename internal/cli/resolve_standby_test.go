@@ -225,13 +225,7 @@ func TestResolveRefusesStandby(t *testing.T) {
 	for i := range lines {
 		lines[i] = rsvLine("acme", fmt.Sprint("fo-", i), i+1)
 	}
-	go func() {
-		for rsvCount(t, pool, "SELECT count(*) FROM demo.posting WHERE operation_id LIKE 'fo-%'") < 50 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		proxy.cut()
-		proxy.restore(fmt.Sprintf("%s:%d", host, port))
-	}()
+	cutAfter(pool, proxy, "fo-%", fmt.Sprintf("%s:%d", host, port))
 	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300")
 	require.Equal(t, ExitNotPrimary, code, errOut)
 	msgs := idemctlLines(errOut)

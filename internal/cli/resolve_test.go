@@ -385,12 +385,7 @@ func TestResolveDatabaseUnreachable(t *testing.T) {
 	for i := range lines {
 		lines[i] = rsvLine("acme", fmt.Sprint("gone-", i), i+1)
 	}
-	go func() {
-		for rsvCount(t, pool, "SELECT count(*) FROM demo.posting") < 50 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		proxy.cut()
-	}()
+	cutAfter(pool, proxy, "gone-%", "")
 	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300", "--retry-for", "1s")
 	require.Equal(t, ExitFailure, code, errOut)
 	msgs := idemctlLines(errOut)
@@ -408,6 +403,27 @@ func TestResolveDatabaseUnreachable(t *testing.T) {
 		assert.Equal(t, "applied", row["outcome"], "%v", row)
 		assert.Equal(t, 1, rsvCount(t, pool, fmt.Sprintf("SELECT count(*) FROM idem.inbox WHERE operation_id = '%s'", row["operation_id"])))
 	}
+}
+
+// cutAfter cuts proxy once 50 postings of operations LIKE pattern exist, then
+// forwards new connections to restoreTo if it is not empty; it gives up after
+// a minute.
+func cutAfter(pool *pgxpool.Pool, proxy *cutProxy, pattern, restoreTo string) {
+	go func() {
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			var n int
+			err := pool.QueryRow(context.Background(), "SELECT count(*) FROM demo.posting WHERE operation_id LIKE $1", pattern).Scan(&n)
+			if err == nil && n >= 50 {
+				proxy.cut()
+				if restoreTo != "" {
+					proxy.restore(restoreTo)
+				}
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 }
 
 // cutProxy forwards loopback connections to a PostgreSQL server and can cut
