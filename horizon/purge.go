@@ -411,9 +411,10 @@ func (w *purgeWork) tx(ctx context.Context, fn func(context.Context, pgx.Tx) (in
 			return err
 		})
 		var pgErr *pgconn.PgError
-		if err != nil && errors.As(err, &pgErr) && pgErr.Code == "55P03" && attempt < 5 {
-			// lock_timeout: a long reader holds the parent; try again shortly
-			// rather than queue every claim behind us.
+		if err != nil && errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01") && attempt < 5 {
+			// lock_timeout (a long reader holds the day's partition: try again
+			// shortly rather than queue its readers behind us), or a deadlock
+			// with a purge of another class swapping the same day.
 			time.Sleep(time.Duration(200*(attempt+1)) * time.Millisecond)
 			continue
 		}
