@@ -20,13 +20,8 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
-	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
-
-// pgHbaReplicationLine is what the test server's pg_hba.conf must allow for
-// this test (scripts/pg-up.sh should ensure it).
-const pgHbaReplicationLine = "host replication postgres 127.0.0.1/32 trust"
 
 // skipLoudly skips with a message that stands out in `go test` output.
 func skipLoudly(t *testing.T, format string, args ...any) {
@@ -57,15 +52,18 @@ func asPostgres(name string, args ...string) *exec.Cmd {
 	return exec.Command(name, args...)
 }
 
-// startStandby makes a streaming standby of the test cluster with
-// pg_basebackup -R into a temporary directory and starts it on a free port.
-// It is stopped and removed when t ends. Databases that exist on the primary
-// before the call exist on the standby.
-func startStandby(t *testing.T) (host string, port int) {
+// startPrimaryAndStandby starts a private primary (initdb into a temporary
+// directory, one database "idemctl" migrated with the demo ledger) and a
+// streaming standby of it (pg_basebackup -R), each on a free loopback port.
+// A private pair, not a standby of the shared test server: a base backup
+// copies a whole cluster, and the shared one holds every engineer's test and
+// benchmark databases. Both are stopped and removed when t ends. It returns
+// the primary's DSN and the standby's address.
+func startPrimaryAndStandby(t *testing.T) (primaryDSN, standbyHost string, standbyPort int) {
 	t.Helper()
-	pgCtl, basebackup := pgBin("pg_ctl"), pgBin("pg_basebackup")
-	if pgCtl == "" || basebackup == "" {
-		skipLoudly(t, "pg_ctl or pg_basebackup not found: install the PostgreSQL server package to test a real standby")
+	initdb, pgCtl, basebackup := pgBin("initdb"), pgBin("pg_ctl"), pgBin("pg_basebackup")
+	if initdb == "" || pgCtl == "" || basebackup == "" {
+		skipLoudly(t, "initdb, pg_ctl or pg_basebackup not found: install the PostgreSQL server package to test a real standby")
 	}
 	if os.Geteuid() == 0 {
 		if _, err := user.Lookup("postgres"); err != nil {
@@ -75,14 +73,6 @@ func startStandby(t *testing.T) (host string, port int) {
 			skipLoudly(t, "running as root without runuser to start a standby as postgres")
 		}
 	}
-	admin, err := url.Parse(dbtest.AdminURL())
-	require.NoError(t, err)
-	primaryHost, primaryPort := admin.Hostname(), admin.Port()
-	if primaryPort == "" {
-		primaryPort = "5432"
-	}
-	user := admin.User.Username()
-
 	dir, err := os.MkdirTemp("", "idemctl-standby-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
@@ -92,36 +82,54 @@ func startStandby(t *testing.T) (host string, port int) {
 		require.NoError(t, os.Chown(dir, pg[0], pg[1]))
 	}
 	require.NoError(t, os.Chmod(dir, 0o700))
-	data := filepath.Join(dir, "data")
 
-	out, err := asPostgres(basebackup, "-h", primaryHost, "-p", primaryPort, "-U", user, "-D", data, "-R", "-X", "stream", "-c", "fast").CombinedOutput()
-	if err != nil {
-		if strings.Contains(string(out), "pg_hba.conf") {
-			skipLoudly(t, "the test server refuses replication connections from %s (pg_basebackup: %s); add %q to pg_hba.conf (scripts/pg-up.sh should ensure it) and reload",
-				primaryHost, strings.TrimSpace(string(out)), pgHbaReplicationLine)
+	start := func(name, data string) {
+		out, err := asPostgres(pgCtl, "-D", data, "-l", filepath.Join(dir, name+".log"), "-w", "-t", "60", "start").CombinedOutput()
+		if err != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+			t.Fatalf("start %s: %v\n%s\n%s", name, err, out, log)
 		}
-		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+		t.Cleanup(func() {
+			if out, err := asPostgres(pgCtl, "-D", data, "-m", "immediate", "-w", "stop").CombinedOutput(); err != nil {
+				t.Logf("stop %s: %v\n%s", name, err, out)
+			}
+		})
 	}
-	port = freePort(t)
-	// Debian keeps postgresql.conf and pg_hba.conf outside the data directory,
-	// so the copy gets its own minimal ones.
-	conf := fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nhot_standby = on\nlogging_collector = off\n", port, dir)
-	require.NoError(t, writeAsPostgres(filepath.Join(data, "postgresql.conf"), conf))
-	require.NoError(t, writeAsPostgres(filepath.Join(data, "pg_hba.conf"), "local all all trust\nhost all all 127.0.0.1/32 trust\n"))
-	if _, err := os.Stat(filepath.Join(data, "pg_ident.conf")); err != nil {
-		require.NoError(t, writeAsPostgres(filepath.Join(data, "pg_ident.conf"), ""))
+	hba := "local all all trust\nhost all all 127.0.0.1/32 trust\nlocal replication all trust\nhost replication all 127.0.0.1/32 trust\n"
+	// Later lines of postgresql.conf win, so each server's own settings are
+	// appended to what initdb (or the base backup) wrote.
+	conf := func(data string, port int) {
+		body, err := os.ReadFile(filepath.Join(data, "postgresql.conf"))
+		require.NoError(t, err)
+		extra := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nhot_standby = on\nlogging_collector = off\nmax_connections = 30\nshared_buffers = 16MB\n", port, dir)
+		require.NoError(t, writeAsPostgres(filepath.Join(data, "postgresql.conf"), string(body)+extra))
+		require.NoError(t, writeAsPostgres(filepath.Join(data, "pg_hba.conf"), hba))
 	}
-	out, err = asPostgres(pgCtl, "-D", data, "-l", filepath.Join(dir, "standby.log"), "-w", "-t", "60", "start").CombinedOutput()
-	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "standby.log"))
-		t.Fatalf("start standby: %v\n%s\n%s", err, out, log)
+
+	primary := filepath.Join(dir, "primary")
+	out, err := asPostgres(initdb, "-D", primary, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C").CombinedOutput()
+	require.NoError(t, err, "initdb: %s", out)
+	primaryPort := freePort(t)
+	conf(primary, primaryPort)
+	start("primary", primary)
+	primaryDSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/idemctl?sslmode=disable", primaryPort)
+	admin, err := pgx.Connect(context.Background(), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", primaryPort))
+	require.NoError(t, err)
+	_, err = admin.Exec(context.Background(), "CREATE DATABASE idemctl")
+	admin.Close(context.Background())
+	require.NoError(t, err)
+	for _, args := range [][]string{{"migrate"}, {"demo", "init"}} {
+		code, _, errOut := run(t, primaryDSN, "", args...)
+		require.Equal(t, ExitOK, code, "%v: %s", args, errOut)
 	}
-	t.Cleanup(func() {
-		if out, err := asPostgres(pgCtl, "-D", data, "-m", "immediate", "-w", "stop").CombinedOutput(); err != nil {
-			t.Logf("stop standby: %v\n%s", err, out)
-		}
-	})
-	return "127.0.0.1", port
+
+	standby := filepath.Join(dir, "standby")
+	out, err = asPostgres(basebackup, "-h", "127.0.0.1", "-p", fmt.Sprint(primaryPort), "-U", "postgres", "-D", standby, "-R", "-X", "stream", "-c", "fast").CombinedOutput()
+	require.NoError(t, err, "pg_basebackup: %s", out)
+	standbyPort = freePort(t)
+	conf(standby, standbyPort)
+	start("standby", standby)
+	return primaryDSN, "127.0.0.1", standbyPort
 }
 
 // user_ returns the postgres OS user's uid and gid.
@@ -159,16 +167,18 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// A real streaming standby of the test cluster: resolve refuses it with exit
+// A real streaming standby of a private primary: resolve refuses it with exit
 // code 4 and one line, concludes nothing, and nothing is written on the primary.
 func TestResolveRefusesStandby(t *testing.T) {
 	t.Parallel()
-	pool, dsn := dbtest.NewPool(t, 2)
+	dsn, host, port := startPrimaryAndStandby(t)
 	ctx := context.Background()
-	_, err := idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
+	pool, err := db.Open(ctx, dsn, db.Options{MaxConns: 2})
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
 		Payload: []byte(`{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`)})
 	require.NoError(t, err)
-	host, port := startStandby(t)
 
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
