@@ -194,6 +194,15 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, _ = runQ(t, dsn, "horizon", "status", "-o", "table")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "done")
+
+	// inspect shows what is left of a purged identity: its tombstone.
+	var purgedOp string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT operation_id FROM idem.tombstone WHERE tenant_id = 't1' LIMIT 1").Scan(&purgedOp))
+	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", purgedOp, "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, `"purged":true`)
+	assert.Contains(t, out, `"purge_plan":`+id)
+	assert.NotContains(t, out, `"payload"`)
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, `"state":"done"`)

@@ -33,7 +33,8 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 (database clock), canonical payload, saved response, transport metadata, and
 the ids of conflict records for it. Nothing is written.
 
-Exit code 1 when the identity has no inbox record; 4 on a standby (a lagging
+A purged identity shows its tombstone (hash, class, the purge plan and when;
+no payload, no response). Exit code 1 when the identity has neither; 4 on a standby (a lagging
 replica could say "not found" about an operation that happened).`,
 		Example: `  idemctl inspect --tenant acme --op charge-42
   idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
@@ -91,7 +92,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		FROM idem.inbox i WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
 		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.Payload, &rec.Response, &rec.Transport, &rec.Conflicts)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return withCode(ExitFailure, fmt.Errorf("no inbox record for tenant %q operation %q", id.TenantID, id.OperationID))
+		return inspectTombstone(ctx, opts, pool)
 	}
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)
@@ -126,4 +127,46 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// tombstoneRecord is the JSON shape of `inspect -o json` for a purged identity.
+type tombstoneRecord struct {
+	Tenant      string    `json:"tenant"`
+	OperationID string    `json:"operation_id"`
+	Class       string    `json:"class"`
+	Hash        string    `json:"hash"`
+	CreatedAt   time.Time `json:"created_at"`
+	Purged      bool      `json:"purged"`
+	PurgePlan   int64     `json:"purge_plan"`
+	PurgedAt    time.Time `json:"purged_at"`
+}
+
+// inspectTombstone shows what remains of a purged identity: its tombstone (no
+// payload, no response). Exit 1 when there is none either.
+func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
+	id := opts.Identity
+	rec := tombstoneRecord{Tenant: id.TenantID, OperationID: id.OperationID, Purged: true}
+	err := db.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, purge_plan, purged_at
+		FROM idem.tombstone WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
+		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.PurgePlan, &rec.PurgedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return withCode(ExitFailure, fmt.Errorf("no inbox record for tenant %q operation %q", id.TenantID, id.OperationID))
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", id, err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, rec)
+	}
+	rows := [][]string{
+		{"tenant", rec.Tenant},
+		{"operation_id", rec.OperationID},
+		{"class", rec.Class},
+		{"hash", rec.Hash},
+		{"created_at", rec.CreatedAt.UTC().Format(time.RFC3339Nano)},
+		{"state", "purged (tombstone: payload and response are no longer kept)"},
+		{"purge plan", fmt.Sprint(rec.PurgePlan)},
+		{"purged_at", rec.PurgedAt.UTC().Format(time.RFC3339Nano)},
+	}
+	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
