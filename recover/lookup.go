@@ -16,6 +16,8 @@ var lookupSQL string
 type found struct {
 	stored, storedClass *string
 	noResponse          bool
+	// purged: only the tombstone is left (the body was purged).
+	purged bool
 }
 
 // lookup answers a dry-run batch: step 1 (primary check) and the batch query
@@ -61,6 +63,8 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		switch {
 		case !ok:
 			res.Outcome = WouldApply
+		case f.stored == nil && f.storedClass == nil && f.purged:
+			res.Outcome, res.StoredHash = Purged, res.IncomingHash
 		case f.stored == nil && f.storedClass == nil && f.noResponse:
 			res.Outcome, res.StoredHash, res.Err = Failed, res.IncomingHash, ErrNoSavedResponse
 		case f.stored == nil && f.storedClass == nil:
@@ -114,7 +118,7 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 	var ord int32
 	var f found
 	for rows.Next() {
-		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse); err != nil {
+		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged); err != nil {
 			return nil, fmt.Errorf("look up %d identities: %w", n, err)
 		}
 		hits[ord] = f

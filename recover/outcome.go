@@ -21,9 +21,9 @@ const (
 	// Conflict: the identity exists with another payload or class; nothing ran
 	// and the request is quarantined (Result.QuarantineID).
 	Conflict Outcome = "conflict"
-	// Purged: the identity was purged under a proven replay horizon. Seam for
-	// the Horizon work: the executor's SQL will return it; nothing produces it
-	// yet.
+	// Purged: the identity was purged under a proven replay horizon and this
+	// is its payload: it was applied, the response is no longer kept, and it
+	// never runs again (the executor answers from the tombstone).
 	Purged Outcome = "purged"
 	// Invalid: the input line is bad (malformed JSON, missing field, invalid
 	// identity, lossy number, too large, unknown class).
