@@ -4,24 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -n "${TEST_DATABASE_URL:-}" ]; then
-	TEST_DATABASE_URL_IS_EXTERNAL=1
-else
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
 	scripts/pg-up.sh
 	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	psql -h 127.0.0.1 -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 ||
 		psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE test"
-fi
-
-# The standby test (recover) makes a streaming replica with pg_basebackup: the
-# local server must accept replication connections from 127.0.0.1.
-if [ -z "${TEST_DATABASE_URL_IS_EXTERNAL:-}" ]; then
-	hba=$(psql "$TEST_DATABASE_URL" -Atqc "SHOW hba_file" 2>/dev/null || true)
-	if [ -n "$hba" ] && [ -w "$hba" ] && ! grep -Eq '^host[[:space:]]+replication[[:space:]]+(postgres|all)[[:space:]]+127\.0\.0\.1/32[[:space:]]+trust' "$hba"; then
-		echo "test.sh: allowing local replication connections in $hba (for the standby test)" >&2
-		printf '\n# added by idemctl scripts/test.sh: the standby test uses pg_basebackup\nhost replication postgres 127.0.0.1/32 trust\n' >>"$hba"
-		psql "$TEST_DATABASE_URL" -Atqc "SELECT pg_reload_conf()" >/dev/null
-	fi
 fi
 
 # Leftovers of interrupted runs: per-test databases and stale templates.
