@@ -372,26 +372,7 @@ func deliverMarkerSeparate(ctx context.Context, s *session, d delivery) (Reply, 
 	if err := s.begin(ctx); err != nil {
 		return Reply{}, err
 	}
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
-	resp, err := s.effect(ctx, d)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
-		return Reply{}, err
-	}
-	if _, err := s.exec(ctx, "save_response", d.Tenant, d.OperationID, string(resp)); err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepBeforeCommit); err != nil {
-		return Reply{}, err
-	}
-	if err := s.commitFinal(ctx); err != nil {
-		return Reply{}, err
-	}
-	return Reply{Outcome: OutcomeApplied, Response: resp}, nil
+	return s.effectSaveCommit(ctx, d)
 }
 
 func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Reply, error) {
@@ -479,26 +460,7 @@ func deliverTTL(ctx context.Context, s *session, d delivery) (Reply, error) {
 		}
 		return answerStored(d, hash, stored), nil
 	}
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
-	resp, err := s.effect(ctx, d)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
-		return Reply{}, err
-	}
-	if _, err := s.exec(ctx, "save_response", d.Tenant, d.OperationID, string(resp)); err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepBeforeCommit); err != nil {
-		return Reply{}, err
-	}
-	if err := s.commitFinal(ctx); err != nil {
-		return Reply{}, err
-	}
-	return Reply{Outcome: OutcomeApplied, Response: resp}, nil
+	return s.effectSaveCommit(ctx, d)
 }
 
 func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, error) {
@@ -546,6 +508,13 @@ func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, 
 		}
 		return Reply{Outcome: OutcomeAlreadyApplied, Response: stored}, nil
 	}
+	return s.effectSaveCommit(ctx, d)
+}
+
+// effectSaveCommit is the end every marker design shares once it decided the
+// operation is new: the effect, the saved response, COMMIT, with a kill point
+// between each step.
+func (s *session) effectSaveCommit(ctx context.Context, d delivery) (Reply, error) {
 	if err := s.step(ctx, StepDuringEffect); err != nil {
 		return Reply{}, err
 	}
