@@ -15,26 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	scripts/pg-up.sh
-	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-fi
+# shellcheck source=benchlib.sh
+. scripts/benchlib.sh
 export HORIZON_BENCH_ROWS="${HORIZON_BENCH_ROWS:-5000000}"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-
-# metric FILE NAME_PATTERN UNIT: the value before UNIT on the benchmark line.
-metric() {
-	awk -v name="$2" -v unit="$3" '
-		$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) { print $i; exit } }' "$1"
-}
-# check VALUE OP TARGET: "ok" or "MISSED".
-check() {
-	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
-		if (v == "") { print "n/a"; exit }
-		ok = (op == ">=") ? v >= t : v <= t
-		print ok ? "ok" : "MISSED" }'
-}
 
 echo "== purge half of a ${HORIZON_BENCH_ROWS}-row inbox"
 go test ./horizon -run '^$' -bench 'BenchmarkPurge$' -benchtime 1x -count 1 -timeout 60m | tee "$out/purge.txt" | grep Benchmark

@@ -5,12 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	scripts/pg-up.sh
-	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# shellcheck source=benchlib.sh
+. scripts/benchlib.sh
 
 # ratio FILE NUM_PATTERN DEN_PATTERN: ops/s (or ns/op inverted) of two lines.
 ratio() {

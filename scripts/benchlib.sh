@@ -1,0 +1,22 @@
+# Shared by the benchmark scripts (sourced, not run): the database, a scratch
+# directory for outputs, and helpers to read benchmark lines.
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+	scripts/pg-up.sh
+	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# metric FILE NAME_PATTERN UNIT: the value before UNIT on the benchmark line.
+metric() {
+	awk -v name="$2" -v unit="$3" '
+		$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) { print $i; exit } }' "$1"
+}
+# check VALUE OP TARGET: "ok" or "MISSED".
+check() {
+	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+		if (v == "") { print "n/a"; exit }
+		ok = (op == ">=") ? v >= t : v <= t
+		print ok ? "ok" : "MISSED" }'
+}
