@@ -149,7 +149,7 @@ func ExecutePrepared(ctx context.Context, db DBTX, p Prepared) (Result, error) {
 	}
 	res.Outcome = Outcome(outcome)
 	if res.Outcome == Conflict {
-		id, err := QuarantineIDFor(ctx, db, p.Identity, p.Hash)
+		id, err := QuarantineIDFor(ctx, db, p.Identity, p.Hash, p.Class)
 		if err != nil {
 			return Result{}, err
 		}
@@ -158,12 +158,12 @@ func ExecutePrepared(ctx context.Context, db DBTX, p Prepared) (Result, error) {
 	return res, nil
 }
 
-// QuarantineIDFor returns the id of the conflict record of an identity and an
-// incoming hash.
-func QuarantineIDFor(ctx context.Context, db DBTX, id Identity, incomingHash string) (int64, error) {
+// QuarantineIDFor returns the id of the conflict record of an identity, an
+// incoming hash and an incoming class.
+func QuarantineIDFor(ctx context.Context, db DBTX, id Identity, incomingHash, incomingClass string) (int64, error) {
 	var qid int64
-	err := db.QueryRow(ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = $2 AND incoming_hash = $3",
-		id.TenantID, id.OperationID, incomingHash).Scan(&qid)
+	err := db.QueryRow(ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = $2 AND incoming_hash = $3 AND incoming_class = $4",
+		id.TenantID, id.OperationID, incomingHash, incomingClass).Scan(&qid)
 	if err != nil {
 		return 0, fmt.Errorf("read conflict record of %s: %w", id, err)
 	}

@@ -555,3 +555,33 @@ func TestNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	_, err = idem.Prepare(cmd, idem.PayloadLimits{})
 	assert.NoError(t, err)
 }
+
+// TestConflictOfAnotherClassIsItsOwnRecord: the same identity and payload sent
+// under another class is a conflict with its own evidence, not a repeat of a
+// conflict recorded for another class.
+func TestConflictOfAnotherClassIsItsOwnRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	_, err := b.pool.Exec(b.ctx, `CREATE FUNCTION public.other_effect(t text, o text, p jsonb) RETURNS jsonb
+		LANGUAGE sql AS $$ SELECT '{}'::jsonb $$`)
+	require.NoError(t, err)
+	for _, c := range []string{"x.one", "x.two"} {
+		_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class($1, 'public.other_effect(text,text,jsonb)'::regprocedure)", c)
+		require.NoError(t, err)
+	}
+	first, err := idem.Execute(b.ctx, b.pool, transfer("t", "op", 1))
+	require.NoError(t, err)
+	require.Equal(t, idem.Applied, first.Outcome)
+	other := transfer("t", "op", 2)
+	ids := map[int64]bool{}
+	for _, class := range []string{"x.one", "x.two", "x.one"} {
+		other.Class = class
+		res, err := idem.Execute(b.ctx, b.pool, other)
+		require.NoError(t, err)
+		require.Equal(t, idem.Conflict, res.Outcome)
+		ids[res.QuarantineID] = true
+	}
+	assert.Len(t, ids, 2, "one record per incoming class")
+	assert.Equal(t, 2, b.count(t, "SELECT count(*) FROM idem.quarantine"))
+	assert.Equal(t, 2, b.count(t, "SELECT occurrences FROM idem.quarantine WHERE incoming_class = 'x.one'"))
+}

@@ -72,12 +72,15 @@ CREATE TABLE idem.inbox (
 
 -- A conflict: the same identity arrived with another payload (or class). The
 -- stored side and the incoming side are both kept so that no conflict is lost.
--- A repeat of the same conflict bumps occurrences on the same record.
+-- A repeat of the same conflict (same incoming hash and class) bumps
+-- occurrences on the same record.
 CREATE TABLE idem.quarantine (
     tenant_id          text NOT NULL,
     operation_id       text NOT NULL,
     incoming_hash      text NOT NULL,
-    id                 bigint GENERATED ALWAYS AS IDENTITY UNIQUE, -- handle for operators; conflicts are off the hot path
+    -- The operators' handle. Conflicts are off the hot path; unique with the
+    -- tenant first, so that the table can be distributed by tenant_id.
+    id                 bigint GENERATED ALWAYS AS IDENTITY,
     op_class           text NOT NULL,
     stored_hash        text NOT NULL,
     stored_payload     jsonb NOT NULL,
@@ -90,11 +93,13 @@ CREATE TABLE idem.quarantine (
     first_seen         timestamptz NOT NULL DEFAULT now(),
     last_seen          timestamptz NOT NULL DEFAULT now(),
     occurrences        bigint NOT NULL DEFAULT 1,
-    PRIMARY KEY (tenant_id, operation_id, incoming_hash),
+    PRIMARY KEY (tenant_id, operation_id, incoming_hash, incoming_class),
+    UNIQUE (tenant_id, id),
     CONSTRAINT quarantine_identity_valid CHECK (idem.identity_problem(tenant_id, operation_id) IS NULL),
     CONSTRAINT quarantine_hash_form CHECK (idem.valid_hash(stored_hash) AND idem.valid_hash(incoming_hash))
 );
 
+CREATE INDEX quarantine_id_idx ON idem.quarantine (id);
 CREATE INDEX quarantine_last_seen_idx ON idem.quarantine (last_seen DESC, id DESC);
 
 -- register_class adds or updates an operation class after checking that the
@@ -187,7 +192,7 @@ AS $$
         p_op_class, p_payload, p_transport,
         current_setting('application_name', true), session_user
     )
-    ON CONFLICT (tenant_id, operation_id, incoming_hash) DO UPDATE
+    ON CONFLICT (tenant_id, operation_id, incoming_hash, incoming_class) DO UPDATE
         SET occurrences = q.occurrences + 1,
             last_seen = now()
     RETURNING q.id

@@ -140,7 +140,7 @@ BEGIN
     SET occurrences = q.occurrences + 1,
         last_seen = greatest(q.last_seen, now())
     WHERE q.tenant_id = p_stored.tenant_id AND q.operation_id = p_stored.operation_id
-      AND q.incoming_hash = p_payload_hash
+      AND q.incoming_hash = p_payload_hash AND q.incoming_class = p_op_class
     RETURNING q.id INTO v_id;
     IF FOUND THEN
         RETURN v_id;
@@ -158,7 +158,7 @@ BEGIN
         current_setting('application_name', true), session_user,
         nullif(current_setting('idem.operator', true), '')
     )
-    ON CONFLICT (tenant_id, operation_id, incoming_hash) DO UPDATE
+    ON CONFLICT (tenant_id, operation_id, incoming_hash, incoming_class) DO UPDATE
         SET occurrences = q.occurrences + 1,
             last_seen = greatest(q.last_seen, now())
     RETURNING q.id INTO v_id;

@@ -108,7 +108,7 @@ func (r *Resolver) readConflict(ctx context.Context, stop <-chan struct{}, j job
 	res.Outcome = Conflict
 	for {
 		var storedClass string
-		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash).Scan(&res.QuarantineID, &res.StoredHash, &storedClass)
+		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass)
 		if err == nil {
 			if storedClass != j.p.Class {
 				res.StoredClass = storedClass
@@ -184,7 +184,7 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 	case Conflict:
 		res.Outcome = Conflict
 		var storedClass string
-		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
 			if tx.committed {
 				return res, &committedConflict{err}
 			}
