@@ -179,7 +179,6 @@ var dryRunKeysPerSec float64
 //     identity on one connection;
 //   - batched: recovery.Resolver's dry run (batched unnest lookups, pipelined
 //     on --concurrency connections);
-//   - batched_covering: skipped since migration 004 (see its Skip).
 func BenchmarkDryRun(b *testing.B) {
 	dsn := benchDatabase(b)
 	ctx := context.Background()
@@ -263,12 +262,6 @@ func BenchmarkDryRun(b *testing.B) {
 		dryRunKeysPerSec = reportKeys(b)
 	})
 	b.Run("batched", batched)
-	b.Run("batched_covering", func(b *testing.B) {
-		// idem.inbox is a view over idem.identity and idem.inbox_body
-		// (migration 004), and the lookup reads the body row (whether a saved
-		// response exists), so no single index can cover it.
-		b.Skip("no covering index applies: the lookup joins idem.identity and idem.inbox_body by their primary keys")
-	})
 }
 
 func reportKeys(b *testing.B) float64 {

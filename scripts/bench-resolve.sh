@@ -2,8 +2,6 @@
 # Benchmarks of `idemctl resolve`, each baseline measured in the same run:
 #   - dry run of 100,000 identities against a 1,000,000-row inbox vs one SELECT
 #     per identity on one connection (targets: >= 10x and >= 100,000 keys/s);
-#     also with a covering index (tenant_id, operation_id) INCLUDE
-#     (payload_hash, op_class), to weigh that schema change;
 #   - resolve applying at concurrency 4 vs pgbench calling idem.execute with
 #     4 clients (target: >= 0.7x);
 #   - peak memory of the real binary's dry run over 1,000,000 lines (target:
@@ -21,11 +19,8 @@ go test ./recover -run '^$' -bench 'BenchmarkDryRun$' -benchtime 3x -count 1 -ti
 base=$(metric "$out/dry.txt" 'select_per_key' keys/s)
 batched=$(metric "$out/dry.txt" 'batched-' keys/s)
 ratio=$(metric "$out/dry.txt" 'batched-' x_select_per_key)
-covering=$(metric "$out/dry.txt" 'batched_covering' keys/s)
-covratio=$(metric "$out/dry.txt" 'batched_covering' x_select_per_key)
 echo "select per key:            ${base} keys/s"
 echo "batched:                   ${batched} keys/s = ${ratio}x  [>= 10x: $(check "$ratio" '>=' 10), >= 100000 keys/s: $(check "$batched" '>=' 100000)]"
-echo "batched, covering index:   ${covering} keys/s = ${covratio}x"
 
 echo
 echo "== resolve applying at concurrency 4 vs pgbench -c 4 calling idem.execute"
