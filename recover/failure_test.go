@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -157,7 +158,7 @@ func TestConnectionsKilledMidRun(t *testing.T) {
 func TestShortOutageIsRetried(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 2)
-	proxy, dsn := newProxy(t, b.dsn)
+	proxy, dsn := dbtest.NewProxy(t, b.dsn)
 	pool := openPool(t, dsn, 4)
 	const n = 600
 	var in strings.Builder
@@ -174,8 +175,8 @@ func TestShortOutageIsRetried(t *testing.T) {
 			res = append(res, x)
 			if len(res) == 100 {
 				once.Do(func() {
-					proxy.cut()
-					time.AfterFunc(1500*time.Millisecond, func() { proxy.restore(""); close(restored) })
+					proxy.Cut()
+					time.AfterFunc(1500*time.Millisecond, func() { proxy.Restore(""); close(restored) })
 				})
 			}
 			return nil
@@ -287,7 +288,7 @@ func TestOutageStopsRun(t *testing.T) {
 		t.Run(comeback, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, 2)
-			proxy, dsn := newProxy(t, b.dsn)
+			proxy, dsn := dbtest.NewProxy(t, b.dsn)
 			pool := openPool(t, dsn, 4)
 			const n = 600
 			var in strings.Builder
@@ -302,14 +303,14 @@ func TestOutageStopsRun(t *testing.T) {
 			sum, err := r.Run(b.ctx, recovery.NDJSON(strings.NewReader(in.String()), 1<<20), func(x recovery.Result) error {
 				res = append(res, x)
 				if len(res) == 100 {
-					proxy.cut()
+					proxy.Cut()
 					cutAt = time.Now()
 					if comeback == "read-only" {
 						var name string
 						require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT current_database()").Scan(&name))
 						_, err := b.pool.Exec(b.ctx, fmt.Sprintf("ALTER DATABASE %q SET default_transaction_read_only = on", name))
 						require.NoError(t, err)
-						time.AfterFunc(300*time.Millisecond, func() { proxy.restore("") })
+						time.AfterFunc(300*time.Millisecond, func() { proxy.Restore("") })
 					}
 				}
 				return nil

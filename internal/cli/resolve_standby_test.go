@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -230,7 +231,7 @@ func TestResolveRefusesStandby(t *testing.T) {
 	// retried on a new connection, which the standby refuses; the run stops
 	// with exit code 4, saying where the input stopped, and every line
 	// reported is applied on the primary.
-	proxy, proxied := newCutProxy(t, dsn)
+	proxy, proxied := dbtest.NewProxy(t, dsn)
 	lines := make([]string, 600)
 	for i := range lines {
 		lines[i] = rsvLine("acme", fmt.Sprint("fo-", i), i+1)

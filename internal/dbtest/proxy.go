@@ -1,4 +1,4 @@
-package recovery_test
+package dbtest
 
 import (
 	"io"
@@ -6,15 +6,13 @@ import (
 	"net/url"
 	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
-// tcpProxy forwards loopback connections to a PostgreSQL server and can cut
-// them all at once, like a failover or a network partition does: while it is
-// down, established connections are closed and new ones are closed as soon as
-// they are accepted.
-type tcpProxy struct {
+// Proxy forwards loopback connections to a PostgreSQL server and can cut them
+// all at once, like a failover or a network partition does: while it is down,
+// established connections are closed and new ones are closed as soon as they
+// are accepted.
+type Proxy struct {
 	ln net.Listener
 
 	mu     sync.Mutex
@@ -23,42 +21,46 @@ type tcpProxy struct {
 	conns  map[net.Conn]struct{}
 }
 
-// newProxy starts a proxy to dsn's server and returns it with a DSN that
-// goes through it.
-func newProxy(t *testing.T, dsn string) (*tcpProxy, string) {
+// NewProxy starts a proxy to dsn's server, stopped when t ends, and returns it
+// with a DSN that goes through it.
+func NewProxy(t testing.TB, dsn string) (*Proxy, string) {
 	t.Helper()
 	u, err := url.Parse(dsn)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("proxy: parse DSN: %v", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &tcpProxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
+	if err != nil {
+		t.Fatalf("proxy: listen: %v", err)
+	}
+	p := &Proxy{ln: ln, target: u.Host, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(func() {
 		ln.Close()
-		p.cut()
+		p.Cut()
 	})
 	go p.serve()
 	u.Host = ln.Addr().String()
 	return p, u.String()
 }
 
-func (p *tcpProxy) serve() {
+func (p *Proxy) serve() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
-		p.mu.Lock()
-		down, target := p.down, p.target
-		p.mu.Unlock()
-		if down {
-			c.Close()
-			continue
-		}
-		go p.pipe(c, target)
+		go p.pipe(c)
 	}
 }
 
-func (p *tcpProxy) pipe(c net.Conn, target string) {
+func (p *Proxy) pipe(c net.Conn) {
+	p.mu.Lock()
+	down, target := p.down, p.target
+	p.mu.Unlock()
+	if down {
+		c.Close()
+		return
+	}
 	up, err := net.Dial("tcp", target)
 	if err != nil {
 		c.Close()
@@ -85,8 +87,8 @@ func (p *tcpProxy) pipe(c net.Conn, target string) {
 	p.mu.Unlock()
 }
 
-// cut closes every connection and refuses new ones until restore.
-func (p *tcpProxy) cut() {
+// Cut closes every connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
@@ -95,9 +97,9 @@ func (p *tcpProxy) cut() {
 	}
 }
 
-// restore forwards new connections again, to target when it is not empty
+// Restore forwards new connections again, to target when it is not empty
 // (host:port, e.g. a standby taking over).
-func (p *tcpProxy) restore(target string) {
+func (p *Proxy) Restore(target string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if target != "" {
