@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	recovery "github.com/idemctl/idemctl/recover"
 )
@@ -140,7 +139,7 @@ func (s *ProtocolStepper) runOne(ctx context.Context, p idem.Prepared, operator 
 		Concurrency: 1, DryRun: dryRun, Operator: operator, Source: Source,
 	}}
 	if record {
-		r.RecordRun = func(ctx context.Context, sum recovery.RunSummary) error { return recordRun(ctx, s.Pool, sum) }
+		r.RecordRun = func(ctx context.Context, sum recovery.RunSummary) error { return recovery.AuditRun(ctx, s.Pool, sum) }
 	}
 	var res recovery.Result
 	var got bool
@@ -164,25 +163,6 @@ func outcomeErr(res recovery.Result) error {
 		return fmt.Errorf("%s: %w", res.Outcome, res.Err)
 	}
 	return fmt.Errorf("unexpected outcome %s", res.Outcome)
-}
-
-// recordRun writes the run's audit row, like `idemctl resolve` does (action
-// resolve.run), with target resolve:tui.
-func recordRun(ctx context.Context, db audit.DBTX, s recovery.RunSummary) error {
-	counts := map[string]int{}
-	for o, n := range s.Counts {
-		counts[string(o)] = n
-	}
-	_, err := audit.Append(ctx, db, audit.Entry{
-		Actor:  s.Operator,
-		Action: "resolve.run",
-		Target: "resolve:" + s.Source,
-		Details: map[string]any{
-			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
-			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-		},
-	})
-	return err
 }
 
 // prettyJSON indents a JSON value for display, keeping every literal as

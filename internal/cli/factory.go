@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/user"
 	"time"
@@ -104,5 +103,5 @@ func (f *Factory) validateOutput() error {
 
 // describeDB names the database in use for messages, without the password.
 func (f *Factory) describeDB() string {
-	return fmt.Sprint(db.Describe(f.DSN()))
+	return db.Describe(f.DSN())
 }

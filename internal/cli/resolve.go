@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	recovery "github.com/idemctl/idemctl/recover"
@@ -367,7 +366,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 
 	record := opts.RecordRun
 	if record == nil {
-		record = func(ctx context.Context, s recovery.RunSummary) error { return auditRun(ctx, pool, s) }
+		record = func(ctx context.Context, s recovery.RunSummary) error { return recovery.AuditRun(ctx, pool, s) }
 	}
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
 		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
@@ -504,33 +503,6 @@ func splitRecordErr(err error) (fatal, record error) {
 		return rest[0], rec
 	}
 	return errors.Join(rest...), rec
-}
-
-// auditRun records a run in the audit log, in its own transaction.
-func auditRun(ctx context.Context, pool audit.DBTX, s recovery.RunSummary) error {
-	counts := map[string]int{}
-	for o, n := range s.Counts {
-		counts[string(o)] = n
-	}
-	var writeErr any // JSON null unless results could not be written
-	if s.WriteErr != nil {
-		writeErr = oneLine(s.WriteErr.Error())
-	}
-	target := "resolve:" + s.Source
-	if len(target) > audit.MaxTargetBytes {
-		target = target[:audit.MaxTargetBytes]
-	}
-	_, err := audit.Append(ctx, pool, audit.Entry{
-		Actor:  s.Operator,
-		Action: "resolve.run",
-		Target: target,
-		Details: map[string]any{
-			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
-			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-			"last_line": s.LastLine, "unknown": s.Unknown, "write_error": writeErr,
-		},
-	})
-	return err
 }
 
 // summaryLine is the one-line summary: "12 operations: 10 applied, 2 conflict".

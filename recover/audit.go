@@ -1,0 +1,37 @@
+package recovery
+
+import (
+	"context"
+	"strings"
+
+	"github.com/idemctl/idemctl/audit"
+)
+
+// AuditRun records a run in the audit log (action resolve.run, target
+// resolve:<source>), with its counts, in its own transaction. The CLI and the
+// TUI both record their runs through it.
+func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
+	counts := map[string]int{}
+	for o, n := range s.Counts {
+		counts[string(o)] = n
+	}
+	var writeErr any // JSON null unless results could not be written
+	if s.WriteErr != nil {
+		writeErr = strings.Join(strings.Fields(s.WriteErr.Error()), " ")
+	}
+	target := "resolve:" + s.Source
+	if len(target) > audit.MaxTargetBytes {
+		target = target[:audit.MaxTargetBytes]
+	}
+	_, err := audit.Append(ctx, db, audit.Entry{
+		Actor:  s.Operator,
+		Action: "resolve.run",
+		Target: target,
+		Details: map[string]any{
+			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
+			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
+			"last_line": s.LastLine, "unknown": s.Unknown, "write_error": writeErr,
+		},
+	})
+	return err
+}
