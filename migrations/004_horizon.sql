@@ -354,7 +354,7 @@ DECLARE
 BEGIN
     SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'no purge plan %', coalesce(p_plan::text, 'NULL') USING ERRCODE = 'IX301';
+        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL') USING ERRCODE = 'IX301';
     END IF;
     IF v_p.state <> 'planned' THEN
         RAISE EXCEPTION 'purge plan % is %, not planned', v_p.id, v_p.state USING ERRCODE = 'IX302';
