@@ -1,18 +1,20 @@
 // Package audit is idemctl's tamper-evident record of operator actions
 // (idem.audit): resolve runs, quarantine decisions and exports, purge plans,
-// approvals and executions. The log is append-only and hash-chained in the
-// database (migrations/002_quarantine_audit.sql), so every writer, in any
-// language, chains rows the same way; this package appends within a caller's
-// transaction, lists, and verifies the whole chain.
+// approvals and executions, class and person changes. The log is append-only
+// and hash-chained in the database: every function that changes state writes
+// its own row (migrations/code), and this package appends the reports that
+// change nothing (a resolve run, an export), lists, and verifies the whole
+// chain in Go, from the rows alone, never trusting a database function.
 //
-// Append in the same transaction as the action it records, and as the last
-// write of that transaction: appends serialise on the chain's head row until
-// commit.
+// The hashed bytes of a row are defined by RowHash (and the README), so that
+// anyone can re-verify an exported log.
 package audit
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/idem"
 )
 
 var (
@@ -30,11 +34,14 @@ var (
 	appendSQL string
 	//go:embed sql/list.sql
 	listSQL string
-	//go:embed sql/verify.sql
-	verifySQL string
+	//go:embed sql/chain.sql
+	chainSQL string
 )
 
-// Limits the database enforces on an entry (idem.audit's CHECK constraints).
+// GenesisHash is the prev_hash of row 1.
+var GenesisHash = "sha256:" + strings.Repeat("0", 64)
+
+// Limits the database enforces on an entry (idem.audit_write).
 const (
 	MaxActorBytes  = 256
 	MaxActionBytes = 128
@@ -58,6 +65,9 @@ var (
 	ErrChainBroken = errors.New("audit chain broken")
 	// ErrInvalidFilter: List was given a filter it cannot run.
 	ErrInvalidFilter = errors.New("invalid audit filter")
+	// ErrReservedAction: the action is written only by the database function
+	// that performs it (a decision, a plan...), never appended as a report.
+	ErrReservedAction = errors.New("audit action reserved to the function that performs it")
 )
 
 // DBTX is what the package needs from a pool, a connection or a transaction.
@@ -83,9 +93,11 @@ type Entry struct {
 
 // Record is one row of the log.
 type Record struct {
-	ID       int64           `json:"id"`
-	At       time.Time       `json:"at"`
-	Actor    string          `json:"actor"`
+	ID    int64     `json:"id"`
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	// Person is the person behind the database login ("" when it maps to none).
+	Person   string          `json:"person"`
 	DBUser   string          `json:"db_user"`
 	Action   string          `json:"action"`
 	Target   string          `json:"target"`
@@ -104,6 +116,10 @@ func (e Entry) Validate() error {
 		return fmt.Errorf("%w: an actor (operator identity) is required", ErrInvalidEntry)
 	case len(e.Actor) > MaxActorBytes:
 		return fmt.Errorf("%w: actor is longer than %d bytes", ErrInvalidEntry, MaxActorBytes)
+	case idem.CheckText("actor", e.Actor, MaxActorBytes) != nil:
+		return fmt.Errorf("%w: %v", ErrInvalidEntry, idem.CheckText("actor", e.Actor, MaxActorBytes))
+	case e.Target != "" && idem.CheckText("target", e.Target, MaxTargetBytes) != nil:
+		return fmt.Errorf("%w: %v", ErrInvalidEntry, idem.CheckText("target", e.Target, MaxTargetBytes))
 	case !actionRE.MatchString(e.Action) || len(e.Action) > MaxActionBytes:
 		return fmt.Errorf("%w: action %q must be dotted lower-case words (e.g. quarantine.reject), at most %d bytes",
 			ErrInvalidEntry, e.Action, MaxActionBytes)
@@ -138,7 +154,7 @@ func Append(ctx context.Context, db DBTX, e Entry) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	rec, err := scanRecord(db.QueryRow(ctx, appendSQL, e.Actor, e.Action, nullIfEmpty(e.Target), details))
+	rec, err := scanRecord(db.QueryRow(ctx, appendSQL, e.Actor, e.Action, e.Target, string(details)))
 	if err != nil {
 		return Record{}, fmt.Errorf("append %s to the audit log: %w", e.Action, mapError(err))
 	}
@@ -235,54 +251,116 @@ func (r Report) Err() error {
 	return fmt.Errorf("%w at row %d: %s", ErrChainBroken, r.BrokenAt, r.Problem)
 }
 
-// Verify walks the whole chain: row ids 1..N without gaps, each prev_hash equal
-// to the previous row's hash, each hash recomputed from the row's content (in
-// SQL, by the same function that chained it), the head equal to the last row,
-// and every anchor still present with its hash. It reports the first broken
-// row. An error is returned only when the check itself could not run.
+// RowHash is the hash of one row, as idem.audit_row_hash defines it:
+//
+//	hash  = "sha256:" + lowercase hex of SHA-256(bytes)
+//	bytes = "idem.audit/v2\n" + field(id) + field(at) + field(actor) + field(person)
+//	        + field(db_user) + field(action) + field(target) + field(details) + field(prev_hash)
+//	field(s) = decimal byte length of s + ":" + s + "\n"
+//
+// with id in decimal and at in UTC with microseconds (2026-11-30T21:04:05.123456Z).
+func RowHash(r Record) string {
+	h := sha256.New()
+	h.Write([]byte("idem.audit/v2\n"))
+	for _, f := range []string{strconv.FormatInt(r.ID, 10), r.At.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		r.Actor, r.Person, r.DBUser, r.Action, r.Target, string(r.Details), r.PrevHash} {
+		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f + "\n"))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Verify walks the whole chain in Go, from the rows as stored: ids 1..N
+// without gaps, each prev_hash equal to the previous row's hash (GenesisHash
+// for row 1), each hash recomputed with RowHash, the head equal to the last
+// row, and every anchor still present with its hash. It reports the first
+// broken row. An error is returned only when the check itself could not run.
+// It needs nothing but SELECT on idem.audit and idem.audit_head.
 func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
 	var r Report
-	var headID *int64
-	var headHash *string
-	var brokenAt *int64
-	var problem *string
-	err := db.QueryRow(ctx, verifySQL).Scan(&r.Rows, &r.LastID, &r.LastHash, &headID, &headHash, &brokenAt, &problem)
+	r.LastHash = GenesisHash
+	want := map[int64]string{}
+	for _, a := range anchors {
+		want[a.ID] = a.Hash
+	}
+	rows, err := db.Query(ctx, chainSQL)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify audit log: %w", err)
 	}
-	broken := func(at int64, why string) (Report, error) {
-		r.Intact, r.BrokenAt, r.Problem = false, at, why
-		return r, nil
+	defer rows.Close()
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return Report{}, fmt.Errorf("verify audit log: %w", err)
+		}
+		if problem := r.next(rec); problem != "" {
+			rows.Close()
+			r.Intact, r.Problem = false, problem
+			return r, nil
+		}
+		if h, ok := want[rec.ID]; ok && h != rec.Hash {
+			rows.Close()
+			return r.broken(rec.ID, fmt.Sprintf("its hash %s differs from the anchor %s: the log was rewritten from this row on", rec.Hash, h))
+		}
+		delete(want, rec.ID)
 	}
-	if brokenAt != nil {
-		return broken(*brokenAt, *problem)
+	if err := rows.Err(); err != nil {
+		return Report{}, fmt.Errorf("verify audit log: %w", err)
 	}
-	if headID == nil {
-		return broken(r.LastID+1, "the chain's head (idem.audit_head) is missing: it was deleted behind the log's back")
+	return r.checkHead(ctx, db, want)
+}
+
+// next checks one row against the chain so far and takes it in; it returns
+// what is wrong, and sets BrokenAt, or "".
+func (r *Report) next(rec Record) string {
+	switch {
+	case rec.ID != r.LastID+1 && rec.ID == r.LastID+2:
+		r.BrokenAt = r.LastID + 1
+		return fmt.Sprintf("row %d is missing (deleted): row %d follows row %d", r.LastID+1, rec.ID, r.LastID)
+	case rec.ID != r.LastID+1:
+		r.BrokenAt = r.LastID + 1
+		return fmt.Sprintf("rows %d-%d are missing (deleted): row %d follows row %d", r.LastID+1, rec.ID-1, rec.ID, r.LastID)
+	case rec.PrevHash != r.LastHash && rec.ID == 1:
+		r.BrokenAt = rec.ID
+		return "its prev_hash is not the genesis hash: a row was inserted or replaced at the start"
+	case rec.PrevHash != r.LastHash:
+		r.BrokenAt = rec.ID
+		return fmt.Sprintf("its prev_hash is not the hash of row %d: row %d was rewritten, or this row was inserted or replaced", r.LastID, r.LastID)
+	case RowHash(rec) != rec.Hash:
+		r.BrokenAt = rec.ID
+		return "its content does not match its hash: the row was modified"
 	}
-	r.HeadID, r.HeadHash = *headID, *headHash
+	r.Rows++
+	r.LastID, r.LastHash = rec.ID, rec.Hash
+	return ""
+}
+
+func (r Report) broken(at int64, why string) (Report, error) {
+	r.Intact, r.BrokenAt, r.Problem = false, at, why
+	return r, nil
+}
+
+// checkHead compares the head with the last row, and reports anchors that
+// named rows the log does not have.
+func (r Report) checkHead(ctx context.Context, db DBTX, missing map[int64]string) (Report, error) {
+	err := db.QueryRow(ctx, "SELECT last_id, last_hash FROM idem.audit_head WHERE singleton").Scan(&r.HeadID, &r.HeadHash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r.broken(r.LastID+1, "the chain's head (idem.audit_head) is missing: it was deleted behind the log's back")
+	}
+	if err != nil {
+		return Report{}, fmt.Errorf("verify audit head: %w", err)
+	}
 	switch {
 	case r.LastID > r.HeadID:
-		return broken(r.HeadID+1, fmt.Sprintf("row %d was added behind the log's back: the head records row %d as the last", r.HeadID+1, r.HeadID))
-	case r.LastID < r.HeadID && r.LastID+1 == r.HeadID:
-		return broken(r.LastID+1, fmt.Sprintf("row %d is missing (deleted from the end of the log): the head records it as the last", r.HeadID))
+		return r.broken(r.HeadID+1, fmt.Sprintf("row %d was added behind the log's back: the head records row %d as the last", r.HeadID+1, r.HeadID))
+	case r.LastID+1 == r.HeadID:
+		return r.broken(r.LastID+1, fmt.Sprintf("row %d is missing (deleted from the end of the log): the head records it as the last", r.HeadID))
 	case r.LastID < r.HeadID:
-		return broken(r.LastID+1, fmt.Sprintf("rows %d-%d are missing (deleted from the end of the log): the head records row %d as the last", r.LastID+1, r.HeadID, r.HeadID))
+		return r.broken(r.LastID+1, fmt.Sprintf("rows %d-%d are missing (deleted from the end of the log): the head records row %d as the last", r.LastID+1, r.HeadID, r.HeadID))
 	case r.LastHash != r.HeadHash:
-		return broken(r.LastID, "its hash differs from the one the head recorded: the last row was rewritten")
+		return r.broken(r.LastID, "its hash differs from the one the head recorded: the last row was rewritten")
 	}
-	for _, a := range anchors {
-		var hash string
-		err := db.QueryRow(ctx, "SELECT hash FROM idem.audit WHERE id = $1", a.ID).Scan(&hash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return broken(a.ID, "the anchored row is not in the log")
-		}
-		if err != nil {
-			return Report{}, fmt.Errorf("verify audit anchor %d: %w", a.ID, err)
-		}
-		if hash != a.Hash {
-			return broken(a.ID, fmt.Sprintf("its hash %s differs from the anchor %s: the log was rewritten from this row on", hash, a.Hash))
-		}
+	for id := range missing {
+		return r.broken(id, "the anchored row is not in the log")
 	}
 	r.Intact = true
 	return r, nil
@@ -290,13 +368,11 @@ func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
 
 func scanRecord(row pgx.Row) (Record, error) {
 	var r Record
-	var target *string
-	if err := row.Scan(&r.ID, &r.At, &r.Actor, &r.DBUser, &r.Action, &target, &r.Details, &r.PrevHash, &r.Hash); err != nil {
+	var details string
+	if err := row.Scan(&r.ID, &r.At, &r.Actor, &r.Person, &r.DBUser, &r.Action, &r.Target, &details, &r.PrevHash, &r.Hash); err != nil {
 		return Record{}, err
 	}
-	if target != nil {
-		r.Target = *target
-	}
+	r.Details = json.RawMessage(details)
 	return r, nil
 }
 
@@ -313,6 +389,8 @@ func mapError(err error) error {
 		return fmt.Errorf("%w: %s", ErrInvalidEntry, pgErr.Message)
 	case "IX112":
 		return fmt.Errorf("%w: %s", ErrHeadTampered, pgErr.Message)
+	case "IX113":
+		return fmt.Errorf("%w: %s", ErrReservedAction, pgErr.Message)
 	}
 	return err
 }

@@ -1,5 +1,7 @@
 // Package demo installs a small ledger (schema demo) and its operation class
 // demo.transfer, so that idemctl can be shown end to end on an empty database.
+// The ledger is owned by its own role (OwnerRole), with no right on schema
+// idem: the way a service's team owns the effect of its class.
 package demo
 
 import (
@@ -10,6 +12,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/migrations"
 )
 
 //go:embed demo.sql
@@ -18,8 +22,13 @@ var installSQL string
 // Class is the demo's operation class.
 const Class = "demo.transfer"
 
-// Install creates the demo schema and registers demo.transfer. It is safe to run
-// again and needs the idem schema to be migrated first.
+// OwnerRole owns schema demo, its tables and the effect (NOLOGIN).
+const OwnerRole = "idem_demo"
+
+// Install creates the demo ledger and registers demo.transfer. It needs the
+// idem schema migrated, and a login that may create roles (the first time)
+// and act as the schema owner: the one that runs idemctl migrate. It is safe
+// to run again.
 func Install(ctx context.Context, conn *pgx.Conn) error {
 	var migrated bool
 	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text)') IS NOT NULL").Scan(&migrated); err != nil {
@@ -28,17 +37,41 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	if !migrated {
 		return fmt.Errorf("schema idem is not migrated: run idemctl migrate first")
 	}
+	r, err := migrations.InstalledRoles(ctx, conn)
+	if err != nil {
+		return err
+	}
+	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
+	owner := q(OwnerRole)
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// Serialise concurrent installs the same way migrations are serialised.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))"); err != nil {
-			return err
+		steps := []string{
+			"SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))",
+			fmt.Sprintf(`DO $$ BEGIN
+				IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) THEN CREATE ROLE %s NOLOGIN; END IF;
+				END $$`, quoteLiteral(OwnerRole), owner),
+			"GRANT " + owner + " TO CURRENT_USER",
+			"CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner,
+			"SET LOCAL ROLE " + owner,
+			installSQL,
+			"GRANT USAGE ON SCHEMA demo TO " + q(r.Owner) + ", " + q(r.App) + ", " + q(r.Operator) + ", " + q(r.Auditor),
+			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner),
+			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO " + q(r.Operator) + ", " + q(r.Auditor),
+			"SET LOCAL ROLE " + q(r.Owner),
+			`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
+				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}')`,
+			"RESET ROLE",
 		}
-		if _, err := tx.Exec(ctx, installSQL); err != nil {
-			return fmt.Errorf("install demo ledger: %w", err)
+		for _, s := range steps {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("install demo ledger: %w", err)
+			}
 		}
 		return nil
 	})
 }
+
+func quoteLiteral(s string) string { return "'" + s + "'" }
 
 // SQL returns the demo ledger's install script (the lab installs it into its
 // scratch schemas).
@@ -46,6 +79,6 @@ func SQL() string { return installSQL }
 
 // Digest identifies the demo schema's content; tests use it to name templates.
 func Digest() string {
-	sum := sha256.Sum256([]byte(installSQL))
+	sum := sha256.Sum256([]byte(installSQL + OwnerRole))
 	return hex.EncodeToString(sum[:])[:8]
 }

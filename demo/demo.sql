@@ -1,8 +1,11 @@
 -- The demo ledger: accounts per tenant (created on first use), postings, and the
--- class demo.transfer (retention forever) whose effect posts one transfer.
--- Installed by `idemctl demo init`; every statement is safe to run again.
-
-CREATE SCHEMA IF NOT EXISTS demo;
+-- effect of the class demo.transfer (retention forever), which posts one
+-- transfer. Installed by `idemctl demo init` as the ledger's own role (schema
+-- demo and everything in it belong to it; it has no right on schema idem);
+-- every statement is safe to run again. This is how a service's team writes
+-- and owns an effect: SECURITY DEFINER with a pinned search_path, owned by a
+-- role that owns the business tables and nothing of idem, executable by the
+-- idem schema owner only.
 
 CREATE TABLE IF NOT EXISTS demo.account (
     tenant_id  text NOT NULL,
@@ -32,7 +35,8 @@ CREATE INDEX IF NOT EXISTS posting_operation_idx ON demo.posting (tenant_id, ope
 -- Accounts are locked in account_id order so that A->B and B->A cannot deadlock.
 CREATE OR REPLACE FUNCTION demo.transfer_effect(p_tenant_id text, p_operation_id text, p_payload jsonb)
 RETURNS jsonb
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, demo, pg_temp
 AS $$
 DECLARE
     v_from     text;
@@ -102,5 +106,4 @@ BEGIN
 END
 $$;
 
-SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
-    'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}');
+REVOKE ALL ON FUNCTION demo.transfer_effect(text, text, jsonb) FROM PUBLIC;

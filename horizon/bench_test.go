@@ -134,7 +134,7 @@ func buildV4(b *testing.B, url string, rows int, now time.Time) {
 		b.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := migrations.Apply(ctx, conn); err != nil {
+	if _, err := migrations.Apply(ctx, conn, migrations.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	benchExec(b, conn, "SELECT idem.register_class('bench.projection', NULL, 'horizon')")

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 )
 
@@ -43,47 +41,37 @@ func scanCorrection(row pgx.Row) (Correction, error) {
 	return c, err
 }
 
-// AddCorrection records a pending correction (audited).
+// AddCorrection records a pending correction (idem.horizon_correction_add,
+// which writes the audit row).
 func AddCorrection(ctx context.Context, pool *pgxpool.Pool, id idem.Identity, reason, operator string) (Correction, error) {
 	if err := id.Validate(); err != nil {
 		return Correction{}, fmt.Errorf("%w: %v", ErrInvalidCorrection, err)
 	}
-	if strings.TrimSpace(reason) == "" || len(reason) > 4096 {
-		return Correction{}, fmt.Errorf("%w: a reason (at most 4096 bytes) is required", ErrInvalidCorrection)
+	if err := idem.CheckText("a reason", reason, 4096); err != nil {
+		return Correction{}, fmt.Errorf("%w: %v", ErrInvalidCorrection, err)
 	}
-	var c Correction
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		c, err = scanCorrection(tx.QueryRow(ctx, `INSERT INTO idem.horizon_correction (tenant_id, operation_id, reason, created_by)
-			VALUES ($1, $2, $3, $4) RETURNING `+correctionColumns, id.TenantID, id.OperationID, reason, operator))
-		if err != nil {
-			return fmt.Errorf("add correction: %w", err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.correction.add",
-			Target: fmt.Sprintf("correction:%d", c.ID), Details: c})
-		return err
-	})
-	return c, err
+	if err := checkOperator(operator); err != nil {
+		return Correction{}, err
+	}
+	c, err := scanCorrection(pool.QueryRow(ctx, "SELECT "+correctionColumns+" FROM idem.horizon_correction_add($1, $2, $3, $4)",
+		id.TenantID, id.OperationID, reason, operator))
+	if err != nil {
+		return Correction{}, fmt.Errorf("add correction: %w", mapPlanError(err))
+	}
+	return c, nil
 }
 
-// DoneCorrection marks a pending correction applied: it no longer pins (audited).
+// DoneCorrection marks a pending correction applied: it no longer pins
+// (idem.horizon_correction_done, which writes the audit row).
 func DoneCorrection(ctx context.Context, pool *pgxpool.Pool, id int64, operator string) (Correction, error) {
-	var c Correction
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		c, err = scanCorrection(tx.QueryRow(ctx, `UPDATE idem.horizon_correction SET done_at = now(), done_by = $2
-			WHERE id = $1 AND done_at IS NULL RETURNING `+correctionColumns, id, operator))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %d", ErrCorrectionNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("finish correction %d: %w", id, err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.correction.done",
-			Target: fmt.Sprintf("correction:%d", c.ID), Details: c})
-		return err
-	})
-	return c, err
+	if err := checkOperator(operator); err != nil {
+		return Correction{}, err
+	}
+	c, err := scanCorrection(pool.QueryRow(ctx, "SELECT "+correctionColumns+" FROM idem.horizon_correction_done($1, $2)", id, operator))
+	if err != nil {
+		return Correction{}, fmt.Errorf("finish correction %d: %w", id, mapPlanError(err))
+	}
+	return c, nil
 }
 
 // ListCorrections returns corrections, newest first; pending only unless all.

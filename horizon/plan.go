@@ -13,23 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
 )
 
-var (
-	//go:embed sql/plan_insert.sql
-	planInsertSQL string
-	//go:embed sql/pins_enum.sql
-	pinsEnumSQL string
-	//go:embed sql/pins_quarantine.sql
-	pinsQuarantineSQL string
-	//go:embed sql/candidates.sql
-	candidatesSQL string
-	//go:embed sql/tombstone_candidates.sql
-	tombstoneCandidatesSQL string
-	//go:embed sql/plan_select.sql
-	planSelectSQL string
-)
+//go:embed sql/plan_select.sql
+var planSelectSQL string
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
@@ -58,8 +46,23 @@ var (
 	ErrPlanNotFound = errors.New("purge plan not found")
 	// ErrPlanState: the plan is not in a state for this step.
 	ErrPlanState = errors.New("purge plan not in a state for this step")
-	// ErrSameOperator: four-eyes: the planner cannot approve the plan.
-	ErrSameOperator = errors.New("four eyes: the operator who planned a purge cannot approve it")
+	// ErrSameOperator: four-eyes: the person who planned a purge cannot
+	// approve it, whatever login or --operator label they use.
+	ErrSameOperator = errors.New("four eyes: the person who planned a purge cannot approve it")
+	// ErrNoPerson: the login maps to no person (idemctl person add), so it
+	// can neither plan, approve nor run a purge.
+	ErrNoPerson = errors.New("the database login maps to no person")
+	// ErrInsideMargin: the cutoff lies inside the safety margin.
+	ErrInsideMargin = errors.New("the cutoff lies inside the safety margin")
+	// ErrPurgeRunning: another session is purging this plan, or this session
+	// is not its purge's runner.
+	ErrPurgeRunning = errors.New("the plan is being purged by another session")
+	// ErrInvalidOperator: the --operator label (or a reason) is empty, too
+	// long or holds a control character.
+	ErrInvalidOperator = errors.New("invalid operator label")
+	// ErrSecretInConfig: a source's config holds a secret; secrets are never
+	// stored in the database.
+	ErrSecretInConfig = errors.New("a replay source's config holds a secret")
 	// ErrContractRequired: a forever class is purged only with a business
 	// contract reference (--contract).
 	ErrContractRequired = errors.New("a forever class is purged only with a business contract reference (--contract)")
@@ -67,8 +70,6 @@ var (
 	ErrForeverTombstones = errors.New("a forever class never drops its tombstones")
 	// ErrNotProven: a source failed or bounds the cutoff; nothing was planned.
 	ErrNotProven = errors.New("replay horizon not proven")
-	// ErrPurgeInProgress: another plan of the class is purging: resume it first.
-	ErrPurgeInProgress = errors.New("another purge of this class is in progress")
 )
 
 // ProofError is ErrNotProven with the evidence that refused it.
@@ -95,16 +96,21 @@ type Plan struct {
 	Contract  string    `json:"contract,omitempty"`
 	// Before is what was asked; Cutoff what the plan purges before (Before,
 	// or earlier when the class's min-age requires it).
-	Before         time.Time  `json:"before"`
-	Cutoff         time.Time  `json:"cutoff"`
-	MarginSec      float64    `json:"margin_seconds"`
-	PlannedAt      time.Time  `json:"planned_at"`
-	PlannedBy      string     `json:"planned_by"`
+	Before    time.Time `json:"before"`
+	Cutoff    time.Time `json:"cutoff"`
+	MarginSec float64   `json:"margin_seconds"`
+	PlannedAt time.Time `json:"planned_at"`
+	PlannedBy string    `json:"planned_by"`
+	// PlannedPerson and ApprovedPerson are the persons behind the logins
+	// (four-eyes); PlannedBy and ApprovedBy the --operator labels.
+	PlannedPerson  string     `json:"planned_person"`
 	ApprovedAt     *time.Time `json:"approved_at,omitempty"`
 	ApprovedBy     string     `json:"approved_by,omitempty"`
+	ApprovedPerson string     `json:"approved_person,omitempty"`
 	PurgeStartedAt *time.Time `json:"purge_started_at,omitempty"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 	AbortedAt      *time.Time `json:"aborted_at,omitempty"`
+	AbortedBy      string     `json:"aborted_by,omitempty"`
 	AbortReason    string     `json:"abort_reason,omitempty"`
 	// Candidates is how many rows (tombstones for drop_tombstones) the plan
 	// covers; Pinned how many identities in its range it keeps; Purged how
@@ -126,8 +132,9 @@ func scanPlan(row pgx.Row) (Plan, error) {
 	var p Plan
 	var state, ret string
 	err := row.Scan(&p.ID, &p.Class, &p.Action, &state, &ret, &p.MinAgeSec, &p.Contract, &p.Before, &p.Cutoff, &p.MarginSec,
-		&p.PlannedAt, &p.PlannedBy, &p.ApprovedAt, &p.ApprovedBy, &p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt,
-		&p.AbortReason, &p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof)
+		&p.PlannedAt, &p.PlannedBy, &p.PlannedPerson, &p.ApprovedAt, &p.ApprovedBy, &p.ApprovedPerson,
+		&p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt, &p.AbortedBy, &p.AbortReason,
+		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof)
 	p.State, p.Retention = State(state), Retention(ret)
 	return p, err
 }
@@ -194,27 +201,19 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 	if o.Margin < 0 {
 		return Plan{}, fmt.Errorf("%w: the margin must be positive", ErrInvalidPolicy)
 	}
+	if err := checkOperator(o.Operator); err != nil {
+		return Plan{}, err
+	}
 	o.Contract = strings.TrimSpace(o.Contract)
 	pol, err := GetClass(ctx, pool, o.Class)
 	if err != nil {
 		return Plan{}, err
 	}
-	action := ActionPurge
-	if o.DropTombstones {
-		action = ActionDropTombstones
-		if pol.Retention == Forever {
-			return Plan{}, fmt.Errorf("class %s: %w", o.Class, ErrForeverTombstones)
-		}
+	if o.DropTombstones && pol.Retention == Forever {
+		return Plan{}, fmt.Errorf("class %s: %w", o.Class, ErrForeverTombstones)
 	}
 	if pol.Retention == Forever && o.Contract == "" {
 		return Plan{}, fmt.Errorf("class %s: %w", o.Class, ErrContractRequired)
-	}
-	var busy int64
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM idem.horizon_plan WHERE op_class = $1 AND state = 'purging'", o.Class).Scan(&busy); err != nil {
-		return Plan{}, fmt.Errorf("read plans: %w", err)
-	}
-	if busy > 0 {
-		return Plan{}, fmt.Errorf("class %s: %w (idemctl horizon status)", o.Class, ErrPurgeInProgress)
 	}
 	if _, err := EnsurePartitions(ctx, pool); err != nil {
 		return Plan{}, err
@@ -247,59 +246,50 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 		contract = o.Contract
 	}
 	var id int64
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var at time.Time
-		if err := tx.QueryRow(ctx, planInsertSQL, o.Class, action, string(pol.Retention), pol.MinAge.Seconds(), contract,
-			o.Before, cutoff, o.Margin.Seconds(), o.Operator, proof).Scan(&id, &at); err != nil {
-			return fmt.Errorf("record plan: %w", err)
-		}
-		if _, err := tx.Exec(ctx, pinsEnumSQL, id, r.runID, o.Class, cutoff); err != nil {
-			return fmt.Errorf("record pins: %w", err)
-		}
-		if _, err := tx.Exec(ctx, pinsQuarantineSQL, id, o.Class, cutoff); err != nil {
-			return fmt.Errorf("record quarantine pins: %w", err)
-		}
-		countSQL := candidatesSQL
-		if o.DropTombstones {
-			countSQL = tombstoneCandidatesSQL
-		}
-		var candidates, pinned int64
-		if err := tx.QueryRow(ctx, countSQL, id, o.Class, cutoff, pol.MinAge.Seconds()).Scan(&candidates); err != nil {
-			return fmt.Errorf("count candidates: %w", err)
-		}
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM idem.horizon_pin WHERE plan_id = $1", id).Scan(&pinned); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "UPDATE idem.horizon_plan SET candidates = $2, pinned = $3 WHERE id = $1", id, candidates, pinned); err != nil {
-			return err
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: o.Operator, Action: "horizon.plan", Target: fmt.Sprintf("horizon_plan:%d", id),
-			Details: map[string]any{"class": o.Class, "action": action, "retention": pol.Retention, "contract": o.Contract,
-				"before": o.Before, "cutoff": cutoff, "margin_seconds": o.Margin.Seconds(), "candidates": candidates,
-				"pinned": pinned, "proof": r.evidence}})
-		return err
-	})
+	err = pool.QueryRow(ctx, "SELECT id FROM idem.horizon_plan_create($1, $2, $3, make_interval(secs => $4), $5, $6, $7, $8)",
+		o.Class, o.DropTombstones, o.Before, o.Margin.Seconds(), contract, o.Operator, proof, r.runID).Scan(&id)
 	if err != nil {
 		return Plan{}, mapPlanError(err)
 	}
 	return GetPlan(ctx, pool, id)
 }
 
-// Approve records a second operator's approval (four-eyes): the planner is
-// refused with ErrSameOperator.
+// Approve records a second person's approval (four-eyes): the database refuses
+// the planner's person (ErrSameOperator) and a login that maps to no person
+// (ErrNoPerson), whatever --operator says. It writes the audit row itself.
 func Approve(ctx context.Context, pool *pgxpool.Pool, id int64, operator string) (Plan, error) {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT idem.horizon_approve($1, $2)", id, operator); err != nil {
-			return err
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.approve",
-			Target: fmt.Sprintf("horizon_plan:%d", id)})
-		return err
-	})
-	if err != nil {
+	if err := checkOperator(operator); err != nil {
+		return Plan{}, err
+	}
+	if _, err := pool.Exec(ctx, "SELECT idem.horizon_approve($1, $2)", id, operator); err != nil {
 		return Plan{}, mapPlanError(err)
 	}
 	return GetPlan(ctx, pool, id)
+}
+
+// Cancel aborts a plan that is planned, approved or purging (a purge running
+// meanwhile stops at its next batch). The reason is recorded in the plan and
+// the audit log.
+func Cancel(ctx context.Context, pool *pgxpool.Pool, id int64, operator, reason string) (Plan, error) {
+	if err := checkOperator(operator); err != nil {
+		return Plan{}, err
+	}
+	if err := idem.CheckText("a reason (--reason)", reason, 4096); err != nil {
+		return Plan{}, fmt.Errorf("%w: %v", ErrInvalidOperator, err)
+	}
+	if _, err := pool.Exec(ctx, "SELECT idem.horizon_abort($1, $2, $3, NULL)", id, operator, reason); err != nil {
+		return Plan{}, mapPlanError(err)
+	}
+	return GetPlan(ctx, pool, id)
+}
+
+// checkOperator applies the database's rule for an --operator label first,
+// for a precise error before anything is sent.
+func checkOperator(operator string) error {
+	if err := idem.CheckText("the operator label (--operator or IDEMCTL_OPERATOR)", operator, 256); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOperator, err)
+	}
+	return nil
 }
 
 // mapPlanError turns the plan SQLSTATEs into this package's errors.
@@ -317,6 +307,26 @@ func mapPlanError(err error) error {
 		return fmt.Errorf("%w: %s", ErrSameOperator, pgErr.Message)
 	case "IX304":
 		return fmt.Errorf("%w: %s", ErrContractRequired, pgErr.Message)
+	case "IX310":
+		return fmt.Errorf("%w: %s", ErrPurgeRunning, pgErr.Message)
+	case "IX313":
+		return fmt.Errorf("%w: %s (%s)", ErrNoPerson, pgErr.Message, pgErr.Hint)
+	case "IX314":
+		return fmt.Errorf("%w: %s", ErrInsideMargin, pgErr.Message)
+	case "IX015":
+		return fmt.Errorf("%w: %s", ErrInvalidOperator, pgErr.Message)
+	case "IX003":
+		return fmt.Errorf("%w: %s", ErrUnknownClass, pgErr.Message)
+	case "IX306":
+		return fmt.Errorf("%w: %s", ErrInvalidPolicy, pgErr.Message)
+	case "IX307":
+		return fmt.Errorf("%w: %s", ErrInvalidCorrection, pgErr.Message)
+	case "IX308":
+		return fmt.Errorf("%w: %s", ErrInvalidSource, pgErr.Message)
+	case "IX309":
+		return fmt.Errorf("%w: %s", ErrCorrectionNotFound, pgErr.Message)
+	case "IX311":
+		return fmt.Errorf("%w: %s (%s)", ErrSecretInConfig, pgErr.Message, pgErr.Hint)
 	}
 	return err
 }

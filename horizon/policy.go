@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemctl/idemctl/audit"
 )
 
 // Retention says what a purge of a class needs.
@@ -98,36 +96,32 @@ func GetClass(ctx context.Context, q DBTX, name string) (ClassPolicy, error) {
 }
 
 // SetClass changes a class's retention and, when minAge is not nil, its
-// min-age floor, and records the change in the audit log.
-func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator string) (ClassPolicy, error) {
+// min-age floor (idem.class_set, which records the change in the audit log).
+// Making a forever class horizon needs a reason.
+func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator, reason string) (ClassPolicy, error) {
 	if retention != Forever && retention != Horizon {
 		return ClassPolicy{}, fmt.Errorf("%w: retention %q: use forever or horizon", ErrInvalidPolicy, retention)
 	}
 	if minAge != nil && *minAge < 0 {
 		return ClassPolicy{}, fmt.Errorf("%w: --min-age must not be negative", ErrInvalidPolicy)
 	}
-	var out ClassPolicy
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		before, err := GetClass(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		var secs any
-		if minAge != nil {
-			secs = minAge.Seconds()
-		}
-		out, err = scanClass(tx.QueryRow(ctx, `UPDATE idem.op_class
-			SET retention = $2,
-			    min_age = CASE WHEN $3::float8 IS NULL THEN min_age ELSE make_interval(secs => $3::float8) END
-			WHERE name = $1 RETURNING `+classColumns, name, string(retention), secs))
-		if err != nil {
-			return fmt.Errorf("set class %s: %w", name, err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.class.set", Target: "class:" + name,
-			Details: map[string]any{"before": before, "after": out}})
-		return err
-	})
-	return out, err
+	if err := checkOperator(operator); err != nil {
+		return ClassPolicy{}, err
+	}
+	var secs any
+	if minAge != nil {
+		secs = minAge.Seconds()
+	}
+	var r any
+	if reason != "" {
+		r = reason
+	}
+	_, err := pool.Exec(ctx, "SELECT idem.class_set($1, $2, make_interval(secs => $3::float8), $4, $5, $6)",
+		name, string(retention), secs, minAge != nil, operator, r)
+	if err != nil {
+		return ClassPolicy{}, fmt.Errorf("set class %s: %w", name, mapPlanError(err))
+	}
+	return GetClass(ctx, pool, name)
 }
 
 // ParseDuration reads a duration as an operator types it: Go's form (90m,

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
@@ -20,8 +19,6 @@ import (
 var (
 	//go:embed sql/pinned_counts.sql
 	pinnedCountsSQL string
-	//go:embed sql/manual_enum.sql
-	manualEnumSQL string
 )
 
 // DefaultMargin is the safety margin between a source's oldest replayable
@@ -155,23 +152,14 @@ func probeOne(ctx context.Context, pool *pgxpool.Pool, r *run, s Source) Evidenc
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// Enumerated identities go to the database as they come, through COPY on
-	// a connection of their own: an archive of millions never sits in memory.
-	rows := make(chan []any, 1024)
+	// Enumerated identities go to the database as they come, in batches on a
+	// connection of their own: an archive of millions never sits in memory.
+	rows := make(chan enumRow, 1024)
 	copyDone := make(chan error, 1)
 	copyCtx, cancelCopy := context.WithCancel(pctx)
 	defer cancelCopy()
 	go func() {
-		conn, err := pool.Acquire(copyCtx)
-		if err != nil {
-			for range rows {
-			}
-			copyDone <- err
-			return
-		}
-		defer conn.Release()
-		_, err = conn.CopyFrom(copyCtx, pgx.Identifier{"idem", "horizon_enum"},
-			[]string{"run_id", "source", "tenant_id", "operation_id", "ts"}, &chanSource{ch: rows})
+		err := storeEnumerated(copyCtx, pool, r.runID, s.Name, rows)
 		for range rows {
 		}
 		copyDone <- err
@@ -185,12 +173,13 @@ func probeOne(ctx context.Context, pool *pgxpool.Pool, r *run, s Source) Evidenc
 			if ts != nil && ts.After(r.now.Add(futureSkew)) {
 				return fmt.Errorf("identity %s/%s has a time %s in the future of the primary's clock", tenant, op, ts.UTC().Format(time.RFC3339))
 			}
-			var tsArg any
+			var tsArg *time.Time
 			if ts != nil {
-				tsArg = *ts
+				t := *ts
+				tsArg = &t
 			}
 			select {
-			case rows <- []any{r.runID, s.Name, tenant, op, tsArg}:
+			case rows <- enumRow{tenant: tenant, op: op, ts: tsArg}:
 				count++
 				return nil
 			case <-ctx.Done():
@@ -238,19 +227,43 @@ func probeOne(ctx context.Context, pool *pgxpool.Pool, r *run, s Source) Evidenc
 	return ev
 }
 
-// chanSource feeds CopyFrom from a channel.
-type chanSource struct {
-	ch  chan []any
-	cur []any
+// enumRow is one identity an enumerating probe listed.
+type enumRow struct {
+	tenant, op string
+	ts         *time.Time
 }
 
-func (c *chanSource) Next() bool {
-	row, ok := <-c.ch
-	c.cur = row
-	return ok
+// enumBatch is how many enumerated identities one idem.horizon_enum_add call stores.
+const enumBatch = 5000
+
+// storeEnumerated stores what arrives on rows under run runID, in batches,
+// on one connection, until rows is closed.
+func storeEnumerated(ctx context.Context, pool *pgxpool.Pool, runID, source string, rows <-chan enumRow) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var tenants, ops []string
+	var ts []*time.Time
+	flush := func() error {
+		if len(tenants) == 0 {
+			return nil
+		}
+		_, err := conn.Exec(ctx, "SELECT idem.horizon_enum_add($1, $2, $3, $4, $5)", runID, source, tenants, ops, ts)
+		tenants, ops, ts = tenants[:0], ops[:0], ts[:0]
+		return err
+	}
+	for row := range rows {
+		tenants, ops, ts = append(tenants, row.tenant), append(ops, row.op), append(ts, row.ts)
+		if len(tenants) == enumBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
 }
-func (c *chanSource) Values() ([]any, error) { return c.cur, nil }
-func (c *chanSource) Err() error             { return nil }
 
 // judge sets each source's verdict for a cutoff and counts its pins inside
 // the purge range (class, created_at before cutoff, body still present).
@@ -321,7 +334,7 @@ func (r *run) failures() []string {
 func (r *run) cleanup(pool *pgxpool.Pool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _ = pool.Exec(ctx, "DELETE FROM idem.horizon_enum WHERE run_id = $1", r.runID)
+	_, _ = pool.Exec(ctx, "SELECT idem.horizon_enum_clear($1)", r.runID)
 }
 
 // CheckOptions select what Check judges.

@@ -3,6 +3,7 @@ package horizon
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,8 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemctl/idemctl/audit"
 )
 
 var (
@@ -22,8 +21,6 @@ var (
 	newPinsSQL string
 	//go:embed sql/partitions.sql
 	partitionsSQL string
-	//go:embed sql/record_batch.sql
-	recordBatchSQL string
 )
 
 // DefaultBatchRows is how many rows one purge transaction deletes.
@@ -82,15 +79,21 @@ func (r PurgeResult) LockHoldP99() time.Duration {
 // Purge executes an approved plan (or resumes a purging one). It re-probes
 // every source first: an older bound, a failing source, a removed source or a
 // new identity pinned inside the purge set aborts it with nothing deleted
-// (Aborted, not an error: a new plan is needed). Then it removes the plan's
-// set in bounded transactions and records counts in the plan and the audit
-// log. Cancelling ctx stops it between two transactions (ErrInterrupted).
+// (Aborted, not an error: a new plan is needed). Then it begins the purge in
+// the database (idem.horizon_purge_begin: the login's person, the plan's
+// state, one runner at a time) on a connection of its own, removes the plan's
+// set in bounded transactions on it, and finishes it. Every step writes its
+// own audit row. Cancelling ctx stops it between two transactions
+// (ErrInterrupted); an abort of the plan meanwhile stops it at its next batch.
 func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (PurgeResult, error) {
 	if o.BatchRows <= 0 {
 		o.BatchRows = DefaultBatchRows
 	}
 	if o.KeepRatio == 0 {
 		o.KeepRatio = DefaultKeepRatio
+	}
+	if err := checkOperator(o.Operator); err != nil {
+		return PurgeResult{}, err
 	}
 	p, err := GetPlan(ctx, pool, id)
 	if err != nil {
@@ -106,17 +109,26 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 		return res, err
 	}
 	if reason != "" {
-		if err := abortPlan(ctx, pool, p, reason, o.Operator, evidence); err != nil {
-			return res, err
+		ev, _ := json.Marshal(evidence)
+		if _, err := pool.Exec(ctx, "SELECT idem.horizon_abort($1, $2, $3, $4)", p.ID, o.Operator, reason, ev); err != nil {
+			return res, mapPlanError(err)
 		}
 		res.Aborted, res.AbortReason = true, reason
 		res.Plan, err = GetPlan(ctx, pool, id)
 		return res, err
 	}
-	if err := startPurge(ctx, pool, p, o.Operator, evidence); err != nil {
-		return res, err
+	// The runner's lock is a session lock: the purge runs on a connection of
+	// its own, closed at the end, never handed back to the pool.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return res, fmt.Errorf("connect for the purge: %w", err)
 	}
-	w := &purgeWork{pool: pool, plan: p, opts: o, res: &res}
+	defer conn.Close(context.Background())
+	ev, _ := json.Marshal(evidence)
+	if _, err := conn.Exec(ctx, "SELECT idem.horizon_purge_begin($1, $2, $3)", p.ID, o.Operator, ev); err != nil {
+		return res, mapPlanError(err)
+	}
+	w := &purgeWork{pool: pool, conn: conn, plan: p, opts: o, res: &res}
 	w.done.Store(p.Purged)
 	var werr error
 	if p.Action == ActionDropTombstones {
@@ -126,10 +138,11 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 	}
 	if werr != nil {
 		res.Plan, _ = GetPlan(context.WithoutCancel(ctx), pool, id)
-		return res, werr
+		return res, mapPlanError(werr)
 	}
-	if err := finishPurge(ctx, pool, p, o.Operator, &res); err != nil {
-		return res, err
+	stats, _ := json.Marshal(map[string]any{"purged": res.Purged, "swaps": res.Swaps, "batches": res.Batches})
+	if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT idem.horizon_purge_finish($1, $2, $3)", p.ID, o.Operator, stats); err != nil {
+		return res, mapPlanError(err)
 	}
 	res.Plan, err = GetPlan(ctx, pool, id)
 	return res, err
@@ -195,55 +208,11 @@ func reprobe(ctx context.Context, pool *pgxpool.Pool, p Plan) (string, []Evidenc
 	return strings.Join(reasons, "; ") + "; nothing was deleted by this run: make a new plan", r.evidence, nil
 }
 
-func abortPlan(ctx context.Context, pool *pgxpool.Pool, p Plan, reason, operator string, ev []Evidence) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE idem.horizon_plan SET state = 'aborted', aborted_at = now(), abort_reason = $2
-			WHERE id = $1 AND state IN ('approved', 'purging')`, p.ID, reason); err != nil {
-			return fmt.Errorf("abort plan %d: %w", p.ID, err)
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.abort",
-			Target:  fmt.Sprintf("horizon_plan:%d", p.ID),
-			Details: map[string]any{"reason": reason, "purged_before": p.Purged, "reprobe": ev}})
-		return err
-	})
-}
-
-func startPurge(ctx context.Context, pool *pgxpool.Pool, p Plan, operator string, ev []Evidence) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, now())
-			WHERE id = $1 AND state IN ('approved', 'purging')`, p.ID)
-		if err != nil {
-			return fmt.Errorf("start purge of plan %d: %w", p.ID, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: plan %d changed state meanwhile", ErrPlanState, p.ID)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.start",
-			Target:  fmt.Sprintf("horizon_plan:%d", p.ID),
-			Details: map[string]any{"resumed": p.State == StatePurging, "purged_before": p.Purged, "reprobe": ev}})
-		return err
-	})
-}
-
-func finishPurge(ctx context.Context, pool *pgxpool.Pool, p Plan, operator string, res *PurgeResult) error {
-	ctx = context.WithoutCancel(ctx)
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var purged int64
-		var batches int
-		if err := tx.QueryRow(ctx, `UPDATE idem.horizon_plan SET state = 'done', finished_at = now()
-			WHERE id = $1 RETURNING purged, batches`, p.ID).Scan(&purged, &batches); err != nil {
-			return fmt.Errorf("finish plan %d: %w", p.ID, err)
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.purge.finish",
-			Target: fmt.Sprintf("horizon_plan:%d", p.ID),
-			Details: map[string]any{"purged": purged, "candidates": p.Candidates, "transactions": batches,
-				"this_run": res.Purged, "swaps": res.Swaps, "batches": res.Batches}})
-		return err
-	})
-}
-
 type purgeWork struct {
 	pool *pgxpool.Pool
+	// conn is the purge's own connection: it holds the runner's lock, and
+	// every purge transaction runs on it.
+	conn *pgx.Conn
 	plan Plan
 	opts PurgeOptions
 	res  *PurgeResult
@@ -388,26 +357,18 @@ func (w *purgeWork) blocks(ctx context.Context, rel string, blocks int64, rowsPe
 	return nil
 }
 
-// tx runs one purge transaction, records it in the plan (purged, batches)
-// and in idem.horizon_batch in the same transaction, and times it. It runs to
-// its end even when ctx is cancelled meanwhile: interruption happens between
-// transactions.
+// tx runs one purge transaction on the purge's connection and times it; the
+// purge function records it in the plan and idem.horizon_batch itself. It runs
+// to its end even when ctx is cancelled meanwhile: interruption happens
+// between transactions.
 func (w *purgeWork) tx(ctx context.Context, fn func(context.Context, pgx.Tx) (int64, int64, error), rel, method string) error {
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		var rows int64
-		err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			var dbStart time.Time
-			if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&dbStart); err != nil {
-				return err
-			}
-			n, kept, err := fn(ctx, tx)
-			if err != nil {
-				return err
-			}
+		err := pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
+			n, _, err := fn(ctx, tx)
 			rows = n
-			_, err = tx.Exec(ctx, recordBatchSQL, w.plan.ID, rel, method, n, kept, dbStart)
 			return err
 		})
 		var pgErr *pgconn.PgError
@@ -419,7 +380,7 @@ func (w *purgeWork) tx(ctx context.Context, fn func(context.Context, pgx.Tx) (in
 			continue
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s %s: %w", method, rel, err)
 		}
 		w.res.TxDurations = append(w.res.TxDurations, time.Since(start))
 		w.res.Purged += rows

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/internal/db"
 )
 
@@ -66,11 +66,16 @@ var (
 // SourceConfig is the kind-specific configuration of a source, stored as JSON.
 // Only the fields of the source's kind are set.
 type SourceConfig struct {
-	// postgres: a DSN (secret: never printed unredacted) and a query returning
+	// postgres: a DSN without any secret (a libpq service=NAME, a passfile
+	// entry, or PasswordEnv supply the password) and a query returning
 	// either one timestamp (the oldest replayable message; bounding) or rows of
 	// (tenant_id, operation_id, ts) (enumerating).
 	DSN   string `json:"dsn,omitempty"`
 	Query string `json:"query,omitempty"`
+	// PasswordEnv names the environment variable that holds the postgres
+	// source's password when idemctl probes it; the password itself is never
+	// stored.
+	PasswordEnv string `json:"password_env,omitempty"`
 	// archive: a directory of .ndjson / .ndjson.gz files.
 	Dir string `json:"dir,omitempty"`
 	// nats: server URL and JetStream stream.
@@ -152,7 +157,10 @@ func (c SourceConfig) operationHeader() string {
 	return c.OperationHeader
 }
 
-var sourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+var (
+	sourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // Validate checks a source definition before it is stored.
 func (s Source) Validate() error {
@@ -174,8 +182,15 @@ func (s Source) Validate() error {
 		if c.DSN == "" || c.Query == "" {
 			return bad("postgres needs --source-dsn and --query")
 		}
+		if db.HasSecret(c.DSN) {
+			return fmt.Errorf("%w: source %q: the DSN holds a password (%s); secrets are never stored in the database: "+
+				"use --password-env NAME, a libpq service (service=NAME) or a passfile entry", ErrSecretInConfig, s.Name, db.Redact(c.DSN))
+		}
 		if _, err := pgx.ParseConfig(c.DSN); err != nil {
-			return bad("invalid DSN %s", db.Redact(c.DSN))
+			return bad("%s", db.Scrub(c.DSN, err.Error()))
+		}
+		if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
+			return bad("--password-env %q is not an environment variable name", c.PasswordEnv)
 		}
 	case KindArchive:
 		if c.Dir == "" {
@@ -184,6 +199,10 @@ func (s Source) Validate() error {
 	case KindNATS:
 		if c.URL == "" || c.Stream == "" {
 			return bad("nats needs --url and --stream")
+		}
+		if db.HasSecret(c.URL) {
+			return fmt.Errorf("%w: source %q: the URL holds credentials; secrets are never stored in the database: "+
+				"use a credentials file the probe reads from its environment", ErrSecretInConfig, s.Name)
 		}
 	case KindKafka:
 		if len(c.Brokers) == 0 || c.Topic == "" {
@@ -202,8 +221,12 @@ func (s Source) Validate() error {
 	return nil
 }
 
-// AddSource stores a source and records it in the audit log.
+// AddSource stores a source (idem.horizon_source_add, which refuses a secret
+// in its config and writes the audit row).
 func AddSource(ctx context.Context, pool *pgxpool.Pool, s Source, operator string) error {
+	if err := checkOperator(operator); err != nil {
+		return err
+	}
 	if err := s.Validate(); err != nil {
 		return err
 	}
@@ -214,36 +237,33 @@ func AddSource(ctx context.Context, pool *pgxpool.Pool, s Source, operator strin
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO idem.horizon_source (name, kind, config, timeout, created_by)
-			VALUES ($1, $2, $3, make_interval(secs => $4), $5)`, s.Name, string(s.Kind), cfg, s.Timeout.Seconds(), operator)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return fmt.Errorf("%w: %s", ErrSourceExists, s.Name)
-		}
-		if err != nil {
-			return fmt.Errorf("add source %s: %w", s.Name, err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.source.add",
-			Target: "horizon_source:" + s.Name, Details: s.Redacted()})
-		return err
-	})
+	_, err = pool.Exec(ctx, "SELECT idem.horizon_source_add($1, $2, $3, make_interval(secs => $4), $5)",
+		s.Name, string(s.Kind), cfg, s.Timeout.Seconds(), operator)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "IX308" && strings.Contains(pgErr.Message, "already exists") {
+		return fmt.Errorf("%w: %s", ErrSourceExists, s.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("add source %s: %w", s.Name, mapPlanError(err))
+	}
+	return nil
 }
 
-// RemoveSource deletes a source and records it in the audit log.
+// RemoveSource deletes a source (idem.horizon_source_remove, which writes the
+// audit row).
 func RemoveSource(ctx context.Context, pool *pgxpool.Pool, name, operator string) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "DELETE FROM idem.horizon_source WHERE name = $1", name)
-		if err != nil {
-			return fmt.Errorf("remove source %s: %w", name, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: %s", ErrSourceNotFound, name)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: operator, Action: "horizon.source.remove",
-			Target: "horizon_source:" + name})
+	if err := checkOperator(operator); err != nil {
 		return err
-	})
+	}
+	_, err := pool.Exec(ctx, "SELECT idem.horizon_source_remove($1, $2)", name, operator)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "IX308" {
+		return fmt.Errorf("%w: %s", ErrSourceNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("remove source %s: %w", name, mapPlanError(err))
+	}
+	return nil
 }
 
 // ListSources returns every source, the built-in manual one first. Configs

@@ -2,7 +2,10 @@ package horizon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,9 +22,17 @@ import (
 //
 // Anything else is nonsense and fails the proof.
 func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
-	conn, err := db.Connect(ctx, s.Config.DSN, db.Options{})
+	o := db.Options{}
+	if env := s.Config.PasswordEnv; env != "" {
+		pw, ok := os.LookupEnv(env)
+		if !ok {
+			return observation{}, fmt.Errorf("the source's password variable %s is not set in idemctl's environment", env)
+		}
+		o.Password = pw
+	}
+	conn, err := db.Connect(ctx, s.Config.DSN, o)
 	if err != nil {
-		return observation{}, err
+		return observation{}, errors.New(db.Scrub(s.Config.DSN, scrubValue(err.Error(), o.Password)))
 	}
 	defer conn.Close(context.Background())
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
@@ -76,4 +87,12 @@ func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, e
 		return observation{mode: Enumerating, oldest: oldest, enumerated: n}, nil
 	}
 	return observation{}, fmt.Errorf("nonsense: the query returns %d columns; want 1 (oldest timestamp) or 3 (tenant_id, operation_id, ts)", len(fields))
+}
+
+// scrubValue removes one secret from a message.
+func scrubValue(msg, secret string) string {
+	if secret == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, "xxxxx")
 }

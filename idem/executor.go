@@ -35,7 +35,7 @@ const (
 const MaxTransportBytes = 16 << 10
 
 // Errors the executor maps PostgreSQL errors to. The SQLSTATEs are documented
-// in migrations/001_core.sql and the README.
+// in the code package (migrations/code) and the README.
 var (
 	ErrInvalidHash      = errors.New("invalid payload hash")
 	ErrUnknownClass     = errors.New("unknown operation class")
@@ -49,6 +49,15 @@ var (
 	ErrSerialization    = errors.New("serialization failure: retry the transaction")
 	ErrOutcomeUnknown   = errors.New("outcome unknown: the commit was not acknowledged")
 	ErrInvalidTransport = errors.New("invalid transport metadata")
+	// ErrHashMismatch: the hash sent is not the SHA-256 of the payload text
+	// sent; the database refused it and wrote nothing.
+	ErrHashMismatch = errors.New("payload hash does not match the payload")
+	// ErrPayloadLimit: the database refused a payload over its size or
+	// depth limit.
+	ErrPayloadLimit = errors.New("payload over the database's limits")
+	// ErrClaimedNotCompleted: the identity was claimed in this very
+	// transaction and is not completed yet.
+	ErrClaimedNotCompleted = errors.New("identity claimed in this transaction and not completed")
 )
 
 // Command is one request to the executor, as received.
@@ -116,6 +125,12 @@ func Prepare(cmd Command, lim PayloadLimits) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
+	if len(canonical) > DefaultMaxPayloadBytes {
+		// The database bounds the canonical text (idem.check_request), which
+		// can be longer than the input (1E2 is 100).
+		return Prepared{}, newPayloadError(ErrPayloadTooLarge, fmt.Sprintf("payload: its canonical form is %d bytes; at most %d",
+			len(canonical), DefaultMaxPayloadBytes))
+	}
 	if hasNULEscape(canonical) {
 		// Refused here, so that a dry run, a real run and a service agree before
 		// any database call (the database would refuse it with 22P05 and the
@@ -139,35 +154,44 @@ func Execute(ctx context.Context, db DBTX, cmd Command) (Result, error) {
 // ExecutePrepared runs a prepared command through idem.execute, the class's SQL
 // effect included.
 func ExecutePrepared(ctx context.Context, db DBTX, p Prepared) (Result, error) {
+	return scanResult(p, db.QueryRow(ctx, executeSQL, p.Args()...))
+}
+
+// executeSQL and claimSQL call the executor with a prepared command's Args.
+const (
+	executeSQL = "SELECT outcome, response, quarantine_id FROM idem.execute($1, $2, $3, $4, $5, $6)"
+	claimSQL   = "SELECT outcome, response, quarantine_id FROM idem.claim($1, $2, $3, $4, $5, $6)"
+)
+
+// Args are the executor's arguments for p: tenant, operation, class, the
+// canonical payload as text, its hash and the transport (or NULL).
+func (p Prepared) Args() []any {
+	return []any{p.TenantID, p.OperationID, p.Class, string(p.Canonical), p.Hash, transportArg(p.Transport)}
+}
+
+// QueueExecute queues p's idem.execute call on b; its result, read with
+// ScanQueued, is the Result ExecutePrepared would return. It lets a caller
+// send the call in one round trip with other statements (BEGIN, a primary
+// check, COMMIT).
+func QueueExecute(b *pgx.Batch, p Prepared) *pgx.QueuedQuery {
+	return b.Queue(executeSQL, p.Args()...)
+}
+
+// ScanQueued reads the result of a call queued with QueueExecute.
+func ScanQueued(p Prepared, row pgx.Row) (Result, error) { return scanResult(p, row) }
+
+func scanResult(p Prepared, row pgx.Row) (Result, error) {
 	res := Result{Hash: p.Hash}
 	var outcome string
-	err := db.QueryRow(ctx, "SELECT outcome, response FROM idem.execute($1, $2, $3, $4, $5, $6)",
-		p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash, transportArg(p.Transport)).
-		Scan(&outcome, &res.Response)
-	if err != nil {
+	var qid *int64
+	if err := row.Scan(&outcome, &res.Response, &qid); err != nil {
 		return Result{}, mapError(p, err)
 	}
 	res.Outcome = Outcome(outcome)
-	if res.Outcome == Conflict {
-		id, err := QuarantineIDFor(ctx, db, p.Identity, p.Hash, p.Class)
-		if err != nil {
-			return Result{}, err
-		}
-		res.QuarantineID = id
+	if qid != nil {
+		res.QuarantineID = *qid
 	}
 	return res, nil
-}
-
-// QuarantineIDFor returns the id of the conflict record of an identity, an
-// incoming hash and an incoming class.
-func QuarantineIDFor(ctx context.Context, db DBTX, id Identity, incomingHash, incomingClass string) (int64, error) {
-	var qid int64
-	err := db.QueryRow(ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = $2 AND incoming_hash = $3 AND incoming_class = $4",
-		id.TenantID, id.OperationID, incomingHash, incomingClass).Scan(&qid)
-	if err != nil {
-		return 0, fmt.Errorf("read conflict record of %s: %w", id, err)
-	}
-	return qid, nil
 }
 
 // EffectFunc is a Go effect: it runs inside the executor's transaction and
@@ -214,14 +238,21 @@ func ExecuteFunc(ctx context.Context, db TxBeginner, cmd Command, fn EffectFunc)
 
 // Claim runs idem.claim in tx. When claimed is true the caller holds the new
 // inbox row and must run the effect and Complete before committing; otherwise
-// res is already_applied (with the saved response) or conflict.
+// res is already_applied (with the saved response), purged or conflict.
 func Claim(ctx context.Context, tx DBTX, p Prepared) (res Result, claimed bool, err error) {
+	return ScanClaim(p, tx.QueryRow(ctx, claimSQL, p.Args()...))
+}
+
+// QueueClaim queues p's idem.claim call on b; read its result with ScanClaim.
+func QueueClaim(b *pgx.Batch, p Prepared) *pgx.QueuedQuery {
+	return b.Queue(claimSQL, p.Args()...)
+}
+
+// ScanClaim reads the result of an idem.claim call (see Claim).
+func ScanClaim(p Prepared, row pgx.Row) (res Result, claimed bool, err error) {
 	var outcome string
 	var qid *int64
-	err = tx.QueryRow(ctx, "SELECT outcome, response, quarantine_id FROM idem.claim($1, $2, $3, $4, $5, $6)",
-		p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash, transportArg(p.Transport)).
-		Scan(&outcome, &res.Response, &qid)
-	if err != nil {
+	if err := row.Scan(&outcome, &res.Response, &qid); err != nil {
 		return Result{}, false, mapError(p, err)
 	}
 	res.Hash = p.Hash
@@ -300,6 +331,14 @@ func mapError(p Prepared, err error) error {
 		sentinel = ErrInvalidClass
 	case "IX009":
 		sentinel = ErrClaimPending
+	case "IX010":
+		sentinel = ErrHashMismatch
+	case "IX011":
+		sentinel = ErrPayloadLimit
+	case "IX012":
+		sentinel = ErrInvalidTransport
+	case "IX014":
+		sentinel = ErrClaimedNotCompleted
 	case "40001", "40P01":
 		sentinel = ErrSerialization
 	default:

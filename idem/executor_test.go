@@ -2,9 +2,12 @@ package idem_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -387,37 +390,45 @@ func TestBadInputWritesNothing(t *testing.T) {
 		assert.Contains(t, err.Error(), "demo.transfer", name)
 	}
 
-	// Straight through the SQL function, as a service in another language would.
-	hash := "jcs-sha256:" + repeat("a", 64)
+	// Straight through the SQL function, as a service in another language
+	// would, with the app role's login.
+	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 2)
+	h := func(payload string) string {
+		sum := sha256.Sum256([]byte(payload))
+		return idem.HashPrefix + hex.EncodeToString(sum[:])
+	}
+	deep := strings.Repeat("[", 65) + strings.Repeat("]", 65)
+	big := `"` + repeat("a", 1<<20) + `"`
 	sqlCases := []struct {
 		name string
 		args []any
 		code string
 	}{
-		{"empty tenant", []any{"", "op", "demo.transfer", `{}`, hash}, "IX001"},
-		{"null operation", []any{"t", nil, "demo.transfer", `{}`, hash}, "IX001"},
-		{"tenant too long", []any{repeat("x", 129), "op", "demo.transfer", `{}`, hash}, "IX001"},
-		{"control char", []any{"t", "o\tp", "demo.transfer", `{}`, hash}, "IX001"},
-		{"hash without prefix", []any{"t", "op", "demo.transfer", `{}`, repeat("a", 64)}, "IX002"},
-		{"hash uppercase", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:" + repeat("A", 64)}, "IX002"},
-		{"hash short", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:abc"}, "IX002"},
-		{"unknown class", []any{"t", "op", "x.y", `{}`, hash}, "IX003"},
-		{"null payload", []any{"t", "op", "demo.transfer", nil, hash}, "IX006"},
-		{"effect raises", []any{"t", "op", "demo.transfer", `{"from":"a","to":"a","amount":1,"currency":"EUR"}`, hash}, "22023"},
+		{"empty tenant", []any{"", "op", "demo.transfer", `{}`, h(`{}`), nil}, "IX001"},
+		{"null operation", []any{"t", nil, "demo.transfer", `{}`, h(`{}`), nil}, "IX001"},
+		{"tenant too long", []any{repeat("x", 129), "op", "demo.transfer", `{}`, h(`{}`), nil}, "IX001"},
+		{"control char", []any{"t", "o\tp", "demo.transfer", `{}`, h(`{}`), nil}, "IX001"},
+		{"hash without prefix", []any{"t", "op", "demo.transfer", `{}`, repeat("a", 64), nil}, "IX002"},
+		{"hash uppercase", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:" + repeat("A", 64), nil}, "IX002"},
+		{"hash short", []any{"t", "op", "demo.transfer", `{}`, "jcs-sha256:abc", nil}, "IX002"},
+		{"unknown class", []any{"t", "op", "x.y", `{}`, h(`{}`), nil}, "IX003"},
+		{"null payload", []any{"t", "op", "demo.transfer", nil, h(`{}`), nil}, "IX006"},
+		{"hash of another payload", []any{"t", "op", "demo.transfer", `{"amount":100}`, h(`{"amount":999999}`), nil}, "IX010"},
+		{"payload over 1 MiB", []any{"t", "op", "demo.transfer", big, h(big), nil}, "IX011"},
+		{"nested 65 deep", []any{"t", "op", "demo.transfer", deep, h(deep), nil}, "IX011"},
+		{"transport an array", []any{"t", "op", "demo.transfer", `{}`, h(`{}`), `[1]`}, "IX012"},
+		{"not JSON", []any{"t", "op", "demo.transfer", `{"a":`, h(`{"a":`), nil}, "22P02"},
+		{"effect raises", []any{"t", "op", "demo.transfer", `{"from":"a","to":"a","amount":1,"currency":"EUR"}`,
+			h(`{"from":"a","to":"a","amount":1,"currency":"EUR"}`), nil}, "22023"},
 	}
 	for _, tc := range sqlCases {
-		_, err := b.pool.Exec(b.ctx, "SELECT * FROM idem.execute($1, $2, $3, $4::jsonb, $5)", tc.args...)
+		_, err := app.Exec(b.ctx, "SELECT * FROM idem.execute($1, $2, $3, $4, $5, $6)", tc.args...)
 		var pgErr *pgconn.PgError
 		if assert.ErrorAs(t, err, &pgErr, tc.name) {
 			assert.Equal(t, tc.code, pgErr.Code, tc.name+": "+pgErr.Message)
 		}
 	}
 	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "bad input wrote nothing")
-	// The table constraints hold even for a writer that bypasses the functions.
-	_, err := b.pool.Exec(b.ctx, "INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload) VALUES ('t', E'a\\x01', 'demo.transfer', $1, '{}')", hash)
-	assert.Error(t, err)
-	_, err = b.pool.Exec(b.ctx, "INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload) VALUES ('t', 'op', 'demo.transfer', 'md5:x', '{}')")
-	assert.Error(t, err)
 }
 
 func repeat(s string, n int) string {
@@ -432,10 +443,11 @@ func repeat(s string, n int) string {
 func TestExecuteFunc(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 4)
-	_, err := b.pool.Exec(b.ctx, "CREATE TABLE public.shipment (tenant_id text, operation_id text, item text)")
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class('shop.ship', NULL, 'horizon')")
-	require.NoError(t, err)
+	dbtest.Admin(t, b.dsn, "CREATE TABLE public.shipment (tenant_id text, operation_id text, item text); "+
+		"GRANT INSERT, SELECT ON public.shipment TO idem_app, idem_operator")
+	dbtest.RegisterAppClass(t, b.dsn, "shop.ship", "horizon")
+	// A service: the app role's login.
+	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 4)
 	runs := 0
 	ship := func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
 		runs++
@@ -443,16 +455,16 @@ func TestExecuteFunc(t *testing.T) {
 		return json.RawMessage(`{"shipped":true}`), err
 	}
 	cmd := idem.Command{Identity: idem.Identity{"t", "ship-1"}, Class: "shop.ship", Payload: []byte(`{"item":"book"}`)}
-	r1, err := idem.ExecuteFunc(b.ctx, b.pool, cmd, ship)
+	r1, err := idem.ExecuteFunc(b.ctx, app, cmd, ship)
 	require.NoError(t, err)
 	assert.Equal(t, idem.Applied, r1.Outcome)
-	r2, err := idem.ExecuteFunc(b.ctx, b.pool, cmd, ship)
+	r2, err := idem.ExecuteFunc(b.ctx, app, cmd, ship)
 	require.NoError(t, err)
 	assert.Equal(t, idem.AlreadyApplied, r2.Outcome)
 	assert.JSONEq(t, `{"shipped":true}`, string(r2.Response))
 	other := cmd
 	other.Payload = []byte(`{"item":"lamp"}`)
-	r3, err := idem.ExecuteFunc(b.ctx, b.pool, other, ship)
+	r3, err := idem.ExecuteFunc(b.ctx, app, other, ship)
 	require.NoError(t, err)
 	assert.Equal(t, idem.Conflict, r3.Outcome)
 	assert.NotZero(t, r3.QuarantineID)
@@ -461,7 +473,7 @@ func TestExecuteFunc(t *testing.T) {
 
 	// A failing Go effect leaves no inbox row and nothing of its own writes.
 	failing := idem.Command{Identity: idem.Identity{"t", "ship-2"}, Class: "shop.ship", Payload: []byte(`{"item":"x"}`)}
-	_, err = idem.ExecuteFunc(b.ctx, b.pool, failing, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
+	_, err = idem.ExecuteFunc(b.ctx, app, failing, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
 		_, _ = tx.Exec(ctx, "INSERT INTO public.shipment VALUES ('t', 'ship-2', 'x')")
 		return nil, errors.New("warehouse closed")
 	})
@@ -470,17 +482,17 @@ func TestExecuteFunc(t *testing.T) {
 	assert.Equal(t, 1, b.count(t, "SELECT count(*) FROM public.shipment"))
 
 	// idem.execute refuses a class whose effect is Go code.
-	_, err = idem.Execute(b.ctx, b.pool, cmd)
+	_, err = idem.Execute(b.ctx, app, cmd)
 	assert.ErrorIs(t, err, idem.ErrNoSQLEffect)
 	// complete without claim is refused.
-	_, err = b.pool.Exec(b.ctx, "SELECT idem.complete('t', 'nothing', '{}')")
+	_, err = app.Exec(b.ctx, "SELECT idem.complete('t', 'nothing', '{}')")
 	assert.Error(t, err)
 }
 
 func TestRegisterClassChecksSignature(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 2)
-	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('bad.sig', 'pg_catalog.lower(text)'::regprocedure)")
+	err := dbtest.Owner(b.dsn, "SELECT idem.register_class('bad.sig', 'pg_catalog.lower(text)'::regprocedure)")
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "IX008", pgErr.Code)
@@ -492,19 +504,19 @@ func TestRegisterClassChecksSignature(t *testing.T) {
 func TestClaimWithoutCompleteIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 4)
-	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('app.charge', NULL, 'forever')")
-	require.NoError(t, err)
+	dbtest.RegisterAppClass(t, b.dsn, "app.charge", "forever")
+	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 4)
 	p, err := idem.Prepare(idem.Command{Identity: idem.Identity{"acme", "marker"}, Class: "app.charge", Payload: []byte(`{"a":1}`)}, idem.PayloadLimits{})
 	require.NoError(t, err)
 
 	// Autocommit: the claim is its own transaction and must not commit.
-	_, err = b.pool.Exec(b.ctx, "SELECT * FROM idem.claim($1, $2, $3, $4, $5)", p.TenantID, p.OperationID, p.Class, p.Canonical, p.Hash)
+	_, err = app.Exec(b.ctx, "SELECT * FROM idem.claim($1, $2, $3, $4, $5)", p.TenantID, p.OperationID, p.Class, string(p.Canonical), p.Hash)
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "IX009", pgErr.Code)
 
 	// Explicit transaction, COMMIT without complete.
-	tx, err := b.pool.Begin(b.ctx)
+	tx, err := app.Begin(b.ctx)
 	require.NoError(t, err)
 	_, claimed, err := idem.Claim(b.ctx, tx, p)
 	require.NoError(t, err)
@@ -516,11 +528,11 @@ func TestClaimWithoutCompleteIsRefused(t *testing.T) {
 	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM idem.pending_claim"))
 
 	// complete in another transaction than the claim is refused.
-	_, err = idem.Complete(b.ctx, b.pool, p.Identity, json.RawMessage(`{"ok":true}`))
+	_, err = idem.Complete(b.ctx, app, p.Identity, json.RawMessage(`{"ok":true}`))
 	assert.ErrorIs(t, err, idem.ErrNotClaimed)
 
 	// The proper sequence commits.
-	res, err := idem.ExecuteFunc(b.ctx, b.pool, p.Command, func(context.Context, pgx.Tx) (json.RawMessage, error) {
+	res, err := idem.ExecuteFunc(b.ctx, app, p.Command, func(context.Context, pgx.Tx) (json.RawMessage, error) {
 		return json.RawMessage(`{"ok":true}`), nil
 	})
 	require.NoError(t, err)
@@ -532,7 +544,7 @@ func TestRegisterClassKeepsRetention(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 2)
 	// demo.transfer is forever; re-registering it as horizon must not weaken it.
-	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'horizon')")
+	err := dbtest.Owner(b.dsn, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'horizon')")
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "IX008", pgErr.Code)
@@ -540,7 +552,7 @@ func TestRegisterClassKeepsRetention(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT retention FROM idem.op_class WHERE name = 'demo.transfer'").Scan(&retention))
 	assert.Equal(t, "forever", retention)
 	// The same registration again is fine (demo init is idempotent).
-	_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever')")
+	err = dbtest.Owner(b.dsn, "SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever')")
 	assert.NoError(t, err)
 }
 
@@ -562,13 +574,8 @@ func TestNULIsRefusedBeforeTheDatabase(t *testing.T) {
 func TestConflictOfAnotherClassIsItsOwnRecord(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 4)
-	_, err := b.pool.Exec(b.ctx, `CREATE FUNCTION public.other_effect(t text, o text, p jsonb) RETURNS jsonb
-		LANGUAGE sql AS $$ SELECT '{}'::jsonb $$`)
-	require.NoError(t, err)
-	for _, c := range []string{"x.one", "x.two"} {
-		_, err = b.pool.Exec(b.ctx, "SELECT idem.register_class($1, 'public.other_effect(text,text,jsonb)'::regprocedure)", c)
-		require.NoError(t, err)
-	}
+	dbtest.RegisterEffect(t, b.dsn, "x.one", "forever", "other_one", `SELECT '{}'::jsonb`)
+	dbtest.RegisterEffect(t, b.dsn, "x.two", "forever", "other_two", `SELECT '{}'::jsonb`)
 	first, err := idem.Execute(b.ctx, b.pool, transfer("t", "op", 1))
 	require.NoError(t, err)
 	require.Equal(t, idem.Applied, first.Outcome)

@@ -1,6 +1,16 @@
-// Package migrations holds idemctl's schema as numbered SQL files (NNN_name.sql)
-// embedded in the binary, and applies them under a PostgreSQL advisory lock so
-// that two operators migrating at once cannot interleave.
+// Package migrations holds idemctl's schema and installs it. The schema has
+// two parts, both embedded in the binary:
+//
+//   - numbered migrations (NNN_name.sql): the tables, applied once each, in
+//     order, each in its own transaction, and never edited once released;
+//   - the code package (code/NNN_name.sql): every function, view and trigger,
+//     one object a file, re-installed whole whenever its checksum changes.
+//
+// Apply runs under a PostgreSQL advisory lock, so two operators migrating at
+// once cannot interleave, with statement_timeout off and a lock_timeout, and
+// creates everything as the schema owner role (see Roles), never as the
+// connecting superuser. A binary never installs an older schema or code
+// package over a newer one: it refuses and says which version it needs.
 package migrations
 
 import (
@@ -19,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-//go:embed *.sql
+//go:embed *.sql code/*.sql
 var files embed.FS
 
 // lockKey is the advisory lock taken while migrating ("idemctl" in ASCII, folded).
@@ -49,9 +59,19 @@ type StatusRow struct {
 	Drifted bool
 }
 
-// ErrDrift means a migration recorded in the database differs from the one in
-// this binary: someone edited an applied migration, or the binaries differ.
-var ErrDrift = errors.New("applied migration differs from this binary")
+// Errors of Apply and Status.
+var (
+	// ErrDrift: a migration recorded in the database differs from the one in
+	// this binary (someone edited an applied migration, or the binaries differ).
+	ErrDrift = errors.New("applied migration differs from this binary")
+	// ErrSchemaNewer: the database holds migrations or a code package newer
+	// than this binary knows; an older binary never installs over them.
+	ErrSchemaNewer = errors.New("the schema is newer than this binary")
+	// ErrNotInstallable: the database cannot take the schema as it is (not
+	// UTF-8, a standby, a schema idem owned by another role, a superuser
+	// owner role, missing rights to create roles).
+	ErrNotInstallable = errors.New("cannot install the idem schema here")
+)
 
 var nameRE = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.sql$`)
 
@@ -63,6 +83,9 @@ func All() ([]Migration, error) {
 	}
 	var out []Migration
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		m := nameRE.FindStringSubmatch(e.Name())
 		if m == nil {
 			return nil, fmt.Errorf("migration file %q is not named NNN_name.sql", e.Name())
@@ -72,8 +95,7 @@ func All() ([]Migration, error) {
 			return nil, err
 		}
 		v, _ := strconv.Atoi(m[1])
-		sum := sha256.Sum256(body)
-		out = append(out, Migration{Version: v, Name: m[2], SQL: string(body), Checksum: hex.EncodeToString(sum[:])})
+		out = append(out, Migration{Version: v, Name: m[2], SQL: string(body), Checksum: sum(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i := 1; i < len(out); i++ {
@@ -84,9 +106,28 @@ func All() ([]Migration, error) {
 	return out, nil
 }
 
-// Digest identifies the whole embedded schema; tests use it to name templates.
+// SchemaVersion is the highest migration this binary knows.
+func SchemaVersion() int {
+	all, err := All()
+	if err != nil || len(all) == 0 {
+		return 0
+	}
+	return all[len(all)-1].Version
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Digest identifies the whole embedded schema (migrations and code package);
+// tests use it to name templates.
 func Digest() string {
 	all, err := All()
+	if err != nil {
+		return "invalid"
+	}
+	objs, err := Code()
 	if err != nil {
 		return "invalid"
 	}
@@ -94,37 +135,130 @@ func Digest() string {
 	for _, m := range all {
 		h.Write([]byte(m.Checksum))
 	}
+	for _, o := range objs {
+		h.Write([]byte(o.Checksum))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-const createHistory = `
-CREATE SCHEMA IF NOT EXISTS idem;
+// bootstrap creates the bookkeeping tables, as the schema owner.
+const bootstrap = `
 CREATE TABLE IF NOT EXISTS idem.schema_migrations (
     version    integer PRIMARY KEY,
     name       text NOT NULL,
     checksum   text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS idem.code_package (
+    singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version      integer NOT NULL,
+    checksum     text NOT NULL,
+    roles        jsonb NOT NULL,
+    installed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS idem.code_object (
+    object     text PRIMARY KEY,
+    file       text NOT NULL,
+    checksum   text NOT NULL,
+    installed_at timestamptz NOT NULL DEFAULT now()
 )`
 
-// Apply brings the schema up to date and returns the migrations it applied.
-// Each migration runs in its own transaction; the whole run holds an advisory
-// lock on a dedicated connection, so concurrent runs wait and then find nothing
-// left to do.
-func Apply(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
+// Options tune Apply.
+type Options struct {
+	// Roles names the roles the schema is owned by and granted to
+	// (DefaultRoles when zero).
+	Roles Roles
+	// LockTimeout bounds how long one statement waits for a lock (a busy
+	// table): the migration fails rather than queue every executor call
+	// behind it. 0 means 10s.
+	LockTimeout time.Duration
+}
+
+// Report is what Apply did.
+type Report struct {
+	// RolesCreated are the roles that did not exist.
+	RolesCreated []string `json:"roles_created"`
+	// Applied are the numbered migrations applied by this run.
+	Applied []Migration `json:"-"`
+	// CodeInstalled and CodeDropped are the code package's objects
+	// (re)installed and removed by this run.
+	CodeInstalled []string `json:"code_installed"`
+	CodeDropped   []string `json:"code_dropped"`
+	// SchemaVersion and CodeVersion are what the database now holds.
+	SchemaVersion int `json:"schema_version"`
+	CodeVersion   int `json:"code_version"`
+}
+
+// Apply brings the schema up to date: roles, the numbered migrations, the
+// code package, the grants, then a check of every privilege in the schema.
+// It holds an advisory lock on conn for the whole run; concurrent runs wait
+// and then find nothing left to do.
+func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
+	var rep Report
+	if o.Roles == (Roles{}) {
+		o.Roles = DefaultRoles()
+	}
+	if err := o.Roles.Validate(); err != nil {
+		return rep, err
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 10 * time.Second
+	}
 	all, err := All()
 	if err != nil {
-		return nil, err
+		return rep, err
+	}
+	objs, err := Code()
+	if err != nil {
+		return rep, err
+	}
+	// A migration may take long on a big table: no statement timeout, but a
+	// lock timeout so that it never queues the executor behind it for long.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET statement_timeout = 0; SET lock_timeout = %d", o.LockTimeout.Milliseconds())); err != nil {
+		return rep, fmt.Errorf("set migration timeouts: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return nil, fmt.Errorf("take migration lock: %w", err)
+		return rep, fmt.Errorf("take migration lock: %w", err)
 	}
 	defer func() {
 		// A fresh context: the lock must be released even if ctx is done.
+		_, _ = conn.Exec(context.Background(), "RESET ROLE")
 		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey)
 	}()
-	if _, err := conn.Exec(ctx, createHistory); err != nil {
-		return nil, fmt.Errorf("create migration history: %w", err)
+	if rep.RolesCreated, err = prepare(ctx, conn, o.Roles); err != nil {
+		return rep, err
 	}
+	if _, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{o.Roles.Owner}.Sanitize()); err != nil {
+		return rep, fmt.Errorf("%w: SET ROLE %s: %v", ErrNotInstallable, o.Roles.Owner, err)
+	}
+	if _, err := conn.Exec(ctx, bootstrap); err != nil {
+		return rep, fmt.Errorf("create migration history: %w", err)
+	}
+	if err := checkVersions(ctx, conn, all, o.Roles); err != nil {
+		return rep, err
+	}
+	if rep.Applied, err = applyMigrations(ctx, conn, all); err != nil {
+		return rep, err
+	}
+	if rep.CodeInstalled, rep.CodeDropped, err = installCode(ctx, conn, objs, o.Roles); err != nil {
+		return rep, err
+	}
+	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+		return rep, err
+	}
+	problems, err := Check(ctx, conn, o.Roles)
+	if err != nil {
+		return rep, err
+	}
+	if len(problems) > 0 {
+		return rep, fmt.Errorf("%w: privileges in schema idem are not as installed: %s (run idemctl migrate as a superuser to repair)",
+			ErrNotInstallable, problems[0])
+	}
+	rep.SchemaVersion, rep.CodeVersion = SchemaVersion(), CodeVersion
+	return rep, nil
+}
+
+func applyMigrations(ctx context.Context, conn *pgx.Conn, all []Migration) ([]Migration, error) {
 	applied, err := loadApplied(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -133,7 +267,8 @@ func Apply(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
 	for _, m := range all {
 		if a, ok := applied[m.Version]; ok {
 			if a.Checksum != m.Checksum {
-				return done, fmt.Errorf("migration %03d_%s: %w (recorded %s, binary %s)", m.Version, m.Name, ErrDrift, a.Checksum[:12], m.Checksum[:12])
+				return done, fmt.Errorf("migration %03d_%s: %w (recorded %s, binary %s)", m.Version, m.Name, ErrDrift,
+					short(a.Checksum), short(m.Checksum))
 			}
 			continue
 		}
@@ -150,6 +285,14 @@ func Apply(ctx context.Context, conn *pgx.Conn) ([]Migration, error) {
 		done = append(done, m)
 	}
 	return done, nil
+}
+
+// short abbreviates a checksum for messages, whatever its length.
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // Status reports every known migration and whether it is applied.

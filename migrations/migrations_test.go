@@ -58,7 +58,7 @@ func TestApplyIsIdempotentAndConcurrentSafe(t *testing.T) {
 				return
 			}
 			defer conn.Close(ctx)
-			done, err := migrations.Apply(ctx, conn)
+			done, err := migrations.Apply(ctx, conn, migrations.Options{})
 			applied[i], errs[i] = len(done), err
 		}(i)
 	}
@@ -73,7 +73,7 @@ func TestApplyIsIdempotentAndConcurrentSafe(t *testing.T) {
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	again, err := migrations.Apply(ctx, conn)
+	again, err := migrations.Apply(ctx, conn, migrations.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, again, "a second run applies nothing")
 
@@ -97,13 +97,13 @@ func TestStatusOnEmptyDatabaseAndDrift(t *testing.T) {
 	for _, s := range status {
 		assert.Nil(t, s.AppliedAt, "nothing is applied yet")
 	}
-	_, err = migrations.Apply(ctx, conn)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
 	require.NoError(t, err)
 
 	// Someone edits history: the recorded checksum no longer matches.
 	_, err = conn.Exec(ctx, "UPDATE idem.schema_migrations SET checksum = repeat('0', 64) WHERE version = 1")
 	require.NoError(t, err)
-	_, err = migrations.Apply(ctx, conn)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
 	assert.ErrorIs(t, err, migrations.ErrDrift)
 	status, err = migrations.Status(ctx, conn)
 	require.NoError(t, err)

@@ -2,6 +2,8 @@ package quarantine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -57,9 +59,10 @@ type AuditRef struct {
 }
 
 // Export builds the evidence bundle of one record and records the export in
-// the audit log, in one transaction. The canonical payloads are recomputed
-// from the stored JSON with idem.Canonicalize and checked against the recorded
-// hashes; a mismatch is reported in the bundle (Verified false), not hidden.
+// the audit log, in one transaction. The stored payloads are the exact
+// canonical texts that were hashed: their hashes are recomputed here and
+// checked against the recorded ones; a mismatch is reported in the bundle
+// (Verified false), not hidden.
 func Export(ctx context.Context, db idem.TxBeginner, id int64, operator string) (Bundle, error) {
 	var b Bundle
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -74,7 +77,7 @@ func Export(ctx context.Context, db idem.TxBeginner, id int64, operator string) 
 			Stored:   evidence(rec.StoredPayload, rec.StoredHash),
 			Incoming: evidence(rec.IncomingPayload, rec.IncomingHash),
 		}
-		b.Verified = b.Stored.HashVerified && b.Incoming.HashVerified
+		b.Verified = (b.Stored.HashVerified || rec.StoredPayload == nil) && b.Incoming.HashVerified
 		b.Instructions = instructions(rec)
 		row, err := audit.Append(ctx, tx, audit.Entry{
 			Actor:  operator,
@@ -99,18 +102,17 @@ func Export(ctx context.Context, db idem.TxBeginner, id int64, operator string) 
 	return b, nil
 }
 
-// evidence recomputes the canonical bytes of a stored payload. The database
-// keeps payloads as jsonb, whose text differs from the canonical text (member
-// order, spaces), but canonicalising it again yields the bytes that were hashed.
+// evidence checks one side's stored canonical text against its recorded hash.
+// A purged stored side (nil) has only its hash left.
 func evidence(payload []byte, hash string) PayloadEvidence {
 	e := PayloadEvidence{Hash: hash}
-	canonical, recomputed, err := idem.Canonicalize(payload, idem.PayloadLimits{MaxBytes: 64 << 20, MaxDepth: 10000})
-	if err != nil {
-		e.Problem = "the stored payload cannot be canonicalised: " + err.Error()
+	if payload == nil {
+		e.Problem = "the payload was purged under a proven replay horizon: only its hash remains"
 		return e
 	}
-	e.CanonicalPayload, e.RecomputedHash = string(canonical), recomputed
-	e.HashVerified = recomputed == hash
+	sum := sha256.Sum256(payload)
+	e.CanonicalPayload, e.RecomputedHash = string(payload), idem.HashPrefix+hex.EncodeToString(sum[:])
+	e.HashVerified = e.RecomputedHash == hash
 	if !e.HashVerified {
 		e.Problem = "the recomputed hash differs from the recorded one: the payload was not hashed from this content"
 	}

@@ -2,9 +2,9 @@
 // reused an identity with another payload. Each record keeps its evidence (both
 // payloads and hashes, the saved response, every differing field) and waits for
 // a person to reject it or accept it as a new operation. Evidence, diff and
-// decision rules live in the database (migrations/002_quarantine_audit.sql);
-// this package lists, shows, decides and exports, and every decision and export
-// writes its audit row (package audit) in the same transaction.
+// decision rules live in the database (migrations/code: idem.record_conflict,
+// idem.quarantine_reject, idem.quarantine_accept_as_new, which write their own
+// audit rows); this package lists, shows, decides and exports.
 package quarantine
 
 import (
@@ -117,10 +117,12 @@ type Detection struct {
 
 // Decision is what a person decided.
 type Decision struct {
-	At     time.Time `json:"decided_at"`
-	By     string    `json:"decided_by"`
-	DBUser string    `json:"db_user"`
-	Reason string    `json:"reason"`
+	At time.Time `json:"decided_at"`
+	By string    `json:"decided_by"`
+	// Person is the person behind the deciding login ("" when none).
+	Person string `json:"person,omitempty"`
+	DBUser string `json:"db_user"`
+	Reason string `json:"reason"`
 	// NewOperationID and NewOutcome are set when accepted: the incoming
 	// payload ran as (tenant, NewOperationID) with this outcome.
 	NewOperationID string `json:"new_operation_id,omitempty"`
@@ -278,7 +280,7 @@ func List(ctx context.Context, db idem.DBTX, f Filter) (Page, error) {
 func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 	var r Record
 	var diff []byte
-	var app, user, op, decidedBy, decidedDBUser, reason, newOp, newOutcome *string
+	var app, user, op, decidedBy, decidedPerson, decidedDBUser, reason, newOp, newOutcome *string
 	var decidedAt *time.Time
 	var auditID *int64
 	err := db.QueryRow(ctx, showSQL, id).Scan(
@@ -286,7 +288,7 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 		&r.StoredHash, &r.StoredPayload, &r.StoredResponse,
 		&r.IncomingHash, &r.IncomingPayload, &r.IncomingTransport,
 		&diff, &app, &user, &op,
-		&decidedAt, &decidedBy, &decidedDBUser, &reason, &newOp, &newOutcome, &auditID)
+		&decidedAt, &decidedBy, &decidedPerson, &decidedDBUser, &reason, &newOp, &newOutcome, &auditID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Record{}, fmt.Errorf("%w: no record %d (idemctl quarantine list shows them)", ErrNotFound, id)
 	}
@@ -302,7 +304,7 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 	r.Detected = Detection{ApplicationName: deref(app), DBUser: deref(user), Operator: deref(op)}
 	if decidedAt != nil {
 		r.Decision = &Decision{
-			At: *decidedAt, By: deref(decidedBy), DBUser: deref(decidedDBUser), Reason: deref(reason),
+			At: *decidedAt, By: deref(decidedBy), Person: deref(decidedPerson), DBUser: deref(decidedDBUser), Reason: deref(reason),
 			NewOperationID: deref(newOp), NewOutcome: deref(newOutcome),
 		}
 		if auditID != nil {
@@ -315,11 +317,11 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 // checkDecision refuses a decision without operator or reason before anything
 // is sent; the database checks again (idem.decision_input_problem).
 func checkDecision(operator, reason string) error {
-	switch {
-	case strings.TrimSpace(operator) == "":
-		return fmt.Errorf("%w: an operator identity is required (--operator or IDEMCTL_OPERATOR)", ErrDecisionInput)
-	case strings.TrimSpace(reason) == "":
-		return fmt.Errorf("%w: a reason is required (--reason)", ErrDecisionInput)
+	if err := idem.CheckText("the operator label (--operator or IDEMCTL_OPERATOR)", operator, 256); err != nil {
+		return fmt.Errorf("%w: %v", ErrDecisionInput, err)
+	}
+	if err := idem.CheckText("a reason (--reason)", reason, 4096); err != nil {
+		return fmt.Errorf("%w: %v", ErrDecisionInput, err)
 	}
 	return nil
 }
@@ -423,7 +425,7 @@ func mapError(err error) error {
 		sentinel = ErrEvidenceImmutable
 	case "IX103":
 		sentinel = ErrAlreadyDecided
-	case "IX104":
+	case "IX104", "IX015":
 		sentinel = ErrDecisionInput
 	case "IX105", "IX001":
 		sentinel = ErrInvalidNewOperation

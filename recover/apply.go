@@ -127,9 +127,11 @@ func (r *Resolver) readConflict(ctx context.Context, stop <-chan struct{}, j job
 }
 
 // applyTx is one operation in one transaction: BEGIN; step 1 and the
-// operator's name (idem.assert_primary); the atomic executor (idem.execute
-// through the Go core); COMMIT, all in one pipeline, so one round trip. A
-// conflict record is written and committed in the same transaction.
+// operator's name (idem.assert_primary); the atomic executor (idem.execute,
+// or idem.claim for an application-code class); COMMIT, all in one pipeline,
+// so one round trip. PostgreSQL skips the rest of a pipeline after an error,
+// so a refusal by step 1 or a failed effect commits nothing. A conflict
+// record is written and committed in the same transaction.
 //
 // A connection failure comes back as a *lostError, unless COMMIT had already
 // succeeded: then the outcome is what the executor said.
@@ -140,10 +142,10 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 		return res, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
 	}
 	conn := c.Conn()
-	tx := &pipelinedTx{conn: conn, operator: r.Operator, commit: j.sqlEffect, id: j.p.Identity, afterSend: r.afterSend}
+	pl := &pipeline{conn: conn, commit: j.sqlEffect}
 	defer func() {
-		if err != nil && !tx.committed && !isNotPrimary(err) && (connectionFailure(err) || conn.PgConn().IsClosed()) {
-			err = &lostError{err: err, sent: tx.sent}
+		if err != nil && !pl.committed && !isNotPrimary(err) && (connectionFailure(err) || conn.PgConn().IsClosed()) {
+			err = &lostError{err: err, sent: pl.sent}
 		}
 		// A refused or failed pipeline leaves its transaction open (aborted).
 		if !conn.PgConn().IsClosed() && conn.PgConn().TxStatus() != 'I' {
@@ -153,50 +155,21 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 		}
 		c.Release()
 	}()
-	var out idem.Result
-	if j.sqlEffect {
-		out, err = idem.ExecutePrepared(ctx, tx, j.p)
-		if err != nil && tx.committed {
-			// Only a conflict reads after COMMIT (its record's id).
-			return res, &committedConflict{err}
-		}
-	} else {
+	out, claimed, err := pl.run(ctx, r, j)
+	switch {
+	case err != nil && pl.committed:
+		return res, &committedConflict{err}
+	case err != nil:
+		return res, err
+	case claimed:
 		// The effect is application code: the executor can still settle an
 		// identity that exists; one that is absent must not be claimed here.
-		var claimed bool
-		out, claimed, err = idem.Claim(ctx, tx, j.p)
-		if err == nil && claimed {
-			return res, errAppEffect
-		}
+		return res, errAppEffect
 	}
-	if err != nil {
+	if err := r.answer(ctx, conn, j, out, pl.committed, &res); err != nil {
 		return res, err
 	}
-	switch o := Outcome(out.Outcome); o {
-	case Applied, AlreadyApplied, Purged:
-		if o == AlreadyApplied && out.Response == nil {
-			return res, ErrNoSavedResponse
-		}
-		res.Outcome, res.Response = o, out.Response
-		if o == AlreadyApplied {
-			res.StoredHash = out.Hash
-		}
-	case Conflict:
-		res.Outcome = Conflict
-		var storedClass string
-		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
-			if tx.committed {
-				return res, &committedConflict{err}
-			}
-			return res, fmt.Errorf("read conflict record %d: %w", out.QuarantineID, err)
-		}
-		if storedClass != j.p.Class {
-			res.StoredClass = storedClass
-		}
-	default:
-		return res, fmt.Errorf("the executor answered %q, which this idemctl does not know; upgrade idemctl", out.Outcome)
-	}
-	if !tx.commit {
+	if !pl.commit {
 		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 			return res, fmt.Errorf("commit %s: %w", j.p.Identity, err)
 		}
@@ -204,84 +177,91 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 	return res, nil
 }
 
-// pipelinedTx is the executor's DBTX for one operation. Its first QueryRow
-// (the executor call) goes out in one pipeline behind BEGIN and step 1, and
-// before COMMIT when commit is set. PostgreSQL skips the rest of a pipeline
-// after an error, so a refusal by step 1 or a failed effect commits nothing.
-// Later calls (the conflict record's id) run on the connection as they come.
-type pipelinedTx struct {
-	conn     *pgx.Conn
-	operator string
-	commit   bool
-	sent     bool
+// answer turns the executor's result into the operation's, reading a
+// conflict's evidence (stored hash and class) on the connection.
+func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.Result, committed bool, res *Result) error {
+	switch o := Outcome(out.Outcome); o {
+	case Applied, AlreadyApplied, Purged:
+		if o == AlreadyApplied && out.Response == nil {
+			return ErrNoSavedResponse
+		}
+		res.Outcome, res.Response = o, out.Response
+		if o == AlreadyApplied {
+			res.StoredHash = out.Hash
+		}
+	case Conflict:
+		res.Outcome, res.QuarantineID = Conflict, out.QuarantineID
+		var storedClass string
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
+			if committed {
+				return &committedConflict{err}
+			}
+			return fmt.Errorf("read conflict record %d: %w", out.QuarantineID, err)
+		}
+		if storedClass != j.p.Class {
+			res.StoredClass = storedClass
+		}
+	default:
+		return fmt.Errorf("the executor answered %q, which this idemctl does not know; upgrade idemctl", out.Outcome)
+	}
+	return nil
+}
+
+// pipeline sends one operation's transaction in one round trip.
+type pipeline struct {
+	conn   *pgx.Conn
+	commit bool
+	sent   bool
 	// committed is set once COMMIT's result has been read and was not an
 	// error: from then on the outcome is settled, whatever the connection does.
 	committed bool
-
-	id        idem.Identity
-	afterSend func(ctx context.Context, conn *pgx.Conn, id idem.Identity)
 }
 
-func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return t.conn.Exec(ctx, sql, args...)
-}
-
-func (t *pipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.conn.Query(ctx, sql, args...)
-}
-
-func (t *pipelinedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.sent {
-		return t.conn.QueryRow(ctx, sql, args...)
-	}
-	t.sent = true
+// run sends BEGIN, step 1, the executor call (idem.execute for a SQL effect,
+// else idem.claim) and, for a SQL effect, COMMIT; and reads their results.
+func (pl *pipeline) run(ctx context.Context, r *Resolver, j job) (out idem.Result, claimed bool, err error) {
 	var b pgx.Batch
 	b.Queue("BEGIN")
-	b.Queue(beginOperationSQL, t.operator)
-	b.Queue(sql, args...)
-	if t.commit {
+	b.Queue(beginOperationSQL, r.Operator)
+	if j.sqlEffect {
+		idem.QueueExecute(&b, j.p)
 		b.Queue("COMMIT")
+	} else {
+		idem.QueueClaim(&b, j.p)
 	}
-	br := t.conn.SendBatch(ctx, &b)
-	if t.afterSend != nil {
-		t.afterSend(ctx, t.conn, t.id)
+	br := pl.conn.SendBatch(ctx, &b)
+	pl.sent = true
+	if r.afterSend != nil {
+		r.afterSend(ctx, pl.conn, j.p.Identity)
 	}
-	return &pipelinedRow{br: br, tx: t}
-}
-
-type pipelinedRow struct {
-	br pgx.BatchResults
-	tx *pipelinedTx
-}
-
-func (r *pipelinedRow) Scan(dest ...any) error {
-	err := r.scan(dest)
+	out, claimed, err = pl.read(br, j)
 	// Once COMMIT has succeeded the outcome is settled: the connection
 	// failing while the batch is closed (reading ReadyForQuery) changes
 	// nothing about it.
-	if cerr := r.br.Close(); err == nil && cerr != nil && !r.tx.committed {
+	if cerr := br.Close(); err == nil && cerr != nil && !pl.committed {
 		err = cerr
 	}
-	return err
+	return out, claimed, err
 }
 
-func (r *pipelinedRow) scan(dest []any) error {
-	if _, err := r.br.Exec(); err != nil {
-		return fmt.Errorf("begin: %w", err)
+func (pl *pipeline) read(br pgx.BatchResults, j job) (out idem.Result, claimed bool, err error) {
+	if _, err := br.Exec(); err != nil {
+		return out, false, fmt.Errorf("begin: %w", err)
 	}
-	if _, err := r.br.Exec(); err != nil {
-		return notPrimaryFrom(err)
+	if _, err := br.Exec(); err != nil {
+		return out, false, notPrimaryFrom(err)
 	}
-	if err := r.br.QueryRow().Scan(dest...); err != nil {
-		return err
+	if !j.sqlEffect {
+		return idem.ScanClaim(j.p, br.QueryRow())
 	}
-	if r.tx.commit {
-		if _, err := r.br.Exec(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		r.tx.committed = true
+	if out, err = idem.ScanQueued(j.p, br.QueryRow()); err != nil {
+		return out, false, err
 	}
-	return nil
+	if _, err := br.Exec(); err != nil {
+		return out, false, fmt.Errorf("commit: %w", err)
+	}
+	pl.committed = true
+	return out, false, nil
 }
 
 // retryable reports errors after which the server rolled the transaction back
@@ -300,7 +280,8 @@ func retryable(err error) bool {
 // invalidRequest reports refusals that are about the input line, not the
 // database or the effect.
 func invalidRequest(err error) bool {
-	for _, s := range []error{idem.ErrInvalidIdentity, idem.ErrInvalidHash, idem.ErrUnknownClass, idem.ErrInvalidRequest, idem.ErrInvalidTransport} {
+	for _, s := range []error{idem.ErrInvalidIdentity, idem.ErrInvalidHash, idem.ErrUnknownClass, idem.ErrInvalidRequest,
+		idem.ErrInvalidTransport, idem.ErrHashMismatch, idem.ErrPayloadLimit} {
 		if errors.Is(err, s) {
 			return true
 		}

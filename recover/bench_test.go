@@ -109,7 +109,7 @@ func buildBenchDatabase(name string) (string, error) {
 		return "", err
 	}
 	defer conn.Close(ctx)
-	if _, err := migrations.Apply(ctx, conn); err != nil {
+	if _, err := migrations.Apply(ctx, conn, migrations.Options{}); err != nil {
 		return "", err
 	}
 	if err := demo.Install(ctx, conn); err != nil {

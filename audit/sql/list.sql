@@ -2,7 +2,7 @@
 -- $1 action: exact, or a namespace ("quarantine" matches "quarantine.reject")
 -- $2 actor, $3 target, $4 since, $5 until (exclusive), $6 before this id, $7 limit.
 -- NULL means no filter; run with a custom plan (the NULL tests fold away).
-SELECT id, at, actor, db_user, action, target, details, prev_hash, hash
+SELECT id, at, actor, person, db_user, action, target, details, prev_hash, hash
 FROM idem.audit
 WHERE ($1::text IS NULL OR action = $1 OR starts_with(action, $1 || '.'))
   AND ($2::text IS NULL OR actor = $2)

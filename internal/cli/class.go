@@ -105,7 +105,9 @@ type ClassSetOptions struct {
 	// MinAge is nil when --min-age was not given (kept as it is).
 	MinAge   *time.Duration
 	Operator string
-	f        *Factory
+	// Reason is required when a forever class becomes horizon.
+	Reason string
+	f      *Factory
 }
 
 // NewCmdClassSet builds `idemctl class set`.
@@ -119,11 +121,12 @@ func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Comman
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
 with the policy before and after. It applies to plans made from now on; a purge
 re-reads it and aborts when the class became forever and its plan cites no
-contract.
+contract. Making a forever class (money) horizon needs --reason.
 
 Exit codes: 2 bad flags, 5 unknown class or invalid policy.`,
 		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
-  idemctl class set payments.charge --retention forever`,
+  idemctl class set payments.charge --retention forever
+  idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -153,6 +156,7 @@ Exit codes: 2 bad flags, 5 unknown class or invalid policy.`,
 	}
 	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon)")
 	return cmd
 }
 
@@ -161,9 +165,9 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	if err != nil {
 		return err
 	}
-	pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator)
+	pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
 	if err != nil {
-		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) {
+		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
 			return withCode(ExitInvalid, err)
 		}
 		return err

@@ -80,7 +80,8 @@ func horizonErr(err error) error {
 	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
 		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
 		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
-		horizon.ErrPurgeInProgress} {
+		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
+		horizon.ErrSecretInConfig, horizon.ErrInvalidCorrection, horizon.ErrCorrectionNotFound} {
 		if errors.Is(err, refusal) {
 			return withCode(ExitInvalid, err)
 		}

@@ -16,7 +16,10 @@ type MigrateOptions struct {
 	IO     *IOStreams
 	JSON   bool
 	Status bool
-	f      *Factory
+	// RolePrefix names the schema's roles: PREFIX_owner, _app, _operator, _auditor.
+	RolePrefix  string
+	LockTimeout time.Duration
+	f           *Factory
 }
 
 // NewCmdMigrate builds `idemctl migrate`.
@@ -25,13 +28,22 @@ func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the idem schema (safe to run again)",
-		Long: `Apply idemctl's embedded migrations to the database, each in its own
-transaction, under an advisory lock so that two operators cannot migrate at
-once. Running it again does nothing. A migration that was changed after it was
-applied is reported as drift and stops the run.`,
+		Long: `Install or upgrade schema idem: the roles, the numbered migrations (tables,
+each in its own transaction) and the code package (functions, views and
+triggers, re-installed whenever they change), under an advisory lock so that
+two operators cannot migrate at once, with no statement timeout and a lock
+timeout (--lock-timeout) so that it never queues the executor behind it for
+long. Running it again does nothing.
+
+Run it as a superuser, or as a login with CREATEROLE the first time: it
+creates the NOLOGIN roles idem_owner (owns everything; never a superuser),
+idem_app (services), idem_operator (idemctl for a person) and idem_auditor
+(reads), then creates every object as idem_owner. Grant the group roles to
+logins: GRANT idem_operator TO alice_login. A migration changed after it was
+applied (drift), or a schema newer than this binary, stops the run.`,
 		Example: `  idemctl migrate
   idemctl migrate --status
-  idemctl migrate --dsn 'postgres://app@db-primary:5432/payments'`,
+  idemctl migrate --dsn 'postgres://admin@db-primary:5432/payments' --lock-timeout 30s`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
@@ -42,6 +54,8 @@ applied is reported as drift and stops the run.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Status, "status", false, "show which migrations are applied, change nothing")
+	cmd.Flags().StringVar(&opts.RolePrefix, "role-prefix", "idem", "name the roles PREFIX_owner, PREFIX_app, PREFIX_operator, PREFIX_auditor")
+	cmd.Flags().DurationVar(&opts.LockTimeout, "lock-timeout", 10*time.Second, "fail a statement that waits longer than this for a lock")
 	return cmd
 }
 
@@ -58,24 +72,41 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		}
 		return printMigrationStatus(opts, rows)
 	}
-	applied, err := migrations.Apply(ctx, conn)
-	for _, m := range applied {
-		if opts.JSON {
-			_ = printJSONLine(opts.IO.Out, map[string]any{"version": m.Version, "name": m.Name, "applied": true})
-		} else {
-			fmt.Fprintf(opts.IO.Out, "applied %03d_%s\n", m.Version, m.Name)
-		}
-	}
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout})
+	printMigrateReport(opts, rep)
 	if err != nil {
-		if errors.Is(err, migrations.ErrDrift) {
+		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) || errors.Is(err, migrations.ErrNotInstallable) {
 			return withCode(ExitFailure, err)
 		}
 		return err
 	}
-	if len(applied) == 0 && !opts.JSON {
-		fmt.Fprintln(opts.IO.ErrOut, "schema idem is up to date")
-	}
 	return nil
+}
+
+func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
+	if opts.JSON {
+		applied := []string{}
+		for _, m := range rep.Applied {
+			applied = append(applied, fmt.Sprintf("%03d_%s", m.Version, m.Name))
+		}
+		_ = printJSONLine(opts.IO.Out, map[string]any{"roles_created": rep.RolesCreated, "applied": applied,
+			"code_installed": rep.CodeInstalled, "code_dropped": rep.CodeDropped,
+			"schema_version": rep.SchemaVersion, "code_version": rep.CodeVersion})
+		return
+	}
+	for _, r := range rep.RolesCreated {
+		fmt.Fprintf(opts.IO.Out, "created role %s\n", r)
+	}
+	for _, m := range rep.Applied {
+		fmt.Fprintf(opts.IO.Out, "applied %03d_%s\n", m.Version, m.Name)
+	}
+	if n := len(rep.CodeInstalled) + len(rep.CodeDropped); n > 0 {
+		fmt.Fprintf(opts.IO.Out, "code package %d: %d object(s) installed, %d dropped\n", migrations.CodeVersion,
+			len(rep.CodeInstalled), len(rep.CodeDropped))
+	}
+	if len(rep.RolesCreated)+len(rep.Applied)+len(rep.CodeInstalled)+len(rep.CodeDropped) == 0 && rep.SchemaVersion > 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "schema idem is up to date (schema %03d, code package %d)\n", rep.SchemaVersion, rep.CodeVersion)
+	}
 }
 
 func printMigrationStatus(opts *MigrateOptions, rows []migrations.StatusRow) error {

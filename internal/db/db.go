@@ -31,6 +31,9 @@ const (
 // ErrConnect wraps every failure to reach the database.
 var ErrConnect = errors.New("cannot connect to PostgreSQL")
 
+// ErrInvalidDSN: the DSN cannot be parsed. The message never repeats it.
+var ErrInvalidDSN = errors.New("invalid DSN")
+
 // Source says where a DSN came from, for messages.
 type Source string
 
@@ -50,6 +53,9 @@ func ResolveDSN(flag string) (string, Source) {
 
 // Options tune a pool.
 type Options struct {
+	// Password, when set, is used instead of any in the DSN or the
+	// environment (a replay source's password from its environment variable).
+	Password         string
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration
 	MaxConns         int32
@@ -60,7 +66,11 @@ type Options struct {
 func Config(dsn string, o Options) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("invalid DSN %s: %s", Redact(dsn), Scrub(dsn, err.Error()))
+		return nil, fmt.Errorf("%w: %s (want postgres://user@host:5432/db, or host=... dbname=...)", ErrInvalidDSN,
+			oneLine(Scrub(dsn, err.Error())))
+	}
+	if o.Password != "" {
+		cfg.ConnConfig.Password = o.Password
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["application_name"]; !ok {
@@ -145,61 +155,74 @@ func oneLine(msg string) string {
 func Describe(dsn string) string {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return Redact(dsn)
+		return "an invalid DSN"
 	}
 	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+// secretKeys are the libpq parameters that hold a secret.
+var secretKeys = []string{"password", "sslpassword"}
 
-// Redact returns dsn with any password replaced, in URL or keyword=value form.
+var (
+	// kvSecret finds password=... and sslpassword=... in keyword/value form or
+	// in a URL's query (value quoted, or up to a space or &).
+	kvSecret = regexp.MustCompile(`(?i)((?:^|[\s?&])(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
+	// userinfo finds the password of scheme://user:password@, whatever the
+	// scheme (a mistyped postgress:// too), up to the last @ (a raw @ in a
+	// password); bareUserinfo that of user:password@host/db.
+	userinfo     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)([^:/@\s]*):(\S*)@`)
+	bareUserinfo = regexp.MustCompile(`^()([^:/@\s=]+):(\S*)@`)
+)
+
+// Redact returns dsn with every secret replaced (password and sslpassword, in
+// URL, keyword/value or malformed form), for messages and display.
 func Redact(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if u, err := url.Parse(dsn); err == nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), redactedPassword)
-			}
-			q := u.Query()
-			if q.Has("password") {
-				q.Set("password", redactedPassword)
-				u.RawQuery = q.Encode()
-			}
-			return u.String()
-		}
-		// Unparseable URL: drop everything between "//" and "@".
-		if at := strings.LastIndex(dsn, "@"); at > 0 {
-			scheme := dsn[:strings.Index(dsn, "//")+2]
-			return scheme + redactedPassword + dsn[at:]
-		}
+	if m := userinfoOf(dsn).FindStringSubmatchIndex(dsn); m != nil {
+		dsn = dsn[:m[6]] + redactedPassword + dsn[m[7]:]
 	}
-	return kvPassword.ReplaceAllString(dsn, "${1}"+redactedPassword)
+	return kvSecret.ReplaceAllString(dsn, "${1}"+redactedPassword)
 }
 
-// Scrub removes the DSN's password from a message (driver errors may quote it).
+func userinfoOf(dsn string) *regexp.Regexp {
+	if strings.Contains(dsn, "://") {
+		return userinfo
+	}
+	return bareUserinfo
+}
+
+// HasSecret reports whether dsn carries a secret (a password or an
+// sslpassword) in any form Redact would mask.
+func HasSecret(dsn string) bool { return Redact(dsn) != dsn }
+
+// Scrub removes the DSN's secrets from a message (driver errors may quote them).
 func Scrub(dsn, msg string) string {
-	for _, pw := range passwords(dsn) {
+	for _, pw := range secrets(dsn) {
 		if len(pw) >= 1 {
 			msg = strings.ReplaceAll(msg, pw, redactedPassword)
 		}
 	}
-	return msg
+	return Redact(msg)
 }
 
-func passwords(dsn string) []string {
+func secrets(dsn string) []string {
 	var out []string
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	if m := userinfoOf(dsn).FindStringSubmatch(dsn); m != nil && m[3] != "" {
+		out = append(out, m[3])
+		if u, err := url.PathUnescape(m[3]); err == nil {
+			out = append(out, u, url.QueryEscape(u))
 		}
-		if pw := u.Query().Get("password"); pw != "" {
+	}
+	for _, m := range kvSecret.FindAllStringSubmatch(dsn, -1) {
+		v := strings.Trim(m[2], "'")
+		out = append(out, v)
+		if u, err := url.QueryUnescape(v); err == nil {
+			out = append(out, u)
+		}
+	}
+	for _, env := range []string{"PGPASSWORD", "PGSSLPASSWORD"} {
+		if pw := os.Getenv(env); pw != "" {
 			out = append(out, pw)
 		}
-	}
-	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
-		out = append(out, strings.Trim(m[2], "'"))
-	}
-	if pw := os.Getenv("PGPASSWORD"); pw != "" {
-		out = append(out, pw)
 	}
 	return out
 }

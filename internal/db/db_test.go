@@ -84,3 +84,42 @@ func TestConnectErrorHidesPassword(t *testing.T) {
 		assert.False(t, strings.Contains(err.Error(), "\n"), "one line: %q", err.Error())
 	}
 }
+
+func TestRedactEverySecret(t *testing.T) {
+	cases := map[string]string{
+		"postgress://root:Hunter2Secret@127.0.0.1/db":         "postgress://root:xxxxx@127.0.0.1/db",
+		"pg://root:Hunter2Secret@127.0.0.1/db":                "pg://root:xxxxx@127.0.0.1/db",
+		"root:Hunter2Secret@127.0.0.1/db":                     "root:xxxxx@127.0.0.1/db",
+		"postgres://root:Hunt@er2Secret@127.0.0.1/db":         "postgres://root:xxxxx@127.0.0.1/db",
+		"postgres://app@db/pay?sslpassword=Hunter2Secret&x=1": "postgres://app@db/pay?sslpassword=xxxxx&x=1",
+		"host=db sslpassword=Hunter2Secret sslkey=/k.pem":     "host=db sslpassword=xxxxx sslkey=/k.pem",
+		"host=db sslpassword = 'Hunter2 Secret' dbname=pay":   "host=db sslpassword = xxxxx dbname=pay",
+		"postgres://app@db/pay?sslmode=verify-full&user=app":  "postgres://app@db/pay?sslmode=verify-full&user=app",
+		"service=prod":               "service=prod",
+		"host=db1:5432,db2 user=app": "host=db1:5432,db2 user=app",
+		"postgresql://app:Hunter2Secret@[::1]:5432/pay?password=Hu": "postgresql://app:xxxxx@[::1]:5432/pay?password=xxxxx",
+	}
+	for in, want := range cases {
+		got := db.Redact(in)
+		assert.Equal(t, want, got, in)
+		assert.NotContains(t, got, "Hunter2", in)
+		assert.Equal(t, want != in, db.HasSecret(in), in)
+	}
+}
+
+func TestInvalidDSNNeverEchoesIt(t *testing.T) {
+	for _, dsn := range []string{
+		"postgress://root:Hunter2Secret@127.0.0.1/db",
+		"pg://root:Hunter2Secret@127.0.0.1/db",
+		"root:Hunter2Secret@127.0.0.1/db",
+		"host=db sslpassword=Hunter2Secret port=notaport",
+		"postgres://root:Hunter2Secret@[bad",
+	} {
+		_, err := db.Config(dsn, db.Options{})
+		if err == nil {
+			continue // some of these parse as libpq keyword/value; then Describe must still hide it
+		}
+		assert.NotContains(t, err.Error(), "Hunter2", dsn)
+		assert.NotContains(t, db.Describe(dsn), "Hunter2", dsn)
+	}
+}

@@ -2,6 +2,14 @@
 // template that is migrated and has the demo ledger installed, and drops it
 // when the test ends. Tests in different packages run in parallel safely.
 //
+// Tests connect as the role a user would have: NewPool gives an operator's
+// pool; As turns a database's URL into one for a service (App), a second
+// operator (Operator2), an auditor (Auditor), a login with no grant at all
+// (Nobody) or the test server's superuser (Superuser). The login roles are
+// created once per server (password TestPassword, so that they also work
+// where TCP connections need scram); Operator maps to the person alice and
+// Operator2 to bob.
+//
 // The server is TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
 package dbtest
 
@@ -9,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -18,6 +27,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/internal/db"
@@ -30,6 +41,46 @@ const (
 	TemplatePrefix = "idemctl_tpl_"
 )
 
+// Role is a login a test connects as.
+type Role string
+
+// The test logins. Superuser is the test server's own user (TEST_DATABASE_URL).
+const (
+	Superuser Role = ""
+	App       Role = "idemctl_test_app"
+	Operator  Role = "idemctl_test_operator"
+	Operator2 Role = "idemctl_test_operator2"
+	Auditor   Role = "idemctl_test_auditor"
+	Nobody    Role = "idemctl_test_nobody"
+	// TestPassword is every test login's password.
+	TestPassword = "idemctl-test"
+)
+
+// Persons the operator logins map to.
+const (
+	PersonOperator  = "alice"
+	PersonOperator2 = "bob"
+)
+
+// As returns dsn (a URL from NewDatabase or NewPool) with role's login; for
+// Superuser, the test server's own user.
+func As(dsn string, role Role) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		panic(fmt.Sprintf("dbtest.As: %v", err))
+	}
+	admin, err := url.Parse(AdminURL())
+	if err != nil {
+		panic(fmt.Sprintf("TEST_DATABASE_URL is not a URL: %v", err))
+	}
+	if role == Superuser {
+		u.User = admin.User
+	} else {
+		u.User = url.UserPassword(string(role), TestPassword)
+	}
+	return u.String()
+}
+
 // AdminURL is the server tests connect to for creating databases.
 func AdminURL() string {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
@@ -37,6 +88,10 @@ func AdminURL() string {
 	}
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
+
+// templateVersion changes whenever what buildTemplate puts in the template
+// does, besides the schema and the demo (logins, persons, test effects).
+const templateVersion = "r2"
 
 var (
 	templateOnce sync.Once
@@ -56,7 +111,7 @@ func URLFor(database string) string {
 
 func ensureTemplate(ctx context.Context) (string, error) {
 	templateOnce.Do(func() {
-		templateName = TemplatePrefix + migrations.Digest() + "_" + demo.Digest()
+		templateName = TemplatePrefix + migrations.Digest() + "_" + demo.Digest() + "_" + templateVersion
 		templateErr = buildTemplate(ctx, templateName)
 	})
 	return templateName, templateErr
@@ -91,21 +146,65 @@ func buildTemplate(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := migrations.Apply(ctx, conn); err != nil {
-		conn.Close(ctx)
+	defer conn.Close(ctx)
+	if _, err := migrations.Apply(ctx, conn, migrations.Options{}); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
 	if err := demo.Install(ctx, conn); err != nil {
-		conn.Close(ctx)
 		return fmt.Errorf("install demo in template: %w", err)
+	}
+	if err := createLogins(ctx, conn); err != nil {
+		return err
 	}
 	conn.Close(ctx)
 	_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize())
 	return err
 }
 
-// NewDatabase creates a fresh migrated database for t and returns its URL. It is
-// dropped when t ends.
+// createLogins creates the test logins (once per server), grants them their
+// group roles and maps the operators to persons in the template.
+func createLogins(ctx context.Context, conn *pgx.Conn) error {
+	r := migrations.DefaultRoles()
+	groups := map[Role]string{App: r.App, Operator: r.Operator, Operator2: r.Operator, Auditor: r.Auditor, Nobody: ""}
+	for login, group := range groups {
+		name := pgx.Identifier{string(login)}.Sanitize()
+		_, err := conn.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+TestPassword+"'")
+		var pgErr *pgconn.PgError
+		if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42710") {
+			return fmt.Errorf("create test login %s: %w", login, err)
+		}
+		if group != "" {
+			if _, err := conn.Exec(ctx, "GRANT "+pgx.Identifier{group}.Sanitize()+" TO "+name); err != nil {
+				return fmt.Errorf("grant %s to %s: %w", group, login, err)
+			}
+		}
+	}
+	steps := []string{
+		"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '" + EffectRole + "') THEN CREATE ROLE " + EffectRole + " NOLOGIN; END IF; END $$",
+		"CREATE SCHEMA effects AUTHORIZATION " + EffectRole,
+		"GRANT USAGE ON SCHEMA effects TO " + pgx.Identifier{r.Owner}.Sanitize(),
+	}
+	for _, s := range steps {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("test effects schema: %w", err)
+		}
+	}
+	for login, person := range map[Role]string{Operator: PersonOperator, Operator2: PersonOperator2} {
+		if _, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{r.Owner}.Sanitize()); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "SELECT idem.person_add($1, $2)", person, string(login)); err != nil {
+			return fmt.Errorf("map %s to %s: %w", login, person, err)
+		}
+		if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewDatabase creates a fresh migrated database for t and returns its URL (the
+// test server's superuser). It is dropped when t ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -149,15 +248,83 @@ func NewDatabase(t testing.TB) string {
 	return URLFor(name)
 }
 
-// NewPool returns a pool on a fresh database, closed when t ends. maxConns 0
-// means the idemctl default.
+// NewPool returns an operator's pool on a fresh database, and the operator's
+// URL, closed when t ends. maxConns 0 means the idemctl default.
 func NewPool(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
 	t.Helper()
-	dsn := NewDatabase(t)
-	pool, err := db.Open(context.Background(), dsn, db.Options{MaxConns: maxConns})
+	dsn := As(NewDatabase(t), Operator)
+	return PoolAs(t, dsn, Operator, maxConns), dsn
+}
+
+// PoolAs opens a pool on dsn's database as role, closed when t ends.
+func PoolAs(t testing.TB, dsn string, role Role, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	pool, err := db.Open(context.Background(), As(dsn, role), db.Options{MaxConns: maxConns})
 	if err != nil {
-		t.Fatalf("open test pool: %v", err)
+		t.Fatalf("open test pool as %s: %v", role, err)
 	}
 	t.Cleanup(pool.Close)
-	return pool, dsn
+	return pool
+}
+
+// EffectRole owns the effects tests register (schema effects): a role with no
+// right on schema idem, as idem.register_class requires.
+const EffectRole = "idemctl_test_effects"
+
+// Admin runs sql on dsn's database as the test server's superuser: setup that
+// no user of idemctl would do through it (creating a business table, tampering
+// to prove that something is detected).
+func Admin(t testing.TB, dsn, sql string, args ...any) {
+	t.Helper()
+	if err := run(dsn, "", sql, args...); err != nil {
+		t.Fatalf("as superuser: %s: %v", sql, err)
+	}
+}
+
+// Owner runs sql on dsn's database as the schema owner role (SET ROLE
+// idem_owner from the superuser), as idemctl migrate and demo init do: class
+// registration, persons.
+func Owner(dsn, sql string, args ...any) error {
+	return run(dsn, migrations.DefaultRoles().Owner, sql, args...)
+}
+
+func run(dsn, role, sql string, args ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, As(dsn, Superuser))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if role != "" {
+		if _, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{role}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, sql, args...)
+	return err
+}
+
+// RegisterEffect creates the SQL effect effects.NAME(t text, o text, p jsonb)
+// RETURNS jsonb with body (SQL), owned by EffectRole, SECURITY DEFINER with a
+// pinned search_path, and registers it as class with retention.
+func RegisterEffect(t testing.TB, dsn, class, retention, name, body string) {
+	t.Helper()
+	fn := "effects." + pgx.Identifier{name}.Sanitize()
+	Admin(t, dsn, "SET ROLE "+EffectRole+"; CREATE FUNCTION "+fn+"(t text, o text, p jsonb) RETURNS jsonb "+
+		"LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, effects, pg_temp AS $body$ "+body+" $body$; "+
+		"REVOKE ALL ON FUNCTION "+fn+"(text, text, jsonb) FROM PUBLIC; "+
+		"GRANT EXECUTE ON FUNCTION "+fn+"(text, text, jsonb) TO "+migrations.DefaultRoles().Owner)
+	if err := Owner(dsn, "SELECT idem.register_class($1, $2::regprocedure, $3)", class, fn+"(text,text,jsonb)", retention); err != nil {
+		t.Fatalf("register %s: %v", class, err)
+	}
+}
+
+// RegisterAppClass registers class with no SQL effect (application code:
+// idem.claim, then idem.complete).
+func RegisterAppClass(t testing.TB, dsn, class, retention string) {
+	t.Helper()
+	if err := Owner(dsn, "SELECT idem.register_class($1, NULL, $2)", class, retention); err != nil {
+		t.Fatalf("register %s: %v", class, err)
+	}
 }

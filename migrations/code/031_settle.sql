@@ -1,0 +1,80 @@
+-- object: function idem.settle(text, text, text, text, text, jsonb, boolean)
+-- settle is steps 2-4 of the protocol for one identity, settled by the primary
+-- key of idem.identity, for a request that check_request accepted:
+--   'claimed'          the identity is new and this transaction holds its row;
+--                      with p_with_body the body is written too (response NULL
+--                      until idem.complete), else the caller writes it;
+--   'already_applied'  same hash and class, body present: the saved response;
+--   'purged'           same hash and class, purged under a proven horizon: it
+--                      was applied, the response is no longer kept (NULL);
+--   'conflict'         another hash or class: quarantined, nothing runs.
+-- Under READ COMMITTED a concurrent claimer of the same identity waits on the
+-- unique index for the first one to commit or roll back, then reads its row;
+-- under REPEATABLE READ or SERIALIZABLE the loser gets 40001 and retries.
+CREATE OR REPLACE FUNCTION idem.settle(
+    p_tenant_id text, p_operation_id text, p_op_class text, p_payload text, p_payload_hash text,
+    p_transport jsonb, p_with_body boolean, OUT outcome text, OUT response jsonb, OUT quarantine_id bigint
+)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_digest bytea := decode(substr(p_payload_hash, 12), 'hex');
+    v_id     idem.identity;
+BEGIN
+    FOR attempt IN 1..3 LOOP
+        INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest)
+        VALUES (p_tenant_id, p_operation_id, p_op_class, v_digest)
+        ON CONFLICT (tenant_id, operation_id) DO NOTHING;
+        IF FOUND THEN
+            IF p_with_body THEN
+                PERFORM p_payload::jsonb; -- the body holds JSON text, whoever runs the effect
+                INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, transport)
+                VALUES (p_tenant_id, p_operation_id, now(), p_op_class, p_payload, p_transport);
+            END IF;
+            outcome := 'claimed';
+            RETURN;
+        END IF;
+        -- The row is committed (READ COMMITTED waited for its writer).
+        SELECT * INTO v_id FROM idem.identity i
+        WHERE i.tenant_id = p_tenant_id AND i.operation_id = p_operation_id
+        FOR KEY SHARE;
+        IF FOUND THEN
+            IF v_id.payload_digest <> v_digest OR v_id.op_class <> p_op_class THEN
+                quarantine_id := idem.record_conflict(v_id, p_op_class, p_payload, p_payload_hash, p_transport);
+                IF quarantine_id IS NULL THEN
+                    CONTINUE; -- a dropped tombstone: settle again
+                END IF;
+                outcome := 'conflict';
+                RETURN;
+            END IF;
+            SELECT b.response INTO response FROM idem.inbox_body b
+            WHERE b.tenant_id = p_tenant_id AND b.operation_id = p_operation_id AND b.created_at = v_id.created_at;
+            IF FOUND THEN
+                IF response IS NULL THEN
+                    RAISE EXCEPTION 'identity (%, %) was claimed in this transaction and is not completed yet', p_tenant_id, p_operation_id
+                        USING ERRCODE = 'IX014', HINT = 'call idem.complete once, after the effect';
+                END IF;
+                outcome := 'already_applied';
+                RETURN;
+            END IF;
+            -- No body: a tombstone, but only if a purge covers it. Anything
+            -- else is damage, refused rather than run again.
+            IF NOT EXISTS (SELECT 1 FROM idem.horizon_plan p
+                           WHERE p.op_class = v_id.op_class AND p.action = 'purge'
+                             AND p.purge_started_at IS NOT NULL AND v_id.created_at < p.cutoff) THEN
+                RAISE EXCEPTION 'identity (%, %) has no stored payload and no purge covers it', p_tenant_id, p_operation_id
+                    USING ERRCODE = 'IX305',
+                          HINT = 'its inbox body was removed outside idemctl horizon; nothing was run';
+            END IF;
+            outcome := 'purged';
+            RETURN;
+        END IF;
+        -- The row went away between the insert and the read (a dropped
+        -- tombstone): settle again.
+    END LOOP;
+    RAISE EXCEPTION 'identity (%, %) could not be settled; retry', p_tenant_id, p_operation_id
+        USING ERRCODE = 'IX007';
+END
+$$;

@@ -1,0 +1,31 @@
+-- object: function idem.quarantine_lock_open(bigint)
+-- quarantine_lock_open locks a record for a decision and returns it, or raises
+-- when it does not exist (IX101) or is already decided (IX103). Two operators
+-- deciding at once queue on the row lock; the second then sees the first's
+-- decision and is refused.
+CREATE OR REPLACE FUNCTION idem.quarantine_lock_open(p_id bigint)
+RETURNS idem.quarantine
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_q idem.quarantine;
+BEGIN
+    SELECT * INTO v_q FROM idem.quarantine WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no quarantine record %', coalesce(p_id::text, 'NULL')
+            USING ERRCODE = 'IX101', HINT = 'idemctl quarantine list shows the records';
+    END IF;
+    IF v_q.status <> 'open' THEN
+        RAISE EXCEPTION '%', format('quarantine record %s was already %s%s by %s', v_q.id, v_q.status,
+                CASE WHEN v_q.status = 'accepted'
+                     THEN format(' as new operation %s', quote_literal(v_q.new_operation_id)) ELSE '' END,
+                v_q.decided_by)
+            USING ERRCODE = 'IX103',
+                  DETAIL = format('decided at %s by %s (database user %s): %s',
+                                  v_q.decided_at, v_q.decided_by, v_q.decided_db_user, v_q.decision_reason),
+                  HINT = 'a decision is final; nothing was changed';
+    END IF;
+    RETURN v_q;
+END
+$$;

@@ -1,0 +1,51 @@
+-- object: function idem.horizon_source_add(text, text, jsonb, interval, text)
+-- grant: operator
+-- horizon_source_add registers a replay source. Its config never holds a
+-- secret (IX311): a password, a token, or credentials inside a URL are
+-- refused; a source names where its credentials are (an environment variable
+-- such as password_env, a libpq service or passfile entry). Recorded in the
+-- audit log with its config.
+CREATE OR REPLACE FUNCTION idem.horizon_source_add(
+    p_name text, p_kind text, p_config jsonb, p_timeout interval, p_operator text
+) RETURNS idem.horizon_source
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_problem text := idem.text_problem('the operator label', p_operator, 256);
+    v_row     idem.horizon_source;
+BEGIN
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'add source: %', v_problem USING ERRCODE = 'IX015';
+    END IF;
+    IF p_name IS NULL OR p_name !~ '^[a-z0-9][a-z0-9_.-]*$' OR octet_length(p_name) > 64 OR p_name = 'manual' THEN
+        RAISE EXCEPTION 'source name %: lower-case letters, digits, ".", "_" or "-", at most 64 bytes, not manual',
+                coalesce(quote_literal(p_name), 'NULL') USING ERRCODE = 'IX308';
+    END IF;
+    IF p_kind IS NULL OR p_kind NOT IN ('postgres', 'archive', 'nats', 'kafka') THEN
+        RAISE EXCEPTION 'source %: unknown kind %', p_name, coalesce(quote_literal(p_kind), 'NULL') USING ERRCODE = 'IX308';
+    END IF;
+    IF p_config IS NULL OR jsonb_typeof(p_config) <> 'object' OR p_timeout IS NULL OR p_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'source %: the config must be a JSON object and the timeout positive', p_name USING ERRCODE = 'IX308';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_each(p_config) e
+               WHERE e.key ~* '(password|passwd|secret|token|credential|private_key)$'
+                  OR (jsonb_typeof(e.value) = 'string'
+                      AND (e.value #>> '{}' ~* '(^|[\s?&])(password|sslpassword)\s*='
+                           OR e.value #>> '{}' ~ '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s]*:[^/@\s]*@'))) THEN
+        RAISE EXCEPTION 'source %: the config holds a secret; secrets are never stored in the database', p_name
+            USING ERRCODE = 'IX311',
+                  HINT = 'name an environment variable (--password-env) or use a libpq service or passfile entry';
+    END IF;
+    INSERT INTO idem.horizon_source (name, kind, config, timeout, created_by)
+    VALUES (p_name, p_kind, p_config, p_timeout, p_operator)
+    ON CONFLICT (name) DO NOTHING
+    RETURNING * INTO v_row;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'source % already exists', p_name USING ERRCODE = 'IX308', HINT = 'remove it first';
+    END IF;
+    PERFORM idem.audit_write(p_operator, 'horizon.source.add', 'horizon_source:' || p_name, jsonb_build_object(
+        'name', p_name, 'kind', p_kind, 'config', p_config, 'timeout_seconds', extract(epoch FROM p_timeout))::text);
+    RETURN v_row;
+END
+$$;

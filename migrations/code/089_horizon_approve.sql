@@ -1,0 +1,41 @@
+-- object: function idem.horizon_approve(bigint, text)
+-- grant: operator
+-- horizon_approve records the second pair of eyes. Four-eyes compares
+-- persons: the login must map to a person (IX313) other than the planner's
+-- (IX303), whatever --operator labels say; only a planned plan is approved
+-- (IX301, IX302). Recorded in the audit log. Returns the plan.
+CREATE OR REPLACE FUNCTION idem.horizon_approve(p_plan bigint, p_operator text)
+RETURNS idem.horizon_plan
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_person text := idem.require_person('approve a purge');
+    v_p      idem.horizon_plan;
+BEGIN
+    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
+        RAISE EXCEPTION 'approve: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
+    END IF;
+    SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL')
+            USING ERRCODE = 'IX301';
+    END IF;
+    IF v_p.state <> 'planned' THEN
+        RAISE EXCEPTION 'purge plan % is %, not planned', v_p.id, v_p.state USING ERRCODE = 'IX302';
+    END IF;
+    IF v_person = v_p.planned_person THEN
+        RAISE EXCEPTION 'purge plan % was planned by % (login %): another person must approve it (four-eyes)',
+                v_p.id, v_p.planned_person, v_p.planned_db_user
+            USING ERRCODE = 'IX303';
+    END IF;
+    UPDATE idem.horizon_plan
+    SET state = 'approved', approved_at = now(), approved_by = p_operator, approved_person = v_person,
+        approved_db_user = session_user
+    WHERE id = p_plan
+    RETURNING * INTO v_p;
+    PERFORM idem.audit_write(p_operator, 'horizon.approve', 'horizon_plan:' || p_plan,
+        jsonb_build_object('person', v_person, 'planned_person', v_p.planned_person)::text);
+    RETURN v_p;
+END
+$$;

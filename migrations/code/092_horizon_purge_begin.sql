@@ -1,0 +1,49 @@
+-- object: function idem.horizon_purge_begin(bigint, text, jsonb)
+-- grant: operator
+-- horizon_purge_begin starts (or resumes) the purge of an approved plan in
+-- this session: the login must map to a person (IX313), the plan must be
+-- approved or purging (IX302), a forever class still needs the plan's
+-- contract (IX304), and no other session may be running it (IX310). It takes
+-- the runner's lock, a session-level advisory lock that the purge's batches
+-- check and that ends with the session or idem.horizon_purge_finish. Recorded
+-- in the audit log with the re-probe's evidence.
+CREATE OR REPLACE FUNCTION idem.horizon_purge_begin(p_plan bigint, p_operator text, p_reprobe jsonb)
+RETURNS idem.horizon_plan
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_person text := idem.require_person('run a purge');
+    v_p      idem.horizon_plan;
+    v_class  idem.op_class;
+    v_resume boolean;
+BEGIN
+    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
+        RAISE EXCEPTION 'purge: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
+    END IF;
+    SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL')
+            USING ERRCODE = 'IX301';
+    END IF;
+    IF v_p.state NOT IN ('approved', 'purging') THEN
+        RAISE EXCEPTION 'purge plan % is % (a purge needs an approved plan: idemctl horizon approve)', v_p.id, v_p.state
+            USING ERRCODE = 'IX302';
+    END IF;
+    SELECT * INTO v_class FROM idem.op_class WHERE name = v_p.op_class;
+    IF v_class.retention = 'forever' AND (v_p.contract IS NULL OR v_p.action <> 'purge') THEN
+        RAISE EXCEPTION 'class % is forever now and plan % cites no contract', v_p.op_class, v_p.id USING ERRCODE = 'IX304';
+    END IF;
+    IF NOT pg_try_advisory_lock(1768189296, p_plan::integer) THEN
+        RAISE EXCEPTION 'purge plan % is being purged by another session', v_p.id
+            USING ERRCODE = 'IX310', HINT = 'wait for it (idemctl horizon status), or abort the plan';
+    END IF;
+    v_resume := v_p.state = 'purging';
+    UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, now())
+    WHERE id = p_plan
+    RETURNING * INTO v_p;
+    PERFORM idem.audit_write(p_operator, 'horizon.purge.start', 'horizon_plan:' || p_plan, jsonb_build_object(
+        'resumed', v_resume, 'purged_before', v_p.purged, 'person', v_person, 'reprobe', p_reprobe)::text);
+    RETURN v_p;
+END
+$$;
