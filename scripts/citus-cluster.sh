@@ -122,7 +122,7 @@ psql_node() { # port, sql...
 	local port=$1 name
 	shift
 	name=$(name_of_port "$port")
-	psql -X -q -v ON_ERROR_STOP=1 -h "$(node_dir "$name")" -p "$port" -U postgres -d "$database" -At "$@"
+	"$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$(node_dir "$name")" -p "$port" -U postgres -d "$database" -At "$@"
 }
 
 name_of_port() {
@@ -205,9 +205,9 @@ create_node() {
 	done
 	local sql="-h $(node_dir "$name") -p $port -U postgres"
 	# shellcheck disable=SC2086
-	psql -X -q -v ON_ERROR_STOP=1 $sql -d postgres -c "CREATE DATABASE $database" >/dev/null
+	"$bindir/psql" -X -q -v ON_ERROR_STOP=1 $sql -d postgres -c "CREATE DATABASE $database" >/dev/null
 	# shellcheck disable=SC2086
-	psql -X -q -v ON_ERROR_STOP=1 $sql -d "$database" -c "CREATE EXTENSION citus" >/dev/null
+	"$bindir/psql" -X -q -v ON_ERROR_STOP=1 $sql -d "$database" -c "CREATE EXTENSION citus" >/dev/null
 	echo "$port"
 }
 
@@ -339,10 +339,11 @@ cmd_reap() {
 
 usage() {
 	sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-	exit 2
+	exit "${1:-2}"
 }
 
 [ $# -ge 1 ] || usage
+case $1 in -h | --help | help) usage 0 ;; esac
 cmd=$1
 shift
 index=
@@ -359,7 +360,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--workers) want_workers=${2:?--workers needs a number}; shift 2 ;;
 	--workers=*) want_workers=${1#*=}; shift ;;
-	-h | --help) usage ;;
+	-h | --help) usage 0 ;;
 	-*) usage ;;
 	*) base=$1; shift ;;
 	esac
