@@ -19,7 +19,8 @@
 # owns the cluster, for `reap`.
 #
 # up, status and add-worker print KEY=VALUE lines on stdout for a test harness
-# (CITUS_COORDINATOR_URL, CITUS_WORKER_<I>_URL, ...); progress goes to stderr.
+# (CITUS_COORDINATOR_URL, CITUS_WORKER_<I>_URL, CITUS_WORKER_URLS comma-separated,
+# ...) that a shell can source; progress goes to stderr.
 # Exit codes: 0 ok, 1 error, 2 usage or no cluster in BASEDIR, 3 Citus is not
 # available here (neither installed nor installable): callers skip loudly.
 #
@@ -168,6 +169,11 @@ init_node() {
 		citus.node_conninfo = 'sslmode=disable'
 		${CITUS_EXTRA_CONF:-}
 	EOF
+	# PostgreSQL 15.19+ (CVE-2026-6471) loads only listed logical decoding plugins;
+	# Citus splits shards (isolate_tenant_to_new_shard) with its "citus" one.
+	if "$bindir/postgres" --describe-config 2>/dev/null | grep '^output_plugin_libraries' >/dev/null; then
+		echo "output_plugin_libraries = 'pgoutput, test_decoding, citus'" >>"$dir/data/postgresql.conf"
+	fi
 }
 
 node_running() { as_pg "$bindir/pg_ctl" -D "$(node_dir "$1")/data" status >/dev/null 2>&1; }
@@ -222,7 +228,7 @@ print_env() {
 		echo "CITUS_WORKER_${i}_URL=$(node_url "$(worker_port "$i")")"
 		urls+=("$(node_url "$(worker_port "$i")")")
 	done
-	echo "CITUS_WORKER_URLS=${urls[*]}"
+	echo "CITUS_WORKER_URLS=$(IFS=,; echo "${urls[*]}")"
 }
 
 cmd_up() {
