@@ -240,14 +240,14 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 
 	// Policy: min-age is a floor on the cutoff.
 	minAge := 48 * time.Hour
-	pol, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice")
+	pol, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice", "")
 	require.NoError(t, err)
 	assert.Equal(t, minAge, pol.MinAge)
 	now := f.primaryNow()
 	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now, Operator: "alice"})
 	require.NoError(t, err)
 	assert.WithinDuration(t, now.Add(-minAge), p.Cutoff, time.Minute)
-	_, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice")
+	_, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice", "")
 	assert.ErrorIs(t, err, horizon.ErrInvalidPolicy)
 }
 

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,11 +19,7 @@ func emptyDatabase(t *testing.T) (context.Context, string) {
 	t.Helper()
 	dsn := dbtest.NewDatabase(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS idem CASCADE; DROP SCHEMA IF EXISTS demo CASCADE")
-	require.NoError(t, err)
+	dbtest.Admin(t, dsn, "DROP SCHEMA IF EXISTS idem CASCADE; DROP SCHEMA IF EXISTS demo CASCADE; DROP SCHEMA IF EXISTS effects CASCADE")
 	return ctx, dsn
 }
 
@@ -58,8 +55,8 @@ func TestApplyIsIdempotentAndConcurrentSafe(t *testing.T) {
 				return
 			}
 			defer conn.Close(ctx)
-			done, err := migrations.Apply(ctx, conn, migrations.Options{})
-			applied[i], errs[i] = len(done), err
+			rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+			applied[i], errs[i] = len(rep.Applied), err
 		}(i)
 	}
 	wg.Wait()
@@ -75,7 +72,13 @@ func TestApplyIsIdempotentAndConcurrentSafe(t *testing.T) {
 	defer conn.Close(ctx)
 	again, err := migrations.Apply(ctx, conn, migrations.Options{})
 	require.NoError(t, err)
-	assert.Empty(t, again, "a second run applies nothing")
+	assert.Empty(t, again.Applied, "a second run applies nothing")
+	assert.Empty(t, again.CodeInstalled, "nor re-installs the unchanged code package")
+	assert.Empty(t, again.CodeDropped)
+	var stmt, lock string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").Scan(&stmt, &lock))
+	assert.Equal(t, "0", stmt, "a migration may take long: no statement timeout")
+	assert.Equal(t, "10s", lock, "but it never waits long for a lock")
 
 	status, err := migrations.Status(ctx, conn)
 	require.NoError(t, err)
@@ -108,4 +111,105 @@ func TestStatusOnEmptyDatabaseAndDrift(t *testing.T) {
 	status, err = migrations.Status(ctx, conn)
 	require.NoError(t, err)
 	assert.True(t, status[0].Drifted)
+}
+
+// TestSchemaNewerThanBinaryIsRefused: an older binary never installs over a
+// newer schema or code package, and says which version it needs.
+func TestSchemaNewerThanBinaryIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx, dsn := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+
+	dbtest.Admin(t, dsn, "INSERT INTO idem.schema_migrations (version, name, checksum) VALUES (999, 'future', 'x')")
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.ErrorIs(t, err, migrations.ErrSchemaNewer)
+	assert.Contains(t, err.Error(), "999")
+	dbtest.Admin(t, dsn, "DELETE FROM idem.schema_migrations WHERE version = 999")
+
+	dbtest.Admin(t, dsn, "UPDATE idem.code_package SET version = 999")
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.ErrorIs(t, err, migrations.ErrSchemaNewer)
+	assert.Contains(t, err.Error(), "version 999")
+}
+
+// TestCodePackageReinstallsWhatChanged: an object whose recorded checksum
+// differs is installed again; one no longer in the package is dropped; the
+// privileges end as declared whatever was granted by hand meanwhile.
+func TestCodePackageReinstallsWhatChanged(t *testing.T) {
+	t.Parallel()
+	ctx, dsn := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	roles := migrations.DefaultRoles()
+	problems, err := migrations.Check(ctx, conn, roles)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+
+	// Someone replaces a function, grants a write by hand, and leaves an
+	// object the package no longer has.
+	dbtest.Admin(t, dsn, `SET ROLE idem_owner;
+		CREATE OR REPLACE FUNCTION idem.audit_row_hash(p_id bigint, p_at timestamptz, p_actor text, p_person text,
+		    p_db_user text, p_action text, p_target text, p_details text, p_prev_hash text)
+		RETURNS text LANGUAGE sql AS $$ SELECT 'forged' $$;
+		UPDATE idem.code_object SET checksum = 'changed' WHERE object LIKE 'function idem.audit_row_hash(%';
+		GRANT INSERT ON idem.quarantine TO idem_operator;
+		CREATE FUNCTION idem.gone() RETURNS int LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, idem, pg_temp AS 'SELECT 1';
+		INSERT INTO idem.code_object (object, file, checksum) VALUES ('function idem.gone()', '999_gone.sql', 'x')`)
+	problems, err = migrations.Check(ctx, conn, roles)
+	require.NoError(t, err)
+	assert.NotEmpty(t, problems)
+	joined := strings.Join(problems, "\n")
+	assert.Contains(t, joined, "idem.audit_row_hash")
+	assert.Contains(t, joined, "quarantine grants idem_operator INSERT")
+
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	assert.Len(t, rep.CodeInstalled, 1)
+	assert.Contains(t, rep.CodeInstalled[0], "idem.audit_row_hash")
+	assert.Equal(t, []string{"function idem.gone()"}, rep.CodeDropped)
+	problems, err = migrations.Check(ctx, conn, roles)
+	require.NoError(t, err)
+	assert.Empty(t, problems, "migrate repairs the privileges")
+	var h string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT idem.audit_row_hash(1, now(), 'a', '', 'b', 'c', '', '{}', 'd')").Scan(&h))
+	assert.NotEqual(t, "forged", h)
+}
+
+// TestOwnerIsNeverASuperuser: even when a superuser migrates, every object
+// belongs to the NOLOGIN owner role, which is no superuser; a pre-existing
+// superuser owner role is refused.
+func TestOwnerIsNeverASuperuser(t *testing.T) {
+	t.Parallel()
+	ctx, dsn := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	var super, login bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT rolsuper, rolcanlogin FROM pg_roles WHERE rolname = 'idem_owner'").Scan(&super, &login))
+	assert.False(t, super)
+	assert.False(t, login)
+	var foreign int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'idem' AND c.relowner <> 'idem_owner'::regrole`).Scan(&foreign))
+	assert.Zero(t, foreign)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'idem' AND p.proowner <> 'idem_owner'::regrole`).Scan(&foreign))
+	assert.Zero(t, foreign)
+
+	// Other roles, one of them a superuser: refused before anything is created.
+	roles := migrations.RolesWithPrefix("idemctl_t_super")
+	dbtest.Admin(t, dsn, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'idemctl_t_super_owner') THEN CREATE ROLE idemctl_t_super_owner SUPERUSER NOLOGIN; END IF; END $$")
+	t.Cleanup(func() { dbtest.Admin(t, dbtest.AdminURL(), "DROP ROLE IF EXISTS idemctl_t_super_owner") })
+	_, err = migrations.Apply(ctx, conn, migrations.Options{Roles: roles})
+	assert.ErrorIs(t, err, migrations.ErrNotInstallable)
+	assert.ErrorContains(t, err, "superuser")
 }
