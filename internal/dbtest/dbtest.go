@@ -52,6 +52,8 @@ const (
 	Operator2 Role = "idemctl_test_operator2"
 	Auditor   Role = "idemctl_test_auditor"
 	Nobody    Role = "idemctl_test_nobody"
+	// Unmapped is an operator login that maps to no person.
+	Unmapped Role = "idemctl_test_unmapped"
 	// TestPassword is every test login's password.
 	TestPassword = "idemctl-test"
 )
@@ -91,7 +93,7 @@ func AdminURL() string {
 
 // templateVersion changes whenever what buildTemplate puts in the template
 // does, besides the schema and the demo (logins, persons, test effects).
-const templateVersion = "r2"
+const templateVersion = "r3"
 
 var (
 	templateOnce sync.Once
@@ -165,7 +167,8 @@ func buildTemplate(ctx context.Context, name string) error {
 // group roles and maps the operators to persons in the template.
 func createLogins(ctx context.Context, conn *pgx.Conn) error {
 	r := migrations.DefaultRoles()
-	groups := map[Role]string{App: r.App, Operator: r.Operator, Operator2: r.Operator, Auditor: r.Auditor, Nobody: ""}
+	groups := map[Role]string{App: r.App, Operator: r.Operator, Operator2: r.Operator, Auditor: r.Auditor, Nobody: "",
+		Unmapped: r.Operator}
 	for login, group := range groups {
 		name := pgx.Identifier{string(login)}.Sanitize()
 		_, err := conn.Exec(ctx, "CREATE ROLE "+name+" LOGIN PASSWORD '"+TestPassword+"'")
@@ -326,5 +329,34 @@ func RegisterAppClass(t testing.TB, dsn, class, retention string) {
 	t.Helper()
 	if err := Owner(dsn, "SELECT idem.register_class($1, NULL, $2)", class, retention); err != nil {
 		t.Fatalf("register %s: %v", class, err)
+	}
+}
+
+// Seed writes, as the schema owner, n applied identities tenant/prefixN of
+// class with payload {"n":N} (its canonical text and hash) and response
+// {"ok":true}, created from age ago on, one every spacing: history that no
+// API would backdate. Day partitions for the range are created first.
+func Seed(t testing.TB, dsn, class, tenant, prefix string, n int, age, spacing time.Duration) {
+	t.Helper()
+	first := time.Now().Add(-age).UTC().AddDate(0, 0, -1).Format("2006-01-02")
+	last := time.Now().Add(-age+time.Duration(n)*spacing).UTC().AddDate(0, 0, 1).Format("2006-01-02")
+	err := Owner(dsn, "SELECT idem.inbox_body_ensure($1::date, $2::date)", first, last)
+	if err == nil {
+		err = Owner(dsn, `
+		WITH rows AS (
+		    SELECT $2 || g AS op, '{"n":' || g || '}' AS payload,
+		           now() - make_interval(secs => $4) + g * make_interval(secs => $5) AS at
+		    FROM generate_series(1, $6::int) g
+		), ident AS (
+		    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
+		    SELECT $1, op, $3, sha256(convert_to(payload, 'UTF8')), at FROM rows
+		    RETURNING 1
+		)
+		INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
+		SELECT $1, op, at, $3, payload, '{"ok":true}' FROM rows`,
+			tenant, prefix, class, age.Seconds(), spacing.Seconds(), n)
+	}
+	if err != nil {
+		t.Fatalf("seed %s %s/%s*: %v", class, tenant, prefix, err)
 	}
 }

@@ -14,6 +14,12 @@ DECLARE
     v_old idem.op_class;
     v_new idem.op_class;
 BEGIN
+    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
+        RAISE EXCEPTION 'class set: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
+    END IF;
+    IF p_reason IS NOT NULL AND idem.text_problem('a reason', p_reason, 4096) IS NOT NULL THEN
+        RAISE EXCEPTION 'class set: %', idem.text_problem('a reason', p_reason, 4096) USING ERRCODE = 'IX306';
+    END IF;
     IF p_retention IS NULL OR p_retention NOT IN ('forever', 'horizon') THEN
         RAISE EXCEPTION 'retention %: use forever or horizon', coalesce(quote_literal(p_retention), 'NULL') USING ERRCODE = 'IX306';
     END IF;
