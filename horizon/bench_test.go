@@ -283,9 +283,20 @@ func BenchmarkPurge(b *testing.B) {
 	})
 
 	b.Run("horizon_purge", func(b *testing.B) {
+		// The purge runs as operators do: alice plans and purges, bob
+		// approves. dbtest creates their logins with its template.
+		dbtest.NewDatabase(b)
 		for i := 0; i < b.N; i++ {
 			url := copyDB(b, v4)
-			pool, err := db.Open(ctx, url, db.Options{MaxConns: 4, StatementTimeout: 10 * time.Minute})
+			if err := dbtest.Owner(url, "SELECT idem.person_add($1, $2), idem.person_add($3, $4)",
+				dbtest.PersonOperator, string(dbtest.Operator), dbtest.PersonOperator2, string(dbtest.Operator2)); err != nil {
+				b.Fatal(err)
+			}
+			pool, err := db.Open(ctx, dbtest.As(url, dbtest.Operator), db.Options{MaxConns: 4, StatementTimeout: 10 * time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			approver, err := db.Open(ctx, dbtest.As(url, dbtest.Operator2), db.Options{MaxConns: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -293,9 +304,10 @@ func BenchmarkPurge(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := horizon.Approve(ctx, pool, p.ID, "bob"); err != nil {
+			if _, err := horizon.Approve(ctx, approver, p.ID, "bob"); err != nil {
 				b.Fatal(err)
 			}
+			approver.Close()
 			conn, err := pgx.Connect(ctx, url)
 			if err != nil {
 				b.Fatal(err)
@@ -304,7 +316,7 @@ func BenchmarkPurge(b *testing.B) {
 			lsn := walMark(b, conn)
 			b.ResetTimer()
 			start := time.Now()
-			res, err := horizon.Purge(ctx, pool, p.ID, horizon.PurgeOptions{Operator: "bob"})
+			res, err := horizon.Purge(ctx, pool, p.ID, horizon.PurgeOptions{Operator: "alice"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -46,6 +46,14 @@ func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, e
 	}
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
+	if len(fields) == 0 {
+		// pgx reports a query that failed (permission denied, no such table)
+		// through rows.Err, with no columns: say why, not "0 columns".
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
+		}
+	}
 	switch len(fields) {
 	case 1:
 		var oldest *time.Time
