@@ -280,7 +280,7 @@ func TestGolden(t *testing.T) {
 			s.keys("a")
 			s.waitFor("Four eyes")
 			s.keys("y")
-			s.waitFor("another operator must approve")
+			s.waitFor("another person must approve")
 		}},
 		{"horizon_purge_aborted", 80, 24, goldenSetup{}, func(s *screen) {
 			s.waitFor("globex/payout")

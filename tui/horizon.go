@@ -33,9 +33,9 @@ type HorizonService interface {
 	Purge(ctx context.Context, planID int64, operator string, progress func(done, total int64)) (PurgeResult, error)
 }
 
-// ErrSameOperator is the four-eyes refusal: the operator who planned a purge
+// ErrSameOperator is the four-eyes refusal: the person who planned a purge
 // cannot approve it.
-var ErrSameOperator = errors.New("four eyes: the operator who planned a purge cannot approve it")
+var ErrSameOperator = errors.New("four eyes: the person who planned a purge cannot approve it")
 
 // HorizonSource is one place that could still replay operations.
 type HorizonSource struct {
@@ -239,7 +239,7 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 		v.busy = false
 		if msg.err != nil {
 			if errors.Is(msg.err, ErrSameOperator) {
-				v.ban = banner{bannerError, fmt.Sprintf("refused: you (%s) planned purge #%d; another operator must approve it", v.c.Operator, msg.id)}
+				v.ban = banner{bannerError, fmt.Sprintf("refused: you planned purge #%d; another person must approve it", msg.id)}
 			} else {
 				v.ban = errorBanner(fmt.Errorf("approve plan #%d: %w", msg.id, msg.err))
 			}
@@ -512,7 +512,7 @@ func (v *horizonView) footer(w int) []string {
 	case p.State == PlanAborted && p.AbortReason != "":
 		l3 = st.Warning.Render("aborted: " + p.AbortReason)
 	case p.State == PlanPlanned:
-		l3 = st.Muted.Render("needs the approval of an operator other than " + orDash(p.PlannedBy))
+		l3 = st.Muted.Render("needs the approval of a person other than its planner (" + orDash(p.PlannedBy) + ")")
 	case p.State == PlanDone || p.State == PlanPurging:
 		l3 = fmt.Sprintf("purged %d of %d", p.Purged, p.Identities)
 	}

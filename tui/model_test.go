@@ -28,13 +28,14 @@ type harness struct {
 	t    *testing.T
 	m    *Model
 	pool *pgxpool.Pool
+	dsn  string
 	quit bool
 }
 
 // setup returns a model over the database services of a fresh database.
 func setup(t *testing.T) *harness {
 	t.Helper()
-	pool, _ := dbtest.NewPool(t, 4)
+	pool, dsn := dbtest.NewPool(t, 4)
 	st := styles.Ascii()
 	m := New(Options{
 		Services: PoolServices(pool),
@@ -42,7 +43,7 @@ func setup(t *testing.T) *harness {
 		Now: func() time.Time { return fixedNow }, Styles: &st,
 		Refresh: -1, StepDelay: -1, Timeout: 20 * time.Second,
 	})
-	h := &harness{t: t, m: m, pool: pool}
+	h := &harness{t: t, m: m, pool: pool, dsn: dsn}
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
 	return h
 }
@@ -395,8 +396,7 @@ func TestModelResolveRefusesStandby(t *testing.T) {
 	h := setup(t)
 	h.init()
 	// A read-only session stands in for a standby: step 1 refuses.
-	_, err := h.pool.Exec(context.Background(), "ALTER DATABASE "+currentDB(t, h.pool)+" SET default_transaction_read_only = on")
-	require.NoError(t, err)
+	dbtest.Admin(t, h.dsn, "ALTER DATABASE "+currentDB(t, h.pool)+" SET default_transaction_read_only = on")
 	h.pool.Reset()
 	resolveInput(h, "acme", "charge-1", transfer100)
 	h.keys("enter")
@@ -444,7 +444,7 @@ func TestModelHorizonActions(t *testing.T) {
 		want     string
 		state    PlanState
 	}{
-		{"alice", "refused: you (alice) planned purge #3; another operator must approve it", PlanPlanned},
+		{"alice", "refused: you planned purge #3; another person must approve it", PlanPlanned},
 		{"bob", "ok: plan #3 approved by bob", PlanApproved},
 	} {
 		h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: c.operator})}
@@ -480,20 +480,13 @@ func TestModelHorizonActions(t *testing.T) {
 func TestModelHorizonDatabase(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 6)
+	// bob is another person (four eyes compares persons, not labels).
+	bob := dbtest.PoolAs(t, dsn, dbtest.Operator2, 6)
 	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		_, err := pool.Exec(ctx, sql, args...)
-		require.NoError(t, err, sql)
-	}
 	// A horizon class (a rebuildable projection) with identities ten days old.
-	exec("SELECT idem.register_class('proj.view', NULL, 'horizon')")
-	exec("SELECT idem.inbox_body_ensure(current_date - 20, current_date)")
+	dbtest.RegisterAppClass(t, dsn, "proj.view", "horizon")
 	seed := func(prefix string, n int) {
-		exec(`INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
-			SELECT 't1', $1 || g, 'proj.view', 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
-			       ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - interval '10 days' + g * interval '1 second'
-			FROM generate_series(1, $2::int) g`, prefix, n)
+		dbtest.Seed(t, dsn, "proj.view", "t1", prefix, n, 10*24*time.Hour, time.Second)
 	}
 	seed("a-", 40)
 	var now time.Time
@@ -504,8 +497,12 @@ func TestModelHorizonDatabase(t *testing.T) {
 
 	console := func(operator string) *harness {
 		st := styles.Ascii()
-		h := &harness{t: t, pool: pool, m: New(Options{
-			Services: PoolServices(pool), Operator: operator, Database: "test",
+		p := pool
+		if operator == "bob" {
+			p = bob
+		}
+		h := &harness{t: t, pool: p, m: New(Options{
+			Services: PoolServices(p), Operator: operator, Database: "test",
 			Now: func() time.Time { return now }, Styles: &st, Refresh: -1, StepDelay: -1, Timeout: 20 * time.Second,
 		})}
 		h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
@@ -527,7 +524,7 @@ func TestModelHorizonDatabase(t *testing.T) {
 	assert.Contains(t, v, "planned")
 	assert.Contains(t, v, "manual", "the built-in source of pending corrections, with its probe")
 	h.keys("a", "y")
-	assert.Contains(t, h.view(), "refused: you (alice) planned purge #"+itoa(plan.ID)+"; another operator must approve it")
+	assert.Contains(t, h.view(), "refused: you planned purge #"+itoa(plan.ID)+"; another person must approve it")
 	assert.Equal(t, horizon.StatePlanned, state(plan.ID).State)
 
 	h = console("bob")
@@ -544,10 +541,10 @@ func TestModelHorizonDatabase(t *testing.T) {
 	seed("b-", 10)
 	plan2, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice"})
 	require.NoError(t, err)
-	_, err = horizon.Approve(ctx, pool, plan2.ID, "bob")
+	_, err = horizon.Approve(ctx, bob, plan2.ID, "bob")
 	require.NoError(t, err)
 	require.NoError(t, horizon.AddSource(ctx, pool, horizon.Source{Name: "late-dlq", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: dsn, Query: "SELECT now() - interval '30 days'"}}, "carol"))
+		Config: horizon.SourceConfig{DSN: dbtest.As(dsn, dbtest.Superuser), Query: "SELECT now() - interval '30 days'"}}, "carol"))
 	h = console("bob")
 	h.keys("p", "y")
 	v = h.view()
