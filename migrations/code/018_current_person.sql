@@ -1,4 +1,5 @@
 -- object: function idem.current_person()
+-- grant: operator, auditor
 -- current_person is the person behind this session's login (session_user,
 -- which SET ROLE and SECURITY DEFINER do not change), or NULL when the login
 -- maps to no person or, through patterns, to more than one. An exact login
