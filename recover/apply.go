@@ -23,9 +23,10 @@ var conflictEvidenceSQL string
 const maxSerialAttempts = 3
 
 // ErrNoSavedResponse: the identity exists with the same payload but without a
-// saved response. Only a transaction that claimed it (idem.claim) and
-// committed without idem.complete leaves that: the effect may or may not have
-// run, so this is not an answer anyone can rely on.
+// saved response. The database refuses to commit a claim (idem.claim) without
+// its idem.complete, so only a write behind its back (triggers disabled, a
+// hand-edited restore) leaves that: the effect may or may not have run, so
+// this is not an answer anyone can rely on.
 var ErrNoSavedResponse = errors.New("identity exists without a saved response (claimed but never completed); investigate")
 
 // applyOne runs steps 1-4 for one operation until it has an answer. A refusal
@@ -159,6 +160,13 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 	switch {
 	case err != nil && pl.committed:
 		return res, &committedConflict{err}
+	case errors.Is(err, idem.ErrClaimedNotCompleted):
+		// The executor found a body without a response. This transaction
+		// claimed nothing before it, so that body was committed so (only
+		// behind the database's back: a commit with a pending claim is
+		// refused), not "claimed in this transaction" as the SQL says for
+		// its own caller. Reported as the dry run reports it.
+		return res, ErrNoSavedResponse
 	case err != nil:
 		return res, err
 	case claimed:

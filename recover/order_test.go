@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -58,7 +60,7 @@ func TestSameIdentityRunsInFileOrder(t *testing.T) {
 		require.Equal(t, want[i], r.Outcome, "line %d", r.Line)
 	}
 	assert.Equal(t, recovery.Counts{recovery.Applied: pairs, recovery.Conflict: pairs, recovery.AlreadyApplied: pairs / 5}, sum.Counts)
-	assert.Equal(t, pairs, b.count(t, "SELECT count(*) FROM idem.inbox WHERE tenant_id = 'dup' AND (payload ->> 'amount')::int = 1"),
+	assert.Equal(t, pairs, b.count(t, "SELECT count(*) FROM idem.inbox WHERE tenant_id = 'dup' AND (payload::jsonb ->> 'amount')::int = 1"),
 		"the first line of each identity is the one applied")
 }
 
@@ -105,33 +107,55 @@ func TestEmitErrorEndsRun(t *testing.T) {
 	}
 }
 
-// An identity claimed without an effect and committed (a misbehaving service
-// calling idem.claim and COMMIT): it has no saved response, so it is not
-// reported as converged, in a real run or a dry run.
+// An identity claimed without an effect (a misbehaving service calling
+// idem.claim and COMMIT) cannot be committed: the database refuses the
+// commit, nothing is written, and resolve would apply it. A body without a
+// saved response can then only be damage done behind the database's back
+// (a superuser with triggers disabled, a hand-edited restore): it is not
+// reported as converged, in a real run or a dry run, and nothing is written.
 func TestAlreadyAppliedWithoutResponse(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 3)
-	conn, err := pgx.Connect(b.ctx, b.dsn)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	// Old data: a guard against this may exist by now; old rows predate it.
-	_, err = conn.Exec(b.ctx, "SET session_replication_role = replica")
-	require.NoError(t, err)
 	p, err := idem.Prepare(transfer("acme", "half", 5), idem.PayloadLimits{})
 	require.NoError(t, err)
-	tx, err := conn.Begin(b.ctx)
+	claimThenCommit := func(conn *pgx.Conn) error {
+		tx, err := conn.Begin(b.ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(context.Background())
+		_, claimed, err := idem.Claim(b.ctx, tx, p)
+		require.NoError(t, err)
+		require.True(t, claimed)
+		return tx.Commit(b.ctx)
+	}
+
+	// The service, with the app role's login: the commit is refused.
+	app, err := pgx.Connect(b.ctx, dbtest.As(b.dsn, dbtest.App))
 	require.NoError(t, err)
-	_, claimed, err := idem.Claim(b.ctx, tx, p)
+	defer app.Close(context.Background())
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, claimThenCommit(app), &pgErr)
+	assert.Equal(t, "IX009", pgErr.Code, pgErr.Message)
+	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "no marker without its effect")
+	_, res, err := b.resolve(t, recovery.Config{DryRun: true}, line("acme", "half", 5))
 	require.NoError(t, err)
-	require.True(t, claimed)
-	require.NoError(t, tx.Commit(b.ctx))
+	assert.Equal(t, []recovery.Outcome{recovery.WouldApply}, outcomes(res))
+
+	// Damage: the same, committed with the guard's trigger disabled.
+	admin, err := pgx.Connect(b.ctx, dbtest.As(b.dsn, dbtest.Superuser))
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	_, err = admin.Exec(b.ctx, "SET session_replication_role = replica")
+	require.NoError(t, err)
+	require.NoError(t, claimThenCommit(admin))
 	before := b.rowCounts(t)
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'half' AND response IS NULL"))
 
 	for _, dry := range []bool{false, true} {
 		sum, res, err := b.resolve(t, recovery.Config{DryRun: dry}, line("acme", "half", 5))
 		require.NoError(t, err)
 		require.Len(t, res, 1)
 		assert.Equal(t, recovery.Failed, res[0].Outcome, "dry run %v", dry)
+		assert.ErrorIs(t, res[0].Err, recovery.ErrNoSavedResponse, "dry run %v", dry)
 		assert.ErrorContains(t, res[0].Err, "identity exists without a saved response (claimed but never completed); investigate")
 		assert.False(t, sum.Converged())
 	}

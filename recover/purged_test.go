@@ -2,7 +2,6 @@ package recovery_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -19,34 +19,31 @@ import (
 func TestPurgedIdentities(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 4)
-	for _, sql := range []string{
-		`CREATE FUNCTION public.count_effect(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
-		 AS $$ INSERT INTO public.effects VALUES (t, o) RETURNING jsonb_build_object('ok', true) $$`,
-		"SELECT idem.inbox_body_ensure(current_date - 20, current_date)",
-		`INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
-		 SELECT 't1', 'old-' || g, 'proj.count', 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
-		        ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - interval '10 days' + g * interval '1 hour'
-		 FROM generate_series(1, 5) g`,
-	} {
-		if strings.Contains(sql, "count_effect") {
-			_, err := b.pool.Exec(b.ctx, "CREATE TABLE public.effects (t text, o text)")
-			require.NoError(t, err)
-		}
-		_, err := b.pool.Exec(b.ctx, sql)
-		require.NoError(t, err, sql)
+	// A SQL effect that counts its runs, owned and registered as the README
+	// says (a definer function of a role with no right on schema idem), and
+	// five identities of its class applied ten days ago.
+	dbtest.Admin(t, b.dsn, "SET ROLE "+dbtest.EffectRole+"; CREATE TABLE effects.count_runs (t text, o text)")
+	dbtest.RegisterEffect(t, b.dsn, "proj.count", "horizon", "count_effect",
+		`INSERT INTO effects.count_runs VALUES (t, o) RETURNING jsonb_build_object('ok', true)`)
+	dbtest.Seed(t, b.dsn, "proj.count", "t1", "old-", 5, 10*24*time.Hour, time.Hour)
+	admin := dbtest.PoolAs(t, b.dsn, dbtest.Superuser, 1) // reads the effect's table
+	runs := func() int {
+		var n int
+		require.NoError(t, admin.QueryRow(b.ctx, "SELECT count(*) FROM effects.count_runs").Scan(&n))
+		return n
 	}
-	_, err := b.pool.Exec(b.ctx, "SELECT idem.register_class('proj.count', 'public.count_effect(text,text,jsonb)'::regprocedure, 'horizon')")
-	require.NoError(t, err)
 
+	// Four eyes: alice plans, bob (another person, another login) approves.
 	var now time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT now()").Scan(&now))
 	p, err := horizon.MakePlan(b.ctx, b.pool, horizon.PlanOptions{Class: "proj.count", Before: now.Add(-24 * time.Hour), Operator: "alice"})
 	require.NoError(t, err)
-	_, err = horizon.Approve(b.ctx, b.pool, p.ID, "bob")
+	_, err = horizon.Approve(b.ctx, dbtest.PoolAs(t, b.dsn, dbtest.Operator2, 1), p.ID, "bob")
 	require.NoError(t, err)
-	r, err := horizon.Purge(b.ctx, b.pool, p.ID, horizon.PurgeOptions{Operator: "carol"})
+	r, err := horizon.Purge(b.ctx, b.pool, p.ID, horizon.PurgeOptions{Operator: "alice"})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, r.Plan.Purged)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM idem.inbox WHERE tenant_id = 't1'"), "the bodies are gone")
 
 	lines := func(n int) string {
 		return fmt.Sprintf(`{"tenant":"t1","operation_id":"old-1","class":"proj.count","payload":{"n":%d}}`, n)
@@ -61,5 +58,11 @@ func TestPurgedIdentities(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []recovery.Outcome{recovery.Purged, recovery.Conflict}, outcomes(real))
 	assert.NotZero(t, real[1].QuarantineID)
-	assert.Equal(t, 0, b.count(t, "SELECT count(*) FROM public.effects"), "a purged identity never runs again")
+	assert.Equal(t, 0, runs(), "a purged identity never runs again")
+
+	// The counter counts: a new identity of the class runs its effect once.
+	_, fresh, err := b.resolve(t, recovery.Config{}, `{"tenant":"t1","operation_id":"new-1","class":"proj.count","payload":{"n":1}}`)
+	require.NoError(t, err)
+	assert.Equal(t, []recovery.Outcome{recovery.Applied}, outcomes(fresh))
+	assert.Equal(t, 1, runs())
 }

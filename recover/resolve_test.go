@@ -26,14 +26,17 @@ import (
 
 type bundle struct {
 	ctx  context.Context
-	pool *pgxpool.Pool
-	dsn  string
+	pool *pgxpool.Pool // an operator's: resolve runs as an operator
+	// app is a service's pool (the app role): the first attempts that
+	// resolve settles are the service's.
+	app *pgxpool.Pool
+	dsn string
 }
 
 func setup(t *testing.T, maxConns int32) bundle {
 	t.Helper()
 	pool, dsn := dbtest.NewPool(t, maxConns)
-	return bundle{ctx: context.Background(), pool: pool, dsn: dsn}
+	return bundle{ctx: context.Background(), pool: pool, app: dbtest.PoolAs(t, dsn, dbtest.App, 2), dsn: dsn}
 }
 
 func (b bundle) count(t *testing.T, sql string, args ...any) int {
@@ -94,7 +97,7 @@ func outcomes(rs []recovery.Result) []recovery.Outcome {
 // line, and the outcomes a real run gives them in order.
 func fixture(t *testing.T, b bundle) (string, []recovery.Outcome, json.RawMessage) {
 	t.Helper()
-	seen, err := idem.Execute(b.ctx, b.pool, transfer("acme", "seen", 100))
+	seen, err := idem.Execute(b.ctx, b.app, transfer("acme", "seen", 100))
 	require.NoError(t, err)
 	input := strings.Join([]string{
 		// already applied: same payload, other spelling
@@ -230,7 +233,7 @@ func TestDryRunManyBatchesInOrder(t *testing.T) {
 	const n = 500
 	for i := range n {
 		if i%3 == 0 {
-			_, err := idem.Execute(b.ctx, b.pool, transfer("t", fmt.Sprint("op-", i), i+1))
+			_, err := idem.Execute(b.ctx, b.app, transfer("t", fmt.Sprint("op-", i), i+1))
 			require.NoError(t, err)
 		}
 		amount := i + 1
@@ -317,7 +320,7 @@ func TestLiveFirstAttempt(t *testing.T) {
 		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, 4)
-			tx, err := b.pool.Begin(b.ctx)
+			tx, err := b.app.Begin(b.ctx) // the service's attempt
 			require.NoError(t, err)
 			defer tx.Rollback(context.Background())
 			first, err := idem.Execute(b.ctx, tx, transfer("acme", "live", 42))
@@ -530,10 +533,7 @@ func TestRefusedMidRun(t *testing.T) {
 	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{Concurrency: 3, Operator: "ada"}}
 	// Connections opened from now on are read-only; the pool's open one is not,
 	// so the check before the run passes and the ones in the transactions refuse.
-	var name string
-	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT current_database()").Scan(&name))
-	_, err := b.pool.Exec(b.ctx, fmt.Sprintf("ALTER DATABASE %q SET default_transaction_read_only = on", name))
-	require.NoError(t, err)
+	readOnlyFromNowOn(t, b)
 	var in strings.Builder
 	for i := range 200 {
 		fmt.Fprintln(&in, line("t", fmt.Sprint("op-", i), i+1))
@@ -550,6 +550,16 @@ func TestRefusedMidRun(t *testing.T) {
 	}
 	assert.Equal(t, len(res), sum.Counts.Total())
 	assert.Equal(t, len(res), b.count(t, "SELECT count(*) FROM demo.posting"), "every reported operation committed, nothing else")
+}
+
+// readOnlyFromNowOn makes the connections opened to b's database from now on
+// read-only, as a demoted primary's are. Altering a database is the owner's
+// or a superuser's act, not an operator's: the test server's superuser does it.
+func readOnlyFromNowOn(t *testing.T, b bundle) {
+	t.Helper()
+	var name string
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT current_database()").Scan(&name))
+	dbtest.Admin(t, b.dsn, fmt.Sprintf("ALTER DATABASE %q SET default_transaction_read_only = on", name))
 }
 
 // idem.assert_primary is the check inside each transaction.

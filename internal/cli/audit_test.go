@@ -53,50 +53,60 @@ func TestAuditCommandOptions(t *testing.T) {
 func TestAuditCommands(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 2)
+	auditor := dbtest.As(dsn, dbtest.Auditor) // audit list and verify need nothing more
 	ctx := context.Background()
-	code, out, _ := runQ(t, dsn, "audit", "verify", "-o", "table")
+	// The installation's own rows (class registrations, persons) come first.
+	var base int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT last_id FROM idem.audit_head").Scan(&base))
+	require.Positive(t, base)
+	code, out, _ := runQ(t, auditor, "audit", "verify", "-o", "table")
 	require.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "audit chain intact: 0 rows")
+	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows", base))
 
+	// An operator tool's reports (a resolve run's steps) are the rows anyone
+	// may append; the operator's own login appends them.
 	var last audit.Record
 	for i := 0; i < 4; i++ {
 		var err error
-		last, err = audit.Append(ctx, pool, audit.Entry{Actor: "alice", Action: "test.step", Target: fmt.Sprintf("t:%d", i)})
+		last, err = audit.Append(ctx, pool, audit.Entry{Actor: "alice", Action: "resolve.step", Target: fmt.Sprintf("t:%d", i)})
 		require.NoError(t, err)
 	}
-	code, out, _ = runQ(t, dsn, "audit", "list", "-o", "json")
+	require.Equal(t, base+4, last.ID)
+	// A state-changing action is written only by the SQL function that does it.
+	_, err := audit.Append(ctx, pool, audit.Entry{Actor: "alice", Action: "quarantine.reject", Target: "quarantine:1"})
+	require.ErrorIs(t, err, audit.ErrReservedAction)
+
+	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "resolve", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	rows := jsonLines(t, out)
 	require.Len(t, rows, 4)
 	for _, k := range []string{"id", "at", "actor", "db_user", "action", "target", "details", "prev_hash", "hash"} {
 		assert.Contains(t, rows[0], k)
 	}
-	code, out, errOut := runQ(t, dsn, "audit", "list", "--limit", "2", "-o", "table")
+	assert.Equal(t, float64(last.ID), rows[0]["id"], "newest first")
+	assert.Equal(t, string(dbtest.Operator), rows[0]["db_user"], "the login that appended it")
+	code, out, errOut := runQ(t, auditor, "audit", "list", "--limit", "2", "-o", "table")
 	require.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "test.step")
-	assert.Contains(t, errOut, "--before 3")
+	assert.Contains(t, out, "resolve.step")
+	assert.Contains(t, errOut, fmt.Sprintf("--before %d", base+3))
 
 	anchor := audit.Anchor{ID: last.ID, Hash: last.Hash}.String()
-	code, out, _ = runQ(t, dsn, "audit", "verify", "-o", "table", "--anchor", anchor)
+	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table", "--anchor", anchor)
 	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows, 1 anchor(s) checked", base+4))
 	assert.Contains(t, out, "anchor: "+anchor)
 
-	// A row changed behind the log's back, triggers disabled.
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "SET LOCAL session_replication_role = replica")
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "UPDATE idem.audit SET actor = 'mallory' WHERE id = 2")
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
+	// A row changed behind the log's back: a superuser with triggers disabled.
+	tampered := base + 2
+	dbtest.Admin(t, dsn, fmt.Sprintf("SET session_replication_role = replica; UPDATE idem.audit SET actor = 'mallory' WHERE id = %d", tampered))
 
-	code, _, errOut = runQ(t, dsn, "audit", "verify", "-o", "table")
+	code, _, errOut = runQ(t, auditor, "audit", "verify", "-o", "table")
 	assert.Equal(t, ExitFailure, code)
-	assert.Contains(t, errOut, "audit chain broken at row 2: ")
-	code, out, _ = runQ(t, dsn, "audit", "verify", "-o", "json")
+	assert.Contains(t, errOut, fmt.Sprintf("audit chain broken at row %d: ", tampered))
+	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "json")
 	assert.Equal(t, ExitFailure, code)
 	rows = jsonLines(t, out)
 	require.Len(t, rows, 1)
 	assert.Equal(t, false, rows[0]["intact"])
-	assert.Equal(t, float64(2), rows[0]["broken_at"])
+	assert.Equal(t, float64(tampered), rows[0]["broken_at"])
 }

@@ -102,17 +102,25 @@ func TestHelpHasExamplesAndExitCodes(t *testing.T) {
 
 func TestDemoMigrateInspectFlow(t *testing.T) {
 	t.Parallel()
-	dsn := dbtest.NewDatabase(t)
+	// migrate and demo init create roles and own the schema: a superuser's
+	// acts. Everything after them is an operator's.
+	super := dbtest.As(dbtest.NewDatabase(t), dbtest.Superuser)
+	dsn := dbtest.As(super, dbtest.Operator)
 
-	code, out, _ := run(t, dsn, "", "migrate", "--status", "-o", "json")
+	code, out, _ := run(t, super, "", "migrate", "--status", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, `"state":"applied"`)
-	code, _, _ = run(t, dsn, "", "migrate")
+	code, _, _ = run(t, super, "", "migrate")
 	require.Equal(t, ExitOK, code, "migrating a migrated database is a no-op")
-	code, _, _ = run(t, dsn, "", "demo", "init")
+	code, _, _ = run(t, super, "", "demo", "init")
 	require.Equal(t, ExitOK, code, "demo init is idempotent")
+	code, _, errOut := run(t, dsn, "", "migrate")
+	assert.Equal(t, ExitFailure, code, "an operator cannot migrate")
+	assert.Contains(t, errOut, "may not act as the owner role")
+	code, _, _ = run(t, dsn, "", "demo", "init")
+	assert.Equal(t, ExitFailure, code, "an operator cannot install the demo")
 
-	code, out, errOut := run(t, dsn, "", "demo", "run", "--tenant", "acme", "--op", "charge-42", "-o", "json")
+	code, out, errOut = run(t, dsn, "", "demo", "run", "--tenant", "acme", "--op", "charge-42", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3)

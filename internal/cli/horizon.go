@@ -95,8 +95,9 @@ func NewCmdHorizonSource(f *Factory) *cobra.Command {
 		Use:   "source <command>",
 		Short: "Manage replay sources (add, list, remove)",
 		Long: `Replay sources are every place that could still replay an operation. The manual
-source (pending corrections) is built in. Secrets (a DSN's password) are stored
-but never printed. Adding and removing are recorded in the audit log.`,
+source (pending corrections) is built in. Secrets are never stored: a postgres
+source names where its password is (--password-env, a libpq service or a
+passfile entry). Adding and removing are recorded in the audit log.`,
 		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
   idemctl horizon source add dlq-ids --kind postgres --source-dsn "$DSN" --query "SELECT tenant_id, operation_id, failed_at FROM app.dlq"
   idemctl horizon source add archive --kind archive --dir /srv/archive/payments
@@ -132,7 +133,9 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
             query returns either one timestamp (the oldest replayable
             message: bounding; NULL or no row: nothing) or
             rows of (tenant_id, operation_id, ts) (enumerating). It runs in a
-            read-only transaction.
+            read-only transaction. The DSN holds no password: --password-env
+            names the variable idemctl reads it from when it probes, or use
+            a libpq service (service=NAME) or a passfile entry.
   archive   --dir: NDJSON or NDJSON.gz files of {"tenant","operation_id","ts"},
             read streaming; it pins what it holds (enumerating).
   nats      --url and --stream (JetStream). --mode bounding (default: the
@@ -143,6 +146,7 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 
 --timeout bounds every probe of the source (default 30s).`,
 		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
+  idemctl horizon source add outbox --kind postgres --source-dsn "postgres://reader@db1/app" --password-env OUTBOX_PASSWORD --query "SELECT min(created_at) FROM app.outbox"
   idemctl horizon source add js-dlq --kind nats --url nats://127.0.0.1:4222 --stream PAYMENTS_DLQ --mode enumerating`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -184,7 +188,8 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 	fl.DurationVar(&opts.Source.Timeout, "timeout", horizon.DefaultProbeTimeout, "bound on every probe of this source")
 	// --dsn is idemctl's own database (a persistent flag); the source's DSN is
 	// --source-dsn.
-	fl.StringVar(&c.DSN, "source-dsn", "", "postgres: the source database's DSN (stored, never printed)")
+	fl.StringVar(&c.DSN, "source-dsn", "", "postgres: the source database's DSN, without a password (stored)")
+	fl.StringVar(&c.PasswordEnv, "password-env", "", "postgres: the environment variable holding the source's password when idemctl probes it (its name is stored, never the password)")
 	return cmd
 }
 

@@ -59,6 +59,9 @@ func TestHorizonCommandOptions(t *testing.T) {
 	assert.Equal(t, []string{"k1:9092", "k2:9092"}, add.Source.Config.Brokers)
 	assert.Equal(t, horizon.Enumerating, add.Source.Config.Mode)
 	assert.Equal(t, 5*time.Second, add.Source.Timeout)
+	require.Equal(t, ExitOK, execSub(t, addCmd(), "outbox", "--kind", "postgres", "--source-dsn", "postgres://reader@db1/app",
+		"--password-env", "OUTBOX_PASSWORD", "--query", "SELECT now()"))
+	assert.Equal(t, "OUTBOX_PASSWORD", add.Source.Config.PasswordEnv)
 
 	var class *ClassSetOptions
 	classCmd := func() *cobra.Command {
@@ -91,6 +94,9 @@ func TestHorizonCommandOptions(t *testing.T) {
 		{"approve no id", NewCmdHorizonApprove(f, func(o *HorizonApproveOptions) error { return never(o) }), nil},
 		{"source without kind", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x"}},
 		{"postgres source without dsn", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--query", "SELECT now()"}},
+		{"postgres source with a password", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u:pw@h/db", "--query", "SELECT now()"}},
+		{"postgres source with an sslpassword", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "host=h sslpassword=pw", "--query", "SELECT now()"}},
+		{"password-env not a variable name", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u@h/db", "--password-env", "A-B", "--query", "SELECT now()"}},
 		{"source named manual", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"manual", "--kind", "archive", "--dir", "/x"}},
 		{"class bad retention", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "sometimes"}},
 		{"class bad min-age", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "horizon", "--min-age", "soon"}},
@@ -108,15 +114,13 @@ func TestHorizonCommandOptions(t *testing.T) {
 // plan, four-eyes approval, purge, status, and a late replay answered purged.
 func TestHorizonEndToEnd(t *testing.T) {
 	t.Parallel()
-	pool, dsn := dbtest.NewPool(t, 4)
+	pool, dsn := dbtest.NewPool(t, 4) // alice's login: every command runs as her, but the approval
+	bob := dbtest.As(dsn, dbtest.Operator2)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, "SELECT idem.register_class('proj.view', NULL, 'forever')")
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO idem.inbox (tenant_id, operation_id, op_class, payload_hash, payload, response, created_at)
-		SELECT 't1', 'op-' || g, 'proj.view', 'jcs-sha256:' || encode(sha256(convert_to('{"n":' || g || '}', 'UTF8')), 'hex'),
-		       ('{"n":' || g || '}')::jsonb, '{"ok":true}', now() - interval '10 days' + g * interval '1 hour'
-		FROM generate_series(1, 48) g`)
-	require.NoError(t, err)
+	// A projection class (its effect in application code, registered by the
+	// schema owner) and 48 of its identities applied ten days ago.
+	dbtest.RegisterAppClass(t, dsn, "proj.view", "forever")
+	dbtest.Seed(t, dsn, "proj.view", "t1", "op-", 48, 10*24*time.Hour, time.Hour)
 
 	code, out, _ := runQ(t, dsn, "class", "list", "-o", "json")
 	require.Equal(t, ExitOK, code)
@@ -126,8 +130,13 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, _, errOut := runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "--operator", "alice")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "contract")
-	code, out, _ = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "-o", "json")
-	require.Equal(t, ExitOK, code, out)
+	// Making a forever class purgeable by horizon alone needs a reason.
+	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "needs a reason")
+	code, out, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
+		"--reason", "a projection, rebuilt nightly", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, `"retention":"horizon"`)
 	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
 	assert.Equal(t, ExitInvalid, code)
@@ -144,19 +153,30 @@ func TestHorizonEndToEnd(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.ndjson"), []byte(`{"tenant":"t1","operation_id":"op-3","ts":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", dir, "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)
-	code, _, _ = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u:hunter2@127.0.0.1:5432/x",
+	// A source's password is never stored: a DSN holding one is refused,
+	// and not echoed.
+	sources := rsvCount(t, pool, "SELECT count(*) FROM idem.horizon_source")
+	code, out, errOut = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u:hunter2@127.0.0.1:5432/x",
 		"--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "secrets are never stored")
+	assert.NotContains(t, out+errOut, "hunter2")
+	assert.Equal(t, sources, rsvCount(t, pool, "SELECT count(*) FROM idem.horizon_source"))
+	// It names the variable that holds the password instead; this one is not
+	// set, so the source cannot be probed.
+	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u@127.0.0.1:5432/x",
+		"--password-env", "IDEMCTL_TEST_NEVER_SET_PASSWORD", "--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, _ = runQ(t, dsn, "horizon", "source", "list", "-o", "json")
 	require.Equal(t, ExitOK, code)
-	code, out, _ = runQ(t, dsn, "horizon", "source", "list", "-o", "table")
-	require.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "archive")
-	assert.NotContains(t, out, "hunter2")
+	assert.Contains(t, out, `"name":"archive"`)
+	assert.Contains(t, out, `"password_env":"IDEMCTL_TEST_NEVER_SET_PASSWORD"`)
 
-	// The pg source cannot connect: not proven (exit 5), secrets never shown.
+	// The pg source cannot be probed: not proven (exit 5), and it says why.
 	code, out, errOut = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "table")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, out, "NOT proven")
-	assert.NotContains(t, out+errOut, "hunter2")
+	assert.Contains(t, out+errOut, "IDEMCTL_TEST_NEVER_SET_PASSWORD")
 	code, _, _ = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
 	require.Equal(t, ExitOK, code)
 
@@ -175,16 +195,35 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.EqualValues(t, 2, p.Pinned, "the correction and the archived identity")
 	id := strconv.FormatInt(p.ID, 10)
 
-	code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code, "four-eyes: same operator")
-	assert.Contains(t, errOut, "four eyes")
-	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--operator", "bob")
+	// Four eyes compare persons: alice's login cannot approve her own plan,
+	// whatever --operator says, nor can a login that maps to no person.
+	for _, label := range []string{"alice", "bob"} {
+		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--operator", label)
+		assert.Equal(t, ExitInvalid, code, "four-eyes: same person, labelled %s", label)
+		assert.Contains(t, errOut, "four eyes")
+	}
+	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--operator", "carol")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "maps to no person")
+	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"state":"planned"`, "nothing approved it")
+	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--operator", "alice")
 	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
 	assert.Contains(t, errOut, "--yes")
-	code, _, _ = runQ(t, dsn, "horizon", "approve", id, "--operator", "bob")
-	require.Equal(t, ExitOK, code)
+	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "alice")
+	assert.Equal(t, ExitInvalid, code, "not approved yet")
+	assert.Contains(t, errOut, "approve")
+	// Bob, another person with his own login, approves.
+	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--operator", "bob", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var approved horizon.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &approved))
+	assert.Equal(t, horizon.StateApproved, approved.State)
+	assert.Equal(t, dbtest.PersonOperator, approved.PlannedPerson)
+	assert.Equal(t, dbtest.PersonOperator2, approved.ApprovedPerson)
 
-	code, out, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "bob", "-o", "json")
+	code, out, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "alice", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	var res horizon.PurgeResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -207,7 +246,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, `"state":"done"`)
 
-	code, out, _ = runQ(t, dsn, "audit", "list", "--action", "horizon", "-o", "json")
+	code, out, _ = runQ(t, dbtest.As(dsn, dbtest.Auditor), "audit", "list", "--action", "horizon", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	for _, a := range []string{"horizon.plan", "horizon.approve", "horizon.purge.start", "horizon.purge.finish", "horizon.class.set", "horizon.correction.add", "horizon.source.add"} {
 		assert.Contains(t, out, `"action":"`+a+`"`, a)

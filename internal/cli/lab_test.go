@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,7 +186,10 @@ func TestLabInterrupted(t *testing.T) {
 	dsn := dbtest.NewDatabase(t)
 	cmd := exec.Command(bin, "lab", "--trials", "5000", "--seed", "1", "--parallel", "2", "-o", "json")
 	cmd.Env = append(os.Environ(), "IDEMCTL_DSN="+dsn)
-	var stdout, stderr bytes.Buffer
+	// The process writes stderr from exec's copying goroutine while the
+	// test reads it: a locked buffer.
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -202,4 +206,23 @@ func TestLabInterrupted(t *testing.T) {
 	assert.Contains(t, stderr.String(), "lab interrupted")
 	assert.Empty(t, stdout.String(), "no report for an interrupted run")
 	assert.Empty(t, labSchemas(t, dsn), stderr.String())
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
+// another reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -131,10 +131,20 @@ func TestQuarantineCommandOptions(t *testing.T) {
 	}
 }
 
+// cliFixture is a fresh database: an operator's pool and DSN (what the
+// commands run as), and a service's pool (the app role) that sends the
+// operations whose retries conflict.
 type cliFixture struct {
 	ctx  context.Context
 	pool *pgxpool.Pool
+	app  *pgxpool.Pool
 	dsn  string
+}
+
+func newCLIFixture(t *testing.T) cliFixture {
+	t.Helper()
+	pool, dsn := dbtest.NewPool(t, 2)
+	return cliFixture{ctx: context.Background(), pool: pool, app: dbtest.PoolAs(t, dsn, dbtest.App, 2), dsn: dsn}
 }
 
 func (fx cliFixture) conflict(t *testing.T, tenant, op string, stored, incoming int) int64 {
@@ -143,9 +153,9 @@ func (fx cliFixture) conflict(t *testing.T, tenant, op string, stored, incoming 
 		return idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: op}, Class: "demo.transfer",
 			Payload: []byte(fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount))}
 	}
-	_, err := idem.Execute(fx.ctx, fx.pool, c(stored))
+	_, err := idem.Execute(fx.ctx, fx.app, c(stored))
 	require.NoError(t, err)
-	res, err := idem.Execute(fx.ctx, fx.pool, c(incoming))
+	res, err := idem.Execute(fx.ctx, fx.app, c(incoming))
 	require.NoError(t, err)
 	require.Equal(t, idem.Conflict, res.Outcome)
 	return res.QuarantineID
@@ -174,8 +184,10 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 
 func TestQuarantineCommands(t *testing.T) {
 	t.Parallel()
-	pool, dsn := dbtest.NewPool(t, 2)
-	fx := cliFixture{ctx: context.Background(), pool: pool, dsn: dsn}
+	fx := newCLIFixture(t)
+	dsn := fx.dsn
+	// The installation's own audit rows (class registrations, persons) come first.
+	base := fx.count(t, "SELECT last_id FROM idem.audit_head")
 	q1 := fx.conflict(t, "acme", "charge-1", 1250, 1350)
 	q2 := fx.conflict(t, "acme", "bet-7", 500, 650)
 	q3 := fx.conflict(t, "globex", "charge-9", 10, 11)
@@ -225,7 +237,10 @@ func TestQuarantineCommands(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "rejected", rec["status"])
-	assert.Equal(t, "alice", rec["decision"].(map[string]any)["decided_by"])
+	decision := rec["decision"].(map[string]any)
+	assert.Equal(t, "alice", decision["decided_by"])
+	assert.Equal(t, dbtest.PersonOperator, decision["person"], "the person behind the login, whatever --operator says")
+	assert.Equal(t, string(dbtest.Operator), decision["db_user"])
 	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "again", "--operator", "bob")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by alice")
@@ -246,7 +261,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM demo.posting WHERE operation_id = 'bet-7-rev2' AND amount = 650"))
 
 	// accept-as-new onto an identity that holds another payload: nothing written
-	_, err := idem.Execute(fx.ctx, fx.pool, idem.Command{Identity: idem.Identity{TenantID: "globex", OperationID: "taken"},
+	_, err := idem.Execute(fx.ctx, fx.app, idem.Command{Identity: idem.Identity{TenantID: "globex", OperationID: "taken"},
 		Class: "demo.transfer", Payload: []byte(`{"from":"x","to":"y","amount":999,"currency":"EUR"}`)})
 	require.NoError(t, err)
 	auditRows := fx.count(t, "SELECT count(*) FROM idem.audit")
@@ -288,23 +303,26 @@ func TestQuarantineCommands(t *testing.T) {
 	require.Equal(t, ExitOK, code)
 	assert.Equal(t, 1, strings.Count(out, "\n"), "-o json: one line")
 
-	// every decision and export is in the audit log, which verifies
-	code, out, _ = runQ(t, dsn, "audit", "list", "--action", "quarantine", "-o", "json")
+	// every decision and export is in the audit log, which the auditor reads
+	// and verifies
+	auditor := dbtest.As(dsn, dbtest.Auditor)
+	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "quarantine", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	var actions []string
 	for _, r := range jsonLines(t, out) {
 		actions = append(actions, r["action"].(string))
+		assert.Equal(t, string(dbtest.Operator), r["db_user"])
 	}
 	assert.Equal(t, []string{"quarantine.export", "quarantine.export", "quarantine.accept_as_new", "quarantine.reject"}, actions)
-	code, out, _ = runQ(t, dsn, "audit", "verify", "-o", "table")
+	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table")
 	assert.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "audit chain intact: 4 rows")
+	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows", base+4))
 }
 
 func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
 	t.Parallel()
-	pool, dsn := dbtest.NewPool(t, 2)
-	fx := cliFixture{ctx: context.Background(), pool: pool, dsn: dsn}
+	fx := newCLIFixture(t)
+	dsn := fx.dsn
 	q := fx.conflict(t, "acme", "charge-1", 1, 2)
 	for _, answer := range []string{"n\n", "y\n"} {
 		ios, in, _, errOut := Test(true)

@@ -21,6 +21,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/migrations"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -58,8 +59,10 @@ func asPostgres(name string, args ...string) *exec.Cmd {
 // streaming standby of it (pg_basebackup -R), each on a free loopback port.
 // A private pair, not a standby of the shared test server: a base backup
 // copies a whole cluster, and the shared one holds every engineer's test and
-// benchmark databases. Both are stopped and removed when t ends. It returns
-// the primary's DSN and the standby's address.
+// benchmark databases. The primary's superuser migrates it and installs the
+// demo, then creates the operator and service logins (dbtest.Operator,
+// dbtest.App) that the test connects as. Both are stopped and removed when t
+// ends. It returns the primary's superuser DSN and the standby's address.
 func startPrimaryAndStandby(t *testing.T) (primaryDSN, standbyHost string, standbyPort int) {
 	t.Helper()
 	initdb, pgCtl, basebackup := pgBin("initdb"), pgBin("pg_ctl"), pgBin("pg_basebackup")
@@ -123,6 +126,16 @@ func startPrimaryAndStandby(t *testing.T) (primaryDSN, standbyHost string, stand
 		code, _, errOut := run(t, primaryDSN, "", args...)
 		require.Equal(t, ExitOK, code, "%v: %s", args, errOut)
 	}
+	conn, err := pgx.Connect(context.Background(), primaryDSN)
+	require.NoError(t, err)
+	roles := migrations.DefaultRoles()
+	for login, group := range map[dbtest.Role]string{dbtest.Operator: roles.Operator, dbtest.App: roles.App} {
+		name := pgx.Identifier{string(login)}.Sanitize()
+		_, err := conn.Exec(context.Background(), "CREATE ROLE "+name+" LOGIN PASSWORD '"+dbtest.TestPassword+"'; GRANT "+
+			pgx.Identifier{group}.Sanitize()+" TO "+name)
+		require.NoError(t, err)
+	}
+	conn.Close(context.Background())
 
 	standby := filepath.Join(dir, "standby")
 	out, err = asPostgres(basebackup, "-h", "127.0.0.1", "-p", fmt.Sprint(primaryPort), "-U", "postgres", "-D", standby, "-R", "-X", "stream", "-c", "fast").CombinedOutput()
@@ -172,12 +185,16 @@ func freePort(t *testing.T) int {
 // code 4 and one line, concludes nothing, and nothing is written on the primary.
 func TestResolveRefusesStandby(t *testing.T) {
 	t.Parallel()
-	dsn, host, port := startPrimaryAndStandby(t)
+	super, host, port := startPrimaryAndStandby(t)
+	dsn := dbtest.As(super, dbtest.Operator) // resolve runs as an operator
 	ctx := context.Background()
 	pool, err := db.Open(ctx, dsn, db.Options{MaxConns: 2})
 	require.NoError(t, err)
 	defer pool.Close()
-	_, err = idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
+	app, err := db.Open(ctx, dbtest.As(super, dbtest.App), db.Options{MaxConns: 1})
+	require.NoError(t, err)
+	defer app.Close()
+	_, err = idem.Execute(ctx, app, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
 		Payload: []byte(`{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`)})
 	require.NoError(t, err)
 

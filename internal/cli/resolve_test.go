@@ -138,7 +138,8 @@ func TestResolveCommand(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 2)
 	ctx := context.Background()
-	_, err := idem.Execute(ctx, pool, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
+	// The service applied acme/seen (the app role); resolve runs as an operator.
+	_, err := idem.Execute(ctx, dbtest.PoolAs(t, dsn, dbtest.App, 1), idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: "seen"}, Class: "demo.transfer",
 		Payload: []byte(`{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`)})
 	require.NoError(t, err)
 
@@ -224,10 +225,13 @@ func TestResolveCommand(t *testing.T) {
 		assert.Equal(t, before, rsvCounts(t, pool))
 		// The run itself is recorded, with who and the counts.
 		assert.Equal(t, audits+1, rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run'"))
-		var actor string
+		var actor, dbUser, person string
 		var details map[string]any
-		require.NoError(t, pool.QueryRow(ctx, "SELECT actor, details FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&actor, &details))
-		assert.Equal(t, "ada", actor)
+		require.NoError(t, pool.QueryRow(ctx, "SELECT actor, db_user, person, details::jsonb FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").
+			Scan(&actor, &dbUser, &person, &details))
+		assert.Equal(t, "ada", actor, "the --operator label, for the record")
+		assert.Equal(t, string(dbtest.Operator), dbUser, "the login that ran it")
+		assert.Equal(t, dbtest.PersonOperator, person, "the person behind the login")
 		assert.Equal(t, true, details["dry_run"])
 		assert.Equal(t, map[string]any{"already_applied": 1.0, "would_apply": 1.0, "would_conflict": 1.0}, details["counts"])
 	})
@@ -286,11 +290,12 @@ func TestResolveBadSingleOperationWritesNothing(t *testing.T) {
 	assert.Equal(t, before, rsvCounts(t, pool))
 }
 
-// lastAudit is the details of the newest resolve.run record.
+// lastAudit is the details of the newest resolve.run record (stored as the
+// exact JSON text that was hashed).
 func lastAudit(t *testing.T, pool *pgxpool.Pool) map[string]any {
 	t.Helper()
 	var details map[string]any
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT details FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&details))
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT details::jsonb FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&details))
 	return details
 }
 
@@ -503,7 +508,7 @@ func TestResolveSIGINTThenRerun(t *testing.T) {
 	}
 	assert.Equal(t, done, rsvCount(t, pool, "SELECT count(*) FROM demo.posting"), "every reported operation committed, nothing else")
 	assert.Equal(t, done, rsvCount(t, pool, "SELECT count(*) FROM idem.inbox"))
-	assert.Equal(t, 1, rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run' AND (details ->> 'interrupted')::boolean"))
+	assert.Equal(t, 1, rsvCount(t, pool, "SELECT count(*) FROM idem.audit WHERE action = 'resolve.run' AND (details::jsonb ->> 'interrupted')::boolean"))
 
 	out, err := exec.Command(bin, "resolve", "--file", file, "-o", "json", "--dsn", dsn).Output()
 	require.NoError(t, err)

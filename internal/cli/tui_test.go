@@ -132,10 +132,11 @@ func contains(sub string) func(string) bool {
 func TestTUIInAPseudoTerminal(t *testing.T) {
 	t.Parallel()
 	bin := idemctlBinary(t)
-	pool, dsn := dbtest.NewPool(t, 2)
+	_, dsn := dbtest.NewPool(t, 2) // the console runs as an operator
+	service := dbtest.PoolAs(t, dsn, dbtest.App, 1)
 	ctx := context.Background()
 	for _, amount := range []string{"100", "1000"} {
-		_, err := idem.Execute(ctx, pool, idem.Command{
+		_, err := idem.Execute(ctx, service, idem.Command{
 			Identity: idem.Identity{TenantID: "acme", OperationID: "charge-42"}, Class: "demo.transfer",
 			Payload: []byte(`{"from":"acct-1","to":"acct-2","currency":"EUR","amount":` + amount + `}`)})
 		require.NoError(t, err)
