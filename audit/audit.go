@@ -217,7 +217,7 @@ func ParseAnchor(s string) (Anchor, error) {
 	idText, hash, ok := strings.Cut(s, ":")
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if !ok || err != nil || id <= 0 || !strings.HasPrefix(hash, "sha256:") || len(hash) != len("sha256:")+64 {
-		return Anchor{}, fmt.Errorf("anchor %q: want ID:sha256:<64 hex>, e.g. 42:sha256:9f86...", s)
+		return Anchor{}, fmt.Errorf("anchor %q: want ID:sha256:<64 hex> (as audit verify prints it, e.g. 42:sha256:9f86<60 more hex>)", s)
 	}
 	return Anchor{ID: id, Hash: hash}, nil
 }

@@ -215,6 +215,7 @@ func TestPurgeFunctionsNeedAPurgingPlan(t *testing.T) {
 		_, err := w.operator.Exec(w.ctx, tc.sql, tc.args...)
 		assert.Equal(t, tc.want, code(err), "%s: %v", tc.sql, err)
 	}
+	assert.Equal(t, before, w.snapshot(), "nothing was written")
 	// Approved, and even begun by another session: this one is not its runner.
 	_, err = horizon.Approve(w.ctx, w.second, p.ID, "bob")
 	require.NoError(t, err)

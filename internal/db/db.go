@@ -160,9 +160,6 @@ func Describe(dsn string) string {
 	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
-// secretKeys are the libpq parameters that hold a secret.
-var secretKeys = []string{"password", "sslpassword"}
-
 var (
 	// kvSecret finds password=... and sslpassword=... in keyword/value form or
 	// in a URL's query (value quoted, or up to a space or &).
