@@ -47,6 +47,8 @@ type assignment struct {
 	Schema   string   `json:"schema"`
 	KillAt   string   `json:"kill_at"`
 	Delivery delivery `json:"delivery"`
+	// Redis is the unix socket of the design's own Redis server ("" for none).
+	Redis string `json:"redis,omitempty"`
 }
 
 // errParentGone ends a worker whose parent closed its stdin instead of killing it.
@@ -88,7 +90,15 @@ func Worker(ctx context.Context, in io.Reader, out io.Writer) error {
 	if _, err := fmt.Fprintf(out, "ready %d\n", conn.PgConn().PID()); err != nil {
 		return err
 	}
-	s := &session{conn: conn, q: q, killAt: a.KillAt}
+	s := &session{conn: conn, q: q, killAt: a.KillAt, effectStmt: d.effect}
+	if a.Redis != "" {
+		cmds, err := loadRedisCommands(d.redisFile)
+		if err != nil {
+			return err
+		}
+		s.redis = newRedisClient(a.Redis, cmds)
+		defer s.redis.close()
+	}
 	s.at = func(ctx context.Context, _ *session, step string) error {
 		if _, err := fmt.Fprintf(out, "step %s\n", step); err != nil {
 			return err
@@ -143,6 +153,9 @@ func designStatements(d design, schema string) (statements, error) {
 	common, err := loadStatements("lab.sql", schema)
 	if err != nil {
 		return nil, err
+	}
+	if d.file == "" {
+		return common, nil
 	}
 	own, err := loadStatements(d.file, schema)
 	if err != nil {
@@ -205,6 +218,9 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 		defer release()
 	}
 	a := assignment{DSN: r.opts.DSN, RunID: r.runID, Design: ds.d.Name, Schema: ds.schema, KillAt: killAt, Delivery: del}
+	if ds.redis != nil {
+		a.Redis = ds.redis.sock
+	}
 	payload, err := json.Marshal(a)
 	if err != nil {
 		return crashResult{}, err

@@ -111,7 +111,7 @@ func TestLabHelpHidesWorker(t *testing.T) {
 func TestLabVerdict(t *testing.T) {
 	t.Parallel()
 	ok := &lab.Report{Seed: 3, Designs: []lab.DesignReport{
-		{Design: "marker_separate_tx", Expected: lab.AnomalyLost, Lost: 40},
+		{Design: "marker_separate_tx", Expected: []string{lab.AnomalyLost}, Lost: 40},
 		{Design: "atomic"},
 	}}
 	assert.NoError(t, labVerdict(ok), "broken designs showing anomalies is the lab working")
