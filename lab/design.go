@@ -106,6 +106,18 @@ func (s *session) begin(ctx context.Context) error {
 	return err
 }
 
+// beginAt opens the delivery's transaction between the kill points
+// before_call and after_begin.
+func (s *session) beginAt(ctx context.Context) error {
+	if err := s.step(ctx, StepBeforeCall); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	return s.step(ctx, StepAfterBegin)
+}
+
 // commit commits an intermediate transaction (the marker of marker_separate_tx,
 // the effect of effect_before_marker).
 func (s *session) commit(ctx context.Context) error {
@@ -153,8 +165,12 @@ func (s *session) rollback() {
 }
 
 // effect runs the design's effect, the ledger's transfer unless the design
-// says otherwise: one posting.
+// says otherwise (one posting), between the kill points during_effect and
+// after_effect.
 func (s *session) effect(ctx context.Context, d delivery) (json.RawMessage, error) {
+	if err := s.step(ctx, StepDuringEffect); err != nil {
+		return nil, err
+	}
 	name := s.effectStmt
 	if name == "" {
 		name = "effect"
@@ -163,7 +179,24 @@ func (s *session) effect(ctx context.Context, d delivery) (json.RawMessage, erro
 	if err := s.queryRow(ctx, name, []any{d.Tenant, d.OperationID, d.Payload}, &resp); err != nil {
 		return nil, err
 	}
+	if err := s.step(ctx, StepAfterEffect); err != nil {
+		return nil, err
+	}
 	return resp, nil
+}
+
+// answerFromRow answers a delivery whose identity is taken from the row that
+// statement read finds (its hash and saved response), and commits.
+func (s *session) answerFromRow(ctx context.Context, read string, id []any, hash string) (Reply, error) {
+	var stored string
+	var resp json.RawMessage
+	if err := s.queryRow(ctx, read, id, &stored, &resp); err != nil {
+		return Reply{}, err
+	}
+	if err := s.commit(ctx); err != nil {
+		return Reply{}, err
+	}
+	return answerStored(hash, stored, resp), nil
 }
 
 // answerStored answers a delivery whose payload hashes to hash from a stored
@@ -247,14 +280,8 @@ func deliverAtomic(ctx context.Context, s *session, d delivery) (Reply, error) {
 			return Reply{}, err
 		}
 		if r.Outcome == "claimed" {
-			if err := s.step(ctx, StepDuringEffect); err != nil {
-				return Reply{}, err
-			}
 			resp, err := s.effect(ctx, d)
 			if err != nil {
-				return Reply{}, err
-			}
-			if err := s.step(ctx, StepAfterEffect); err != nil {
 				return Reply{}, err
 			}
 			if _, err := s.exec(ctx, "complete", d.Tenant, d.OperationID, string(resp)); err != nil {
@@ -289,15 +316,7 @@ func deliverMarkerSeparate(ctx context.Context, s *session, d delivery) (Reply, 
 		return Reply{}, err
 	}
 	if tag.RowsAffected() == 0 {
-		var hash string
-		var resp json.RawMessage
-		if err := s.queryRow(ctx, "read_marker", id, &hash, &resp); err != nil {
-			return Reply{}, err
-		}
-		if err := s.commit(ctx); err != nil {
-			return Reply{}, err
-		}
-		return answerStored(d.Hash, hash, resp), nil
+		return s.answerFromRow(ctx, "read_marker", id, d.Hash)
 	}
 	// The flaw: the marker is made durable before the effect exists.
 	if err := s.commit(ctx); err != nil {
@@ -336,14 +355,8 @@ func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Rep
 		}
 		return answerStored(d.Hash, hash, stored), nil
 	}
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
 	resp, err := s.effect(ctx, d)
 	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
 		return Reply{}, err
 	}
 	// The flaw: the effect is made durable before anything records it.
@@ -370,13 +383,7 @@ func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Rep
 
 func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, error) {
 	id := []any{d.Tenant, d.OperationID}
-	if err := s.step(ctx, StepBeforeCall); err != nil {
-		return Reply{}, err
-	}
-	if err := s.begin(ctx); err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterBegin); err != nil {
+	if err := s.beginAt(ctx); err != nil {
 		return Reply{}, err
 	}
 	var hash string
@@ -420,14 +427,8 @@ func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, 
 // operation is new: the effect, the saved response, COMMIT, with a kill point
 // between each step.
 func (s *session) effectSaveCommit(ctx context.Context, d delivery, id []any) (Reply, error) {
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
 	resp, err := s.effect(ctx, d)
 	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
 		return Reply{}, err
 	}
 	if _, err := s.exec(ctx, "save_response", append(id[:len(id):len(id)], string(resp))...); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 )
 
 // Identities an inbox design keys its rows on: the statements claim, read and
@@ -28,13 +27,7 @@ func rawTextHash(d delivery) string {
 func deliverInbox(id func(delivery) []any, hash func(delivery) string) func(context.Context, *session, delivery) (Reply, error) {
 	return func(ctx context.Context, s *session, d delivery) (Reply, error) {
 		key, h := id(d), hash(d)
-		if err := s.step(ctx, StepBeforeCall); err != nil {
-			return Reply{}, err
-		}
-		if err := s.begin(ctx); err != nil {
-			return Reply{}, err
-		}
-		if err := s.step(ctx, StepAfterBegin); err != nil {
+		if err := s.beginAt(ctx); err != nil {
 			return Reply{}, err
 		}
 		tag, err := s.exec(ctx, "claim", append(key[:len(key):len(key)], h)...)
@@ -45,15 +38,7 @@ func deliverInbox(id func(delivery) []any, hash func(delivery) string) func(cont
 			return Reply{}, err
 		}
 		if tag.RowsAffected() == 0 {
-			var stored string
-			var resp json.RawMessage
-			if err := s.queryRow(ctx, "read", key, &stored, &resp); err != nil {
-				return Reply{}, err
-			}
-			if err := s.commit(ctx); err != nil {
-				return Reply{}, err
-			}
-			return answerStored(h, stored, resp), nil
+			return s.answerFromRow(ctx, "read", key, h)
 		}
 		return s.effectSaveCommit(ctx, d, key)
 	}

@@ -41,14 +41,8 @@ func deliverRedisInbox(ctx context.Context, s *session, d delivery) (Reply, erro
 	if err := s.begin(ctx); err != nil {
 		return Reply{}, err
 	}
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
 	resp, err := s.effect(ctx, d)
 	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
 		return Reply{}, err
 	}
 	if err := s.step(ctx, StepBeforeCommit); err != nil {
