@@ -196,7 +196,7 @@ var designs = []design{
 	{
 		Name:     "atomic",
 		Does:     "the Core executor: inbox row, effect and saved response in one transaction",
-		Summary:  "nothing: every column must stay at 0",
+		Summary:  "nothing broke (every column must stay at 0)",
 		Breaks:   "nowhere: a crash anywhere leaves all three or none, and the unique key settles every race",
 		file:     "atomic.sql",
 		raceStep: StepAfterBegin,

@@ -202,41 +202,11 @@ type designState struct {
 // Run runs the lab and returns its report. Scratch schemas are dropped before
 // it returns, also when ctx is cancelled or a step fails.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Trials <= 0 {
-		opts.Trials = DefaultTrials
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
 	}
-	if opts.Trials > MaxTrials {
-		return nil, fmt.Errorf("at most %d trials", MaxTrials)
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = DefaultParallel
-	}
-	if opts.Parallel > MaxParallel {
-		opts.Parallel = MaxParallel
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	names := opts.Designs
-	if len(names) == 0 {
-		names = DesignNames()
-	}
-	var ds []*designState
-	seen := map[string]bool{}
-	for _, n := range names {
-		d, err := designByName(n)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[n] {
-			seen[n] = true
-			ds = append(ds, &designState{d: d})
-		}
-	}
-	if len(ds) == 0 {
-		return nil, ErrNoDesigns
-	}
-	if err := checkRedisServer(ds, opts.RedisServer); err != nil {
+	ds, err := selectDesigns(opts)
+	if err != nil {
 		return nil, err
 	}
 	worker := opts.Worker
@@ -309,6 +279,54 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		report.Designs = append(report.Designs, rep)
 	}
 	return report, nil
+}
+
+// withDefaults fills in what opts leaves out and bounds the rest.
+func (opts *Options) withDefaults() error {
+	if opts.Trials <= 0 {
+		opts.Trials = DefaultTrials
+	}
+	if opts.Trials > MaxTrials {
+		return fmt.Errorf("at most %d trials", MaxTrials)
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	if opts.Parallel > MaxParallel {
+		opts.Parallel = MaxParallel
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return nil
+}
+
+// selectDesigns resolves the run's designs, in order, once each, and checks
+// that what they need is there.
+func selectDesigns(opts Options) ([]*designState, error) {
+	names := opts.Designs
+	if len(names) == 0 {
+		names = DesignNames()
+	}
+	var ds []*designState
+	seen := map[string]bool{}
+	for _, n := range names {
+		d, err := designByName(n)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			ds = append(ds, &designState{d: d})
+		}
+	}
+	if len(ds) == 0 {
+		return nil, ErrNoDesigns
+	}
+	if err := checkRedisServer(ds, opts.RedisServer); err != nil {
+		return nil, err
+	}
+	return ds, nil
 }
 
 func (r *runner) progress(format string, args ...any) {

@@ -197,8 +197,12 @@ func printLabTable(opts *LabOptions, rep *lab.Report) error {
 	if err := printTable(w, header, rows); err != nil {
 		return err
 	}
+	width := 0
 	for _, d := range rep.Designs {
-		fmt.Fprintf(w, "  %-25s %-22s %s; %s\n", d.Design, labVerdictWord(d), d.Does, d.Summary)
+		width = max(width, len(labVerdictWord(d)))
+	}
+	for _, d := range rep.Designs {
+		fmt.Fprintf(w, "  %-25s %-*s  %s; %s\n", d.Design, width, labVerdictWord(d), d.Does, d.Summary)
 	}
 	fmt.Fprintln(w, "Kill points and timings per design, and examples of each anomaly: -o json. Where a design breaks: --explain DESIGN.")
 	return nil
