@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -131,4 +136,32 @@ func TestJudgeNewColumns(t *testing.T) {
 	assert.Equal(t, 1, rep.LostRevisions)
 	assert.Equal(t, 2, rep.Identities)
 	assert.Zero(t, rep.WrongResponse+rep.MissedConflicts+rep.Doubled)
+}
+
+// TestStaleRedisOfDeadRunsIsStopped plants a lab Redis server whose owner is
+// gone: the next redis design stops it and removes its directory.
+func TestStaleRedisOfDeadRunsIsStopped(t *testing.T) {
+	t.Parallel()
+	bin, err := findRedisServer("")
+	require.NoError(t, err, "the lab's redis design needs redis-server")
+	srv, err := startRedisServer(context.Background(), bin)
+	require.NoError(t, err)
+	defer srv.stop()
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	require.NoError(t, os.WriteFile(filepath.Join(srv.dir, redisOwnerFile), []byte(strconv.Itoa(dead.Process.Pid)), 0o600))
+
+	assert.Contains(t, dropStaleRedis(), srv.dir)
+	select {
+	case <-srv.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the leftover redis-server is still running")
+	}
+	_, err = os.Stat(srv.dir)
+	assert.True(t, os.IsNotExist(err), "directory removed: %v", err)
+
+	live, err := startRedisServer(context.Background(), bin)
+	require.NoError(t, err)
+	defer live.stop()
+	assert.NotContains(t, dropStaleRedis(), live.dir, "a live run's server is left alone")
 }

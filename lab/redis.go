@@ -44,10 +44,25 @@ type redisServer struct {
 	exited         chan struct{}
 }
 
-// startRedisServer starts a server of bin in a new temporary directory.
+// redisDirPrefix starts the name of every data directory of a lab Redis
+// server, in os.TempDir().
+const redisDirPrefix = "idemctl-lab-redis-"
+
+// Files of a lab Redis server's directory besides its data.
+const (
+	redisOwnerFile = "lab.pid"   // the pid of the lab process that started it
+	redisPIDFile   = "redis.pid" // the server's own pid
+)
+
+// startRedisServer starts a server of bin in a new temporary directory, which
+// names the lab process that owns it.
 func startRedisServer(ctx context.Context, bin string) (*redisServer, error) {
-	dir, err := os.MkdirTemp("", "idemctl-lab-redis-")
+	dir, err := os.MkdirTemp("", redisDirPrefix)
 	if err != nil {
+		return nil, fmt.Errorf("redis data directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, redisOwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("redis data directory: %w", err)
 	}
 	s := &redisServer{bin: bin, dir: dir, sock: filepath.Join(dir, "redis.sock")}
@@ -61,7 +76,7 @@ func startRedisServer(ctx context.Context, bin string) (*redisServer, error) {
 func (s *redisServer) start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
 		"--dir", s.dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no",
-		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no")
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--pidfile", filepath.Join(s.dir, redisPIDFile), "--daemonize", "no")
 	// Own process group: a Ctrl-C reaches the lab, which stops its server itself.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -193,6 +208,42 @@ func loadRedisCommands(file string) (statements, error) {
 	return cmds, nil
 }
 
+// dropStaleRedis stops the Redis servers of lab runs whose process is gone
+// (killed before it could stop them) and removes their directories. It
+// returns the directories it removed.
+func dropStaleRedis() []string {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), redisDirPrefix+"*"))
+	var dropped []string
+	for _, dir := range dirs {
+		owner, err := readPID(filepath.Join(dir, redisOwnerFile))
+		if err != nil || processAlive(owner) {
+			continue
+		}
+		if pid, err := readPID(filepath.Join(dir, redisPIDFile)); err == nil && isRedisOf(pid, dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if os.RemoveAll(dir) == nil {
+			dropped = append(dropped, dir)
+		}
+	}
+	return dropped
+}
+
+func readPID(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// isRedisOf tells whether pid is still the redis-server of dir, not another
+// process that got its pid since.
+func isRedisOf(pid int, dir string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(cmdline), filepath.Join(dir, "redis.sock"))
+}
+
 // startRedis starts the design's Redis server and the parent's client, and
 // returns what stops both.
 func (r *runner) startRedis(ctx context.Context, s *designState) (func(), error) {
@@ -203,6 +254,9 @@ func (r *runner) startRedis(ctx context.Context, s *designState) (func(), error)
 	cmds, err := loadRedisCommands(s.d.redisFile)
 	if err != nil {
 		return nil, err
+	}
+	for _, dir := range dropStaleRedis() {
+		r.progress("stopped the leftover redis-server of a run that is gone and removed %s", dir)
 	}
 	if s.redis, err = startRedisServer(ctx, bin); err != nil {
 		return nil, err
