@@ -34,7 +34,13 @@ const (
 	AnomalyDoubled         = "doubled"
 	AnomalyWrongResponse   = "wrong_response"
 	AnomalyMissedConflicts = "missed_conflicts"
+	AnomalyFalseConflicts  = "false_conflicts"
+	AnomalyLostRevisions   = "lost_revisions"
 )
+
+// AnomalyColumns lists the anomaly columns in the order the table shows them.
+var AnomalyColumns = []string{AnomalyLost, AnomalyDoubled, AnomalyWrongResponse, AnomalyMissedConflicts,
+	AnomalyFalseConflicts, AnomalyLostRevisions}
 
 // Reply outcomes a design answers with.
 const (
@@ -59,6 +65,10 @@ type session struct {
 	q      statements
 	at     stepHook
 	killAt string // the worker's kill step; "" in process
+	// effectStmt is the statement of the design's effect ("effect": the ledger).
+	effectStmt string
+	// redis is the lab's own Redis server, for the designs that mark there.
+	redis *redisClient
 }
 
 func (s *session) step(ctx context.Context, name string) error {
@@ -96,6 +106,18 @@ func (s *session) begin(ctx context.Context) error {
 	return err
 }
 
+// beginAt opens the delivery's transaction between the kill points
+// before_call and after_begin.
+func (s *session) beginAt(ctx context.Context) error {
+	if err := s.step(ctx, StepBeforeCall); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	return s.step(ctx, StepAfterBegin)
+}
+
 // commit commits an intermediate transaction (the marker of marker_separate_tx,
 // the effect of effect_before_marker).
 func (s *session) commit(ctx context.Context) error {
@@ -112,6 +134,15 @@ func (s *session) commit(ctx context.Context) error {
 // commitFinal commits the delivery's last transaction. A worker to be killed at
 // commit_sent writes COMMIT on the wire and stops without reading the reply.
 func (s *session) commitFinal(ctx context.Context) error {
+	if err := s.commitOrDie(ctx); err != nil {
+		return err
+	}
+	return s.step(ctx, StepBeforeReport)
+}
+
+// commitOrDie commits, unless the worker is to be killed at commit_sent: then
+// it writes COMMIT on the wire and waits for the kill without reading the reply.
+func (s *session) commitOrDie(ctx context.Context) error {
 	if s.killAt == StepCommitSent {
 		fe := s.conn.PgConn().Frontend()
 		fe.SendQuery(&pgproto3.Query{String: "COMMIT"})
@@ -120,10 +151,7 @@ func (s *session) commitFinal(ctx context.Context) error {
 		}
 		return s.step(ctx, StepCommitSent) // does not return before the kill
 	}
-	if err := s.commit(ctx); err != nil {
-		return err
-	}
-	return s.step(ctx, StepBeforeReport)
+	return s.commit(ctx)
 }
 
 // rollback ends whatever transaction a failed delivery left open.
@@ -136,106 +164,48 @@ func (s *session) rollback() {
 	_, _ = s.conn.Exec(ctx, "ROLLBACK")
 }
 
-// effect runs the ledger's transfer effect: one posting.
+// effect runs the design's effect, the ledger's transfer unless the design
+// says otherwise (one posting), between the kill points during_effect and
+// after_effect.
 func (s *session) effect(ctx context.Context, d delivery) (json.RawMessage, error) {
+	if err := s.step(ctx, StepDuringEffect); err != nil {
+		return nil, err
+	}
+	name := s.effectStmt
+	if name == "" {
+		name = "effect"
+	}
 	var resp json.RawMessage
-	if err := s.queryRow(ctx, "effect", []any{d.Tenant, d.OperationID, d.Payload}, &resp); err != nil {
+	if err := s.queryRow(ctx, name, []any{d.Tenant, d.OperationID, d.Payload}, &resp); err != nil {
+		return nil, err
+	}
+	if err := s.step(ctx, StepAfterEffect); err != nil {
 		return nil, err
 	}
 	return resp, nil
 }
 
-// answerStored answers a delivery from a stored row, comparing hashes: the
-// correct rule, which every broken design but one follows.
-func answerStored(d delivery, storedHash string, storedResponse json.RawMessage) Reply {
-	if storedHash != d.Hash {
+// answerFromRow answers a delivery whose identity is taken from the row that
+// statement read finds (its hash and saved response), and commits.
+func (s *session) answerFromRow(ctx context.Context, read string, id []any, hash string) (Reply, error) {
+	var stored string
+	var resp json.RawMessage
+	if err := s.queryRow(ctx, read, id, &stored, &resp); err != nil {
+		return Reply{}, err
+	}
+	if err := s.commit(ctx); err != nil {
+		return Reply{}, err
+	}
+	return answerStored(hash, stored, resp), nil
+}
+
+// answerStored answers a delivery whose payload hashes to hash from a stored
+// row, comparing hashes: the correct rule, which most broken designs follow.
+func answerStored(hash, storedHash string, storedResponse json.RawMessage) Reply {
+	if storedHash != hash {
 		return Reply{Outcome: OutcomeConflict}
 	}
 	return Reply{Outcome: OutcomeAlreadyApplied, Response: storedResponse}
-}
-
-// design is one way of doing idempotency, as the lab runs it.
-type design struct {
-	Name string
-	// Expect is the anomaly column this design exists to show ("" for atomic).
-	Expect string
-	// Summary says, for the table's legend, what goes wrong.
-	Summary string
-	file    string
-	// raceStep is where two concurrent deliveries wait for each other, so that
-	// they overlap at the design's weak point.
-	raceStep string
-	steps    func(t Trial) []string
-	deliver  func(ctx context.Context, s *session, d delivery) (Reply, error)
-	// expire is the statement run when the simulated clock jumps ("" for none).
-	expire string
-}
-
-var designs = []design{
-	{
-		Name:     "marker_separate_tx",
-		Expect:   AnomalyLost,
-		Summary:  "the marker committed, the effect died with the worker: every retry is deduplicated",
-		file:     "marker_separate_tx.sql",
-		raceStep: StepBeforeCall,
-		steps: func(Trial) []string {
-			return []string{StepBeforeCall, StepAfterMarker, StepMarkerCommitted, StepDuringEffect,
-				StepAfterEffect, StepBeforeCommit, StepCommitSent, StepBeforeReport}
-		},
-		deliver: deliverMarkerSeparate,
-	},
-	{
-		Name:     "effect_before_marker",
-		Expect:   AnomalyDoubled,
-		Summary:  "the effect committed, the worker died before the marker: the retry applied it again",
-		file:     "effect_before_marker.sql",
-		raceStep: StepAfterCheck,
-		steps: func(Trial) []string {
-			return []string{StepBeforeCall, StepAfterCheck, StepDuringEffect, StepAfterEffect,
-				StepEffectCommitted, StepAfterMarker, StepCommitSent, StepBeforeReport}
-		},
-		deliver: deliverEffectBeforeMarker,
-	},
-	{
-		Name:     "ttl_shorter_than_horizon",
-		Expect:   AnomalyDoubled,
-		Summary:  "the inbox entry expired after 24h, the DLQ replayed on day 7: applied again",
-		file:     "ttl_shorter_than_horizon.sql",
-		raceStep: StepAfterBegin,
-		steps: func(Trial) []string {
-			return []string{StepBeforeCall, StepAfterBegin, StepAfterMarker, StepDuringEffect,
-				StepAfterEffect, StepBeforeCommit, StepCommitSent, StepBeforeReport}
-		},
-		deliver: deliverTTL,
-		expire:  "expire",
-	},
-	{
-		Name:     "nonatomic_payload_check",
-		Expect:   AnomalyWrongResponse,
-		Summary:  "two payloads passed the check together; the loser of the insert got the winner's response",
-		file:     "nonatomic_payload_check.sql",
-		raceStep: StepAfterCheck,
-		steps: func(Trial) []string {
-			return []string{StepBeforeCall, StepAfterBegin, StepAfterCheck, StepAfterMarker, StepDuringEffect,
-				StepAfterEffect, StepBeforeCommit, StepCommitSent, StepBeforeReport}
-		},
-		deliver: deliverNonatomicCheck,
-	},
-	{
-		Name:     "atomic",
-		Summary:  "the Core executor: inbox row, effect and response in one transaction",
-		file:     "atomic.sql",
-		raceStep: StepAfterBegin,
-		steps: func(t Trial) []string {
-			if t.ClaimPath {
-				return []string{StepBeforeCall, StepAfterBegin, StepAfterMarker, StepDuringEffect,
-					StepAfterEffect, StepBeforeCommit, StepCommitSent, StepBeforeReport}
-			}
-			return []string{StepBeforeCall, StepAfterBegin, StepDuringEffect, StepBeforeCommit,
-				StepCommitSent, StepBeforeReport}
-		},
-		deliver: deliverAtomic,
-	},
 }
 
 // DesignNames lists the designs in the order the lab runs them.
@@ -310,14 +280,8 @@ func deliverAtomic(ctx context.Context, s *session, d delivery) (Reply, error) {
 			return Reply{}, err
 		}
 		if r.Outcome == "claimed" {
-			if err := s.step(ctx, StepDuringEffect); err != nil {
-				return Reply{}, err
-			}
 			resp, err := s.effect(ctx, d)
 			if err != nil {
-				return Reply{}, err
-			}
-			if err := s.step(ctx, StepAfterEffect); err != nil {
 				return Reply{}, err
 			}
 			if _, err := s.exec(ctx, "complete", d.Tenant, d.OperationID, string(resp)); err != nil {
@@ -352,15 +316,7 @@ func deliverMarkerSeparate(ctx context.Context, s *session, d delivery) (Reply, 
 		return Reply{}, err
 	}
 	if tag.RowsAffected() == 0 {
-		var hash string
-		var resp json.RawMessage
-		if err := s.queryRow(ctx, "read_marker", id, &hash, &resp); err != nil {
-			return Reply{}, err
-		}
-		if err := s.commit(ctx); err != nil {
-			return Reply{}, err
-		}
-		return answerStored(d, hash, resp), nil
+		return s.answerFromRow(ctx, "read_marker", id, d.Hash)
 	}
 	// The flaw: the marker is made durable before the effect exists.
 	if err := s.commit(ctx); err != nil {
@@ -372,7 +328,7 @@ func deliverMarkerSeparate(ctx context.Context, s *session, d delivery) (Reply, 
 	if err := s.begin(ctx); err != nil {
 		return Reply{}, err
 	}
-	return s.effectSaveCommit(ctx, d)
+	return s.effectSaveCommit(ctx, d, id)
 }
 
 func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Reply, error) {
@@ -397,16 +353,10 @@ func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Rep
 		if err := s.commit(ctx); err != nil {
 			return Reply{}, err
 		}
-		return answerStored(d, hash, stored), nil
-	}
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
+		return answerStored(d.Hash, hash, stored), nil
 	}
 	resp, err := s.effect(ctx, d)
 	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
 		return Reply{}, err
 	}
 	// The flaw: the effect is made durable before anything records it.
@@ -431,47 +381,9 @@ func deliverEffectBeforeMarker(ctx context.Context, s *session, d delivery) (Rep
 	return Reply{Outcome: OutcomeApplied, Response: resp}, nil
 }
 
-func deliverTTL(ctx context.Context, s *session, d delivery) (Reply, error) {
-	id := []any{d.Tenant, d.OperationID}
-	if err := s.step(ctx, StepBeforeCall); err != nil {
-		return Reply{}, err
-	}
-	if err := s.begin(ctx); err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterBegin); err != nil {
-		return Reply{}, err
-	}
-	tag, err := s.exec(ctx, "claim", d.Tenant, d.OperationID, d.Hash)
-	if err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterMarker); err != nil {
-		return Reply{}, err
-	}
-	if tag.RowsAffected() == 0 {
-		var hash string
-		var stored json.RawMessage
-		if err := s.queryRow(ctx, "read", id, &hash, &stored); err != nil {
-			return Reply{}, err
-		}
-		if err := s.commit(ctx); err != nil {
-			return Reply{}, err
-		}
-		return answerStored(d, hash, stored), nil
-	}
-	return s.effectSaveCommit(ctx, d)
-}
-
 func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, error) {
 	id := []any{d.Tenant, d.OperationID}
-	if err := s.step(ctx, StepBeforeCall); err != nil {
-		return Reply{}, err
-	}
-	if err := s.begin(ctx); err != nil {
-		return Reply{}, err
-	}
-	if err := s.step(ctx, StepAfterBegin); err != nil {
+	if err := s.beginAt(ctx); err != nil {
 		return Reply{}, err
 	}
 	var hash string
@@ -488,7 +400,7 @@ func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, 
 		if err := s.commit(ctx); err != nil {
 			return Reply{}, err
 		}
-		return answerStored(d, hash, stored), nil
+		return answerStored(d.Hash, hash, stored), nil
 	}
 	tag, err := s.exec(ctx, "insert", d.Tenant, d.OperationID, d.Hash)
 	if err != nil {
@@ -508,24 +420,18 @@ func deliverNonatomicCheck(ctx context.Context, s *session, d delivery) (Reply, 
 		}
 		return Reply{Outcome: OutcomeAlreadyApplied, Response: stored}, nil
 	}
-	return s.effectSaveCommit(ctx, d)
+	return s.effectSaveCommit(ctx, d, id)
 }
 
 // effectSaveCommit is the end every marker design shares once it decided the
 // operation is new: the effect, the saved response, COMMIT, with a kill point
 // between each step.
-func (s *session) effectSaveCommit(ctx context.Context, d delivery) (Reply, error) {
-	if err := s.step(ctx, StepDuringEffect); err != nil {
-		return Reply{}, err
-	}
+func (s *session) effectSaveCommit(ctx context.Context, d delivery, id []any) (Reply, error) {
 	resp, err := s.effect(ctx, d)
 	if err != nil {
 		return Reply{}, err
 	}
-	if err := s.step(ctx, StepAfterEffect); err != nil {
-		return Reply{}, err
-	}
-	if _, err := s.exec(ctx, "save_response", d.Tenant, d.OperationID, string(resp)); err != nil {
+	if _, err := s.exec(ctx, "save_response", append(id[:len(id):len(id)], string(resp))...); err != nil {
 		return Reply{}, err
 	}
 	if err := s.step(ctx, StepBeforeCommit); err != nil {

@@ -1,12 +1,17 @@
 // Package lab is idemctl's crash lab: it runs the broken idempotency designs of
 // the brief (marker in its own transaction, effect before marker, inbox TTL
-// shorter than the replay horizon, payload check apart from the insert) and the
-// Core's atomic executor through one shared workload, kills real worker
-// processes with SIGKILL inside their transactions, replays as a recovering
-// system would, and counts what each design lost, doubled or answered wrongly.
+// shorter than the replay horizon, payload check apart from the insert), the
+// field's other classic mistakes (a global key, a new key per retry, raw JSON
+// compared, a Redis marker, transport identity, revisions as duplicates), a
+// rebuildable projection and the Core's atomic executor through one shared
+// workload, kills real worker processes with SIGKILL inside their
+// transactions, replays as a recovering system would, and counts what each
+// design lost, doubled or answered wrongly.
 //
 // Everything happens in scratch schemas (idemlab_<run>_<design>) that the lab
-// creates and drops itself; schema idem and every other schema are untouched.
+// creates and drops itself, and in a Redis server of its own that it starts,
+// restarts and stops; schema idem, every other schema and every other Redis
+// are untouched.
 package lab
 
 import (
@@ -59,6 +64,9 @@ type Options struct {
 	Progress io.Writer
 	// Now is the clock for stale-schema decisions (nil: time.Now).
 	Now func() time.Time
+	// RedisServer is the redis-server binary redis_inbox starts ("": found
+	// in PATH).
+	RedisServer string
 }
 
 // Report is the result of a run.
@@ -75,28 +83,44 @@ type Report struct {
 type DesignReport struct {
 	Design string `json:"design"`
 	// Operations counts the requests delivered: first attempts, recovery
-	// retries, duplicates, concurrent duplicates, conflicting retries, late replays.
+	// retries, duplicates, concurrent duplicates, conflicting retries,
+	// re-sent and republished commands, other tenants' commands, revisions,
+	// late replays.
 	Operations int `json:"operations"`
 	// Lost and Doubled count business operations (identities) that ended with
 	// no posting, or with more than one.
 	Lost    int `json:"lost"`
 	Doubled int `json:"doubled"`
 	// WrongResponse counts success replies that carried another command's
-	// result (a posting of another amount, or one that does not exist).
+	// result (a posting of another amount, or one of another operation).
 	WrongResponse int `json:"wrong_response"`
 	// MissedConflicts counts requests whose payload differs from the one the
 	// identity was applied with, and that were not answered "conflict".
 	MissedConflicts int `json:"missed_conflicts"`
-	Trials          int `json:"trials"`
-	// Identities is the number of business operations (one per trial).
+	// FalseConflicts counts requests with the very payload the identity was
+	// applied with that were refused as "conflict".
+	FalseConflicts int `json:"false_conflicts"`
+	// LostRevisions counts settlement revisions that were never posted.
+	LostRevisions int `json:"lost_revisions"`
+	// DoubledBeforeRebuild is, for a rebuildable projection, the doubled
+	// count before the rebuild (the final columns are after it).
+	DoubledBeforeRebuild *int `json:"doubled_before_rebuild,omitempty"`
+	Trials               int  `json:"trials"`
+	// Identities is the number of business operations: one per trial, plus
+	// other tenants' operations with the same id, plus revisions.
 	Identities int    `json:"identities"`
 	Seed       uint64 `json:"seed"`
 	RunID      string `json:"run"`
-	// Expected is the anomaly the design exists to show ("" for atomic).
-	Expected string `json:"expected_anomaly,omitempty"`
-	Summary  string `json:"summary"`
+	// Expected lists the anomaly columns the design exists to show (none for
+	// atomic and for a rebuilt projection).
+	Expected []string `json:"expected_anomalies,omitempty"`
+	// Does says what the design does; Summary what goes wrong.
+	Does    string `json:"does"`
+	Summary string `json:"summary"`
 	// Races counts the concurrent duplicates; RacesOverlapped those in which
-	// the second request was seen blocked on the first one's uncommitted write.
+	// the second request was seen blocked on the first one's uncommitted write
+	// (or, for a marker outside PostgreSQL, answered while the first was
+	// still in flight).
 	Races           int `json:"concurrent_races"`
 	RacesOverlapped int `json:"races_overlapped"`
 	// Kills summarises the SIGKILLs per step, with their timings.
@@ -106,9 +130,13 @@ type DesignReport struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-// Anomalies is the sum of the four anomaly columns.
+// Anomalies is the sum of the anomaly columns.
 func (r DesignReport) Anomalies() int {
-	return r.Lost + r.Doubled + r.WrongResponse + r.MissedConflicts
+	n := 0
+	for _, c := range AnomalyColumns {
+		n += r.Count(c)
+	}
+	return n
 }
 
 // Count returns one anomaly column by name.
@@ -122,6 +150,10 @@ func (r DesignReport) Count(anomaly string) int {
 		return r.WrongResponse
 	case AnomalyMissedConflicts:
 		return r.MissedConflicts
+	case AnomalyFalseConflicts:
+		return r.FalseConflicts
+	case AnomalyLostRevisions:
+		return r.LostRevisions
 	}
 	return 0
 }
@@ -162,44 +194,20 @@ type designState struct {
 	d      design
 	schema string
 	q      statements
+	// redis is the design's own Redis server, rc the parent's client of it.
+	redis *redisServer
+	rc    *redisClient
 }
 
 // Run runs the lab and returns its report. Scratch schemas are dropped before
 // it returns, also when ctx is cancelled or a step fails.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Trials <= 0 {
-		opts.Trials = DefaultTrials
+	if err := opts.withDefaults(); err != nil {
+		return nil, err
 	}
-	if opts.Trials > MaxTrials {
-		return nil, fmt.Errorf("at most %d trials", MaxTrials)
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = DefaultParallel
-	}
-	if opts.Parallel > MaxParallel {
-		opts.Parallel = MaxParallel
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	names := opts.Designs
-	if len(names) == 0 {
-		names = DesignNames()
-	}
-	var ds []*designState
-	seen := map[string]bool{}
-	for _, n := range names {
-		d, err := designByName(n)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[n] {
-			seen[n] = true
-			ds = append(ds, &designState{d: d})
-		}
-	}
-	if len(ds) == 0 {
-		return nil, ErrNoDesigns
+	ds, err := selectDesigns(opts)
+	if err != nil {
+		return nil, err
 	}
 	worker := opts.Worker
 	if worker.Path == "" {
@@ -273,6 +281,54 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return report, nil
 }
 
+// withDefaults fills in what opts leaves out and bounds the rest.
+func (opts *Options) withDefaults() error {
+	if opts.Trials <= 0 {
+		opts.Trials = DefaultTrials
+	}
+	if opts.Trials > MaxTrials {
+		return fmt.Errorf("at most %d trials", MaxTrials)
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
+	if opts.Parallel > MaxParallel {
+		opts.Parallel = MaxParallel
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return nil
+}
+
+// selectDesigns resolves the run's designs, in order, once each, and checks
+// that what they need is there.
+func selectDesigns(opts Options) ([]*designState, error) {
+	names := opts.Designs
+	if len(names) == 0 {
+		names = DesignNames()
+	}
+	var ds []*designState
+	seen := map[string]bool{}
+	for _, n := range names {
+		d, err := designByName(n)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			ds = append(ds, &designState{d: d})
+		}
+	}
+	if len(ds) == 0 {
+		return nil, ErrNoDesigns
+	}
+	if err := checkRedisServer(ds, opts.RedisServer); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
 func (r *runner) progress(format string, args ...any) {
 	fmt.Fprintf(r.out, "lab: "+format+"\n", args...)
 }
@@ -300,187 +356,6 @@ func (r *runner) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// runDesign installs one design, crashes its first attempts, reopens the
-// database, replays, and judges the result.
-func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState, workload []Trial) (DesignReport, error) {
-	start := time.Now()
-	var err error
-	if s.q, err = designStatements(s.d, s.schema); err != nil {
-		return DesignReport{}, err
-	}
-	if err := installExecutor(ctx, admin, s.schema); err != nil {
-		return DesignReport{}, err
-	}
-	if _, err := admin.Exec(ctx, s.q["schema"]); err != nil {
-		return DesignReport{}, fmt.Errorf("install design tables: %w", err)
-	}
-	tenants := make([]string, 0, 2*len(workload))
-	accounts := make([]string, 0, 2*len(workload))
-	for _, t := range workload {
-		tenants = append(tenants, t.Tenant, t.Tenant)
-		accounts = append(accounts, t.From, t.To)
-	}
-	if _, err := admin.Exec(ctx, s.q["create_accounts"], tenants, accounts); err != nil {
-		return DesignReport{}, fmt.Errorf("create accounts: %w", err)
-	}
-
-	// Deliveries of every trial: index 0 is the first attempt.
-	log := make([][]deliveryResult, len(workload))
-	var logMu sync.Mutex
-	record := func(i int, d delivery, rep *Reply) {
-		logMu.Lock()
-		log[i] = append(log[i], deliveryResult{d: d, reply: rep})
-		logMu.Unlock()
-	}
-
-	// Phase 1: the crashes, in worker processes.
-	if r.pool, err = r.openPool(ctx); err != nil {
-		return DesignReport{}, err
-	}
-	kills := make([]*killRecord, len(workload))
-	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
-		t := workload[i]
-		d, err := deliveryOf(t, KindFirst, t.Amount)
-		if err != nil {
-			return err
-		}
-		res, err := r.crash(ctx, s, t, d)
-		if err != nil {
-			return err
-		}
-		kills[i] = res.kill
-		record(i, d, res.reply)
-		return nil
-	})
-	var backends []uint32
-	for _, k := range kills {
-		if k != nil {
-			backends = append(backends, k.BackendPID)
-		}
-	}
-	if err != nil {
-		r.pool.Close()
-		return DesignReport{}, err
-	}
-	// "Reopen": wait until the server has ended every killed worker's backend
-	// (rolling back what was open), then start over on new connections.
-	if !r.waitGone(ctx, backends, 30*time.Second) {
-		terminateWorkers(admin, r.runID)
-		r.progress("warning: %s: killed workers' backends lingered; terminated them", s.d.Name)
-	}
-	r.pool.Close()
-	r.progress("%s: %d crash trials killed in %s", s.d.Name, len(backends), time.Since(start).Round(time.Millisecond))
-	if r.pool, err = r.openPool(ctx); err != nil {
-		return DesignReport{}, err
-	}
-	defer r.pool.Close()
-
-	var races, overlaps atomic.Int64
-	// Phase 2: recovery. Every first attempt without a reply is retried with the
-	// same payload, possibly racing a concurrent duplicate; then duplicates and
-	// conflicting retries arrive.
-	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
-		t := workload[i]
-		retry, err := deliveryOf(t, KindRetry, t.Amount)
-		if err != nil {
-			return err
-		}
-		if t.Concurrent {
-			amount := t.Amount
-			if t.ConcurrentOther {
-				amount = concurrentAmount(t)
-			}
-			other, err := deliveryOf(t, KindConcurrent, amount)
-			if err != nil {
-				return err
-			}
-			replies, overlapped, err := r.race(ctx, s, retry, other)
-			if err != nil {
-				return err
-			}
-			races.Add(1)
-			if overlapped {
-				overlaps.Add(1)
-			}
-			record(i, retry, &replies[0])
-			record(i, other, &replies[1])
-		} else {
-			rep, err := r.deliver(ctx, s, retry, nil)
-			if err != nil {
-				return err
-			}
-			record(i, retry, &rep)
-		}
-		var more []delivery
-		if t.Duplicate {
-			d, err := deliveryOf(t, KindDuplicate, t.Amount)
-			if err != nil {
-				return err
-			}
-			more = append(more, d)
-		}
-		if t.Conflicting {
-			d, err := deliveryOf(t, KindConflicting, conflictingAmount(t))
-			if err != nil {
-				return err
-			}
-			more = append(more, d)
-		}
-		for _, d := range more {
-			rep, err := r.deliver(ctx, s, d, nil)
-			if err != nil {
-				return err
-			}
-			record(i, d, &rep)
-		}
-		return nil
-	})
-	if err != nil {
-		return DesignReport{}, err
-	}
-
-	// Phase 3: the simulated clock jumps a week; a design with a TTL sweeps its
-	// inbox; the DLQ replays.
-	if s.d.expire != "" {
-		if _, err := r.pool.Exec(ctx, s.q[s.d.expire], lateReplayAfter); err != nil {
-			return DesignReport{}, fmt.Errorf("expire: %w", err)
-		}
-	}
-	err = forEach(ctx, r.opts.Parallel, len(workload), func(ctx context.Context, i int) error {
-		t := workload[i]
-		if !t.LateReplay {
-			return nil
-		}
-		d, err := deliveryOf(t, KindLate, t.Amount)
-		if err != nil {
-			return err
-		}
-		rep, err := r.deliver(ctx, s, d, nil)
-		if err != nil {
-			return err
-		}
-		record(i, d, &rep)
-		return nil
-	})
-	if err != nil {
-		return DesignReport{}, err
-	}
-
-	postings, err := readPostings(ctx, r.pool, s.q["postings"])
-	if err != nil {
-		return DesignReport{}, err
-	}
-	rep := judge(workload, log, kills, postings)
-	rep.Design, rep.Expected, rep.Summary = s.d.Name, s.d.Expect, s.d.Summary
-	rep.Trials, rep.Identities, rep.Seed, rep.RunID = len(workload), len(workload), r.opts.Seed, r.runID
-	rep.Kills = summariseKills(kills)
-	rep.Races, rep.RacesOverlapped = int(races.Load()), int(overlaps.Load())
-	rep.DurationMS = time.Since(start).Milliseconds()
-	r.progress("%s: done in %s (lost %d, doubled %d, wrong_response %d, missed_conflicts %d)", s.d.Name,
-		time.Since(start).Round(time.Millisecond), rep.Lost, rep.Doubled, rep.WrongResponse, rep.MissedConflicts)
-	return rep, nil
-}
-
 // deliver runs one delivery in process on a fresh pooled connection, retrying
 // what a recovering system retries (lock and statement timeouts, deadlocks,
 // serialization failures, an unsettled identity).
@@ -491,7 +366,7 @@ func (r *runner) deliver(ctx context.Context, s *designState, d delivery, at ste
 		if err != nil {
 			return Reply{}, err
 		}
-		sess := &session{conn: c.Conn(), q: s.q, at: at}
+		sess := &session{conn: c.Conn(), q: s.q, at: at, effectStmt: s.d.effect, redis: s.rc}
 		rep, err := s.d.run(ctx, sess, d)
 		c.Release()
 		if err == nil {
@@ -575,7 +450,7 @@ func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Re
 					released := false
 					releaseB.Do(func() { close(goB); released = true })
 					if released {
-						overlapped = r.waitBlocked(ctx, bPID.Load(), bDone)
+						overlapped = r.waitOverlap(ctx, s.d.raceAnswered, bPID.Load(), bDone)
 					}
 				}
 				return nil
@@ -592,9 +467,21 @@ func (r *runner) race(ctx context.Context, s *designState, a, b delivery) ([2]Re
 	return replies, overlapped, err
 }
 
-// waitBlocked polls until backend pid waits on a lock, for at most 2 s or
-// until done is closed, and reports whether it saw the wait.
-func (r *runner) waitBlocked(ctx context.Context, pid uint32, done <-chan struct{}) bool {
+// waitOverlap waits, for at most 2 s, until the second racer is seen to
+// overlap the first: blocked on a lock (backend pid), or, for a design whose
+// marker lives outside PostgreSQL (answered), answered (done is closed). It
+// reports whether it saw the overlap.
+func (r *runner) waitOverlap(ctx context.Context, answered bool, pid uint32, done <-chan struct{}) bool {
+	if answered {
+		select {
+		case <-done:
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {

@@ -18,7 +18,7 @@ import (
 	"github.com/idemctl/idemctl/migrations"
 )
 
-//go:embed *.sql
+//go:embed *.sql *.redis
 var sqlFiles embed.FS
 
 // SchemaPrefix starts the name of every scratch schema the lab creates:

@@ -47,6 +47,8 @@ type assignment struct {
 	Schema   string   `json:"schema"`
 	KillAt   string   `json:"kill_at"`
 	Delivery delivery `json:"delivery"`
+	// Redis is the unix socket of the design's own Redis server ("" for none).
+	Redis string `json:"redis,omitempty"`
 }
 
 // errParentGone ends a worker whose parent closed its stdin instead of killing it.
@@ -88,7 +90,15 @@ func Worker(ctx context.Context, in io.Reader, out io.Writer) error {
 	if _, err := fmt.Fprintf(out, "ready %d\n", conn.PgConn().PID()); err != nil {
 		return err
 	}
-	s := &session{conn: conn, q: q, killAt: a.KillAt}
+	s := &session{conn: conn, q: q, killAt: a.KillAt, effectStmt: d.effect}
+	if a.Redis != "" {
+		cmds, err := loadRedisCommands(d.redisFile)
+		if err != nil {
+			return err
+		}
+		s.redis = newRedisClient(a.Redis, cmds)
+		defer s.redis.close()
+	}
 	s.at = func(ctx context.Context, _ *session, step string) error {
 		if _, err := fmt.Fprintf(out, "step %s\n", step); err != nil {
 			return err
@@ -143,6 +153,9 @@ func designStatements(d design, schema string) (statements, error) {
 	common, err := loadStatements("lab.sql", schema)
 	if err != nil {
 		return nil, err
+	}
+	if d.file == "" {
+		return common, nil
 	}
 	own, err := loadStatements(d.file, schema)
 	if err != nil {
@@ -204,18 +217,11 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 		}
 		defer release()
 	}
-	a := assignment{DSN: r.opts.DSN, RunID: r.runID, Design: ds.d.Name, Schema: ds.schema, KillAt: killAt, Delivery: del}
-	payload, err := json.Marshal(a)
+	payload, err := r.assignment(ds, killAt, del)
 	if err != nil {
 		return crashResult{}, err
 	}
-	cmd := exec.Command(r.worker.Path, r.worker.Args...)
-	cmd.Env = append(os.Environ(), r.worker.Env...)
-	// Own process group: a Ctrl-C on the terminal reaches the parent only, which
-	// then kills its workers itself. A worker whose parent dies sees EOF on
-	// stdin at its kill step and exits (no Pdeathsig: it follows the forking
-	// thread, not the process).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := r.workerCommand()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -239,7 +245,7 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	}()
-	if _, err := stdin.Write(append(payload, '\n')); err != nil {
+	if _, err := stdin.Write(payload); err != nil {
 		return crashResult{}, fmt.Errorf("send assignment: %w", err)
 	}
 
@@ -260,20 +266,8 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 			if arg != killAt {
 				continue
 			}
-			confirmed := true
-			switch killAt {
-			case StepDuringEffect:
-				confirmed = r.waitBackend(ctx, backend, "wait_event_type = 'Lock'")
-			case StepCommitSent:
-				confirmed = r.waitBackend(ctx, backend, "state = 'idle'")
-			}
-			kill()
-			res.kill = &killRecord{Trial: t.Index, Step: killAt, Elapsed: time.Since(start), Confirmed: confirmed, BackendPID: backend}
-			if killAt == StepDuringEffect {
-				// Let the server roll the killed transaction back before the
-				// account lock goes, or the effect could finish after all.
-				r.waitGone(ctx, []uint32{backend}, 5*time.Second)
-			}
+			res.kill = r.killAtStep(ctx, killAt, backend, kill)
+			res.kill.Trial, res.kill.Elapsed = t.Index, time.Since(start)
 			return res, nil
 		case "reply":
 			var rep Reply
@@ -294,6 +288,50 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 		return crashResult{}, fmt.Errorf("lab worker (%s, trial %d) ended without reaching %s or replying", ds.d.Name, t.Index, killAt)
 	}
 	return res, nil
+}
+
+// killAtStep kills a worker that reached its kill step, once the server
+// shows the state the step promises (a lock wait, an idle session).
+func (r *runner) killAtStep(ctx context.Context, killAt string, backend uint32, kill func()) *killRecord {
+	confirmed := true
+	switch killAt {
+	case StepDuringEffect:
+		confirmed = r.waitBackend(ctx, backend, "wait_event_type = 'Lock'")
+	case StepCommitSent:
+		confirmed = r.waitBackend(ctx, backend, "state = 'idle'")
+	}
+	kill()
+	if killAt == StepDuringEffect {
+		// Let the server roll the killed transaction back before the
+		// account lock goes, or the effect could finish after all.
+		r.waitGone(ctx, []uint32{backend}, 5*time.Second)
+	}
+	return &killRecord{Step: killAt, Confirmed: confirmed, BackendPID: backend}
+}
+
+// assignment is the JSON line that tells a worker what to run and where to die.
+func (r *runner) assignment(ds *designState, killAt string, del delivery) ([]byte, error) {
+	a := assignment{DSN: r.opts.DSN, RunID: r.runID, Design: ds.d.Name, Schema: ds.schema, KillAt: killAt, Delivery: del}
+	if ds.redis != nil {
+		a.Redis = ds.redis.sock
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("worker assignment: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// workerCommand is a worker process, not started yet.
+func (r *runner) workerCommand() *exec.Cmd {
+	cmd := exec.Command(r.worker.Path, r.worker.Args...)
+	cmd.Env = append(os.Environ(), r.worker.Env...)
+	// Own process group: a Ctrl-C on the terminal reaches the parent only, which
+	// then kills its workers itself. A worker whose parent dies sees EOF on
+	// stdin at its kill step and exits (no Pdeathsig: it follows the forking
+	// thread, not the process).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
 }
 
 // holdAccount locks the trial's "to" account in a transaction of the parent's

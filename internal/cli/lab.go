@@ -21,6 +21,10 @@ type LabOptions struct {
 	Seed     uint64
 	Designs  []string
 	Parallel int
+	// Explain names a design to explain instead of running the lab.
+	Explain string
+	// RedisServer is the redis-server binary redis_inbox starts.
+	RedisServer string
 	// Worker starts the lab's worker processes; zero means this binary's hidden
 	// `idemctl lab worker`. Tests point it at a built idemctl.
 	Worker lab.WorkerCommand
@@ -33,43 +37,7 @@ func NewCmdLab(f *Factory, runF func(*LabOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Crash the broken idempotency designs and the atomic executor, and count the damage",
-		Long: `Run four broken ways of doing idempotency, and idemctl's atomic executor, through
-one workload with real crashes, and count what each one lost, doubled or
-answered wrongly. A teaching tool, and idemctl's own crash-safety test.
-
-  marker_separate_tx        the dedup marker commits in its own transaction,
-                            then the effect: a crash in between loses it for ever
-  effect_before_marker      the effect commits, then the marker: a crash in
-                            between lets the retry apply it twice
-  ttl_shorter_than_horizon  the inbox forgets after 24h, the DLQ replays on day 7
-                            (simulated time): applied twice
-  nonatomic_payload_check   the payload is checked before the insert: under a
-                            concurrent duplicate, a caller gets another command's result
-  atomic                    the Core executor (idem.execute, idem.claim/complete):
-                            inbox row, effect and saved response in one transaction
-
-Every trial starts a worker process (this binary) whose first attempt is
-killed with SIGKILL at a chosen point: before the call, after the marker,
-inside the effect (the server rolls it back), after the effect, before COMMIT,
-after COMMIT but before the reply is read, before the caller is told. The
-database is then reopened on new connections and everything is replayed as a
-recovering system would: the retries whose reply never came, duplicates,
-concurrent duplicates, conflicting retries and late replays from the DLQ.
-
-Columns: operations (requests delivered), lost and doubled (operations that
-ended with no posting, or more than one), wrong_response (a success reply
-carrying another command's result), missed_conflicts (a request with another
-payload that was not answered "conflict"), trials (crash trials). -o json adds
-the kill timings per step and a few examples per anomaly.
-
-The lab works only in scratch schemas idemlab_<run>_<design> that it creates
-and drops, also when interrupted; leftovers of a killed run are dropped by the
-next one. It never touches schema idem or any other data; it needs the right
-to CREATE schemas. Runs are reproducible with --seed, except for the timing of
-the kills.
-
-Exit 0 when the lab ran, whatever the broken designs showed; exit 1 if the
-atomic executor showed any anomaly (a bug: keep the output and report it).`,
+		Long:  labLong(),
 		Example: `  # the CI-sized run, as a table
   idemctl lab --trials 100 --seed 1
 
@@ -78,18 +46,26 @@ atomic executor showed any anomaly (a bug: keep the output and report it).`,
   IDEMCTL_DSN=postgres://postgres@127.0.0.1:5432/idemctl_lab idemctl lab --trials 1000 --seed 1 -o json
 
   # only two designs, side by side
-  idemctl lab --designs marker_separate_tx,atomic`,
+  idemctl lab --designs marker_separate_tx,atomic
+
+  # show a colleague where a design breaks: its SQL (or Redis commands) and the step
+  idemctl lab --explain redis_inbox`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Explain != "" {
+				if !knownDesign(opts.Explain) {
+					return usageErr("unknown design %q: use %s", opts.Explain, strings.Join(lab.DesignNames(), ", "))
+				}
+				if runF != nil {
+					return runF(opts)
+				}
+				return lab.Explain(opts.IO.Out, opts.Explain)
+			}
 			if opts.Trials < 1 || opts.Trials > lab.MaxTrials {
 				return usageErr("--trials must be between 1 and %d", lab.MaxTrials)
 			}
 			if opts.Parallel < 1 || opts.Parallel > lab.MaxParallel {
 				return usageErr("--parallel must be between 1 and %d", lab.MaxParallel)
-			}
-			known := map[string]bool{}
-			for _, n := range lab.DesignNames() {
-				known[n] = true
 			}
 			var designs []string
 			for _, d := range opts.Designs {
@@ -97,7 +73,7 @@ atomic executor showed any anomaly (a bug: keep the output and report it).`,
 				if d == "" {
 					continue
 				}
-				if !known[d] {
+				if !knownDesign(d) {
 					return usageErr("unknown design %q: use %s", d, strings.Join(lab.DesignNames(), ", "))
 				}
 				designs = append(designs, d)
@@ -120,6 +96,8 @@ atomic executor showed any anomaly (a bug: keep the output and report it).`,
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "workload seed (default: a random one, printed on stderr)")
 	cmd.Flags().StringSliceVar(&opts.Designs, "designs", lab.DesignNames(), "designs to run, comma-separated")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", lab.DefaultParallel, "trials in flight at once (worker processes)")
+	cmd.Flags().StringVar(&opts.Explain, "explain", "", "print a design's SQL (or Redis commands) and the step where it breaks, and exit")
+	cmd.Flags().StringVar(&opts.RedisServer, "redis-server", "", "redis-server binary that redis_inbox starts (default: the one in PATH)")
 	cmd.AddCommand(newCmdLabWorker(f))
 	return cmd
 }
@@ -156,6 +134,8 @@ func labRun(ctx context.Context, opts *LabOptions) error {
 		Parallel: opts.Parallel,
 		Worker:   opts.Worker,
 		Progress: opts.IO.ErrOut,
+
+		RedisServer: opts.RedisServer,
 	})
 	if err != nil {
 		return err
@@ -169,13 +149,24 @@ func labRun(ctx context.Context, opts *LabOptions) error {
 	} else if err := printLabTable(opts, rep); err != nil {
 		return err
 	}
+	labWarnings(opts, rep)
+	return labVerdict(rep)
+}
+
+// labWarnings says when a broken design did not show its damage (too few
+// trials), or a rebuilt projection did not come out right.
+func labWarnings(opts *LabOptions, rep *lab.Report) {
 	for _, d := range rep.Designs {
-		if d.Expected != "" && d.Count(d.Expected) == 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "lab: warning: %s showed no %s in %d trials; run more trials (the lab is not doing its job otherwise)\n",
-				d.Design, d.Expected, d.Trials)
+		for _, col := range d.Expected {
+			if d.Count(col) == 0 {
+				fmt.Fprintf(opts.IO.ErrOut, "lab: warning: %s showed no %s in %d trials; run more trials (the lab is not doing its job otherwise)\n",
+					d.Design, col, d.Trials)
+			}
+		}
+		if d.DoubledBeforeRebuild != nil && d.Anomalies() > 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "lab: warning: %s still shows %d anomalies after its rebuild\n", d.Design, d.Anomalies())
 		}
 	}
-	return labVerdict(rep)
 }
 
 // labVerdict fails the run when the atomic executor showed any anomaly: the
@@ -184,34 +175,109 @@ func labVerdict(rep *lab.Report) error {
 	for _, d := range rep.Designs {
 		if d.Design == "atomic" && d.Anomalies() > 0 {
 			return withCode(ExitFailure, fmt.Errorf(
-				"BUG: the atomic executor showed anomalies (lost %d, doubled %d, wrong_response %d, missed_conflicts %d) with seed %d; keep this output and report it",
-				d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, rep.Seed))
+				"BUG: the atomic executor showed anomalies (lost %d, doubled %d, wrong_response %d, missed_conflicts %d, false_conflicts %d, lost_revisions %d) with seed %d; keep this output and report it",
+				d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, d.FalseConflicts, d.LostRevisions, rep.Seed))
 		}
 	}
 	return nil
 }
 
 func printLabTable(opts *LabOptions, rep *lab.Report) error {
-	header := []string{"design", "operations", "lost", "doubled", "wrong_response", "missed_conflicts", "trials"}
+	header := append(append([]string{"design", "operations"}, lab.AnomalyColumns...), "trials")
 	rows := make([][]string, 0, len(rep.Designs))
 	for _, d := range rep.Designs {
-		rows = append(rows, []string{d.Design, strconv.Itoa(d.Operations), strconv.Itoa(d.Lost), strconv.Itoa(d.Doubled),
-			strconv.Itoa(d.WrongResponse), strconv.Itoa(d.MissedConflicts), strconv.Itoa(d.Trials)})
+		row := []string{d.Design, strconv.Itoa(d.Operations)}
+		for _, col := range lab.AnomalyColumns {
+			row = append(row, strconv.Itoa(d.Count(col)))
+		}
+		rows = append(rows, append(row, strconv.Itoa(d.Trials)))
 	}
 	w := opts.IO.Out
 	fmt.Fprintf(w, "idemctl lab: seed %d, %d crash trials per design, run %s\n", rep.Seed, rep.Trials, rep.RunID)
 	if err := printTable(w, header, rows); err != nil {
 		return err
 	}
+	width := 0
 	for _, d := range rep.Designs {
-		verdict := "no anomaly"
-		if d.Expected != "" {
-			verdict = fmt.Sprintf("%s %d", d.Expected, d.Count(d.Expected))
-		} else if n := d.Anomalies(); n > 0 {
-			verdict = fmt.Sprintf("%d ANOMALIES", n)
-		}
-		fmt.Fprintf(w, "  %-25s %-18s %s\n", d.Design, verdict, d.Summary)
+		width = max(width, len(labVerdictWord(d)))
 	}
-	fmt.Fprintln(w, "Kill points and timings per design, and examples of each anomaly: -o json.")
+	for _, d := range rep.Designs {
+		fmt.Fprintf(w, "  %-25s %-*s  %s; %s\n", d.Design, width, labVerdictWord(d), d.Does, d.Summary)
+	}
+	fmt.Fprintln(w, "Kill points and timings per design, and examples of each anomaly: -o json. Where a design breaks: --explain DESIGN.")
 	return nil
 }
+
+// labVerdictWord is a design's damage in a few words: its expected columns,
+// or its anomalies when it should have none.
+func labVerdictWord(d lab.DesignReport) string {
+	var parts []string
+	for _, col := range d.Expected {
+		parts = append(parts, fmt.Sprintf("%s %d", col, d.Count(col)))
+	}
+	switch {
+	case len(parts) > 0:
+		return strings.Join(parts, ", ")
+	case d.Anomalies() > 0:
+		return fmt.Sprintf("%d ANOMALIES", d.Anomalies())
+	case d.DoubledBeforeRebuild != nil:
+		return fmt.Sprintf("0 (was doubled %d)", *d.DoubledBeforeRebuild)
+	}
+	return "no anomaly"
+}
+
+func knownDesign(name string) bool {
+	for _, n := range lab.DesignNames() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// labLong is the help text of `idemctl lab`, with the designs listed from the lab itself.
+func labLong() string {
+	var b strings.Builder
+	b.WriteString(`Run the broken ways of doing idempotency, and idemctl's atomic executor,
+through one workload with real crashes, and count what each one lost, doubled
+or answered wrongly. A teaching tool, and idemctl's own crash-safety test.
+
+`)
+	for _, d := range lab.Designs() {
+		fmt.Fprintf(&b, "  %-24s %s\n  %-24s -> %s\n", d.Name, d.Does, "", d.Summary)
+	}
+	b.WriteString(labLongRest)
+	return b.String()
+}
+
+const labLongRest = `
+Every trial starts a worker process (this binary) whose first attempt is
+killed with SIGKILL at a chosen point: before the call, after the marker,
+inside the effect (the server rolls it back), after the effect, before COMMIT,
+after COMMIT but before the reply is read, before the caller is told. The
+database is then reopened on new connections and everything is replayed as a
+recovering system would: the retries whose reply never came (racing
+concurrent duplicates; some time out and are retried again), duplicates,
+conflicting retries, the same command re-sent with its keys reordered or
+published again at a new offset, another tenant's command with the same
+operation id, settlement revisions, and late replays from the DLQ.
+redis_inbox runs a redis-server of its own (own data directory and socket,
+never a shared server), and kills and restarts it after the recovery retries.
+
+Columns: operations (requests delivered), lost and doubled (operations that
+ended with no posting, or more than one), wrong_response (a success reply
+carrying another command's result), missed_conflicts (a request with another
+payload that was not answered "conflict"), false_conflicts (a request with the
+very payload that was refused as "conflict"), lost_revisions (settlement
+revisions never posted), trials (crash trials). -o json adds the kill timings
+per step and a few examples per anomaly. --explain DESIGN prints a design's
+SQL (or Redis commands) and the step where it breaks.
+
+The lab works only in scratch schemas idemlab_<run>_<design> that it creates
+and drops, also when interrupted; leftovers of a killed run are dropped by the
+next one. It never touches schema idem or any other data; it needs the right
+to CREATE schemas. Runs are reproducible with --seed, except for the timing of
+the kills.
+
+Exit 0 when the lab ran, whatever the broken designs showed; exit 1 if the
+atomic executor showed any anomaly (a bug: keep the output and report it).`

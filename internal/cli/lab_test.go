@@ -81,7 +81,15 @@ func TestLabCommandOptions(t *testing.T) {
 	b, _ := parse("json")
 	assert.NotEqual(t, a.Seed, b.Seed)
 
+	o, code = parse("table", "--explain", "redis_inbox")
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, "redis_inbox", o.Explain)
+	o, code = parse("table", "--redis-server", "/opt/redis/bin/redis-server")
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, "/opt/redis/bin/redis-server", o.RedisServer)
+
 	for _, bad := range [][]string{
+		{"--explain", "redis_setnx"},
 		{"--trials", "0"},
 		{"--trials", "100001"},
 		{"--trials", "x"},
@@ -109,10 +117,21 @@ func TestLabHelpHidesWorker(t *testing.T) {
 	assert.Contains(t, out, "lab ")
 }
 
+func TestLabExplain(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, "", "", "lab", "--explain", "global_key")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "where it breaks:")
+	assert.Contains(t, out, "ON CONFLICT (operation_id) DO NOTHING")
+	code, out, _ = run(t, "", "", "lab", "--explain", "redis_inbox")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "SET $1 $2 NX EX")
+}
+
 func TestLabVerdict(t *testing.T) {
 	t.Parallel()
 	ok := &lab.Report{Seed: 3, Designs: []lab.DesignReport{
-		{Design: "marker_separate_tx", Expected: lab.AnomalyLost, Lost: 40},
+		{Design: "marker_separate_tx", Expected: []string{lab.AnomalyLost}, Lost: 40},
 		{Design: "atomic"},
 	}}
 	assert.NoError(t, labVerdict(ok), "broken designs showing anomalies is the lab working")
@@ -156,14 +175,15 @@ func TestLabRun(t *testing.T) {
 		var d map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &d), line)
 		assert.Equal(t, lab.DesignNames()[i], d["design"])
-		for _, k := range []string{"operations", "lost", "doubled", "wrong_response", "missed_conflicts", "trials", "kills"} {
+		for _, k := range []string{"operations", "lost", "doubled", "wrong_response", "missed_conflicts",
+			"false_conflicts", "lost_revisions", "trials", "kills", "does", "summary"} {
 			assert.Contains(t, d, k, line)
 		}
 		assert.EqualValues(t, 40, d["trials"])
 		assert.EqualValues(t, 5, d["seed"])
 		assert.NotEmpty(t, d["kills"])
 		if d["design"] == "atomic" {
-			for _, k := range []string{"lost", "doubled", "wrong_response", "missed_conflicts"} {
+			for _, k := range lab.AnomalyColumns {
 				assert.EqualValues(t, 0, d[k], "atomic %s", k)
 			}
 		}
@@ -173,6 +193,9 @@ func TestLabRun(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "seed 5")
 	assert.Contains(t, out, "MISSED CONFLICTS")
+	assert.Contains(t, out, "FALSE CONFLICTS")
+	assert.Contains(t, out, "LOST REVISIONS")
+	assert.Contains(t, out, "commits the dedup marker, then runs the effect in another transaction; the marker committed", "one line: what it does; what broke")
 	assert.Contains(t, out, "marker_separate_tx")
 	assert.Contains(t, out, "no anomaly")
 	assert.NotContains(t, out, "effect_before_marker")
