@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
-	"github.com/idemctl/idemctl/migrations"
 )
 
 // Env of the interruption test's child: run the lab until a signal.
@@ -274,6 +273,8 @@ func TestQualify(t *testing.T) {
 		{"pseudo.idem_x, idemctl hash", "pseudo.idem_x, idemctl hash"},
 		{"WHERE nspname = 'idem'", "WHERE nspname = '" + s + "'"},
 		{"-- the idem schema\nSELECT 1", "-- the idem schema\nSELECT 1"},
+		{"SET search_path = pg_catalog, idem, pg_temp", "SET search_path = pg_catalog, " + s + ", pg_temp"},
+		{"SET search_path = pg_catalog, demo, pg_temp", "SET search_path = pg_catalog, " + s + ", pg_temp"},
 	}
 	for _, c := range cases {
 		got, err := qualify(c.in, s)
@@ -297,11 +298,11 @@ func TestQualify(t *testing.T) {
 // migration that names schema idem in a way qualify cannot rewrite.
 func TestEveryMigrationInstallsIntoAScratchSchema(t *testing.T) {
 	t.Parallel()
-	all, err := migrations.All()
+	all, err := executorSQL()
 	require.NoError(t, err)
 	for _, m := range all {
-		_, err := qualify(m.SQL, "idemlab_00000000_atomic")
-		assert.NoError(t, err, "migration %03d_%s", m.Version, m.Name)
+		_, err := qualify(m.sql, "idemlab_00000000_atomic")
+		assert.NoError(t, err, m.name)
 	}
 	_, err = qualify(ledgerSQL, "idemlab_00000000_atomic")
 	assert.NoError(t, err)

@@ -40,6 +40,10 @@ var qualifierRE = regexp.MustCompile(`(^|[^A-Za-z0-9_$."])(idem|demo|scratch)\.`
 // schemaStmtRE finds the schema named on its own in DDL (CREATE SCHEMA idem).
 var schemaStmtRE = regexp.MustCompile(`(?i)\b(SCHEMA(?:\s+IF\s+NOT\s+EXISTS)?\s+)(idem|demo)\b`)
 
+// pinnedPathRE finds the search_path every function of the code package and
+// the ledger's effect pin: pg_catalog, then its schema, then pg_temp.
+var pinnedPathRE = regexp.MustCompile(`(?i)(\bsearch_path\s*=\s*pg_catalog,\s*)(idem|demo)(,\s*pg_temp\b)`)
+
 var (
 	sqlCommentRE = regexp.MustCompile(`--[^\n]*`)
 	bareIdemRE   = regexp.MustCompile(`(?i)(\bidem\b|"idem"|\bdemo\.)`)
@@ -55,6 +59,7 @@ func qualify(sql, schema string) (string, error) {
 	}
 	out := qualifierRE.ReplaceAllString(sql, "${1}"+schema+".")
 	out = schemaStmtRE.ReplaceAllString(out, "${1}"+schema)
+	out = pinnedPathRE.ReplaceAllString(out, "${1}"+schema+"${3}")
 	out = strings.ReplaceAll(out, "'idem'", "'"+schema+"'")
 	if m := bareIdemRE.FindString(sqlCommentRE.ReplaceAllString(out, "")); m != "" {
 		return "", fmt.Errorf("SQL names %s in a form the lab cannot move to a scratch schema", m)
@@ -163,11 +168,12 @@ func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// installExecutor installs the Core executor (every embedded migration) and the
-// demo ledger into schema, rewriting their idem. and demo. qualifiers, in one
-// transaction whose search_path is the scratch schema alone.
+// installExecutor installs the Core executor (every embedded migration and
+// the code package) and the demo ledger into schema, rewriting their idem.
+// and demo. qualifiers, in one transaction whose search_path is the scratch
+// schema alone. Nothing is granted to anyone: the lab's own login owns it all.
 func installExecutor(ctx context.Context, conn *pgx.Conn, schema string) error {
-	all, err := migrations.All()
+	parts, err := executorSQL()
 	if err != nil {
 		return err
 	}
@@ -175,24 +181,42 @@ func installExecutor(ctx context.Context, conn *pgx.Conn, schema string) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{schema}.Sanitize()+", pg_catalog"); err != nil {
 			return err
 		}
-		for _, m := range all {
-			sql, err := qualify(m.SQL, schema)
+		for _, p := range parts {
+			sql, err := qualify(p.sql, schema)
 			if err != nil {
-				return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+				return fmt.Errorf("%s: %w", p.name, err)
 			}
 			if _, err := tx.Exec(ctx, sql); err != nil {
-				return fmt.Errorf("install migration %03d_%s into %s: %w", m.Version, m.Name, schema, err)
+				return fmt.Errorf("install %s into %s: %w", p.name, schema, err)
 			}
-		}
-		sql, err := qualify(ledgerSQL, schema)
-		if err != nil {
-			return fmt.Errorf("ledger: %w", err)
-		}
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("install ledger into %s: %w", schema, err)
 		}
 		return nil
 	})
+}
+
+type namedSQL struct{ name, sql string }
+
+// executorSQL is what installExecutor runs, in order: the migrations, the
+// code package, the ledger, and the day partitions around today.
+func executorSQL() ([]namedSQL, error) {
+	all, err := migrations.All()
+	if err != nil {
+		return nil, err
+	}
+	code, err := migrations.Code()
+	if err != nil {
+		return nil, err
+	}
+	var out []namedSQL
+	for _, m := range all {
+		out = append(out, namedSQL{fmt.Sprintf("migration %03d_%s", m.Version, m.Name), m.SQL})
+	}
+	for _, o := range code {
+		out = append(out, namedSQL{"code " + o.File, o.SQL})
+	}
+	return append(out,
+		namedSQL{"ledger", ledgerSQL},
+		namedSQL{"partitions", "SELECT idem.inbox_body_ensure(current_date - 1, current_date + 8)"}), nil
 }
 
 // dropSchemas drops the given scratch schemas. It runs on a fresh context: it is

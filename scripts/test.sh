@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run every test against a real PostgreSQL. With TEST_DATABASE_URL unset, the
-# local server is started if needed and its database "test" is created.
+# Run every test against a real PostgreSQL, with the race detector, after
+# gofmt, go vet and staticcheck. With TEST_DATABASE_URL unset, the local
+# server is started if needed and its database "test" is created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,10 +12,17 @@ if [ -z "${TEST_DATABASE_URL:-}" ]; then
 		psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE test"
 fi
 
-# Leftovers of interrupted runs: per-test databases and stale templates.
-psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'idemctl\_t\_%' OR datname LIKE 'idemctl\_tpl\_%'" |
-	while read -r name; do
-		psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
+# Leftovers of interrupted runs on this host: per-test databases whose test
+# process is gone (each records its pid), never those of a run still going.
+host=$(hostname)
+psql "$TEST_DATABASE_URL" -AtqF ' ' -c "SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '')
+	FROM pg_database WHERE datname LIKE 'idemctl\_t\_%'" |
+	while read -r name comment; do
+		pid=$(sed -n 's/.*pid=\([0-9]*\) host=\(.*\)$/\1/p' <<<"$comment")
+		owner=$(sed -n 's/.*pid=[0-9]* host=\(.*\)$/\1/p' <<<"$comment")
+		if [ -n "$pid" ] && [ "$owner" = "$host" ] && ! kill -0 "$pid" 2>/dev/null; then
+			psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
+		fi
 	done
 
 unformatted=$(gofmt -l . || true)
@@ -24,4 +32,14 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
-go test -count=1 -timeout 15m "$@" ./...
+
+# staticcheck, pinned, installed from the Go module proxy when missing.
+staticcheck_version=v0.8.2
+staticcheck=$(go env GOPATH)/bin/staticcheck
+if ! [ -x "$staticcheck" ] || ! "$staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
+	echo "test: installing staticcheck $staticcheck_version" >&2
+	GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+fi
+"$staticcheck" ./...
+
+go test -race -count=1 -timeout 20m "$@" ./...

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,6 +236,11 @@ func NewDatabase(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
+	// The owner's pid and host, so that scripts/test.sh drops only the
+	// leftovers of runs that are gone, never a concurrent run's databases.
+	host, _ := os.Hostname()
+	_, _ = admin.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{name}.Sanitize()+" IS "+
+		quoteLiteral(fmt.Sprintf("idemctl test pid=%d host=%s", os.Getpid(), host)))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -360,3 +366,5 @@ func Seed(t testing.TB, dsn, class, tenant, prefix string, n int, age, spacing t
 		t.Fatalf("seed %s %s/%s*: %v", class, tenant, prefix, err)
 	}
 }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
