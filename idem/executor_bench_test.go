@@ -18,7 +18,10 @@ import (
 //
 //	go test ./idem -run '^$' -bench BenchmarkExecute -benchtime 3s
 func BenchmarkExecute(b *testing.B) {
-	pool, _ := dbtest.NewPool(b, 9)
+	// The operator's pool runs the executor; the bare effect is called as
+	// the superuser (it is executable by the schema owner only).
+	pool, dsn := dbtest.NewPool(b, 9)
+	admin := dbtest.PoolAs(b, dsn, dbtest.Superuser, 9)
 	ctx := context.Background()
 	var seq atomic.Int64
 	// Accounts spread over many tenants so that balance rows are not one hot
@@ -32,7 +35,7 @@ func BenchmarkExecute(b *testing.B) {
 		b.Run(fmt.Sprintf("baseline_bare_effect/conns=%d", conns), func(b *testing.B) {
 			// One statement is its own transaction: the same round trips as
 			// idem.Execute on a pooled connection.
-			parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+			parallel(b, admin, conns, func(c *pgxpool.Conn) error {
 				n := seq.Add(1)
 				_, err := c.Exec(ctx, "SELECT demo.transfer_effect($1, $2, $3)", tenant(n), fmt.Sprintf("base-%d", n), payload(n))
 				return err
@@ -103,4 +106,56 @@ func parallel(b *testing.B, pool *pgxpool.Pool, conns int, fn func(*pgxpool.Conn
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkTrustBoundaryCost prices what the database's own enforcement adds
+// to the executor, in the same run: the schema as installed (every function
+// SECURITY DEFINER with a pinned search_path, the payload hash recomputed)
+// against a copy of the same database where every idem function is made an
+// invoker function without a pinned search_path and the hash check is cut
+// out. Both run as the superuser (the stripped copy grants nothing), on 1 and
+// 8 connections, for new operations and for replays.
+//
+//	go test ./idem -run '^$' -bench BenchmarkTrustBoundaryCost -benchtime 3s
+func BenchmarkTrustBoundaryCost(b *testing.B) {
+	ctx := context.Background()
+	enforced := dbtest.As(dbtest.NewDatabase(b), dbtest.Superuser)
+	stripped := dbtest.As(dbtest.NewDatabase(b), dbtest.Superuser)
+	dbtest.Admin(b, stripped, `DO $$
+		DECLARE f record; def text;
+		BEGIN
+		    FOR f IN SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'idem' LOOP
+		        EXECUTE format('ALTER FUNCTION %s SECURITY INVOKER RESET search_path', f.oid::regprocedure);
+		    END LOOP;
+		    def := pg_get_functiondef('idem.check_request(text,text,text,text,text,jsonb)'::regprocedure);
+		    def := regexp_replace(def, 'IF p_payload_hash <> .*?END IF;', '', 's');
+		    EXECUTE def;
+		END $$`)
+	var seq atomic.Int64
+	payload := func(n int64) []byte {
+		return []byte(fmt.Sprintf(`{"from":"a%d","to":"b%d","amount":%d,"currency":"EUR"}`, n%64, n%64, 1+n%1000))
+	}
+	for _, db := range []struct{ name, dsn string }{{"enforced", enforced}, {"stripped", stripped}} {
+		pool := dbtest.PoolAs(b, db.dsn, dbtest.Superuser, 9)
+		for _, conns := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/applied/conns=%d", db.name, conns), func(b *testing.B) {
+				parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+					n := seq.Add(1)
+					_, err := idem.Execute(ctx, c, idem.Command{
+						Identity: idem.Identity{TenantID: fmt.Sprintf("t-%d", n%64), OperationID: fmt.Sprintf("op-%d", n)},
+						Class:    "demo.transfer", Payload: payload(n)})
+					return err
+				})
+			})
+			b.Run(fmt.Sprintf("%s/already_applied/conns=%d", db.name, conns), func(b *testing.B) {
+				parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+					n := 1 + seq.Add(1)%64
+					_, err := idem.Execute(ctx, c, idem.Command{
+						Identity: idem.Identity{TenantID: "replay", OperationID: fmt.Sprintf("op-%d", n)},
+						Class:    "demo.transfer", Payload: payload(n)})
+					return err
+				})
+			})
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/idemctl/idemctl/internal/term"
 	"github.com/idemctl/idemctl/tui/keys"
 	"github.com/idemctl/idemctl/tui/styles"
 )
@@ -77,5 +78,5 @@ func warningBanner(format string, args ...any) banner {
 }
 
 func errorBanner(err error) banner {
-	return banner{bannerError, oneLine(err.Error())}
+	return banner{bannerError, term.Escape(oneLine(err.Error()))}
 }

@@ -21,6 +21,10 @@ const horizonPlanLimit = 100
 // probe of a source is its evidence in the newest plan that has one; a source
 // in no plan yet is shown "never probed" (not proven).
 func (h HorizonDB) Sources(ctx context.Context) ([]HorizonSource, error) {
+	return cleaned(h.sources(ctx))
+}
+
+func (h HorizonDB) sources(ctx context.Context) ([]HorizonSource, error) {
 	sources, err := horizon.ListSources(ctx, h.Pool)
 	if err != nil {
 		return nil, err
@@ -73,6 +77,10 @@ func evidenceDetail(ev horizon.Evidence) string {
 
 // Plans lists the purge plans, newest first.
 func (h HorizonDB) Plans(ctx context.Context) ([]PurgePlan, error) {
+	return cleaned(h.plans(ctx))
+}
+
+func (h HorizonDB) plans(ctx context.Context) ([]PurgePlan, error) {
 	plans, err := horizon.ListPlans(ctx, h.Pool, "", horizonPlanLimit)
 	if err != nil {
 		return nil, err

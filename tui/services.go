@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/internal/term"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -48,22 +49,22 @@ type QuarantineDB struct{ Pool *pgxpool.Pool }
 
 // List lists quarantine records (quarantine.List).
 func (q QuarantineDB) List(ctx context.Context, f quarantine.Filter) (quarantine.Page, error) {
-	return quarantine.List(ctx, q.Pool, f)
+	return cleaned(quarantine.List(ctx, q.Pool, f))
 }
 
 // Show loads one record's evidence (quarantine.Show).
 func (q QuarantineDB) Show(ctx context.Context, id int64) (quarantine.Record, error) {
-	return quarantine.Show(ctx, q.Pool, id)
+	return cleaned(quarantine.Show(ctx, q.Pool, id))
 }
 
 // Reject records the decision "never run this" (quarantine.Reject).
 func (q QuarantineDB) Reject(ctx context.Context, id int64, operator, reason string) (quarantine.Record, error) {
-	return quarantine.Reject(ctx, q.Pool, id, operator, reason)
+	return cleaned(quarantine.Reject(ctx, q.Pool, id, operator, reason))
 }
 
 // AcceptAsNew runs the incoming payload as a new operation (quarantine.AcceptAsNew).
 func (q QuarantineDB) AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error) {
-	return quarantine.AcceptAsNew(ctx, q.Pool, id, newOperationID, operator, reason)
+	return cleaned(quarantine.AcceptAsNew(ctx, q.Pool, id, newOperationID, operator, reason))
 }
 
 // AuditDB is AuditService over package audit.
@@ -71,10 +72,18 @@ type AuditDB struct{ Pool *pgxpool.Pool }
 
 // List lists audit rows newest first (audit.List).
 func (a AuditDB) List(ctx context.Context, f audit.Filter) ([]audit.Record, error) {
-	return audit.List(ctx, a.Pool, f)
+	return cleaned(audit.List(ctx, a.Pool, f))
 }
 
 // Verify walks the whole chain (audit.Verify).
 func (a AuditDB) Verify(ctx context.Context) (audit.Report, error) {
-	return audit.Verify(ctx, a.Pool)
+	return cleaned(audit.Verify(ctx, a.Pool))
+}
+
+// cleaned escapes every string of what a service read (package term) before
+// any view shows it: a tenant, a reason or a payload from the database must
+// not be able to drive the terminal.
+func cleaned[T any](v T, err error) (T, error) {
+	term.Clean(&v)
+	return v, err
 }

@@ -122,7 +122,7 @@ func (s *ProtocolStepper) Lookup(ctx context.Context, p idem.Prepared, operator 
 
 // Execute runs the Resolver for real on this one operation.
 func (s *ProtocolStepper) Execute(ctx context.Context, p idem.Prepared, operator string) (recovery.Result, error) {
-	res, err := s.runOne(ctx, p, operator, false, true)
+	res, err := cleaned(s.runOne(ctx, p, operator, false, true))
 	if err != nil {
 		return res, err
 	}

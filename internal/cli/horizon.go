@@ -65,6 +65,7 @@ duration ago (30d, 12h).
 		NewCmdHorizonCheck(f, nil),
 		NewCmdHorizonPlan(f, nil),
 		NewCmdHorizonApprove(f, nil),
+		NewCmdHorizonCancel(f),
 		NewCmdHorizonPurge(f, nil),
 		NewCmdHorizonStatus(f, nil),
 		NewCmdHorizonMaintain(f, nil),
@@ -539,10 +540,11 @@ func NewCmdHorizonApprove(f *Factory, runF func(*HorizonApproveOptions) error) *
 	opts := &HorizonApproveOptions{IO: f.IO, f: f}
 	return &cobra.Command{
 		Use:   "approve PLAN",
-		Short: "Approve a plan (four-eyes: not by its planner)",
-		Long: `Approve a purge plan. The approver (--operator, IDEMCTL_OPERATOR, else the OS
-user) must differ from the planner: the same operator is refused with exit
-code 5. Recorded in the audit log.`,
+		Short: "Approve a plan (four eyes: another person than its planner)",
+		Long: `Approve a purge plan. Four eyes compares persons: the database login must map
+to a person (idemctl person add) other than the planner's, whatever --operator
+says; the planner's person, or a login that maps to no person, is refused with
+exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
 		Example: `  idemctl horizon approve 12 --operator bob`,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -567,10 +569,52 @@ code 5. Recorded in the audit log.`,
 			if opts.JSON {
 				return printJSONLine(opts.IO.Out, p)
 			}
-			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (planned by %s); run: idemctl horizon purge %d\n", p.ID, p.ApprovedBy, p.PlannedBy, p.ID)
+			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (person %s; planned by %s, person %s); run: idemctl horizon purge %d\n",
+				p.ID, p.ApprovedBy, p.ApprovedPerson, p.PlannedBy, p.PlannedPerson, p.ID)
 			return nil
 		},
 	}
+}
+
+// NewCmdHorizonCancel builds `idemctl horizon cancel`.
+func NewCmdHorizonCancel(f *Factory) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel PLAN --reason TEXT",
+		Short: "Abort a plan that is planned, approved or purging (a running purge stops at its next batch)",
+		Long: `Abort a purge plan: it can no longer be approved or purged. A purge of it that
+is running stops at its next transaction (what it removed so far stays
+removed, and is recorded). Recorded in the audit log with the reason.
+
+Exit codes: 0 cancelled; 2 usage; 5 unknown plan, or a plan already done or
+aborted.`,
+		Example: `  idemctl horizon cancel 12 --reason "the DLQ owner found older messages"`,
+		Args:    maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parsePlanID(args)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return usageErr("--reason is required")
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p, err := horizon.Cancel(cmd.Context(), pool, id, f.Operator(), reason)
+			if err != nil {
+				return horizonErr(err)
+			}
+			if f.JSON() {
+				return printJSONLine(f.IO.Out, p)
+			}
+			fmt.Fprintf(f.IO.Out, "plan %d aborted by %s: %s\n", p.ID, p.AbortedBy, p.AbortReason)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the plan must not be purged (recorded)")
+	return cmd
 }
 
 func parsePlanID(args []string) (int64, error) {

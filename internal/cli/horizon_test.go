@@ -259,4 +259,19 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, _ = runQ(t, dsn, "horizon", "maintain")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "partition(s) created")
+
+	// A plan can be cancelled, with a reason; then it is never purged.
+	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	id = strconv.FormatInt(p.ID, 10)
+	code, _, _ = runQ(t, dsn, "horizon", "cancel", id)
+	assert.Equal(t, ExitUsage, code, "a reason is required")
+	code, out, errOut = runQ(t, bob, "horizon", "cancel", id, "--reason", "wrong class", "--operator", "bob", "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "aborted by bob: wrong class")
+	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--operator", "bob")
+	assert.Equal(t, ExitInvalid, code)
+	code, _, _ = runQ(t, dsn, "horizon", "cancel", id, "--reason", "again")
+	assert.Equal(t, ExitInvalid, code, "already aborted")
 }

@@ -6,13 +6,21 @@ import (
 	"os"
 
 	"golang.org/x/term"
+
+	textterm "github.com/idemctl/idemctl/internal/term"
 )
 
 // IOStreams are the command's standard streams and what they are attached to.
+// Out and ErrOut escape control characters (package term): text from the
+// database or from input never reaches the terminal raw. The TUI, which
+// draws with escape sequences of its own, writes to RawOut.
 type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// RawOut is standard output unescaped (the TUI's screen, the lab
+	// worker's protocol).
+	RawOut io.Writer
 
 	stdinTTY, stdoutTTY, stderrTTY bool
 }
@@ -20,17 +28,19 @@ type IOStreams struct {
 // System returns the process's streams.
 func System() *IOStreams {
 	return &IOStreams{
-		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		In: os.Stdin, Out: textterm.Writer(os.Stdout, false), ErrOut: textterm.Writer(os.Stderr, true), RawOut: os.Stdout,
 		stdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		stdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 }
 
-// Test returns in-memory streams for tests; tty says whether they act as terminals.
+// Test returns in-memory streams for tests; tty says whether they act as
+// terminals. The buffers receive what a terminal would (escaped).
 func Test(tty bool) (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
-	return &IOStreams{In: in, Out: out, ErrOut: errOut, stdinTTY: tty, stdoutTTY: tty, stderrTTY: tty}, in, out, errOut
+	return &IOStreams{In: in, Out: textterm.Writer(out, false), ErrOut: textterm.Writer(errOut, true), RawOut: out,
+		stdinTTY: tty, stdoutTTY: tty, stderrTTY: tty}, in, out, errOut
 }
 
 // IsStdoutTTY reports whether standard output is a terminal.

@@ -111,7 +111,7 @@ func newCmdLabWorker(f *Factory) *cobra.Command {
 		Hidden: true,
 		Args:   maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lab.Worker(cmd.Context(), f.IO.In, f.IO.Out)
+			return lab.Worker(cmd.Context(), f.IO.In, f.IO.RawOut)
 		},
 	}
 }

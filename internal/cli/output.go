@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/olekukonko/tablewriter"
+
+	"github.com/idemctl/idemctl/internal/term"
 )
 
 // printJSONLine writes v as one line of JSON.
@@ -13,7 +15,7 @@ func printJSONLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	b = append(term.EscapeJSON(b), '\n')
 	_, err = w.Write(b)
 	return err
 }

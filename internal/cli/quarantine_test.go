@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +354,33 @@ func TestQuarantineAndAuditHelp(t *testing.T) {
 		require.Equal(t, ExitOK, code)
 		assert.Contains(t, out, "Examples:", args)
 		assert.Contains(t, out, "Exit codes:", args)
+	}
+}
+
+// TestOutputNeverDrivesTheTerminal: a payload may hold C1 control characters
+// (RFC 8785 leaves them raw) and a record may be shown in a table or as JSON;
+// neither reaches the terminal raw.
+func TestOutputNeverDrivesTheTerminal(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	ctx := context.Background()
+	cmd := func(memo string) idem.Command {
+		return idem.Command{Identity: idem.Identity{TenantID: "t", OperationID: "csi"}, Class: "demo.transfer",
+			Payload: []byte(`{"from":"a","to":"b","amount":1,"currency":"EUR","memo":"` + memo + `"}`)}
+	}
+	_, err := idem.Execute(ctx, pool, cmd("ok"))
+	require.NoError(t, err)
+	res, err := idem.Execute(ctx, pool, cmd("\u009b2J\u202egnp"))
+	require.NoError(t, err)
+	require.Equal(t, idem.Conflict, res.Outcome)
+	for _, format := range []string{"table", "json"} {
+		code, out, _ := runQ(t, dsn, "quarantine", "show", strconv.FormatInt(res.QuarantineID, 10), "-o", format)
+		require.Equal(t, ExitOK, code)
+		assert.NotContains(t, out, "\u009b", format)
+		assert.NotContains(t, out, "\u202e", format)
+		if format == "json" {
+			assert.True(t, json.Valid([]byte(out)), "still JSON: %s", out)
+			assert.Contains(t, out, `\u009b2J\u202egnp`)
+		}
 	}
 }

@@ -90,7 +90,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if refresh == 0 {
 		refresh = -1 // tui.Options: negative means never
 	}
-	err = tui.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
+	err = tui.Run(ctx, opts.IO.In, opts.IO.RawOut, tui.Options{
 		Services: tui.PoolServices(pool),
 		Operator: opts.f.Operator(),
 		Database: opts.f.describeDB(),
