@@ -92,24 +92,10 @@ func (f *fixture) seed(class, tenant, prefix string, n int, age, spacing time.Du
 
 // seedUnpartitioned is seed for days that have no partition of their own, and
 // creates none: the bodies land in the default partition, as they do when
-// `idemctl horizon maintain` was not scheduled. (dbtest.Seed creates the
-// days' partitions first, so it cannot put rows there.)
+// `idemctl horizon maintain` was not scheduled.
 func (f *fixture) seedUnpartitioned(class, tenant, prefix string, n int, age, spacing time.Duration) {
 	f.t.Helper()
-	err := dbtest.Owner(f.dsn, `
-		WITH rows AS (
-		    SELECT $2 || g AS op, '{"n":' || g || '}' AS payload,
-		           now() - make_interval(secs => $4) + g * make_interval(secs => $5) AS at
-		    FROM generate_series(1, $6::int) g
-		), ident AS (
-		    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
-		    SELECT $1, op, $3, sha256(convert_to(payload, 'UTF8')), at FROM rows
-		    RETURNING 1
-		)
-		INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
-		SELECT $1, op, at, $3, payload, '{"ok":true}' FROM rows`,
-		tenant, prefix, class, age.Seconds(), spacing.Seconds(), n)
-	require.NoError(f.t, err, "seed %s %s/%s* in the default partition", class, tenant, prefix)
+	dbtest.SeedUnpartitioned(f.t, f.dsn, class, tenant, prefix, n, age, spacing)
 }
 
 // businessTable creates, as the superuser, a table of the service's own (an

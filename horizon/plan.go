@@ -298,37 +298,32 @@ func mapPlanError(err error) error {
 	if !errors.As(err, &pgErr) {
 		return err
 	}
-	switch pgErr.Code {
-	case "IX301":
-		return fmt.Errorf("%w: %s", ErrPlanNotFound, pgErr.Message)
-	case "IX302":
-		return fmt.Errorf("%w: %s", ErrPlanState, pgErr.Message)
-	case "IX303":
-		return fmt.Errorf("%w: %s", ErrSameOperator, pgErr.Message)
-	case "IX304":
-		return fmt.Errorf("%w: %s", ErrContractRequired, pgErr.Message)
-	case "IX310":
-		return fmt.Errorf("%w: %s", ErrPurgeRunning, pgErr.Message)
-	case "IX313":
-		return fmt.Errorf("%w: %s (%s)", ErrNoPerson, pgErr.Message, pgErr.Hint)
-	case "IX314":
-		return fmt.Errorf("%w: %s", ErrInsideMargin, pgErr.Message)
-	case "IX015":
-		return fmt.Errorf("%w: %s", ErrInvalidOperator, pgErr.Message)
-	case "IX003":
-		return fmt.Errorf("%w: %s", ErrUnknownClass, pgErr.Message)
-	case "IX306":
-		return fmt.Errorf("%w: %s", ErrInvalidPolicy, pgErr.Message)
-	case "IX307":
-		return fmt.Errorf("%w: %s", ErrInvalidCorrection, pgErr.Message)
-	case "IX308":
-		return fmt.Errorf("%w: %s", ErrInvalidSource, pgErr.Message)
-	case "IX309":
-		return fmt.Errorf("%w: %s", ErrCorrectionNotFound, pgErr.Message)
-	case "IX311":
-		return fmt.Errorf("%w: %s (%s)", ErrSecretInConfig, pgErr.Message, pgErr.Hint)
+	sentinel, ok := planErrors[pgErr.Code]
+	if !ok {
+		return err
 	}
-	return err
+	if pgErr.Hint != "" {
+		return fmt.Errorf("%w: %s (%s)", sentinel, pgErr.Message, pgErr.Hint)
+	}
+	return fmt.Errorf("%w: %s", sentinel, pgErr.Message)
+}
+
+// planErrors maps the horizon functions' SQLSTATEs to this package's errors.
+var planErrors = map[string]error{
+	"IX003": ErrUnknownClass,
+	"IX015": ErrInvalidOperator,
+	"IX301": ErrPlanNotFound,
+	"IX302": ErrPlanState,
+	"IX303": ErrSameOperator,
+	"IX304": ErrContractRequired,
+	"IX306": ErrInvalidPolicy,
+	"IX307": ErrInvalidCorrection,
+	"IX308": ErrInvalidSource,
+	"IX309": ErrCorrectionNotFound,
+	"IX310": ErrPurgeRunning,
+	"IX311": ErrSecretInConfig,
+	"IX313": ErrNoPerson,
+	"IX314": ErrInsideMargin,
 }
 
 // EnsurePartitions creates the inbox body's daily partitions for today and

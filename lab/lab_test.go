@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/internal/lockedbuf"
 )
 
 // Env of the interruption test's child: run the lab until a signal.
@@ -196,7 +196,7 @@ func TestLabInterruptedBySignal(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), runEnv+"="+dsn)
-	var stderr lockedBuffer // written by exec's copying goroutine while the test reads it
+	var stderr lockedbuf.Buffer // written by exec's copying goroutine while the test reads it
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	// Wait until the schemas exist and workers are being killed.
@@ -216,24 +216,6 @@ func TestLabInterruptedBySignal(t *testing.T) {
 	require.NoError(t, conn.QueryRow(context.Background(),
 		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'idemctl-lab-worker-%' AND datname = current_database()").Scan(&workers))
 	assert.Zero(t, workers, "no worker backend left")
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestStaleSchemasOfDeadRunsAreDropped plants the schema of a run whose process

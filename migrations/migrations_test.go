@@ -113,16 +113,25 @@ func TestStatusOnEmptyDatabaseAndDrift(t *testing.T) {
 	assert.True(t, status[0].Drifted)
 }
 
+// migrated returns a fresh database with the schema installed, and a
+// superuser's connection to it, closed when t ends.
+func migrated(t *testing.T) (context.Context, string, *pgx.Conn) {
+	t.Helper()
+	ctx, dsn := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	return ctx, dsn, conn
+}
+
 // TestSchemaNewerThanBinaryIsRefused: an older binary never installs over a
 // newer schema or code package, and says which version it needs.
 func TestSchemaNewerThanBinaryIsRefused(t *testing.T) {
 	t.Parallel()
-	ctx, dsn := emptyDatabase(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = migrations.Apply(ctx, conn, migrations.Options{})
-	require.NoError(t, err)
+	ctx, dsn, conn := migrated(t)
+	var err error
 
 	dbtest.Admin(t, dsn, "INSERT INTO idem.schema_migrations (version, name, checksum) VALUES (999, 'future', 'x')")
 	_, err = migrations.Apply(ctx, conn, migrations.Options{})
@@ -141,12 +150,8 @@ func TestSchemaNewerThanBinaryIsRefused(t *testing.T) {
 // privileges end as declared whatever was granted by hand meanwhile.
 func TestCodePackageReinstallsWhatChanged(t *testing.T) {
 	t.Parallel()
-	ctx, dsn := emptyDatabase(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = migrations.Apply(ctx, conn, migrations.Options{})
-	require.NoError(t, err)
+	ctx, dsn, conn := migrated(t)
+	var err error
 	roles := migrations.DefaultRoles()
 	problems, err := migrations.Check(ctx, conn, roles)
 	require.NoError(t, err)
@@ -187,12 +192,8 @@ func TestCodePackageReinstallsWhatChanged(t *testing.T) {
 // superuser owner role is refused.
 func TestOwnerIsNeverASuperuser(t *testing.T) {
 	t.Parallel()
-	ctx, dsn := emptyDatabase(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = migrations.Apply(ctx, conn, migrations.Options{})
-	require.NoError(t, err)
+	ctx, dsn, conn := migrated(t)
+	var err error
 	var super, login bool
 	require.NoError(t, conn.QueryRow(ctx, "SELECT rolsuper, rolcanlogin FROM pg_roles WHERE rolname = 'idem_owner'").Scan(&super, &login))
 	assert.False(t, super)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/internal/lockedbuf"
 	"github.com/idemctl/idemctl/lab"
 )
 
@@ -212,7 +212,7 @@ func TestLabInterrupted(t *testing.T) {
 	// The process writes stderr from exec's copying goroutine while the
 	// test reads it: a locked buffer.
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr lockedbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -229,23 +229,4 @@ func TestLabInterrupted(t *testing.T) {
 	assert.Contains(t, stderr.String(), "lab interrupted")
 	assert.Empty(t, stdout.String(), "no report for an interrupted run")
 	assert.Empty(t, labSchemas(t, dsn), stderr.String())
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
-// another reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

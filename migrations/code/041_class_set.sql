@@ -14,9 +14,7 @@ DECLARE
     v_old idem.op_class;
     v_new idem.op_class;
 BEGIN
-    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
-        RAISE EXCEPTION 'class set: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'class set');
     IF p_reason IS NOT NULL AND idem.text_problem('a reason', p_reason, 4096) IS NOT NULL THEN
         RAISE EXCEPTION 'class set: %', idem.text_problem('a reason', p_reason, 4096) USING ERRCODE = 'IX306';
     END IF;

@@ -12,12 +12,9 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_problem text := idem.text_problem('the operator label', p_operator, 256);
     v_row     idem.horizon_source;
 BEGIN
-    IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'add source: %', v_problem USING ERRCODE = 'IX015';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'add source');
     IF p_name IS NULL OR p_name !~ '^[a-z0-9][a-z0-9_.-]*$' OR octet_length(p_name) > 64 OR p_name = 'manual' THEN
         RAISE EXCEPTION 'source name %: lower-case letters, digits, ".", "_" or "-", at most 64 bytes, not manual',
                 coalesce(quote_literal(p_name), 'NULL') USING ERRCODE = 'IX308';

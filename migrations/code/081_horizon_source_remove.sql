@@ -9,12 +9,9 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_problem text := idem.text_problem('the operator label', p_operator, 256);
     v_row     idem.horizon_source;
 BEGIN
-    IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'remove source: %', v_problem USING ERRCODE = 'IX015';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'remove source');
     DELETE FROM idem.horizon_source WHERE name = p_name RETURNING * INTO v_row;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no source %', coalesce(quote_literal(p_name), 'NULL')

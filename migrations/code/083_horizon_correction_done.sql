@@ -8,12 +8,9 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_problem text := idem.text_problem('the operator label', p_operator, 256);
     v_row     idem.horizon_correction;
 BEGIN
-    IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'finish correction: %', v_problem USING ERRCODE = 'IX015';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'finish correction');
     UPDATE idem.horizon_correction SET done_at = now(), done_by = p_operator
     WHERE id = p_id AND done_at IS NULL
     RETURNING * INTO v_row;

@@ -22,9 +22,7 @@ DECLARE
     v_action text := CASE WHEN p_drop_tombstones THEN 'drop_tombstones' ELSE 'purge' END;
     v_p      idem.horizon_plan;
 BEGIN
-    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
-        RAISE EXCEPTION 'plan: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'plan');
     SELECT * INTO v_class FROM idem.op_class WHERE name = p_class;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown operation class %', coalesce(quote_literal(p_class), 'NULL')

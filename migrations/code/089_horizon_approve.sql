@@ -13,14 +13,8 @@ DECLARE
     v_person text := idem.require_person('approve a purge');
     v_p      idem.horizon_plan;
 BEGIN
-    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
-        RAISE EXCEPTION 'approve: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
-    END IF;
-    SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL')
-            USING ERRCODE = 'IX301';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'approve');
+    v_p := idem.horizon_lock_plan(p_plan);
     IF v_p.state <> 'planned' THEN
         RAISE EXCEPTION 'purge plan % is %, not planned', v_p.id, v_p.state USING ERRCODE = 'IX302';
     END IF;

@@ -17,11 +17,7 @@ BEGIN
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'abort plan %: %', coalesce(p_plan::text, 'NULL'), v_problem USING ERRCODE = 'IX015';
     END IF;
-    SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL')
-            USING ERRCODE = 'IX301';
-    END IF;
+    v_p := idem.horizon_lock_plan(p_plan);
     IF v_p.state NOT IN ('planned', 'approved', 'purging') THEN
         RAISE EXCEPTION 'purge plan % is already %', v_p.id, v_p.state USING ERRCODE = 'IX302';
     END IF;

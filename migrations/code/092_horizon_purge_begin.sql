@@ -18,14 +18,8 @@ DECLARE
     v_class  idem.op_class;
     v_resume boolean;
 BEGIN
-    IF idem.text_problem('the operator label', p_operator, 256) IS NOT NULL THEN
-        RAISE EXCEPTION 'purge: %', idem.text_problem('the operator label', p_operator, 256) USING ERRCODE = 'IX015';
-    END IF;
-    SELECT * INTO v_p FROM idem.horizon_plan WHERE id = p_plan FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no purge plan % (idemctl horizon status lists the plans)', coalesce(p_plan::text, 'NULL')
-            USING ERRCODE = 'IX301';
-    END IF;
+    PERFORM idem.check_operator(p_operator, 'purge');
+    v_p := idem.horizon_lock_plan(p_plan);
     IF v_p.state NOT IN ('approved', 'purging') THEN
         RAISE EXCEPTION 'purge plan % is % (a purge needs an approved plan: idemctl horizon approve)', v_p.id, v_p.state
             USING ERRCODE = 'IX302';
