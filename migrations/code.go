@@ -257,3 +257,13 @@ func loadObjects(ctx context.Context, tx pgx.Tx) (map[string]string, error) {
 }
 
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// PackageChecksum identifies this binary's code package (what
+// idem.code_package.checksum records).
+func PackageChecksum() (string, error) {
+	objs, err := Code()
+	if err != nil {
+		return "", err
+	}
+	return packageChecksum(objs), nil
+}

@@ -2,6 +2,9 @@ package migrations_test
 
 import (
 	"context"
+	"flag"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -213,4 +216,27 @@ func TestOwnerIsNeverASuperuser(t *testing.T) {
 	_, err = migrations.Apply(ctx, conn, migrations.Options{Roles: roles})
 	assert.ErrorIs(t, err, migrations.ErrNotInstallable)
 	assert.ErrorContains(t, err, "superuser")
+}
+
+var updateVersions = flag.Bool("update", false, "rewrite the last line of code_versions.txt to the current code package")
+
+// TestCodeVersion: a change to the code package goes with a version in
+// code_versions.txt, so that an older binary (an older version) is refused
+// by a newer schema rather than reinstalling its older functions.
+func TestCodeVersion(t *testing.T) {
+	raw, err := os.ReadFile("code_versions.txt")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	last := strings.Fields(lines[len(lines)-1])
+	require.Len(t, last, 2, "last line: VERSION CHECKSUM")
+	sum, err := migrations.PackageChecksum()
+	require.NoError(t, err)
+	if *updateVersions && last[1] != sum {
+		lines[len(lines)-1] = last[0] + " " + sum
+		require.NoError(t, os.WriteFile("code_versions.txt", []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		last[1] = sum
+	}
+	assert.Equal(t, strconv.Itoa(migrations.CodeVersion), last[0], "CodeVersion is the last line's version")
+	assert.Equal(t, sum, last[1], "the code package changed: bump CodeVersion and add a line after a release, "+
+		"or run go test ./migrations -run TestCodeVersion -update before it")
 }
