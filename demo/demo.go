@@ -19,8 +19,13 @@ import (
 //go:embed demo.sql
 var installSQL string
 
-// Class is the demo's operation class.
-const Class = "demo.transfer"
+// Classes of the demo: Class runs its effect in SQL (demo.transfer_effect);
+// AppClass runs the same transfer as application code, in the reference
+// service (idemctl demo serve), which calls a fake payment provider first.
+const (
+	Class    = "demo.transfer"
+	AppClass = "demo.transfer_app"
+)
 
 // OwnerRole owns schema demo, its tables and the effect (NOLOGIN).
 const OwnerRole = "idem_demo"
@@ -55,11 +60,18 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 			"SET LOCAL ROLE " + owner,
 			installSQL,
 			"GRANT USAGE ON SCHEMA demo TO " + q(r.Owner) + ", " + q(r.App) + ", " + q(r.Operator) + ", " + q(r.Auditor),
-			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner),
+			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner) + ", " + q(r.App),
 			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO " + q(r.Operator) + ", " + q(r.Auditor),
+			// The reference service (an app login) charges the provider.
+			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO " + q(r.App),
 			"SET LOCAL ROLE " + q(r.Owner),
 			`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
 				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}')`,
+			`SELECT idem.register_class('demo.transfer_app', NULL, 'forever',
+				'the demo transfer as application code: idemctl demo serve (a provider charge, then the ledger)')`,
+			// Re-drives may go to the reference service on this machine.
+			"SELECT idem.redrive_allow('127.0.0.1')",
+			"SELECT idem.redrive_allow('localhost')",
 			"RESET ROLE",
 		}
 		for _, s := range steps {

@@ -31,6 +31,22 @@ CREATE TABLE IF NOT EXISTS demo.posting (
 
 CREATE INDEX IF NOT EXISTS posting_operation_idx ON demo.posting (tenant_id, operation_id);
 
+-- provider_charge is the fake payment provider of the reference service
+-- (idemctl demo serve): it lives outside the service's transaction (its own
+-- statements, committed at once, as a remote provider would be) and
+-- deduplicates on the key the service derives from (tenant_id, operation_id),
+-- as real providers do on an idempotency key.
+CREATE TABLE IF NOT EXISTS demo.provider_charge (
+    provider_key text PRIMARY KEY,
+    tenant_id    text NOT NULL,
+    operation_id text NOT NULL,
+    amount       bigint NOT NULL,
+    currency     text NOT NULL,
+    charge_id    uuid NOT NULL DEFAULT gen_random_uuid(),
+    charged_at   timestamptz NOT NULL DEFAULT now(),
+    requests     integer NOT NULL DEFAULT 1
+);
+
 -- transfer_effect validates the payload, posts it and moves both balances.
 -- Accounts are locked in account_id order so that A->B and B->A cannot deadlock.
 CREATE OR REPLACE FUNCTION demo.transfer_effect(p_tenant_id text, p_operation_id text, p_payload jsonb)

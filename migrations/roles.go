@@ -182,3 +182,23 @@ func InstalledRoles(ctx context.Context, conn interface {
 	}
 	return r, nil
 }
+
+// ErrNotOwner: the login cannot act as the schema owner role (only a
+// superuser, or a member of the owner role, changes what only the owner may:
+// persons, classes, the re-drive allow-list).
+var ErrNotOwner = errors.New("this login cannot act as the schema owner")
+
+// AsOwner runs fn in a transaction on conn acting as the schema's owner role
+// (SET LOCAL ROLE), as idemctl migrate does.
+func AsOwner(ctx context.Context, conn *pgx.Conn, fn func(pgx.Tx) error) error {
+	roles, err := InstalledRoles(ctx, conn)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{roles.Owner}.Sanitize()); err != nil {
+			return fmt.Errorf("%w (%s): %v", ErrNotOwner, roles.Owner, err)
+		}
+		return fn(tx)
+	})
+}

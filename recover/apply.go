@@ -41,6 +41,20 @@ var ErrNoSavedResponse = errors.New("identity exists without a saved response (c
 // design (the executor answers already_applied, or applies what did not
 // commit), with backoff, for Config.RetryFor at most.
 func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
+	res, err := r.settle(ctx, stop, j)
+	if errors.Is(err, errAppEffect) {
+		if j.redrive != nil {
+			return r.redriveOne(ctx, stop, j)
+		}
+		return failed(j, err), nil
+	}
+	return res, err
+}
+
+// settle is applyOne without step 3 for application-code classes: when the
+// identity is absent and the class's effect is application code it returns
+// errAppEffect, nothing written (the claim it made was rolled back).
+func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
 	wait := backoff{budget: r.retryFor()}
 	serial := 0
 	maybeCommitted := false // a lost attempt had sent its pipeline
@@ -66,6 +80,8 @@ func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job) (R
 		case retryable(err) && serial < maxSerialAttempts-1:
 			serial++
 			time.Sleep(time.Duration(serial*serial) * 10 * time.Millisecond)
+		case errors.Is(err, errAppEffect):
+			return j.result(), err
 		default:
 			return failed(j, err), nil
 		}

@@ -30,7 +30,7 @@ func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
 		Details: map[string]any{
 			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
 			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-			"last_line": s.LastLine, "unknown": s.Unknown, "write_error": writeErr,
+			"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
 		},
 	})
 	return err

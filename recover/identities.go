@@ -66,7 +66,7 @@ func newRunIdentities(seed maphash.Seed) *runIdentities {
 // one with another payload is answered would_conflict, with a Note instead of
 // a stored hash (only 8 bytes of it are kept).
 func (s *runIdentities) settle(res *Result) {
-	if res.Outcome != WouldApply {
+	if res.Outcome != WouldApply && res.Outcome != WouldRedrive {
 		return
 	}
 	key := identityKey(s.seed, res.Tenant, res.OperationID)

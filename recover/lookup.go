@@ -61,6 +61,8 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		}
 		f, ok := hits[int32(i+1)]
 		switch {
+		case !ok && j.redrive != nil:
+			res.Outcome = WouldRedrive
 		case !ok:
 			res.Outcome = WouldApply
 		case f.stored == nil && f.storedClass == nil && f.purged:

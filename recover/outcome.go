@@ -38,17 +38,24 @@ const (
 	WouldApply Outcome = "would_apply"
 	// WouldConflict (dry run): the identity exists with another payload or class.
 	WouldConflict Outcome = "would_conflict"
+	// WouldRedrive (dry run): the identity is absent and its class runs its
+	// effect in a service: a real run would send it there (nothing is sent).
+	WouldRedrive Outcome = "would_redrive"
+	// Pending: re-driven through a message stream (NATS) that took it, but
+	// not recorded on the primary within --retry-for: the service has not
+	// processed it yet. Running the input again settles it, never twice.
+	Pending Outcome = "pending"
 )
 
 // Outcomes lists every outcome in the order summaries show them.
-var Outcomes = []Outcome{AlreadyApplied, Applied, WouldApply, Purged, Conflict, WouldConflict, Invalid, Failed}
+var Outcomes = []Outcome{AlreadyApplied, Applied, WouldApply, WouldRedrive, Purged, Pending, Conflict, WouldConflict, Invalid, Failed}
 
 // Converged reports whether the outcome is a safe, final answer that needs no
 // one's attention (exit code 0). A purged identity was covered by a proven
 // horizon, which is such an answer.
 func (o Outcome) Converged() bool {
 	switch o {
-	case AlreadyApplied, Applied, WouldApply, Purged:
+	case AlreadyApplied, Applied, WouldApply, WouldRedrive, Purged:
 		return true
 	}
 	return false
@@ -79,6 +86,8 @@ type Result struct {
 	// the same input that decides this one; in a real run, that an earlier
 	// attempt lost its connection before its outcome was known.
 	Note string
+	// Redrive is what was sent to the class's service, when it was re-driven.
+	Redrive *RedriveTrace
 
 	skipped bool // dispatched but never answered (interrupted, or refused mid-run)
 	unknown bool // with no answer, after a connection lost in flight (applyOne)
@@ -120,6 +129,8 @@ type RunSummary struct {
 	LastLine int
 	// Interrupted is true when the run stopped before the end of its input.
 	Interrupted bool
+	// Redriven is how many operations were sent to their class's service.
+	Redriven int
 	// WriteErr is the first error writing results (emit or Config.Flush). The
 	// run stopped reading there; Counts still count every answer, written or
 	// not.
@@ -129,11 +140,14 @@ type RunSummary struct {
 // Conflicts is the number of conflicts, real or dry-run.
 func (s RunSummary) Conflicts() int { return s.Counts[Conflict] + s.Counts[WouldConflict] }
 
+// Pending is the number of re-drives published but not yet recorded.
+func (s RunSummary) Pending() int { return s.Counts[Pending] }
+
 // Problems is the number of invalid lines and failed operations.
 func (s RunSummary) Problems() int { return s.Counts[Invalid] + s.Counts[Failed] }
 
 // Converged reports whether the whole input was read and every operation
 // converged.
 func (s RunSummary) Converged() bool {
-	return !s.Interrupted && s.Conflicts() == 0 && s.Problems() == 0
+	return !s.Interrupted && s.Conflicts() == 0 && s.Problems() == 0 && s.Pending() == 0
 }

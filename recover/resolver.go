@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/redrive"
 )
 
 //go:embed sql/classes.sql
@@ -80,6 +82,7 @@ type Resolver struct {
 
 	answered atomic.Int64
 	consumed atomic.Int64
+	senders
 
 	// afterSend, for tests, runs between sending an operation's pipeline and
 	// reading its results.
@@ -101,10 +104,19 @@ func (r *Resolver) Progress() (answered int64, bytes int64) {
 
 // job is one prepared operation on its way to a worker.
 type job struct {
-	pos       int
-	line      int
-	p         idem.Prepared
+	pos  int
+	line int
+	p    idem.Prepared
+	classInfo
+}
+
+// classInfo is what a run knows of a class.
+type classInfo struct {
 	sqlEffect bool
+	// redrive is set for an application-code class re-driven through its
+	// service; idempotent is its downstream_idempotent.
+	redrive    *redrive.Config
+	idempotent bool
 }
 
 func (j job) result() Result {
@@ -178,6 +190,9 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 			seen.settle(res)
 		}
 		sum.Counts[res.Outcome]++
+		if res.Redrive != nil {
+			sum.Redriven++
+		}
 		r.answered.Add(1)
 	}, emit, func(error) { stop() })
 	limit := newLimiter(cfg.MaxRate)
@@ -267,6 +282,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	eof := r.dispatch(stopCtx, src, classes, win, send, &sum, fail)
 	closeQueues()
 	workers.Wait()
+	r.closeSenders()
 	sum.Interrupted = !eof
 	sum.Unknown = int(unknown.Load())
 
@@ -295,7 +311,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 
 // dispatch reads src until its end (true) or until stopCtx is done (false),
 // answering invalid lines at once and sending the others to the workers.
-func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[string]bool, win *window,
+func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[string]classInfo, win *window,
 	send func(job) bool, sum *RunSummary, fail func(error)) bool {
 	pos := 0
 	for {
@@ -329,14 +345,14 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[str
 			win.done(j.pos, base)
 			continue
 		}
-		sqlEffect, known := classes[j.p.Class]
+		info, known := classes[j.p.Class]
 		if !known {
 			base.Outcome, base.IncomingHash = Invalid, j.p.Hash
 			base.Err = fmt.Errorf("%w %q: register it first (idem.register_class)", idem.ErrUnknownClass, j.p.Class)
 			win.done(j.pos, base)
 			continue
 		}
-		j.sqlEffect = sqlEffect
+		j.classInfo = info
 		if r.DryRun {
 			// A lookup needs only the identity and the hash: do not hold
 			// payloads of up to MaxBytes for a whole window.
@@ -417,20 +433,27 @@ func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
 	return nil
 }
 
-func loadClasses(ctx context.Context, db idem.DBTX) (map[string]bool, error) {
+func loadClasses(ctx context.Context, db idem.DBTX) (map[string]classInfo, error) {
 	rows, err := db.Query(ctx, classesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read operation classes: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]bool{}
+	out := map[string]classInfo{}
 	for rows.Next() {
 		var name string
-		var sqlEffect bool
-		if err := rows.Scan(&name, &sqlEffect); err != nil {
+		var c classInfo
+		var raw []byte
+		if err := rows.Scan(&name, &c.sqlEffect, &raw, &c.idempotent); err != nil {
 			return nil, fmt.Errorf("read operation classes: %w", err)
 		}
-		out[name] = sqlEffect
+		if raw != nil {
+			c.redrive = &redrive.Config{}
+			if err := json.Unmarshal(raw, c.redrive); err != nil {
+				return nil, fmt.Errorf("read the re-drive of class %s: %w", name, err)
+			}
+		}
+		out[name] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read operation classes: %w", err)
@@ -439,4 +462,5 @@ func loadClasses(ctx context.Context, db idem.DBTX) (map[string]bool, error) {
 }
 
 // errAppEffect: the identity is absent and its effect is application code.
-var errAppEffect = errors.New("the identity is absent, and this class runs its effect in application code, which resolve cannot run: replay the operation through the service that owns it")
+var errAppEffect = errors.New("the identity is absent, and this class runs its effect in application code, which resolve cannot run: " +
+	"configure its re-drive (idemctl class set CLASS --redrive http|nats ... --downstream-idempotent) or replay it through the service that owns it")

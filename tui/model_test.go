@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -12,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
 	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/redrive"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -312,12 +315,16 @@ func TestModelDatabaseGone(t *testing.T) {
 }
 
 func resolveInput(h *harness, tenant, op, payload string) {
+	resolveInputClass(h, tenant, op, "demo.transfer", payload)
+}
+
+func resolveInputClass(h *harness, tenant, op, class, payload string) {
 	h.keys("2", "e")
 	h.typ(tenant)
 	h.keys("tab")
 	h.typ(op)
 	h.keys("tab")
-	h.typ("demo.transfer")
+	h.typ(class)
 	h.keys("tab", "tab")
 	h.typ(payload)
 	h.keys("esc")
@@ -556,4 +563,30 @@ func TestModelHorizonDatabase(t *testing.T) {
 	var left int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM idem.inbox WHERE operation_id LIKE 'b-%'").Scan(&left))
 	assert.Equal(t, 10, left, "an aborted purge deletes nothing")
+}
+
+// The resolve view shows the re-drive step of a class whose effect lives in
+// a service: what was sent, the replies, and what the primary says.
+func TestModelResolveRedrive(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	svc := &demo.Service{Pool: dbtest.PoolAs(t, h.dsn, dbtest.App, 4), Faults: demo.Faults{FailBeforeCommit: true}}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	_, err := redrive.Set(context.Background(), h.pool, demo.AppClass,
+		&redrive.Config{Kind: redrive.KindHTTP, URL: srv.URL + "/transfers"}, true, "alice")
+	require.NoError(t, err)
+	h.init()
+	resolveInputClass(h, "acme", "app-1", demo.AppClass, transfer100)
+	h.keys("enter")
+	assert.Contains(t, h.view(), "outcome would_redrive")
+	h.keys("esc", "c")
+	resolveInputClass(h, "acme", "app-1", demo.AppClass, transfer100)
+	h.keys("d", "enter", "y")
+	v := h.view()
+	assert.Contains(t, v, "re-driven through its service")
+	assert.Contains(t, v, "500, 200")
+	assert.Contains(t, v, "primary  applied")
+	assert.Contains(t, v, "outcome applied")
+	assert.Contains(t, v, `"charge_id"`)
 }

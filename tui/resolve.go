@@ -431,6 +431,10 @@ func (v *resolveView) stepDone(msg stepDoneMsg) tea.Cmd {
 				r.steps[3] = step(stepSkipped, text("dry run: a real run executes it now, atomically"))
 				r.steps[4] = step(stepSkipped, text("not needed"))
 				r.summary = []string{"A real run would apply it: inbox row, effect and response in one transaction."}
+			case recovery.WouldRedrive:
+				r.steps[3] = step(stepSkipped, text("dry run: a real run re-drives it through its class's service, then reads the primary"))
+				r.steps[4] = step(stepSkipped, text("not needed"))
+				r.summary = []string{"A real run would send it to its service with its own identity, and answer from the primary."}
 			case recovery.AlreadyApplied:
 				r.steps[3] = step(stepSkipped, text("not needed: nothing runs twice"))
 				r.steps[4] = step(stepSkipped, text("not needed"))
@@ -487,6 +491,9 @@ func (v *resolveView) executed(msg stepDoneMsg) tea.Cmd {
 	if msg.err != nil {
 		// The operation settled but something around it failed (its audit record).
 		r.note = "warning: " + oneLine(msg.err.Error())
+	}
+	if d := res.Redrive; d != nil {
+		return v.redriven(res, d)
 	}
 	switch res.Outcome {
 	case recovery.Applied:
@@ -834,4 +841,38 @@ func (v *resolveView) outcomeStyle(o recovery.Outcome) lipgloss.Style {
 		return st.Open
 	}
 	return st.StepFailed
+}
+
+// redriven shows a re-drive through the class's service: what was sent,
+// what it replied, and what the primary says (the answer).
+func (v *resolveView) redriven(res recovery.Result, d *recovery.RedriveTrace) tea.Cmd {
+	r := v.run
+	lines := []stepLine{
+		text("re-driven through its service, with its own identity"),
+		kv("sent to ", d.Via+" "+d.Target),
+		kv("replies ", strings.Join(d.Replies, ", ")),
+		kv("primary ", d.Verified),
+	}
+	state := stepOK
+	switch res.Outcome {
+	case recovery.Applied:
+		r.summary = []string{"Applied now by its service, verified on the primary. Saved response:"}
+	case recovery.AlreadyApplied:
+		r.summary = []string{"An earlier attempt won the race; verified on the primary. Saved response:"}
+	case recovery.Pending:
+		state = stepFlagged
+		r.summary = []string{"Published; its service has not recorded it yet. Run it again later: it never runs twice."}
+	case recovery.Conflict:
+		state = stepFlagged
+		r.summary = []string{"The primary holds another payload under this identity: quarantined."}
+	default:
+		state = stepFailed
+		if res.Err != nil {
+			lines = append(lines, alert(oneLine(res.Err.Error())))
+		}
+		r.summary = []string{"Not settled: the error says why."}
+	}
+	r.steps[3] = step(state, lines...)
+	r.steps[4] = step(stepSkipped, text("not needed"))
+	return nil
 }

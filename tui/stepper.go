@@ -40,6 +40,9 @@ type Stored struct {
 	// Hash and Class are the stored payload hash and class.
 	Hash  string
 	Class string
+	// Redriven is true when the identity is absent and its class runs its
+	// effect in a service that a real run re-drives it through.
+	Redriven bool
 }
 
 // Stepper runs the recovery protocol one step at a time, so the resolve view
@@ -71,6 +74,9 @@ type Comparison struct {
 // Compare is step 3: the canonical hashes (and classes) of the stored and the
 // incoming payload. Raw JSON text is never compared.
 func Compare(p idem.Prepared, s Stored) Comparison {
+	if !s.Found && s.Redriven {
+		return Comparison{Outcome: recovery.WouldRedrive}
+	}
 	if !s.Found {
 		return Comparison{Outcome: recovery.WouldApply}
 	}
@@ -108,6 +114,8 @@ func (s *ProtocolStepper) Lookup(ctx context.Context, p idem.Prepared, operator 
 	switch res.Outcome {
 	case recovery.WouldApply:
 		return Stored{}, nil
+	case recovery.WouldRedrive:
+		return Stored{Redriven: true}, nil
 	case recovery.AlreadyApplied:
 		return Stored{Found: true, Hash: p.Hash, Class: p.Class}, nil
 	case recovery.WouldConflict:

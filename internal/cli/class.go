@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/redrive"
 )
 
 // NewCmdClass builds `idemctl class` (list, set): the purge policy of each
@@ -107,35 +109,65 @@ type ClassSetOptions struct {
 	Operator string
 	// Reason is required when a forever class becomes horizon.
 	Reason string
-	f      *Factory
+	// Redrive, when set, is the class's new re-drive (ClearRedrive removes
+	// it); DownstreamIdempotent goes with it.
+	Redrive              *redrive.Config
+	ClearRedrive         bool
+	DownstreamIdempotent bool
+	f                    *Factory
 }
 
 // NewCmdClassSet builds `idemctl class set`.
 func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Command {
 	opts := &ClassSetOptions{IO: f.IO, f: f}
 	var retention, minAge string
+	var rd redriveFlags
 	cmd := &cobra.Command{
-		Use:   "set NAME --retention forever|horizon [--min-age DURATION]",
-		Short: "Set a class's retention and min-age (audited)",
+		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--redrive http|nats ...]",
+		Short: "Set a class's retention and min-age, or its re-drive (audited)",
 		Long: `Set the retention of an operation class, and optionally its min-age floor
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
 with the policy before and after. It applies to plans made from now on; a purge
 re-reads it and aborts when the class became forever and its plan cites no
 contract. Making a forever class (money) horizon needs --reason.
 
-Exit codes: 2 bad flags, 5 unknown class or invalid policy.`,
+--redrive http|nats sets how idemctl resolve re-drives an absent operation of a
+class whose effect lives in a service (step 3 of the protocol): an HTTP
+endpoint (https; plain http only to loopback, or with --allow-insecure) or a
+NATS JetStream subject. The request carries the operation's own identity
+(Idempotency-Key and a tenant header; Nats-Msg-Id derived from it). The
+target's host must be on the re-drive allow-list (idemctl redrive allow, by
+the schema owner). Credentials are references, never values:
+--header 'Authorization=env:PAYMENTS_TOKEN' or file:PATH. A class is re-driven
+only with --downstream-idempotent: its service passes a key derived from the
+identity to every downstream call (a payment provider), so that a re-drive
+after a crash between that call and its commit cannot charge twice.
+--redrive none removes it. Recorded in the audit log with before and after.
+
+Exit codes: 2 bad flags, 5 unknown class, invalid policy or re-drive, or a
+host not on the allow-list.`,
 		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
   idemctl class set payments.charge --retention forever
-  idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"`,
+  idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"
+  idemctl class set payments.charge --redrive http --url https://payments.internal/v1/charges \
+      --header 'Authorization=env:PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
+  idemctl class set payments.charge --redrive nats --url nats://nats.internal:4222 --subject payments.charge --downstream-idempotent`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("a class name is required (idemctl class list shows them)")
 			}
 			opts.Name = args[0]
+			if err := rd.apply(cmd, opts); err != nil {
+				return err
+			}
 			switch horizon.Retention(retention) {
 			case horizon.Forever, horizon.Horizon:
 				opts.Retention = horizon.Retention(retention)
+			case "":
+				if opts.Redrive == nil && !opts.ClearRedrive {
+					return usageErr("--retention or --redrive is required")
+				}
 			default:
 				return usageErr("--retention must be forever or horizon")
 			}
@@ -157,6 +189,7 @@ Exit codes: 2 bad flags, 5 unknown class or invalid policy.`,
 	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon)")
+	rd.register(cmd)
 	return cmd
 }
 
@@ -165,17 +198,43 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	if err != nil {
 		return err
 	}
-	pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
+	if opts.Retention != "" {
+		pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
+		if err != nil {
+			if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
+				return withCode(ExitInvalid, err)
+			}
+			return err
+		}
+		if opts.JSON {
+			if err := printJSONLine(opts.IO.Out, pol); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(opts.IO.Out, "class %s: retention %s, min age %s\n", pol.Name, pol.Retention, formatAge(pol.MinAge))
+		}
+	}
+	if opts.Redrive == nil && !opts.ClearRedrive {
+		return nil
+	}
+	rc, err := redrive.Set(ctx, pool, opts.Name, opts.Redrive, opts.DownstreamIdempotent, opts.Operator)
 	if err != nil {
-		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
-			return withCode(ExitInvalid, err)
+		for _, refusal := range []error{redrive.ErrInvalidConfig, redrive.ErrSecret, redrive.ErrHostNotAllowed, idem.ErrUnknownClass} {
+			if errors.Is(err, refusal) {
+				return withCode(ExitInvalid, err)
+			}
 		}
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, pol)
+		return printJSONLine(opts.IO.Out, rc)
 	}
-	fmt.Fprintf(opts.IO.Out, "class %s: retention %s, min age %s\n", pol.Name, pol.Retention, formatAge(pol.MinAge))
+	if rc.Redrive == nil {
+		fmt.Fprintf(opts.IO.Out, "class %s: not re-driven\n", rc.Class)
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "class %s: re-driven via %s to %s (downstream idempotent: %v)\n", rc.Class, rc.Redrive.Kind,
+		rc.Redrive.Target(), rc.DownstreamIdempotent)
 	return nil
 }
 

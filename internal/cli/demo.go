@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/db"
 )
 
 // NewCmdDemo builds `idemctl demo` and its subcommands.
@@ -18,7 +21,7 @@ func NewCmdDemo(f *Factory) *cobra.Command {
 		Use:   "demo <command>",
 		Short: "Install and run the demo ledger (schema demo, class demo.transfer)",
 	}
-	cmd.AddCommand(newCmdDemoInit(f), NewCmdDemoRun(f, nil))
+	cmd.AddCommand(newCmdDemoInit(f), NewCmdDemoRun(f, nil), newCmdDemoServe(f))
 	return cmd
 }
 
@@ -156,4 +159,89 @@ func nullZero(v int64) any {
 		return nil
 	}
 	return v
+}
+
+// newCmdDemoServe builds `idemctl demo serve`: the reference service.
+func newCmdDemoServe(f *Factory) *cobra.Command {
+	var listen, natsURL, subject, stream string
+	var faults []string
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR] [--nats-url URL --subject S] [--fault F]",
+		Short: "Run the reference service: demo.transfer_app as application code (HTTP and NATS)",
+		Long: `Run the demo ledger's transfer as application code, under the class
+demo.transfer_app (installed by idemctl demo init, with no SQL effect), the way
+a Go service would: POST /transfers (Idempotency-Key: the operation id,
+Idem-Tenant: the tenant, the payload as the body) and, with --nats-url, a
+JetStream subscriber on --subject (the stream is created when missing), both
+through idem.ExecuteFunc. Its effect charges a fake payment provider
+(demo.provider_charge, outside the transaction) with a key derived from the
+identity, which the provider de-duplicates on, then posts the transfer in the
+transaction. Run it with a login granted idem_app.
+
+It is what idemctl resolve re-drives in make demo and in the tests:
+  idemctl class set demo.transfer_app --redrive http --url http://127.0.0.1:8089/transfers --downstream-idempotent
+
+--fault injects a failure on the first request of each identity:
+ack-without-record (200, nothing recorded), fail-before-commit (500 after the
+provider charged), crash-after-provider (the process dies before its commit),
+crash-after-commit (dies before replying), slow=DURATION (waits first).`,
+		Example: `  idemctl demo serve --dsn "$APP_DSN" --listen 127.0.0.1:8089
+  idemctl demo serve --dsn "$APP_DSN" --nats-url nats://127.0.0.1:4222 --subject demo.transfer_app
+  idemctl demo serve --dsn "$APP_DSN" --fault crash-after-provider`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl, err := demo.ParseFaults(faults)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if (natsURL == "") != (subject == "") {
+				return usageErr("--nats-url and --subject go together")
+			}
+			pool, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			provider, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			if err != nil {
+				return err
+			}
+			defer provider.Close()
+			svc := &demo.Service{Pool: pool, Provider: provider, Faults: fl, Logf: func(format string, a ...any) {
+				fmt.Fprintf(f.IO.ErrOut, "demo serve: "+format+"\n", a...)
+			}}
+			return demoServe(cmd.Context(), f, svc, listen, natsURL, stream, subject)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8089", "HTTP address (empty: no HTTP)")
+	cmd.Flags().StringVar(&natsURL, "nats-url", "", "NATS server for the JetStream subscriber")
+	cmd.Flags().StringVar(&subject, "subject", "", "subject of the transfers on NATS")
+	cmd.Flags().StringVar(&stream, "stream", "IDEMCTL_DEMO", "JetStream stream taking --subject")
+	cmd.Flags().StringArrayVar(&faults, "fault", nil, "inject a failure (see above; repeatable)")
+	return cmd
+}
+
+// demoServe runs the service until ctx ends (SIGINT, SIGTERM).
+func demoServe(ctx context.Context, f *Factory, svc *demo.Service, listen, natsURL, stream, subject string) error {
+	errs := make(chan error, 2)
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", listen, err)
+		}
+		srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errs <- srv.Serve(ln) }()
+		defer srv.Close()
+		fmt.Fprintf(f.IO.ErrOut, "demo serve: listening on http://%s/transfers\n", ln.Addr())
+	}
+	if natsURL != "" {
+		go func() { errs <- svc.ConsumeNATS(ctx, natsURL, stream, subject) }()
+		fmt.Fprintf(f.IO.ErrOut, "demo serve: consuming %s on %s\n", subject, natsURL)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		return err
+	}
 }

@@ -14,6 +14,7 @@ const (
 	ExitConflict   = 3 // at least one conflict (quarantined)
 	ExitNotPrimary = 4 // refused: not the authoritative primary
 	ExitInvalid    = 5 // invalid input, or an operation failed (nothing written for it)
+	ExitPending    = 6 // re-driven through a stream, not recorded yet: run it again later
 )
 
 // exitCodesHelp is appended to the root command's help.
@@ -23,7 +24,8 @@ const exitCodesHelp = `Exit codes:
   2  usage: bad flags or arguments
   3  at least one conflict (the request was quarantined, nothing ran)
   4  refused: the server is a standby or the session is read-only
-  5  invalid input, or an operation failed (nothing was written for it)`
+  5  invalid input, or an operation failed (nothing was written for it)
+  6  pending: re-driven through a stream and not recorded yet (run it again later)`
 
 // ExitError carries an exit code with the error that caused it.
 type ExitError struct {

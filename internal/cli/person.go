@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/person"
-	"github.com/idemctl/idemctl/migrations"
 )
 
 // NewCmdPerson builds `idemctl person` (add, remove, list).
@@ -47,8 +46,8 @@ func newCmdPersonAdd(f *Factory) *cobra.Command {
 			if len(args) != 1 || login == "" {
 				return usageErr("a person name and --login are required")
 			}
-			return personChange(cmd.Context(), f, "mapped", func(ctx context.Context, conn *pgx.Conn, owner string) (person.Login, error) {
-				return person.Add(ctx, conn, owner, args[0], login)
+			return personChange(cmd.Context(), f, "mapped", func(ctx context.Context, conn *pgx.Conn) (person.Login, error) {
+				return person.Add(ctx, conn, args[0], login)
 			})
 		},
 	}
@@ -67,8 +66,8 @@ func newCmdPersonRemove(f *Factory) *cobra.Command {
 			if login == "" {
 				return usageErr("--login is required")
 			}
-			return personChange(cmd.Context(), f, "removed", func(ctx context.Context, conn *pgx.Conn, owner string) (person.Login, error) {
-				return person.Remove(ctx, conn, owner, login)
+			return personChange(cmd.Context(), f, "removed", func(ctx context.Context, conn *pgx.Conn) (person.Login, error) {
+				return person.Remove(ctx, conn, login)
 			})
 		},
 	}
@@ -110,17 +109,13 @@ func newCmdPersonList(f *Factory) *cobra.Command {
 
 // personChange runs one mapping change on a dedicated connection, as the
 // schema's owner role, and prints the mapping.
-func personChange(ctx context.Context, f *Factory, verb string, change func(context.Context, *pgx.Conn, string) (person.Login, error)) error {
+func personChange(ctx context.Context, f *Factory, verb string, change func(context.Context, *pgx.Conn) (person.Login, error)) error {
 	conn, err := f.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	roles, err := migrations.InstalledRoles(ctx, conn)
-	if err != nil {
-		return err
-	}
-	l, err := change(ctx, conn, roles.Owner)
+	l, err := change(ctx, conn)
 	if errors.Is(err, person.ErrInvalid) || errors.Is(err, person.ErrNotOwner) {
 		return withCode(ExitInvalid, err)
 	}

@@ -247,12 +247,14 @@ type resolveRecord struct {
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
 	Note         string          `json:"note,omitempty"`
+	// Redrive is what was sent to the class's service, when it was re-driven.
+	Redrive *recovery.RedriveTrace `json:"redrive,omitempty"`
 }
 
 func newResolveRecord(r recovery.Result) resolveRecord {
 	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
-		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note}
+		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
 	}
@@ -437,6 +439,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitConflict
 	case sum.Problems() > 0:
 		code = ExitInvalid
+	case sum.Pending() > 0:
+		code = ExitPending
 	case sum.Interrupted:
 		code = ExitFailure
 	}
@@ -531,6 +535,8 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.AlreadyApplied: "was applied before; saved response returned",
 	recovery.Applied:        "was absent; applied now, once",
 	recovery.WouldApply:     "absent; a real run would apply it",
+	recovery.WouldRedrive:   "absent; a real run would send it to its class's service (nothing sent)",
+	recovery.Pending:        "sent to its service's stream, not recorded yet: run it again later",
 	recovery.Purged:         "purged under a proven replay horizon",
 	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
 	recovery.WouldConflict:  "another payload under this identity; a real run would quarantine it",
@@ -620,6 +626,10 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	}
 	if r.Note != "" {
 		rows = append(rows, []string{"note", r.Note})
+	}
+	if d := r.Redrive; d != nil {
+		rows = append(rows, []string{"re-drive", fmt.Sprintf("%s %s: %d attempt(s), replies %s, verified on the primary: %s",
+			d.Via, d.Target, d.Attempts, strings.Join(d.Replies, ", "), d.Verified)})
 	}
 	if meaning := outcomeMeaning[r.Outcome]; meaning != "" {
 		rows = append(rows, []string{"meaning", meaning})

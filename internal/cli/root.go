@@ -117,7 +117,7 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 	root.AddCommand(NewCmdAudit(f))
 	root.AddCommand(NewCmdTUI(f, nil))
 	root.AddCommand(NewCmdHorizon(f), NewCmdClass(f), NewCmdCorrections(f))
-	root.AddCommand(NewCmdPerson(f))
+	root.AddCommand(NewCmdPerson(f), NewCmdRedrive(f))
 	return root
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/migrations"
 )
 
 // Errors.
@@ -38,8 +39,8 @@ type Login struct {
 }
 
 // Add maps login (or a pattern) to person, creating the person. conn must be
-// the schema owner's (or a superuser's, which acts as the owner role).
-func Add(ctx context.Context, conn *pgx.Conn, ownerRole, person, login string) (Login, error) {
+// a login that may act as the schema owner role (a superuser, or a member).
+func Add(ctx context.Context, conn *pgx.Conn, person, login string) (Login, error) {
 	if err := idem.CheckText("a person name", person, 128); err != nil {
 		return Login{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -47,7 +48,7 @@ func Add(ctx context.Context, conn *pgx.Conn, ownerRole, person, login string) (
 		return Login{}, fmt.Errorf("%w: a login (or a pattern with * naming more than *) is required", ErrInvalid)
 	}
 	var l Login
-	err := asOwner(ctx, conn, ownerRole, func(tx pgx.Tx) error {
+	err := asOwner(ctx, conn, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, "SELECT login_pattern, person, created_at, created_by FROM idem.person_add($1, $2)", person, login).
 			Scan(&l.Pattern, &l.Person, &l.CreatedAt, &l.CreatedBy)
 	})
@@ -55,9 +56,9 @@ func Add(ctx context.Context, conn *pgx.Conn, ownerRole, person, login string) (
 }
 
 // Remove forgets one login mapping; the person stays for the records naming it.
-func Remove(ctx context.Context, conn *pgx.Conn, ownerRole, login string) (Login, error) {
+func Remove(ctx context.Context, conn *pgx.Conn, login string) (Login, error) {
 	var l Login
-	err := asOwner(ctx, conn, ownerRole, func(tx pgx.Tx) error {
+	err := asOwner(ctx, conn, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, "SELECT login_pattern, person, created_at, created_by FROM idem.person_remove($1)", login).
 			Scan(&l.Pattern, &l.Person, &l.CreatedAt, &l.CreatedBy)
 	})
@@ -93,22 +94,17 @@ func Current(ctx context.Context, q idem.DBTX) (string, error) {
 	return "", nil
 }
 
-// asOwner runs fn in a transaction acting as the schema owner role.
-func asOwner(ctx context.Context, conn *pgx.Conn, ownerRole string, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+pgx.Identifier{ownerRole}.Sanitize()); err != nil {
-			return fmt.Errorf("%w: this login cannot act as %s: %v", ErrNotOwner, ownerRole, err)
-		}
-		return fn(tx)
-	})
+// asOwner runs fn as the schema owner role and maps the refusals.
+func asOwner(ctx context.Context, conn *pgx.Conn, fn func(pgx.Tx) error) error {
+	err := migrations.AsOwner(ctx, conn, fn)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "IX401":
-			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
-		case "42501":
-			return fmt.Errorf("%w: %s", ErrNotOwner, pgErr.Message)
-		}
+	switch {
+	case errors.Is(err, migrations.ErrNotOwner):
+		return fmt.Errorf("%w: %v", ErrNotOwner, err)
+	case errors.As(err, &pgErr) && pgErr.Code == "IX401":
+		return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return fmt.Errorf("%w: %s", ErrNotOwner, pgErr.Message)
 	}
 	return err
 }

@@ -1,0 +1,271 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemctl/idemctl/redrive"
+)
+
+// RedriveTrace is what a re-drive sent and heard, for the report and the
+// audit record.
+type RedriveTrace struct {
+	// Via is http or nats; Target the URL, or the NATS server and subject.
+	Via    string `json:"via"`
+	Target string `json:"target"`
+	// Attempts is how many times the operation was sent (never two at once).
+	Attempts int `json:"attempts"`
+	// Replies are the target's replies, or why none was read, in order.
+	Replies []string `json:"replies"`
+	// Verified is what the primary said afterwards: applied,
+	// already_applied, purged, conflict, or absent.
+	Verified string `json:"verified"`
+}
+
+// Errors of a re-drive, in Result.Err.
+var (
+	// ErrAckWithoutRecord: the service answered success and the primary
+	// does not hold the identity: the service applies effects without
+	// recording them atomically (the "effect before marker" mistake).
+	ErrAckWithoutRecord = errors.New("the service answered success, but the identity is not recorded on the primary: it runs effects without recording them in the same transaction; not sent again, fix the service")
+	// ErrRedriveRefused: the service refused the request (a 4xx other than
+	// 409, 422, 429); not sent again.
+	ErrRedriveRefused = errors.New("the service refused the re-drive; not sent again")
+	// ErrRedriveUnknown: no reply within --retry-for and nothing recorded.
+	ErrRedriveUnknown = errors.New("the service gave no usable answer within --retry-for and the identity is not recorded: the outcome is unknown; resolve it again (safe: the service receives the same identity)")
+)
+
+// Waits on the primary after a send: after a success (the service committed
+// before replying: its row is visible at once, but give a lagging reply its
+// due), and after no usable reply (a commit may still land: check a few
+// times before sending again; a late commit then meets the new request's
+// claim, which settles it).
+const (
+	settleWait = 2 * time.Second
+	unsureWait = 200 * time.Millisecond
+)
+
+// redriveOne is step 3 for a class whose effect lives in a service: the
+// identity is absent (settle claimed it and rolled back), so the operation is
+// sent to the service with its own identity, once at a time, and the answer
+// is read on the primary, never taken from the reply:
+//   - 2xx: the identity must now be there (applied, or already_applied when a
+//     first attempt was still alive and won); still absent is an error, not
+//     sent again;
+//   - 422 (key reused with another payload): the primary says conflict;
+//   - 409 (in flight), a timeout, a 5xx or a lost connection: the primary is
+//     polled; the operation is sent again only while it is absent and the
+//     budget (--retry-for) lasts;
+//   - 429 or 503: sent again after Retry-After, within the budget;
+//   - any other 4xx: an error, not sent again;
+//   - NATS (no reply to read): the primary is polled; still absent when the
+//     budget ends is pending.
+func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
+	res := j.result()
+	if !j.idempotent {
+		res.Outcome = Failed
+		res.Err = fmt.Errorf("%w: class %s is not re-driven, since a crash between its service's downstream call and its commit would charge twice on a re-drive (declare it with --downstream-idempotent once its calls carry a key derived from the identity)",
+			redrive.ErrNotIdempotent, j.p.Class)
+		return res, nil
+	}
+	sender, err := r.sender(j)
+	if err != nil {
+		res.Outcome, res.Err = Failed, fmt.Errorf("re-drive: %w; nothing sent", err)
+		return res, nil
+	}
+	trace := &RedriveTrace{Via: j.redrive.Kind, Target: j.redrive.Target()}
+	deadline := time.Now().Add(r.retryFor())
+	req := redrive.Request{Identity: j.p.Identity, Class: j.p.Class, Canonical: j.p.Canonical, Hash: j.p.Hash}
+	for {
+		sentAt, err := primaryClock(ctx, r)
+		if err != nil {
+			return res, err
+		}
+		reply, sendErr := sender.Send(ctx, req)
+		trace.Attempts++
+		trace.Replies = append(trace.Replies, describeReply(reply, sendErr))
+		out, resend, err := r.afterRedrive(ctx, stop, j, sentAt, reply, sendErr, deadline)
+		if err != nil {
+			return res, err
+		}
+		if !resend {
+			out.Redrive = trace
+			trace.Verified = verified(out)
+			return out, nil
+		}
+		if !sleepUntil(stop, backoffAfter(reply, trace.Attempts), deadline) {
+			res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
+			trace.Verified = "absent"
+			return res, nil
+		}
+	}
+}
+
+// afterRedrive reads the primary after one send and says what the operation's
+// answer is, or that it may be sent again (resend).
+func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job, sentAt time.Time,
+	reply redrive.Reply, sendErr error, deadline time.Time) (out Result, resend bool, err error) {
+	status := reply.Status
+	switch {
+	case sendErr == nil && status >= 200 && status < 300, sendErr == nil && status == 422:
+		out, found, err := r.poll(ctx, stop, j, sentAt, time.Now().Add(settleWait))
+		if err != nil || found {
+			return out, false, err
+		}
+		out = j.result()
+		out.Outcome, out.Err = Failed, ErrAckWithoutRecord
+		if status == 422 {
+			out.Err = fmt.Errorf("the service refused a reused key (422) and the identity is not recorded; not sent again: %s", reply.Body)
+		}
+		return out, false, nil
+	case sendErr == nil && status >= 400 && status < 500 && status != 409 && status != 429:
+		out = j.result()
+		out.Outcome, out.Err = Failed, fmt.Errorf("%w (HTTP %d: %s)", ErrRedriveRefused, status, strings.TrimSpace(reply.Body))
+		return out, false, nil
+	}
+	// Unknown, in flight, throttled, or published to a stream: the primary
+	// decides; send again only while the identity is absent.
+	wait := deadline
+	if j.redrive.Kind == redrive.KindHTTP && status != 409 {
+		wait = minTime(deadline, time.Now().Add(unsureWait))
+	}
+	out, found, err := r.poll(ctx, stop, j, sentAt, wait)
+	if err != nil || found {
+		return out, false, err
+	}
+	if j.redrive.Kind == redrive.KindNATS || status == 409 {
+		out = j.result()
+		out.Outcome = Pending
+		if status == 409 {
+			out.Outcome, out.Err = Failed, fmt.Errorf("the service kept it in flight (409) past --retry-for and did not record it: %w", ErrRedriveUnknown)
+		}
+		return out, false, nil
+	}
+	return Result{}, time.Now().Before(deadline), nil
+}
+
+// poll runs the protocol on the primary (settle) until the identity is
+// there or until is passed: found false means still absent.
+func (r *Resolver) poll(ctx context.Context, stop <-chan struct{}, j job, sentAt, until time.Time) (Result, bool, error) {
+	delay := 50 * time.Millisecond
+	for {
+		res, err := r.settle(ctx, stop, j)
+		if !errors.Is(err, errAppEffect) {
+			if err == nil && res.Outcome == AlreadyApplied {
+				err = r.appliedNow(ctx, j, sentAt, &res)
+			}
+			return res, true, err
+		}
+		if !sleepUntil(stop, delay, until) {
+			return Result{}, false, nil
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// appliedNow tells applied (the service ran it after this re-drive was sent)
+// from already_applied (an earlier attempt, still alive, won), by the
+// identity's creation time on the primary's clock.
+func (r *Resolver) appliedNow(ctx context.Context, j job, sentAt time.Time, res *Result) error {
+	var created time.Time
+	err := r.Pool.QueryRow(ctx, "SELECT created_at FROM idem.identity WHERE tenant_id = $1 AND operation_id = $2",
+		j.p.TenantID, j.p.OperationID).Scan(&created)
+	if err != nil {
+		return fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
+	}
+	if !created.Before(sentAt) {
+		res.Outcome = Applied
+	}
+	return nil
+}
+
+// sender returns the class's sender, made once per run.
+func (r *Resolver) sender(j job) (redrive.Sender, error) {
+	r.sendersMu.Lock()
+	defer r.sendersMu.Unlock()
+	if s, ok := r.byClass[j.p.Class]; ok {
+		return s, nil
+	}
+	s, err := redrive.NewSender(*j.redrive)
+	if err != nil {
+		return nil, err
+	}
+	if r.byClass == nil {
+		r.byClass = map[string]redrive.Sender{}
+	}
+	r.byClass[j.p.Class] = s
+	return s, nil
+}
+
+// closeSenders releases the run's senders.
+func (r *Resolver) closeSenders() {
+	r.sendersMu.Lock()
+	defer r.sendersMu.Unlock()
+	for _, s := range r.byClass {
+		s.Close()
+	}
+	r.byClass = nil
+}
+
+// senders holds the senders of a run, by class.
+type senders struct {
+	sendersMu sync.Mutex
+	byClass   map[string]redrive.Sender
+}
+
+func primaryClock(ctx context.Context, r *Resolver) (time.Time, error) {
+	var now time.Time
+	if err := r.Pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read the primary's clock: %w", err)
+	}
+	return now, nil
+}
+
+func describeReply(reply redrive.Reply, err error) string {
+	if err != nil {
+		return "no reply: " + strings.Join(strings.Fields(err.Error()), " ")
+	}
+	return reply.String()
+}
+
+func verified(res Result) string {
+	if res.Outcome == Failed {
+		return "absent"
+	}
+	return string(res.Outcome)
+}
+
+// backoffAfter is the wait before sending again: the target's Retry-After,
+// else a growing delay.
+func backoffAfter(reply redrive.Reply, attempts int) time.Duration {
+	if reply.RetryAfter > 0 {
+		return reply.RetryAfter
+	}
+	return min(time.Duration(attempts*attempts)*200*time.Millisecond, 5*time.Second)
+}
+
+// sleepUntil waits d, unless that passes deadline or the run stops: false.
+func sleepUntil(stop <-chan struct{}, d time.Duration, deadline time.Time) bool {
+	if time.Now().Add(d).After(deadline) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,243 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/idemctl/idemctl/idem"
+)
+
+// Request is one operation to send again: its identity, class and canonical
+// payload (the exact text its hash was computed over).
+type Request struct {
+	idem.Identity
+	Class     string
+	Canonical []byte
+	Hash      string
+}
+
+// Reply is what the target said. It is evidence for the report, never the
+// answer: the caller reads the identity on the primary.
+type Reply struct {
+	// Status is the HTTP status (0 for NATS).
+	Status int `json:"status,omitempty"`
+	// RetryAfter is the target's Retry-After, when it gave one.
+	RetryAfter time.Duration `json:"-"`
+	// Stored is true when JetStream stored the message (NATS).
+	Stored bool `json:"stored,omitempty"`
+	// Duplicate is true when JetStream recognised the message id.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Body is the start of the reply's body, for the report.
+	Body string `json:"body,omitempty"`
+}
+
+// String says the reply in a few words.
+func (r Reply) String() string {
+	switch {
+	case r.Status > 0:
+		return strconv.Itoa(r.Status)
+	case r.Duplicate:
+		return "published (duplicate id: already in the stream)"
+	case r.Stored:
+		return "published"
+	}
+	return "no reply"
+}
+
+// Sender sends re-drives to one class's target.
+type Sender interface {
+	// Send delivers one request. An error means no reply was read (a
+	// timeout, a lost connection): the operation may or may not have run.
+	Send(ctx context.Context, r Request) (Reply, error)
+	Close()
+}
+
+// NewSender returns the sender for c, holding at most c.Concurrency requests
+// in flight.
+func NewSender(c Config) (Sender, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	slots := make(chan struct{}, c.concurrency())
+	if c.Kind == KindNATS {
+		return newNATSSender(c, slots)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = c.concurrency()
+	return &httpSender{cfg: c, slots: slots, client: &http.Client{Timeout: c.Timeout(), Transport: transport}}, nil
+}
+
+type httpSender struct {
+	cfg    Config
+	slots  chan struct{}
+	client *http.Client
+}
+
+// Send posts the canonical payload with the identity's headers.
+func (s *httpSender) Send(ctx context.Context, r Request) (Reply, error) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return Reply{}, ctx.Err()
+	}
+	method := s.cfg.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.cfg.URL, bytes.NewReader(r.Canonical))
+	if err != nil {
+		return Reply{}, fmt.Errorf("re-drive request: %w", err)
+	}
+	if err := s.headers(req.Header, r); err != nil {
+		return Reply{}, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Reply{}, fmt.Errorf("re-drive to %s: %w", s.cfg.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return Reply{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Body: string(body)}, nil
+}
+
+// headers sets the identity's headers and the configured ones, reading
+// references (env:NAME, file:PATH) now.
+func (s *httpSender) headers(h http.Header, r Request) error {
+	for name, v := range s.cfg.Headers {
+		val, err := resolve(v)
+		if err != nil {
+			return fmt.Errorf("header %s: %w", name, err)
+		}
+		h.Set(name, val)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "idemctl-resolve")
+	h.Set("Idempotency-Key", IdempotencyKey(r.OperationID))
+	h.Set(s.cfg.tenantHeader(), r.TenantID)
+	h.Set("Idem-Payload-Hash", r.Hash)
+	return nil
+}
+
+// Close releases idle connections.
+func (s *httpSender) Close() { s.client.CloseIdleConnections() }
+
+// IdempotencyKey is the Idempotency-Key value for an operation id: a
+// structured-field string, as the draft defines it.
+func IdempotencyKey(operationID string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(operationID) + `"`
+}
+
+// ParseIdempotencyKey reads an Idempotency-Key value (a quoted string, or a
+// bare token from clients that do not quote it).
+func ParseIdempotencyKey(v string) string {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(v[1 : len(v)-1])
+	}
+	return v
+}
+
+// resolve reads a header value: env:NAME, file:PATH, or the value itself.
+func resolve(v string) (string, error) {
+	switch {
+	case strings.HasPrefix(v, "env:"):
+		val, ok := os.LookupEnv(v[4:])
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", v[4:])
+		}
+		return val, nil
+	case strings.HasPrefix(v, "file:"):
+		b, err := os.ReadFile(v[5:])
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", v[5:], errors.Unwrap(err))
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return v, nil
+}
+
+// retryAfter reads Retry-After in seconds (an HTTP date is taken as 1s).
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	return time.Second
+}
+
+// MsgID is the Nats-Msg-Id of an operation: derived from its identity, so a
+// re-publish of the same operation is recognised by JetStream's de-duplication.
+func MsgID(id idem.Identity) string {
+	sum := sha256.Sum256([]byte(id.TenantID + "\x00" + id.OperationID))
+	return "idem-" + hex.EncodeToString(sum[:16])
+}
+
+type natsSender struct {
+	cfg   Config
+	slots chan struct{}
+	nc    *nats.Conn
+	js    jetstream.JetStream
+}
+
+func newNATSSender(c Config, slots chan struct{}) (Sender, error) {
+	nc, err := nats.Connect(c.URL, nats.Timeout(c.Timeout()), nats.Name("idemctl resolve"))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", c.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("JetStream: %w", err)
+	}
+	return &natsSender{cfg: c, slots: slots, nc: nc, js: js}, nil
+}
+
+// Send publishes the canonical payload to the subject; the stream's
+// acknowledgement is the reply.
+func (s *natsSender) Send(ctx context.Context, r Request) (Reply, error) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return Reply{}, ctx.Err()
+	}
+	msg := nats.NewMsg(s.cfg.Subject)
+	msg.Data = r.Canonical
+	msg.Header.Set(nats.MsgIdHdr, MsgID(r.Identity))
+	msg.Header.Set(s.cfg.tenantHeader(), r.TenantID)
+	msg.Header.Set(OperationHeader, r.OperationID)
+	msg.Header.Set("Idem-Class", r.Class)
+	msg.Header.Set("Idem-Payload-Hash", r.Hash)
+	for name, v := range s.cfg.Headers {
+		val, err := resolve(v)
+		if err != nil {
+			return Reply{}, fmt.Errorf("header %s: %w", name, err)
+		}
+		msg.Header.Set(name, val)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
+	defer cancel()
+	ack, err := s.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return Reply{}, fmt.Errorf("publish to %s: %w", s.cfg.Subject, err)
+	}
+	return Reply{Stored: true, Duplicate: ack.Duplicate}, nil
+}
+
+// Close drains the connection.
+func (s *natsSender) Close() { s.nc.Close() }
