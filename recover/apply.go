@@ -44,7 +44,7 @@ func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job) (R
 	res, err := r.settle(ctx, stop, j)
 	if errors.Is(err, errAppEffect) {
 		if j.redrive != nil {
-			return r.redriveOne(ctx, stop, j)
+			return r.redriveOne(ctx, stop, j, res.checkedAt)
 		}
 		return failed(j, err), nil
 	}
@@ -81,7 +81,7 @@ func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Res
 			serial++
 			time.Sleep(time.Duration(serial*serial) * 10 * time.Millisecond)
 		case errors.Is(err, errAppEffect):
-			return j.result(), err
+			return res, err
 		default:
 			return failed(j, err), nil
 		}
@@ -188,6 +188,7 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 	case claimed:
 		// The effect is application code: the executor can still settle an
 		// identity that exists; one that is absent must not be claimed here.
+		res.checkedAt = pl.clock
 		return res, errAppEffect
 	}
 	if err := r.answer(ctx, conn, j, out, pl.committed, &res); err != nil {
@@ -239,6 +240,8 @@ type pipeline struct {
 	// committed is set once COMMIT's result has been read and was not an
 	// error: from then on the outcome is settled, whatever the connection does.
 	committed bool
+	// clock is the primary's clock when step 1 ran.
+	clock time.Time
 }
 
 // run sends BEGIN, step 1, the executor call (idem.execute for a SQL effect,
@@ -272,7 +275,7 @@ func (pl *pipeline) read(br pgx.BatchResults, j job) (out idem.Result, claimed b
 	if _, err := br.Exec(); err != nil {
 		return out, false, fmt.Errorf("begin: %w", err)
 	}
-	if _, err := br.Exec(); err != nil {
+	if err := br.QueryRow().Scan(nil, &pl.clock); err != nil {
 		return out, false, notPrimaryFrom(err)
 	}
 	if !j.sqlEffect {

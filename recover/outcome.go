@@ -89,8 +89,9 @@ type Result struct {
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *RedriveTrace
 
-	skipped bool // dispatched but never answered (interrupted, or refused mid-run)
-	unknown bool // with no answer, after a connection lost in flight (applyOne)
+	skipped   bool      // dispatched but never answered (interrupted, or refused mid-run)
+	checkedAt time.Time // the primary's clock when step 1 found it absent (re-drive)
+	unknown   bool      // with no answer, after a connection lost in flight (applyOne)
 }
 
 // Counts are the number of results per outcome.

@@ -2,14 +2,20 @@ package recovery
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/idemctl/idemctl/redrive"
 )
+
+//go:embed sql/read_back.sql
+var readBackSQL string
 
 // RedriveTrace is what a re-drive sent and heard, for the report and the
 // audit record.
@@ -64,7 +70,7 @@ const (
 //   - any other 4xx: an error, not sent again;
 //   - NATS (no reply to read): the primary is polled; still absent when the
 //     budget ends is pending.
-func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
+func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, checkedAt time.Time) (Result, error) {
 	res := j.result()
 	if !j.idempotent {
 		res.Outcome = Failed
@@ -80,11 +86,11 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job) 
 	trace := &RedriveTrace{Via: j.redrive.Kind, Target: j.redrive.Target()}
 	deadline := time.Now().Add(r.retryFor())
 	req := redrive.Request{Identity: j.p.Identity, Class: j.p.Class, Canonical: j.p.Canonical, Hash: j.p.Hash}
+	// The primary's clock at each send: step 1's reading, moved on by the
+	// time elapsed here (no round trip for it).
+	local := time.Now()
 	for {
-		sentAt, err := primaryClock(ctx, r)
-		if err != nil {
-			return res, err
-		}
+		sentAt := checkedAt.Add(time.Since(local))
 		reply, sendErr := sender.Send(ctx, req)
 		trace.Attempts++
 		trace.Replies = append(trace.Replies, describeReply(reply, sendErr))
@@ -148,17 +154,16 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 	return Result{}, time.Now().Before(deadline), nil
 }
 
-// poll runs the protocol on the primary (settle) until the identity is
-// there or until is passed: found false means still absent.
+// poll reads the identity on the primary until it is there or until is
+// passed: found false means still absent. Reading is enough when the
+// identity holds this payload (no lock, no commit); when it holds another,
+// the protocol runs (settle), which records the conflict.
 func (r *Resolver) poll(ctx context.Context, stop <-chan struct{}, j job, sentAt, until time.Time) (Result, bool, error) {
 	delay := 50 * time.Millisecond
 	for {
-		res, err := r.settle(ctx, stop, j)
-		if !errors.Is(err, errAppEffect) {
-			if err == nil && res.Outcome == AlreadyApplied {
-				err = r.appliedNow(ctx, j, sentAt, &res)
-			}
-			return res, true, err
+		res, found, err := r.readBack(ctx, j, sentAt)
+		if err != nil || found {
+			return res, found, err
 		}
 		if !sleepUntil(stop, delay, until) {
 			return Result{}, false, nil
@@ -167,20 +172,48 @@ func (r *Resolver) poll(ctx context.Context, stop <-chan struct{}, j job, sentAt
 	}
 }
 
-// appliedNow tells applied (the service ran it after this re-drive was sent)
-// from already_applied (an earlier attempt, still alive, won), by the
-// identity's creation time on the primary's clock.
-func (r *Resolver) appliedNow(ctx context.Context, j job, sentAt time.Time, res *Result) error {
+// readBack reads one identity on the primary: applied (created after sentAt,
+// on the primary's clock) or already_applied (an earlier attempt, still
+// alive, won) with the saved response, purged, or a conflict recorded by the
+// protocol.
+func (r *Resolver) readBack(ctx context.Context, j job, sentAt time.Time) (Result, bool, error) {
+	res := j.result()
+	var hash, class string
 	var created time.Time
-	err := r.Pool.QueryRow(ctx, "SELECT created_at FROM idem.identity WHERE tenant_id = $1 AND operation_id = $2",
-		j.p.TenantID, j.p.OperationID).Scan(&created)
-	if err != nil {
-		return fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
+	var hasBody bool
+	err := r.Pool.QueryRow(ctx, readBackSQL, j.p.TenantID, j.p.OperationID).Scan(&hash, &class, &created, &hasBody, &res.Response)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, false, nil
 	}
-	if !created.Before(sentAt) {
+	if err != nil {
+		if connectionFailure(err) {
+			return res, false, nil // the next poll, or the caller's budget, decides
+		}
+		return res, false, fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
+	}
+	if hash != j.p.Hash || class != j.p.Class {
+		out, err := r.settle(ctx, nil, j)
+		return out, !errors.Is(err, errAppEffect), ignoreAbsent(err)
+	}
+	res.StoredHash = hash
+	switch {
+	case !hasBody:
+		res.Outcome, res.Response = Purged, nil
+	case res.Response == nil:
+		res.Outcome, res.Err = Failed, ErrNoSavedResponse
+	case created.Before(sentAt):
+		res.Outcome = AlreadyApplied
+	default:
 		res.Outcome = Applied
 	}
-	return nil
+	return res, true, nil
+}
+
+func ignoreAbsent(err error) error {
+	if errors.Is(err, errAppEffect) {
+		return nil
+	}
+	return err
 }
 
 // sender returns the class's sender, made once per run.
@@ -215,14 +248,6 @@ func (r *Resolver) closeSenders() {
 type senders struct {
 	sendersMu sync.Mutex
 	byClass   map[string]redrive.Sender
-}
-
-func primaryClock(ctx context.Context, r *Resolver) (time.Time, error) {
-	var now time.Time
-	if err := r.Pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return time.Time{}, fmt.Errorf("read the primary's clock: %w", err)
-	}
-	return now, nil
 }
 
 func describeReply(reply redrive.Reply, err error) string {
