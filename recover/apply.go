@@ -29,7 +29,9 @@ const maxSerialAttempts = 3
 // this is not an answer anyone can rely on.
 var ErrNoSavedResponse = errors.New("identity exists without a saved response (claimed but never completed); investigate")
 
-// applyOne runs steps 1-4 for one operation until it has an answer. A refusal
+// applyOne runs steps 1-4 for one operation until it has an answer. absent,
+// when set, says a lookup just found the identity absent (and the primary's
+// clock then): a re-driven class is sent to its service at once. A refusal
 // (not the primary) and a database that stays unreachable are returned as
 // errors that stop the run, as is errStopped when the run stopped while the
 // operation waited to be retried; the operation then has no answer (Outcome
@@ -40,7 +42,22 @@ var ErrNoSavedResponse = errors.New("identity exists without a saved response (c
 // unknown: the protocol runs again on a new connection, which is safe by
 // design (the executor answers already_applied, or applies what did not
 // commit), with backoff, for Config.RetryFor at most.
-func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
+func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job, absent *primaryClock) (Result, error) {
+	if j.redrive != nil && j.idempotent {
+		if absent != nil {
+			return r.redriveOne(ctx, stop, j, *absent)
+		}
+		res, found, clk, err := r.lookRedriven(ctx, j)
+		switch {
+		case isNotPrimary(err):
+			return Result{}, err
+		case err == nil && found:
+			return res, nil
+		case err == nil:
+			return r.redriveOne(ctx, stop, j, clk)
+		}
+		// Anything else (a lost connection): the protocol, with its retries.
+	}
 	res, err := r.settle(ctx, stop, j)
 	if errors.Is(err, errAppEffect) {
 		if j.redrive != nil {
@@ -188,7 +205,7 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 	case claimed:
 		// The effect is application code: the executor can still settle an
 		// identity that exists; one that is absent must not be claimed here.
-		res.checkedAt = pl.clock
+		res.checkedAt = clockFrom(pl.clock)
 		return res, errAppEffect
 	}
 	if err := r.answer(ctx, conn, j, out, pl.committed, &res); err != nil {

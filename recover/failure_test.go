@@ -297,6 +297,7 @@ func TestOutageStopsRun(t *testing.T) {
 			}
 			var records []recovery.RunSummary
 			r := &recovery.Resolver{Pool: pool, Config: recovery.Config{Concurrency: 3, MaxRate: 600, Operator: "ada", RetryFor: 1500 * time.Millisecond,
+				Window:    200, // read at most 200 lines ahead of the answers
 				RecordRun: func(_ context.Context, s recovery.RunSummary) error { records = append(records, s); return nil }}}
 			var res []recovery.Result
 			var cutAt time.Time

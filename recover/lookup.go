@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -12,12 +13,14 @@ import (
 //go:embed sql/lookup.sql
 var lookupSQL string
 
-// found is what the dry-run lookup says of an identity that exists.
+// found is what the lookup says of an identity that exists.
 type found struct {
 	stored, storedClass *string
 	noResponse          bool
 	// purged: only the tombstone is left (the body was purged).
 	purged bool
+	// response is the saved response, for a real run's already_applied.
+	response []byte
 }
 
 // lookup answers a dry-run batch: step 1 (primary check) and the batch query
@@ -35,7 +38,7 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 	var hits map[int32]found
 	var err error
 	for {
-		hits, err = r.lookupOnce(ctx, b)
+		hits, _, err = r.lookupOnce(ctx, b)
 		var lost *lostError
 		if isNotPrimary(err) {
 			skip()
@@ -65,12 +68,7 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 			res.Outcome = WouldRedrive
 		case !ok:
 			res.Outcome = WouldApply
-		case f.stored == nil && f.storedClass == nil && f.purged:
-			res.Outcome, res.StoredHash = Purged, res.IncomingHash
-		case f.stored == nil && f.storedClass == nil && f.noResponse:
-			res.Outcome, res.StoredHash, res.Err = Failed, res.IncomingHash, ErrNoSavedResponse
-		case f.stored == nil && f.storedClass == nil:
-			res.Outcome, res.StoredHash = AlreadyApplied, res.IncomingHash
+		case f.answers(&res):
 		default:
 			res.Outcome, res.StoredHash = WouldConflict, res.IncomingHash
 			if f.stored != nil {
@@ -85,13 +83,34 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 	return nil
 }
 
+// answers sets res from an identity found holding this payload and class
+// (purged, already_applied, or an error for one without a saved response),
+// and reports false when it holds another (a conflict, left to the caller).
+func (f found) answers(res *Result) bool {
+	if f.stored != nil || f.storedClass != nil {
+		return false
+	}
+	res.StoredHash = res.IncomingHash
+	switch {
+	case f.purged:
+		res.Outcome = Purged
+	case f.noResponse:
+		res.Outcome, res.Err = Failed, ErrNoSavedResponse
+	default:
+		res.Outcome, res.Response = AlreadyApplied, f.response
+	}
+	return true
+}
+
 // lookupOnce sends one batch lookup. A connection failure comes back as a
 // *lostError.
-func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]found, err error) {
+// A real run's lookup also returns the saved responses, and the primary's
+// clock at step 1.
+func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]found, clock time.Time, err error) {
 	n := len(b)
 	c, err := r.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
+		return nil, clock, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
 	}
 	defer func() {
 		if err != nil && !isNotPrimary(err) && (connectionFailure(err) || c.Conn().PgConn().IsClosed()) {
@@ -106,33 +125,33 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 	hits = make(map[int32]found, n/2)
 	var batch pgx.Batch
 	batch.Queue(primarySQL)
-	batch.Queue(lookupSQL, tenants, ops, hashes, classes)
+	batch.Queue(lookupSQL, tenants, ops, hashes, classes, !r.DryRun)
 	br := c.Conn().SendBatch(ctx, &batch)
 	defer br.Close()
-	if _, err := CheckPrimary(ctx, batchRow{br}); err != nil {
-		return nil, err
+	if clock, err = CheckPrimary(ctx, batchRow{br}); err != nil {
+		return nil, clock, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
 	defer rows.Close()
 	var ord int32
 	var f found
 	for rows.Next() {
-		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged); err != nil {
-			return nil, fmt.Errorf("look up %d identities: %w", n, err)
+		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.response); err != nil {
+			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 		}
 		hits[ord] = f
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
 	rows.Close()
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("look up %d identities: %w", n, err)
+		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
-	return hits, nil
+	return hits, clock, nil
 }
 
 // batchRow lets CheckPrimary read the first result of a pipelined batch.

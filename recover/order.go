@@ -25,6 +25,7 @@ type window struct {
 	emit      func(Result) error
 	onEmitErr func(error)
 	emitErr   error
+	skipped   int // dispatched, never answered
 }
 
 func newWindow(size int, answer func(*Result), emit func(Result) error, onEmitErr func(error)) *window {
@@ -64,7 +65,9 @@ func (w *window) done(pos int, r Result) {
 		res := w.ring[j]
 		w.ring[j], w.filled[j] = Result{}, false
 		w.next++
-		if !res.skipped {
+		if res.skipped {
+			w.skipped++
+		} else {
 			w.answer(&res)
 			if w.emitErr == nil {
 				if err := w.emit(res); err != nil {
@@ -82,4 +85,11 @@ func (w *window) err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.emitErr
+}
+
+// unanswered is how many operations were dispatched and never answered.
+func (w *window) unanswered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.skipped
 }

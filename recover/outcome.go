@@ -89,9 +89,9 @@ type Result struct {
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *RedriveTrace
 
-	skipped   bool      // dispatched but never answered (interrupted, or refused mid-run)
-	checkedAt time.Time // the primary's clock when step 1 found it absent (re-drive)
-	unknown   bool      // with no answer, after a connection lost in flight (applyOne)
+	skipped   bool         // dispatched but never answered (interrupted, or refused mid-run)
+	checkedAt primaryClock // the primary's clock when step 1 found it absent (re-drive)
+	unknown   bool         // with no answer, after a connection lost in flight (applyOne)
 }
 
 // Counts are the number of results per outcome.
@@ -128,7 +128,8 @@ type RunSummary struct {
 	// LastLine is the input line of the last operation read: nothing after it
 	// was attempted.
 	LastLine int
-	// Interrupted is true when the run stopped before the end of its input.
+	// Interrupted is true when the run stopped before answering all of its
+	// input (some lines unread, or read and never started).
 	Interrupted bool
 	// Redriven is how many operations were sent to their class's service.
 	Redriven int

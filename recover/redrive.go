@@ -70,7 +70,7 @@ const (
 //   - any other 4xx: an error, not sent again;
 //   - NATS (no reply to read): the primary is polled; still absent when the
 //     budget ends is pending.
-func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, checkedAt time.Time) (Result, error) {
+func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, clk primaryClock) (Result, error) {
 	res := j.result()
 	if !j.idempotent {
 		res.Outcome = Failed
@@ -86,11 +86,8 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 	trace := &RedriveTrace{Via: j.redrive.Kind, Target: j.redrive.Target()}
 	deadline := time.Now().Add(r.retryFor())
 	req := redrive.Request{Identity: j.p.Identity, Class: j.p.Class, Canonical: j.p.Canonical, Hash: j.p.Hash}
-	// The primary's clock at each send: step 1's reading, moved on by the
-	// time elapsed here (no round trip for it).
-	local := time.Now()
 	for {
-		sentAt := checkedAt.Add(time.Since(local))
+		sentAt := clk.now()
 		reply, sendErr := sender.Send(ctx, req)
 		trace.Attempts++
 		trace.Replies = append(trace.Replies, describeReply(reply, sendErr))
@@ -172,36 +169,90 @@ func (r *Resolver) poll(ctx context.Context, stop <-chan struct{}, j job, sentAt
 	}
 }
 
+// lookRedriven is steps 1, 2 and 4 for a class re-driven through its
+// service, without a transaction: the service's own claim settles any race,
+// so nothing needs locking here. In one round trip: the primary check (and
+// the primary's clock) and the identity as the primary holds it. Found with
+// this payload is already_applied; with another, the protocol runs and
+// records the conflict; absent (found false) is for step 3, the re-drive.
+func (r *Resolver) lookRedriven(ctx context.Context, j job) (res Result, found bool, clk primaryClock, err error) {
+	var b pgx.Batch
+	var row storedRow
+	b.Queue(beginOperationSQL, r.Operator).QueryRow(func(q pgx.Row) error {
+		var at time.Time
+		err := q.Scan(nil, &at)
+		clk = clockFrom(at)
+		return notPrimaryFrom(err)
+	})
+	b.Queue(readBackSQL, j.p.TenantID, j.p.OperationID).QueryRow(row.scan)
+	if err := r.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		return Result{}, false, clk, err
+	}
+	// Created before any send: what is there is an earlier attempt's.
+	res, found, err = r.answerStored(ctx, j, row, time.Time{}.AddDate(9000, 0, 0))
+	return res, found, clk, err
+}
+
+// primaryClock reads the primary's clock without a round trip: one reading's
+// offset from the local clock (off by at most the round trip it came in).
+type primaryClock struct{ offset time.Duration }
+
+// clockFrom is the clock of a reading just received.
+func clockFrom(read time.Time) primaryClock { return primaryClock{offset: time.Until(read)} }
+
+func (c primaryClock) now() time.Time { return time.Now().Add(c.offset) }
+
 // readBack reads one identity on the primary: applied (created after sentAt,
 // on the primary's clock) or already_applied (an earlier attempt, still
 // alive, won) with the saved response, purged, or a conflict recorded by the
 // protocol.
 func (r *Resolver) readBack(ctx context.Context, j job, sentAt time.Time) (Result, bool, error) {
-	res := j.result()
-	var hash, class string
-	var created time.Time
-	var hasBody bool
-	err := r.Pool.QueryRow(ctx, readBackSQL, j.p.TenantID, j.p.OperationID).Scan(&hash, &class, &created, &hasBody, &res.Response)
+	var row storedRow
+	if err := row.scan(r.Pool.QueryRow(ctx, readBackSQL, j.p.TenantID, j.p.OperationID)); err != nil {
+		if connectionFailure(err) {
+			return Result{}, false, nil // the next poll, or the caller's budget, decides
+		}
+		return Result{}, false, fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
+	}
+	return r.answerStored(ctx, j, row, sentAt)
+}
+
+// storedRow is a row of read_back.sql: an identity as the primary holds it.
+type storedRow struct {
+	found, hasBody bool
+	hash, class    string
+	created        time.Time
+	response       []byte
+}
+
+func (s *storedRow) scan(row pgx.Row) error {
+	err := row.Scan(&s.hash, &s.class, &s.created, &s.hasBody, &s.response)
 	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	s.found = err == nil
+	return err
+}
+
+// answerStored answers from a stored row: absent (found false), purged,
+// already_applied (created before sentAt) or applied, or, with another
+// payload, a conflict recorded by the protocol (settle).
+func (r *Resolver) answerStored(ctx context.Context, j job, s storedRow, sentAt time.Time) (Result, bool, error) {
+	res := j.result()
+	if !s.found {
 		return res, false, nil
 	}
-	if err != nil {
-		if connectionFailure(err) {
-			return res, false, nil // the next poll, or the caller's budget, decides
-		}
-		return res, false, fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
-	}
-	if hash != j.p.Hash || class != j.p.Class {
+	if s.hash != j.p.Hash || s.class != j.p.Class {
 		out, err := r.settle(ctx, nil, j)
 		return out, !errors.Is(err, errAppEffect), ignoreAbsent(err)
 	}
-	res.StoredHash = hash
+	res.StoredHash, res.Response = s.hash, s.response
 	switch {
-	case !hasBody:
+	case !s.hasBody:
 		res.Outcome, res.Response = Purged, nil
-	case res.Response == nil:
+	case s.response == nil:
 		res.Outcome, res.Err = Failed, ErrNoSavedResponse
-	case created.Before(sentAt):
+	case s.created.Before(sentAt):
 		res.Outcome = AlreadyApplied
 	default:
 		res.Outcome = Applied

@@ -414,7 +414,7 @@ func TestInterruptThenRerun(t *testing.T) {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	var records []recovery.RunSummary
-	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{Concurrency: 3, MaxRate: 400, Operator: "ada",
+	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{Concurrency: 3, MaxRate: 400, Operator: "ada", Window: 200,
 		RecordRun: func(_ context.Context, s recovery.RunSummary) error { records = append(records, s); return nil }}}
 	emitted := 0
 	sum, err := r.Run(ctx, recovery.NDJSON(strings.NewReader(in.String()), 1<<20), func(res recovery.Result) error {
@@ -586,4 +586,76 @@ func TestAssertPrimaryInTransaction(t *testing.T) {
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "IX202", pgErr.Code)
 	assert.Contains(t, pgErr.Hint, "target_session_attrs=read-write")
+}
+
+// A rerun is answered from batched lookups for the identities already there
+// (the saved response, no transaction), and by the protocol for the rest:
+// new identities, conflicts, and later lines of an identity within one group
+// (the earlier line changes what is there). Whatever the grouping, the
+// answers are the protocol's, line by line, and the dry run predicted them.
+func TestRerunFromLookups(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 6)
+	const n = 600
+	var first strings.Builder
+	for i := range n {
+		fmt.Fprintln(&first, line("t", fmt.Sprint("op-", i), i+1))
+	}
+	_, applied, err := b.resolve(t, recovery.Config{Concurrency: 2}, first.String())
+	require.NoError(t, err)
+	saved := map[string]string{}
+	for _, r := range applied {
+		require.Equal(t, recovery.Applied, r.Outcome)
+		saved[r.OperationID] = string(r.Response)
+	}
+
+	// The rerun: every applied line, then new ones; op-7 again with another
+	// amount; new-3 twice with its payload and once with another, in a row
+	// (one group).
+	var in strings.Builder
+	var want []recovery.Outcome
+	add := func(tenant, op string, amount int, o recovery.Outcome) {
+		fmt.Fprintln(&in, line(tenant, op, amount))
+		want = append(want, o)
+	}
+	for i := range n {
+		add("t", fmt.Sprint("op-", i), i+1, recovery.AlreadyApplied)
+	}
+	for i := range 20 {
+		add("t", fmt.Sprint("new-", i), i+1, recovery.Applied)
+	}
+	add("t", "op-7", 9999, recovery.Conflict)
+	add("t", "new-3", 4, recovery.AlreadyApplied)
+	add("t", "new-3", 5, recovery.Conflict)
+	for i := range 100 {
+		add("t", fmt.Sprint("op-", i), i+1, recovery.AlreadyApplied)
+	}
+
+	_, predicted, err := b.resolve(t, recovery.Config{Concurrency: 3, DryRun: true}, in.String())
+	require.NoError(t, err)
+	for i, o := range outcomes(predicted) {
+		real := map[recovery.Outcome]recovery.Outcome{recovery.WouldApply: recovery.Applied, recovery.WouldConflict: recovery.Conflict}[o]
+		if real == "" {
+			real = o
+		}
+		require.Equal(t, want[i], real, "dry run, line %d", i+1)
+	}
+	for _, conc := range []int{1, 4} {
+		sum, res, err := b.resolve(t, recovery.Config{Concurrency: conc}, in.String())
+		require.NoError(t, err)
+		require.Len(t, res, len(want))
+		for i, r := range res {
+			o := want[i]
+			if conc == 4 && o == recovery.Applied {
+				o = recovery.AlreadyApplied // applied by the first of these runs
+			}
+			require.Equal(t, o, r.Outcome, "concurrency %d, line %d: %v", conc, r.Line, r.Err)
+			if r.Outcome == recovery.AlreadyApplied && strings.HasPrefix(r.OperationID, "op-") {
+				assert.JSONEq(t, saved[r.OperationID], string(r.Response), "line %d: the saved response", r.Line)
+			}
+		}
+		assert.False(t, sum.Interrupted)
+	}
+	assert.Equal(t, n+20, b.count(t, "SELECT count(*) FROM demo.posting"), "each operation once")
+	assert.Equal(t, 2, b.count(t, "SELECT count(*) FROM idem.quarantine"), "one record per conflicting identity and payload")
 }

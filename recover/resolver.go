@@ -31,7 +31,10 @@ const (
 	partialBatchDelay = 20 * time.Millisecond
 	// workerQueue is how many operations wait for each worker: enough that
 	// one slow operation does not leave the others idle at once.
-	workerQueue = 32
+	workerQueue = 256
+	// maxGroup is how many queued operations a worker looks up in one round
+	// trip before running them (runGroup).
+	maxGroup = 256
 )
 
 // Config says how a run goes.
@@ -146,7 +149,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = max(1024, cfg.Concurrency*256)
+		cfg.Window = max(1024, cfg.Concurrency*2*workerQueue)
 		if cfg.DryRun {
 			cfg.Window = cfg.BatchSize * (cfg.Concurrency + 2)
 		}
@@ -242,24 +245,15 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 			workers.Add(1)
 			go func(q <-chan job) {
 				defer workers.Done()
-				for j := range q {
-					if stopCtx.Err() != nil || !limit.wait(stopCtx, 1) {
-						win.done(j.pos, Result{skipped: true})
-						continue
+				var ahead lookAhead
+				for {
+					g, more := nextGroup(q, maxGroup)
+					if len(g) > 0 {
+						r.runGroup(workCtx, stopCtx, g, &ahead, limit, win, fail, &unknown)
 					}
-					res, err := r.applyOne(workCtx, stopCtx.Done(), j)
-					if err != nil {
-						if !errors.Is(err, errStopped) {
-							fail(err)
-						}
-						if res.Outcome == "" {
-							if res.unknown {
-								unknown.Add(1)
-							}
-							res = Result{skipped: true}
-						}
+					if !more {
+						return
 					}
-					win.done(j.pos, res)
 				}
 			}(queues[i])
 		}
@@ -283,7 +277,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	closeQueues()
 	workers.Wait()
 	r.closeSenders()
-	sum.Interrupted = !eof
+	sum.Interrupted = !eof || win.unanswered() > 0
 	sum.Unknown = int(unknown.Load())
 
 	sum.WriteErr = win.err()

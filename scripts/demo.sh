@@ -92,6 +92,41 @@ bin/idemctl resolve --file "$batch" -o table --dsn "$(as alice)" --operator alic
 	echo "(exit code $?: the conflicting retry was quarantined, nothing ran)"
 
 echo
+echo "== re-drive: demo.transfer_app's effect lives in a service (it charges a payment provider);"
+echo "   resolve sends the missing ones through that service, with their own identity, and reads the answer on the primary"
+serve_log=$(mktemp)
+trap 'rm -f "$batch" "$serve_log"; [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null || true' EXIT
+bin/idemctl demo serve --dsn "$(as app)" --listen 127.0.0.1:0 2>"$serve_log" &
+serve_pid=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's/^demo serve: listening on \(http:[^ ]*\)$/\1/p' "$serve_log")
+	[ -n "$url" ] && break
+	kill -0 "$serve_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$url" ]; then
+	cat "$serve_log" >&2
+	echo "demo: idemctl demo serve did not start" >&2
+	exit 1
+fi
+echo "idemctl demo serve (as the app login) listens on $url"
+bin/idemctl class set demo.transfer_app --redrive http --url "$url" --downstream-idempotent -o table \
+	--dsn "$(as alice)" --operator alice
+app_batch=$(mktemp)
+trap 'rm -f "$batch" "$serve_log" "$app_batch"; [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null || true' EXIT
+for n in 1 2 3; do
+	printf '{"tenant":"demo","operation_id":"%s-app-%d","class":"demo.transfer_app","payload":{"from":"alice","to":"dave","amount":%d00,"currency":"EUR"}}\n' "$op" "$n" "$n"
+done >"$app_batch"
+bin/idemctl resolve --file "$app_batch" --dry-run -o table --dsn "$(as alice)" --operator alice
+bin/idemctl resolve --file "$app_batch" -o table --dsn "$(as alice)" --operator alice
+echo "(again: each is found on the primary, nothing is sent)"
+bin/idemctl resolve --file "$app_batch" -o table --dsn "$(as alice)" --operator alice
+kill "$serve_pid" 2>/dev/null || true
+wait "$serve_pid" 2>/dev/null || true
+serve_pid=
+
+echo
 echo "== four eyes: alice plans a purge of demo.transfer, alice may not approve it, bob does"
 plan=$(bin/idemctl horizon plan --class demo.transfer --before 1h --contract DEMO-RETENTION-1 -o json \
 	--dsn "$(as alice)" --operator alice | sed -n 's/.*"id":\([0-9]*\).*/\1/p' | head -1)
@@ -110,6 +145,7 @@ cat <<HINTS
 Try next (each command works pasted as it is, from this directory):
   bin/idemctl quarantine list --dsn '$(as alice)'
   bin/idemctl inspect --tenant demo --op $op-2 --dsn '$(as alice)'
+  bin/idemctl redrive list --dsn '$(as alice)'
   bin/idemctl audit list --dsn '$(as auditor)'
   bin/idemctl tui --dsn '$(as alice)' --operator alice
 HINTS

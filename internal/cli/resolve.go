@@ -524,6 +524,9 @@ func summaryLine(s recovery.RunSummary) string {
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}
+	if s.Redriven > 0 {
+		line += fmt.Sprintf("; %d sent to their class's service", s.Redriven)
+	}
 	if s.Interrupted {
 		line += fmt.Sprintf("; interrupted, %d read", s.Read)
 	}
