@@ -1,0 +1,159 @@
+package reconcile
+
+import (
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Finding is one line of a reconcile's output: an operation or a report line
+// and what the run says of it.
+type Finding struct {
+	Status Status `json:"status"`
+	// Line is the report's line (1-based, the header included); 0 for
+	// missing_in_report.
+	Line        int64  `json:"line,omitempty"`
+	Tenant      string `json:"tenant,omitempty"`
+	OperationID string `json:"operation_id,omitempty"`
+	// Class is the class the identity is recorded under (the reconciled
+	// class for missing_in_inbox).
+	Class     string     `json:"class,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	// Amount and Currency are the inbox's when it holds the operation, else
+	// the report's.
+	Amount      string       `json:"amount,omitempty"`
+	Currency    string       `json:"currency,omitempty"`
+	Differences []Difference `json:"differences,omitempty"`
+	// Reason says why a line is invalid.
+	Reason string `json:"reason,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Totals are the sums of one status's amounts in one currency, as the inbox
+// and as the report has them (exact decimals; "" when that side has none).
+type Totals struct {
+	Inbox  string `json:"inbox,omitempty"`
+	Report string `json:"report,omitempty"`
+}
+
+// Summary is what a run found, and what it did with it.
+type Summary struct {
+	Report ReportInfo `json:"report"`
+	Class  string     `json:"class"`
+	Since  *time.Time `json:"since,omitempty"`
+	Until  *time.Time `json:"until,omitempty"`
+	// Counts per status.
+	Counts map[Status]int64 `json:"counts"`
+	// Amounts per status, then per currency ("" when unknown).
+	Amounts map[Status]map[string]Totals `json:"amounts"`
+	// EmitFile and Emitted: the resolve batch written (--emit-resolve).
+	EmitFile string `json:"emit_file,omitempty"`
+	Emitted  int64  `json:"emitted"`
+	// Pinned and AlreadyPinned count the manual corrections recorded
+	// (--pin), and the discrepancies a pending correction already pinned.
+	Pinned        int64 `json:"pinned"`
+	AlreadyPinned int64 `json:"already_pinned"`
+	// Withheld says why nothing was emitted or pinned ("" when nothing was
+	// withheld).
+	Withheld    string    `json:"withheld,omitempty"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+	// AuditID is the audit row that records the run (0: not recorded).
+	AuditID int64 `json:"audit_id,omitempty"`
+}
+
+// Discrepancies counts mismatch, missing_in_inbox and missing_in_report.
+func (s Summary) Discrepancies() int64 {
+	return s.Counts[Mismatch] + s.Counts[MissingInInbox] + s.Counts[MissingInReport]
+}
+
+// Total counts every finding.
+func (s Summary) Total() int64 {
+	var n int64
+	for _, c := range s.Counts {
+		n += c
+	}
+	return n
+}
+
+// Currencies returns the currencies of a status's amounts, sorted.
+func (s Summary) Currencies(st Status) []string {
+	var out []string
+	for c := range s.Amounts[st] {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// totals accumulates exact sums per status, currency and side.
+type totals struct {
+	sums map[totalsKey]*sum
+}
+
+type totalsKey struct {
+	status   Status
+	currency string
+	report   bool
+}
+
+// sum is an exact decimal sum and the most decimals it has seen.
+type sum struct {
+	r     big.Rat
+	scale int
+}
+
+func (t *totals) add(st Status, s side, report bool) {
+	if s.amount == "" {
+		return
+	}
+	v, ok := parseDecimal(s.amount)
+	if !ok {
+		return
+	}
+	if t.sums == nil {
+		t.sums = map[totalsKey]*sum{}
+	}
+	k := totalsKey{st, s.currency, report}
+	acc := t.sums[k]
+	if acc == nil {
+		acc = &sum{}
+		t.sums[k] = acc
+	}
+	acc.r.Add(&acc.r, v)
+	acc.scale = max(acc.scale, decimalScale(s.amount))
+}
+
+// decimalScale is how many decimals a number's text shows (before any
+// exponent).
+func decimalScale(s string) int {
+	s, _, _ = strings.Cut(strings.ToLower(s), "e")
+	_, frac, ok := strings.Cut(s, ".")
+	if !ok {
+		return 0
+	}
+	return len(frac)
+}
+
+// amounts renders the sums for a Summary.
+func (t *totals) amounts() map[Status]map[string]Totals {
+	out := map[Status]map[string]Totals{}
+	for k, acc := range t.sums {
+		m := out[k.status]
+		if m == nil {
+			m = map[string]Totals{}
+			out[k.status] = m
+		}
+		tot := m[k.currency]
+		text := acc.r.FloatString(acc.scale)
+		if k.report {
+			tot.Report = text
+		} else {
+			tot.Inbox = text
+		}
+		m[k.currency] = tot
+	}
+	return out
+}
