@@ -19,6 +19,19 @@ import (
 	"github.com/idemctl/idemctl/reconcile"
 )
 
+// sourcePasswordEnv names the variable holding the password of the login
+// postgres sources read with (TestMain sets it once, so that tests stay
+// parallel): a source's DSN never carries a password.
+const sourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
+
+func TestMain(m *testing.M) {
+	if err := os.Setenv(sourcePasswordEnv, dbtest.TestPassword); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
 // fixture is a fresh database with the demo ledger, seen as its users see
 // it: pool is the operator alice (reconciles, pins), app a service's login
 // (applies transfers through idem.execute).
@@ -83,11 +96,12 @@ func (f *fixture) now() time.Time {
 	return now
 }
 
-// file writes a report file in the test's directory, gzipped when the name
-// ends in .gz.
+// file writes a file (a report, an archive's) in the test's directory,
+// gzipped when the name ends in .gz.
 func (f *fixture) file(name string, lines ...string) string {
 	f.t.Helper()
 	path := filepath.Join(f.dir, name)
+	require.NoError(f.t, os.MkdirAll(filepath.Dir(path), 0o755))
 	text := strings.Join(lines, "\n")
 	if len(lines) > 0 {
 		text += "\n"
