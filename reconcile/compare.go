@@ -30,7 +30,9 @@ const (
 var Statuses = []Status{Matched, Mismatch, MissingInInbox, MissingInReport, Invalid}
 
 // Discrepancy reports whether the status is one a person must look at.
-func (s Status) Discrepancy() bool { return s == Mismatch || s == MissingInInbox || s == MissingInReport }
+func (s Status) Discrepancy() bool {
+	return s == Mismatch || s == MissingInInbox || s == MissingInReport
+}
 
 // Difference is one compared field that differs.
 type Difference struct {

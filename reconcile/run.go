@@ -226,5 +226,7 @@ func (r *run) finish(ctx context.Context, runErr error) (Summary, error) {
 // stand.
 type RecordError struct{ Err error }
 
-func (e *RecordError) Error() string { return "the run was not recorded in the audit log: " + e.Err.Error() }
+func (e *RecordError) Error() string {
+	return "the run was not recorded in the audit log: " + e.Err.Error()
+}
 func (e *RecordError) Unwrap() error { return e.Err }
