@@ -89,9 +89,9 @@ func TestEmitPinAndAudit(t *testing.T) {
 	require.NoError(t, rows.Err())
 	sha := fileSHA(t, report)
 	require.Len(t, reasons, 4)
-	assert.Equal(t, `reconcile settlement.csv line 3: mismatch /amount inbox "2000" report "1999"; report sha256:`+sha[:16], reasons["p-2"])
-	assert.Contains(t, reasons["x-9"], "settlement.csv line 6: missing_in_inbox")
-	assert.Contains(t, reasons["p-5"], "settlement.csv: missing_in_report (recorded ")
+	assert.Equal(t, "reconcile settlement.csv line 3: mismatch: /amount: inbox 2000, report 1999; 2000 EUR; report sha256:"+sha[:16], reasons["p-2"])
+	assert.Contains(t, reasons["x-9"], "settlement.csv line 6: missing_in_inbox: 5 EUR; the report settled an operation the inbox never recorded")
+	assert.Contains(t, reasons["p-5"], "settlement.csv: missing_in_report: recorded ")
 
 	// The audit row carries the report's SHA-256.
 	var details map[string]any

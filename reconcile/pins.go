@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/idemctl/idemctl/horizon"
@@ -52,43 +51,20 @@ func (r *run) deliver(it *item) error {
 }
 
 // PinReason is the reason of the manual correction that pins a discrepancy:
-// the report's name and line, the finding, and the report's SHA-256 (its
-// first 16 hex digits). Control characters from the report are escaped and
-// white space folded: a reason is shown on operators' terminals.
+// the report's name and line, the finding and its detail, and the report's
+// SHA-256 (its first 16 hex digits). Control characters from the report are
+// escaped and white space folded: a reason is shown on operators' terminals.
 func PinReason(f Finding, rep ReportInfo) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "reconcile %s", rep.Name)
+	where := rep.Name
 	if f.Line > 0 {
-		fmt.Fprintf(&b, " line %d", f.Line)
-	}
-	fmt.Fprintf(&b, ": %s", f.Status)
-	switch {
-	case f.Status == MissingInReport && f.CreatedAt != nil:
-		fmt.Fprintf(&b, " (recorded %s, not in the report)", f.CreatedAt.UTC().Format(time.RFC3339))
-	case f.Status == MissingInInbox:
-		b.WriteString(" (settled in the report, never recorded in the inbox)")
-	}
-	for i, d := range f.Differences {
-		sep := ", "
-		if i == 0 {
-			sep = " "
-		}
-		name := d.Pointer
-		if d.Field != "" {
-			name = d.Field
-		}
-		inbox := "absent"
-		if d.Inbox != nil {
-			inbox = *d.Inbox
-		}
-		fmt.Fprintf(&b, "%s%s inbox %q report %q", sep, name, inbox, d.Report)
+		where += fmt.Sprintf(" line %d", f.Line)
 	}
 	sha := rep.SHA256
 	if len(sha) > 16 {
 		sha = sha[:16]
 	}
-	fmt.Fprintf(&b, "; report sha256:%s", sha)
-	return truncate(strings.Join(strings.Fields(term.Escape(b.String())), " "), maxReasonBytes)
+	reason := fmt.Sprintf("reconcile %s: %s: %s; report sha256:%s", where, f.Status, f.Detail(), sha)
+	return truncate(strings.Join(strings.Fields(term.Escape(reason)), " "), maxReasonBytes)
 }
 
 // truncate cuts s to at most max bytes at a character boundary, ending

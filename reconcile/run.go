@@ -215,10 +215,13 @@ func (r *run) finish(ctx context.Context, runErr error) (Summary, error) {
 	}
 	r.sum.FinishedAt = time.Now()
 	id, err := AuditRun(ctx, r.pool, r.cfg.Operator, r.sum, runErr)
-	if err != nil {
+	r.sum.AuditID = id
+	switch {
+	case err != nil && len(errs) == 0:
+		return r.sum, &RecordError{Err: err}
+	case err != nil:
 		errs = append(errs, &RecordError{Err: err})
 	}
-	r.sum.AuditID = id
 	return r.sum, errors.Join(errs...)
 }
 

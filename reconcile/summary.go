@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"math/big"
 	"sort"
 	"strings"
@@ -28,6 +29,37 @@ type Finding struct {
 	// Reason says why a line is invalid.
 	Reason string `json:"reason,omitempty"`
 	Note   string `json:"note,omitempty"`
+}
+
+// Detail says in one line why a finding is not matched: the reason of an
+// invalid line, the differences (pointer: inbox value, report value), when
+// an operation missing from the report was recorded, the amount, the note.
+func (f Finding) Detail() string {
+	if f.Status == Invalid {
+		return f.Reason
+	}
+	var parts []string
+	for _, d := range f.Differences {
+		name := d.Pointer
+		if d.Field != "" {
+			name = d.Field
+		}
+		inbox := "absent"
+		if d.Inbox != nil {
+			inbox = *d.Inbox
+		}
+		parts = append(parts, fmt.Sprintf("%s: inbox %s, report %s", name, inbox, d.Report))
+	}
+	if f.Status == MissingInReport && f.CreatedAt != nil {
+		parts = append(parts, "recorded "+f.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	if f.Amount != "" {
+		parts = append(parts, strings.TrimSpace(f.Amount+" "+f.Currency))
+	}
+	if f.Note != "" {
+		parts = append(parts, f.Note)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Totals are the sums of one status's amounts in one currency, as the inbox
