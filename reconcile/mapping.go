@@ -82,7 +82,6 @@ type Field struct {
 type plan struct {
 	Mapping
 	tenantCol, opCol string // tenantCol is "" with a fixed tenant
-	keyCols          []Field
 	fields           []Field
 	amount, currency int // index in fields of the amount and currency columns, -1 when unmapped
 	amountTokens     []string
