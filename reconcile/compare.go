@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"regexp"
 )
 
 // Status is what a reconcile says of an operation or of a report line.
@@ -48,13 +47,52 @@ type Difference struct {
 	Report string  `json:"report"`
 }
 
-// decimalRE is what a number in a report looks like: no thousands separator,
-// no comma, at most a four-digit exponent (a huge one would be a memory bomb).
-var decimalRE = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?$`)
+// isDecimal reports whether s is a number as a report may write it: an
+// optional sign, digits with at most one decimal point, an optional exponent
+// of at most four digits (a huge one would be a memory bomb); no thousands
+// separator, no decimal comma; at most 64 bytes.
+func isDecimal(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	i := 0
+	if s[0] == '+' || s[0] == '-' {
+		i++
+	}
+	digits, dot := 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		case c == 'e' || c == 'E':
+			return digits > 0 && isExponent(s[i+1:])
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+func isExponent(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if len(s) == 0 || len(s) > 4 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // parseDecimal reads an exact decimal number.
 func parseDecimal(s string) (*big.Rat, bool) {
-	if len(s) > 64 || !decimalRE.MatchString(s) {
+	if !isDecimal(s) {
 		return nil, false
 	}
 	return new(big.Rat).SetString(s)

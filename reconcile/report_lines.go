@@ -71,7 +71,7 @@ func (r *reportReader) makeLine(n int64, values []string, missing []string) line
 	case len(missing) > 0:
 		rec.invalid = "no " + strings.Join(missing, ", ") + " on this line"
 	case r.p.amount >= 0:
-		if v := rec.values[r.p.amount]; !decimalRE.MatchString(v) || len(v) > 64 {
+		if v := rec.values[r.p.amount]; !isDecimal(v) {
 			rec.invalid = fmt.Sprintf("%s is not a number: %q (amounts are plain decimals: 1250, 12.50)", r.p.fields[r.p.amount].Column, v)
 		}
 	}

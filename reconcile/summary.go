@@ -131,18 +131,21 @@ type totalsKey struct {
 	report   bool
 }
 
-// sum is an exact decimal sum and the most decimals it has seen.
+// sum is an exact decimal sum and the most decimals it has seen. Amounts
+// that fit an int64 at their own scale (almost all: minor units, or a few
+// decimals) are summed per scale in int64s; anything else, and a per-scale
+// sum that would overflow, goes to an exact rational.
 type sum struct {
-	r     big.Rat
+	small [maxSmallScale + 1]int64
+	big   big.Rat
 	scale int
 }
 
+// maxSmallScale is the most decimals an amount summed in an int64 has.
+const maxSmallScale = 18
+
 func (t *totals) add(st Status, s side, report bool) {
-	if s.amount == "" {
-		return
-	}
-	v, ok := parseDecimal(s.amount)
-	if !ok {
+	if s.amount == "" || !isDecimal(s.amount) {
 		return
 	}
 	if t.sums == nil {
@@ -154,19 +157,77 @@ func (t *totals) add(st Status, s side, report bool) {
 		acc = &sum{}
 		t.sums[k] = acc
 	}
-	acc.r.Add(&acc.r, v)
 	acc.scale = max(acc.scale, decimalScale(s.amount))
+	if v, scale, ok := smallDecimal(s.amount); ok {
+		cur := acc.small[scale]
+		if r := cur + v; (cur > 0 && v > 0 && r < 0) || (cur < 0 && v < 0 && r >= 0) {
+			acc.big.Add(&acc.big, scaled(cur, scale))
+			acc.small[scale] = v
+		} else {
+			acc.small[scale] = r
+		}
+		return
+	}
+	if v, ok := new(big.Rat).SetString(s.amount); ok {
+		acc.big.Add(&acc.big, v)
+	}
+}
+
+// smallDecimal reads a decimal without exponent whose digits fit an int64:
+// its unscaled value and its scale.
+func smallDecimal(s string) (v int64, scale int, ok bool) {
+	neg := false
+	if s[0] == '+' || s[0] == '-' {
+		neg, s = s[0] == '-', s[1:]
+	}
+	digits, dot := 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			dot = true
+			continue
+		case c < '0' || c > '9' || digits == 18:
+			return 0, 0, false
+		}
+		v = v*10 + int64(c-'0')
+		digits++
+		if dot {
+			scale++
+		}
+	}
+	if neg {
+		v = -v
+	}
+	return v, scale, true
+}
+
+// scaled is v / 10^scale.
+func scaled(v int64, scale int) *big.Rat {
+	return new(big.Rat).SetFrac(big.NewInt(v), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
 }
 
 // decimalScale is how many decimals a number's text shows (before any
 // exponent).
 func decimalScale(s string) int {
-	s, _, _ = strings.Cut(strings.ToLower(s), "e")
-	_, frac, ok := strings.Cut(s, ".")
-	if !ok {
-		return 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
 	}
-	return len(frac)
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		return len(s) - i - 1
+	}
+	return 0
+}
+
+// total is the exact sum.
+func (acc *sum) total() *big.Rat {
+	r := new(big.Rat).Set(&acc.big)
+	for scale, v := range acc.small {
+		if v != 0 {
+			r.Add(r, scaled(v, scale))
+		}
+	}
+	return r
 }
 
 // amounts renders the sums for a Summary.
@@ -179,7 +240,7 @@ func (t *totals) amounts() map[Status]map[string]Totals {
 			out[k.status] = m
 		}
 		tot := m[k.currency]
-		text := acc.r.FloatString(acc.scale)
+		text := acc.total().FloatString(acc.scale)
 		if k.report {
 			tot.Report = text
 		} else {
