@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
 )
@@ -26,31 +28,42 @@ import (
 //
 //	go test ./reconcile -run '^$' -bench BenchmarkReconcile -benchtime 1x
 func BenchmarkReconcile(b *testing.B) {
-	for _, n := range []int{100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
-			dsn := dbtest.As(dbtest.NewDatabase(b), dbtest.Operator)
-			seedTransfers(b, dsn, n)
-			report := writeSettlement(b, b.TempDir(), n)
-			pool := dbtest.PoolAs(b, dsn, dbtest.Operator, 4)
-			cfg := reconcile.Config{Mapping: settlementMapping(report), Operator: "alice", TempDir: b.TempDir()}
+	type ledger struct {
+		pool   *pgxpool.Pool
+		report string
+	}
+	ledgers := map[int]ledger{}
+	for _, c := range []struct{ lines, sortMiB int }{{100_000, 16}, {1_000_000, 16}, {1_000_000, 4}} {
+		parent := b
+		b.Run(fmt.Sprintf("lines=%d/sort-buffer=%dMiB", c.lines, c.sortMiB), func(b *testing.B) {
+			l, ok := ledgers[c.lines]
+			if !ok {
+				// One database per size, shared by its cases: it belongs to
+				// the parent benchmark, which drops it at the end.
+				dsn := dbtest.As(dbtest.NewDatabase(parent), dbtest.Operator)
+				seedTransfers(b, dsn, c.lines)
+				l = ledger{pool: dbtest.PoolAs(parent, dsn, dbtest.Operator, 4), report: writeSettlement(b, parent.TempDir(), c.lines)}
+				ledgers[c.lines] = l
+			}
+			cfg := reconcile.Config{Mapping: settlementMapping(l.report), Operator: "alice", TempDir: b.TempDir(),
+				ChunkBytes: c.sortMiB << 20}
 			runtime.GC()
 			b.ResetTimer()
 			var peak uint64
 			for i := 0; i < b.N; i++ {
-				var found int64
 				stop := samplePeakHeap(&peak)
-				sum, err := reconcile.Run(context.Background(), pool, cfg, func(reconcile.Finding) error { found++; return nil })
+				sum, err := reconcile.Run(context.Background(), l.pool, cfg, func(reconcile.Finding) error { return nil })
 				stop()
 				if err != nil {
 					b.Fatal(err)
 				}
-				if sum.Report.Lines != int64(n) || sum.Counts[reconcile.Mismatch] != int64(n/1000) {
+				if sum.Report.Lines != int64(c.lines) || sum.Counts[reconcile.Mismatch] != int64(c.lines/1000) {
 					b.Fatalf("lines %d, counts %v", sum.Report.Lines, sum.Counts)
 				}
 			}
 			b.StopTimer()
 			elapsed := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(float64(n)/elapsed, "lines/s")
+			b.ReportMetric(float64(c.lines)/elapsed, "lines/s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(peakRSS())/(1<<10), "peak-rss-MiB")
 		})

@@ -12,11 +12,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // DefaultChunkBytes is how much of a report is sorted in memory before it is
-// written to a run file.
-const DefaultChunkBytes = 32 << 20
+// written to a run file. The Go heap peaks at about three times this (the
+// chunk, the garbage of reading it, and the collector's headroom), whatever
+// the report's size (BENCHMARKS.md).
+const DefaultChunkBytes = 16 << 20
 
 // record is one report line as the merge needs it: its identity, its line,
 // the compared values, and why it cannot be used ("" when it can). A line
@@ -28,11 +31,12 @@ type record struct {
 	invalid    string
 }
 
-// size is the memory a record holds, roughly.
+// size is the memory a record holds, roughly: the struct twice (the chunk's
+// slice grows by doubling), the headers of its values and its text.
 func (r *record) size() int {
-	n := 96 + len(r.tenant) + len(r.op) + len(r.invalid)
+	n := 2*int(unsafe.Sizeof(*r)) + len(r.tenant) + len(r.op) + len(r.invalid)
 	for _, v := range r.values {
-		n += 16 + len(v)
+		n += int(unsafe.Sizeof(v)) + len(v)
 	}
 	return n
 }
