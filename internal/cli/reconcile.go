@@ -342,8 +342,13 @@ func reconcileRows(sum reconcile.Summary) [][]string {
 // reconcileLine is the one-line summary.
 func reconcileLine(sum reconcile.Summary) string {
 	window := ""
-	if sum.Since != nil || sum.Until != nil {
-		window = fmt.Sprintf(", created %s to %s", timeOrOpen(sum.Since), timeOrOpen(sum.Until))
+	switch {
+	case sum.Since != nil && sum.Until != nil:
+		window = fmt.Sprintf(", created from %s to %s", rfc3339(*sum.Since), rfc3339(*sum.Until))
+	case sum.Since != nil:
+		window = ", created since " + rfc3339(*sum.Since)
+	case sum.Until != nil:
+		window = ", created before " + rfc3339(*sum.Until)
 	}
 	var parts []string
 	for _, st := range reconcile.Statuses {
@@ -361,12 +366,7 @@ func reconcileLine(sum reconcile.Summary) string {
 	return line
 }
 
-func timeOrOpen(t *time.Time) string {
-	if t == nil {
-		return "open"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func lineNumber(n int64) string {
 	if n == 0 {
