@@ -33,7 +33,7 @@ func BenchmarkReconcile(b *testing.B) {
 		report string
 	}
 	ledgers := map[int]ledger{}
-	for _, c := range []struct{ lines, sortMiB int }{{100_000, 16}, {1_000_000, 16}, {1_000_000, 4}} {
+	for _, c := range []struct{ lines, sortMiB int }{{100_000, 16}, {1_000_000, 4}, {1_000_000, 16}, {1_000_000, 64}} {
 		parent := b
 		b.Run(fmt.Sprintf("lines=%d/sort-buffer=%dMiB", c.lines, c.sortMiB), func(b *testing.B) {
 			l, ok := ledgers[c.lines]
