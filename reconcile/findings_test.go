@@ -1,12 +1,10 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -60,19 +58,12 @@ func TestEmitPinAndAudit(t *testing.T) {
 	// by resolve.
 	body, err := os.ReadFile(batch)
 	require.NoError(t, err)
-	src := recovery.NDJSON(bytes.NewReader(body), 1<<20)
 	var ops []string
-	for {
-		it, err := src.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		require.NoError(t, it.Invalid)
-		require.NoError(t, recovery.Check(it.Request, idem.PayloadLimits{}))
-		ops = append(ops, it.Request.OperationID)
-		i := int(it.Request.OperationID[2] - '0')
-		assert.JSONEq(t, trs[i].payload(), string(it.Request.Payload))
+	for _, req := range readBatch(t, body) {
+		require.NoError(t, recovery.Check(req, idem.PayloadLimits{}))
+		ops = append(ops, req.OperationID)
+		i := int(req.OperationID[2] - '0')
+		assert.JSONEq(t, trs[i].payload(), string(req.Payload))
 	}
 	assert.Equal(t, []string{"p-5", "p-6"}, ops)
 

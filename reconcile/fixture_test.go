@@ -1,9 +1,11 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +19,13 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
-// sourcePasswordEnv names the variable holding the password of the login
-// postgres sources read with (TestMain sets it once, so that tests stay
-// parallel): a source's DSN never carries a password.
-const sourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
-
+// TestMain sets the password variable of the postgres sources the tests
+// add (dbtest.SourcePasswordEnv), once, so that the tests stay parallel.
 func TestMain(m *testing.M) {
-	if err := os.Setenv(sourcePasswordEnv, dbtest.TestPassword); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	dbtest.SetSourcePassword()
 	os.Exit(m.Run())
 }
 
@@ -154,3 +151,19 @@ func csvLine(tr transfer) string {
 }
 
 const csvHeader = "merchant,reference,amount_minor,currency,status"
+
+// readBatch reads a resolve batch as resolve does: every line a request,
+// each one resolve would run (or answer invalid for a payload left null).
+func readBatch(t *testing.T, b []byte) []recovery.Request {
+	t.Helper()
+	src := recovery.NDJSON(bytes.NewReader(b), 1<<20)
+	var out []recovery.Request
+	for {
+		it, err := src.Next()
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, it.Request)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
-	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // dlqTable creates, as the superuser, the service's DLQ table (tenant_id,
@@ -32,11 +30,8 @@ func (f *fixture) dlqTable(rows ...string) {
 	for _, r := range rows {
 		dbtest.Admin(f.t, f.dsn, "INSERT INTO public.dlq (tenant_id, operation_id, payload) VALUES "+r)
 	}
-	u, err := url.Parse(dbtest.As(f.dsn, dbtest.Nobody))
-	require.NoError(f.t, err)
-	u.User = url.User(string(dbtest.Nobody))
 	require.NoError(f.t, horizon.AddSource(f.ctx, f.pool, horizon.Source{Name: "dlq", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: u.String(), PasswordEnv: sourcePasswordEnv,
+		Config: horizon.SourceConfig{DSN: dbtest.SourceDSN(f.dsn), PasswordEnv: dbtest.SourcePasswordEnv,
 			Query: "SELECT tenant_id, operation_id, ts, payload FROM public.dlq ORDER BY ts"}}, "alice"))
 }
 
@@ -51,34 +46,21 @@ func (f *fixture) archive(files map[string][]string) {
 		Config: horizon.SourceConfig{Dir: filepath.Join(f.dir, "archive")}}, "alice"))
 }
 
-// intake runs an intake and returns its summary and its batch's lines.
-func (f *fixture) intake(source string) (reconcile.IntakeSummary, []reconcile.BatchLine, []byte) {
+// intake runs an intake and returns its summary, the identities of its
+// batch (sorted) and the batch's text.
+func (f *fixture) intake(source string) (reconcile.IntakeSummary, []string, []byte) {
 	f.t.Helper()
 	var buf bytes.Buffer
 	sum, err := reconcile.Intake(f.ctx, f.pool, reconcile.IntakeConfig{Source: source, Class: "demo.transfer", Operator: "alice"},
 		reconcile.NewBatchWriter(&buf))
 	require.NoError(f.t, err)
-	var lines []reconcile.BatchLine
-	src := recovery.NDJSON(bytes.NewReader(buf.Bytes()), 1<<20)
-	for {
-		it, err := src.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(f.t, err)
-		lines = append(lines, reconcile.BatchLine{Tenant: it.Request.Tenant, OperationID: it.Request.OperationID,
-			Class: it.Request.Class, Payload: it.Request.Payload})
+	var ids []string
+	for _, req := range readBatch(f.t, buf.Bytes()) {
+		assert.Equal(f.t, "demo.transfer", req.Class)
+		ids = append(ids, req.Tenant+"/"+req.OperationID)
 	}
-	return sum, lines, buf.Bytes()
-}
-
-func ops(lines []reconcile.BatchLine) []string {
-	var out []string
-	for _, l := range lines {
-		out = append(out, l.Tenant+"/"+l.OperationID)
-	}
-	sort.Strings(out)
-	return out
+	sort.Strings(ids)
+	return sum, ids, buf.Bytes()
 }
 
 // Intake from a DLQ table and from an archive directory, each holding
@@ -101,7 +83,7 @@ func TestIntakeFromDLQTableAndArchive(t *testing.T) {
 		"('', 'broken', NULL)",
 	)
 	sum, lines, raw := f.intake("dlq")
-	assert.Equal(t, []string{"acme/n-1", "acme/n-2", "acme/p-3"}, ops(lines))
+	assert.Equal(t, []string{"acme/n-1", "acme/n-2", "acme/p-3"}, lines)
 	assert.EqualValues(t, 7, sum.Messages)
 	assert.Equal(t, map[reconcile.IntakeOutcome]int64{reconcile.Present: 2, reconcile.Absent: 1, reconcile.Conflicting: 1,
 		reconcile.NoPayload: 1, reconcile.Unchecked: 1, reconcile.Unreadable: 1}, sum.Counts)
@@ -135,7 +117,7 @@ func TestIntakeFromDLQTableAndArchive(t *testing.T) {
 		},
 	})
 	sum, lines, _ = f.intake("archive")
-	assert.Equal(t, []string{"acme/n-3", "acme/p-6"}, ops(lines))
+	assert.Equal(t, []string{"acme/n-3", "acme/p-6"}, lines)
 	assert.Equal(t, map[reconcile.IntakeOutcome]int64{reconcile.Present: 1, reconcile.Absent: 1, reconcile.Conflicting: 1}, sum.Counts)
 
 	_, err = reconcile.Intake(f.ctx, f.pool, reconcile.IntakeConfig{Source: "nope", Class: "demo.transfer", Operator: "alice"},

@@ -19,10 +19,6 @@ import (
 	"github.com/idemctl/idemctl/reconcile"
 )
 
-// sourcePasswordEnv holds the password of the login postgres sources read
-// with (set by TestMain).
-const sourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
-
 // recTransfer is the payload of a demo transfer of amount EUR.
 func recTransfer(amount int) string {
 	return fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount)
@@ -202,9 +198,8 @@ func TestIntakeThenResolveDryRun(t *testing.T) {
 	dbtest.Admin(t, dsn, "INSERT INTO public.dlq (tenant_id, operation_id, body) VALUES "+
 		"('acme', 'd-1', $1), ('acme', 'd-2', $2), ('acme', 'n-1', $3), ('acme', 'n-2', NULL)",
 		recTransfer(100), recTransfer(201), recTransfer(7))
-	sourceDSN := strings.Replace(dbtest.As(dsn, dbtest.Nobody), ":"+dbtest.TestPassword+"@", "@", 1)
 	require.NoError(t, horizon.AddSource(context.Background(), pool, horizon.Source{Name: "dlq", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: sourceDSN, PasswordEnv: sourcePasswordEnv,
+		Config: horizon.SourceConfig{DSN: dbtest.SourceDSN(dsn), PasswordEnv: dbtest.SourcePasswordEnv,
 			Query: "SELECT tenant_id, operation_id, failed_at, body FROM public.dlq"}}, "alice"))
 	dir := t.TempDir()
 	archive := filepath.Join(dir, "archive")

@@ -435,10 +435,7 @@ func cutAfter(pool *pgxpool.Pool, proxy *dbtest.Proxy, pattern, restoreTo string
 // also sets the password variable of the postgres replay sources the tests
 // add (their DSNs never carry one), once, so that the tests stay parallel.
 func TestMain(m *testing.M) {
-	if err := os.Setenv(sourcePasswordEnv, dbtest.TestPassword); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	dbtest.SetSourcePassword()
 	dir, err := os.MkdirTemp("", "idemctl-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
