@@ -39,14 +39,8 @@ type ReconcileOptions struct {
 	f *Factory
 }
 
-// NewCmdReconcile builds `idemctl reconcile`.
-func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Command {
-	opts := &ReconcileOptions{IO: f.IO, f: f}
-	var flags reconcile.Mapping
-	cmd := &cobra.Command{
-		Use:   "reconcile --class C --report FILE --key tenant=COL,operation_id=COL [--compare /ptr=COL,...]",
-		Short: "Compare one class's inbox with an external report (a settlement file)",
-		Long: `Compare the inbox of one operation class with the system of record: a payment
+// reconcileLong is the help of `idemctl reconcile`.
+const reconcileLong = `Compare the inbox of one operation class with the system of record: a payment
 provider's or a bank's settlement report, CSV with a header line or NDJSON
 (one object a line), gzipped or not, "-" for stdin. The report is streamed:
 its lines are sorted by identity on disk in bounded chunks (--sort-buffer)
@@ -98,7 +92,16 @@ reconcile view runs the mappings in ~/.config/idemctl/reconcile).
 Exit codes: 0 everything matched; 3 a discrepancy (mismatch, missing in the
 inbox or in the report); 5 invalid input (an invalid line, a report that
 cannot be read); 4 not the primary; 2 usage (and an --emit-resolve file that
-exists); 1 other failures.`,
+exists); 1 other failures.`
+
+// NewCmdReconcile builds `idemctl reconcile`.
+func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Command {
+	opts := &ReconcileOptions{IO: f.IO, f: f}
+	var flags reconcile.Mapping
+	cmd := &cobra.Command{
+		Use:   "reconcile --class C --report FILE --key tenant=COL,operation_id=COL [--compare /ptr=COL,...]",
+		Short: "Compare one class's inbox with an external report (a settlement file)",
+		Long:  reconcileLong,
 		Example: `  # yesterday's settlement of the demo ledger
   idemctl reconcile --class demo.transfer --report settlement.csv \
     --key tenant=merchant,operation_id=reference \
