@@ -25,6 +25,10 @@ var (
 // inbox rows one FETCH reads.
 const DefaultBatchSize = 5000
 
+// cursorStatementTimeout bounds each statement of the inbox cursor's
+// transaction (the first FETCH sorts the whole window).
+const cursorStatementTimeout = "15min"
+
 // DBTX is what the package reads through: a pool, a connection or a
 // transaction.
 type DBTX interface {
@@ -67,6 +71,13 @@ func openInbox(ctx context.Context, pool *pgxpool.Pool, p *plan, batch int) (*in
 		return nil, fmt.Errorf("read the inbox: %w", err)
 	}
 	s := &inboxStream{conn: conn, tx: tx, batch: batch}
+	// The first FETCH sorts the window's rows on the server: on a large
+	// window that can outlast the pool's statement timeout (60s). This
+	// read-only transaction alone gets a longer one.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '"+cursorStatementTimeout+"'"); err != nil {
+		s.close()
+		return nil, fmt.Errorf("read the inbox: %w", err)
+	}
 	since := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	until := pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
 	if p.since != nil {

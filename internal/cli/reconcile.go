@@ -72,6 +72,9 @@ Each finding is one line (-o json: one object a line, with "status"):
                      identity on two lines)
 then a summary: counts per status and amounts per currency per status, as the
 inbox and as the report have them (-o json: a last line {"summary": ...}).
+Nothing is printed before the whole report has been read; then the invalid
+lines without an identity come first, in line order, and everything else in
+identity order (tenant, then operation id).
 
 --emit-resolve FILE writes the missing_in_report operations, with their stored
 payloads, as a resolve batch (idemctl resolve --file FILE); an existing FILE is
