@@ -76,6 +76,13 @@ func TestReconcileCommandOptions(t *testing.T) {
 		assert.Empty(t, out)
 	}
 
+	for _, cmd := range []string{"reconcile", "intake"} {
+		code, out, _ := run(t, "", "", cmd, "--help")
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "Examples:", cmd)
+		assert.Contains(t, out, "Exit codes:", cmd)
+	}
+
 	// --save-mapping writes the flags and runs nothing.
 	out := filepath.Join(dir, "new.json")
 	code, stdout, errOut := run(t, "", "", "reconcile", "--class", "demo.transfer", "--report", "/srv/s.csv",
