@@ -53,7 +53,13 @@ type IntakeConfig struct {
 	// BatchSize is the identities per lookup (DefaultBatchSize when 0).
 	BatchSize int
 	Limits    idem.PayloadLimits
+	// Timeout bounds the reading of the source (DefaultIntakeTimeout when
+	// 0): a stream that stops answering must not hang the run.
+	Timeout time.Duration
 }
+
+// DefaultIntakeTimeout bounds an intake's reading of its source.
+const DefaultIntakeTimeout = 10 * time.Minute
 
 // IntakeSummary is what an intake run read and wrote.
 type IntakeSummary struct {
@@ -90,6 +96,9 @@ func Intake(ctx context.Context, pool *pgxpool.Pool, cfg IntakeConfig, out *Batc
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultIntakeTimeout
+	}
 	if cfg.Class == "" {
 		return IntakeSummary{}, fmt.Errorf("%w: intake needs the class of the source's operations (--class)", ErrInvalidMapping)
 	}
@@ -102,7 +111,9 @@ func Intake(ctx context.Context, pool *pgxpool.Pool, cfg IntakeConfig, out *Batc
 	}
 	in := &intake{cfg: cfg, pool: pool, out: out, sum: IntakeSummary{Source: src.Name, Kind: src.Kind, Class: cfg.Class,
 		Counts: map[IntakeOutcome]int64{}, StartedAt: time.Now()}}
-	runErr := horizon.ReadMessages(ctx, src, func(ctx context.Context, m horizon.Message) error {
+	readCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	runErr := horizon.ReadMessages(readCtx, src, func(ctx context.Context, m horizon.Message) error {
 		in.sum.Messages++
 		in.pending = append(in.pending, m)
 		if len(in.pending) < cfg.BatchSize {
@@ -110,6 +121,9 @@ func Intake(ctx context.Context, pool *pgxpool.Pool, cfg IntakeConfig, out *Batc
 		}
 		return in.flush(ctx)
 	})
+	if runErr != nil && readCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		runErr = fmt.Errorf("reading source %s took longer than %s: %w", src.Name, cfg.Timeout, runErr)
+	}
 	if runErr == nil {
 		runErr = in.flush(ctx)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,7 @@ type IntakeOptions struct {
 	Overwrite bool
 	BatchSize int
 	Limits    idem.PayloadLimits
+	Timeout   time.Duration
 	Operator  string
 
 	f *Factory
@@ -60,6 +62,7 @@ the message is as its transport, and a note saying why it is there.
 to --out FILE (created when the run ends, never over an existing file unless
 --overwrite), and a summary to stderr (to stdout with --out). The run is
 recorded in the audit log. Nothing is written to the database or the source.
+--timeout (default 10m) bounds the reading of the source.
 
 Exit codes: 0 every message is in the inbox with its payload (the batch is
 empty); 3 the batch holds operations to resolve; 5 some messages could not
@@ -80,6 +83,8 @@ primary; 2 usage; 1 other failures (a source that cannot be read).`,
 				return usageErr("--class is required: the class of the source's operations")
 			case opts.BatchSize < 1 || opts.BatchSize > 100000:
 				return usageErr("--batch-size must be between 1 and 100000")
+			case opts.Timeout <= 0:
+				return usageErr("--timeout must be positive")
 			}
 			opts.JSON, opts.Operator = f.JSON(), f.Operator()
 			if runF != nil {
@@ -96,6 +101,7 @@ primary; 2 usage; 1 other failures (a source that cannot be read).`,
 	fl.IntVar(&opts.BatchSize, "batch-size", reconcile.DefaultBatchSize, "identities per lookup")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
+	fl.DurationVar(&opts.Timeout, "timeout", reconcile.DefaultIntakeTimeout, "bound on reading the source")
 	return cmd
 }
 
@@ -117,7 +123,7 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 		out = file.BatchWriter
 	}
 	cfg := reconcile.IntakeConfig{Source: opts.Source, Class: opts.Class, Operator: opts.Operator,
-		BatchSize: opts.BatchSize, Limits: opts.Limits}
+		BatchSize: opts.BatchSize, Limits: opts.Limits, Timeout: opts.Timeout}
 	sum, err := reconcile.Intake(ctx, pool, cfg, out)
 	var recErr *reconcile.RecordError
 	onlyRecord := errors.As(err, &recErr) && err == error(recErr)
