@@ -96,12 +96,6 @@ type Plan struct{ p *plan }
 // Window returns the created_at bounds (nil: unbounded).
 func (p Plan) Window() (since, until *time.Time) { return p.p.since, p.p.until }
 
-// Fields returns the compared fields.
-func (p Plan) Fields() []Field { return p.p.fields }
-
-// Mapping returns the mapping the plan was made from.
-func (p Plan) Mapping() Mapping { return p.p.Mapping }
-
 // Check parses and checks a mapping; now resolves "today" and "yesterday".
 func (m Mapping) Check(now time.Time) (Plan, error) {
 	p, err := m.compile(now)
