@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -28,16 +27,12 @@ const projClass = "proj.view"
 // sourcePasswordEnv names the variable that holds the password of the login
 // postgres sources probe with (TestMain sets it): a source's DSN never
 // carries a password, it names where the password is.
-const sourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
+const sourcePasswordEnv = dbtest.SourcePasswordEnv
 
 // TestMain sets the sources' password variable once for the whole package,
-// so that the tests that probe postgres sources stay parallel (t.Setenv
-// would forbid it).
+// so that the tests that probe postgres sources stay parallel.
 func TestMain(m *testing.M) {
-	if err := os.Setenv(sourcePasswordEnv, dbtest.TestPassword); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	dbtest.SetSourcePassword()
 	os.Exit(m.Run())
 }
 
@@ -109,13 +104,7 @@ func (f *fixture) businessTable(name, columns string) {
 // sourceDSN is this database's URL for the login that postgres sources probe
 // with (dbtest.Nobody: no right on schema idem, SELECT on the business
 // tables), without its password: the source names sourcePasswordEnv instead.
-func (f *fixture) sourceDSN() string {
-	f.t.Helper()
-	u, err := url.Parse(dbtest.As(f.dsn, dbtest.Nobody))
-	require.NoError(f.t, err)
-	u.User = url.User(string(dbtest.Nobody))
-	return u.String()
-}
+func (f *fixture) sourceDSN() string { return dbtest.SourceDSN(f.dsn) }
 
 // pgSource is a postgres source on this database running query.
 func (f *fixture) pgSource(name, query string) horizon.Source {

@@ -71,8 +71,8 @@ type probeEnv struct {
 	pool  *pgxpool.Pool
 	runID string
 	now   time.Time
-	// pin streams one enumerated identity to the run's table.
-	pin func(ctx context.Context, tenant, op string, ts *time.Time) error
+	// pin streams one enumerated message's identity to the run's table.
+	pin func(ctx context.Context, m Message) error
 }
 
 // observation is a probe's raw result.
@@ -166,7 +166,8 @@ func probeOne(ctx context.Context, pool *pgxpool.Pool, r *run, s Source) Evidenc
 	}()
 	var count int64
 	env := &probeEnv{pool: pool, runID: r.runID, now: r.now,
-		pin: func(ctx context.Context, tenant, op string, ts *time.Time) error {
+		pin: func(ctx context.Context, m Message) error {
+			tenant, op, ts := m.Tenant, m.OperationID, m.TS
 			if err := (idem.Identity{TenantID: tenant, OperationID: op}).Validate(); err != nil {
 				return fmt.Errorf("nonsense identity %q/%q: %v", tenant, op, err)
 			}

@@ -15,18 +15,22 @@ import (
 	"time"
 )
 
-// archiveRecord is one archived message: the identity it carries and when.
+// archiveRecord is one archived message: the identity it carries, when, and
+// the payload when the archive keeps it.
 type archiveRecord struct {
-	Tenant      string     `json:"tenant"`
-	OperationID string     `json:"operation_id"`
-	TS          *time.Time `json:"ts"`
+	Tenant      string          `json:"tenant"`
+	OperationID string          `json:"operation_id"`
+	TS          *time.Time      `json:"ts"`
+	Payload     json.RawMessage `json:"payload"`
 }
 
 // archiveExts are the files an archive source reads; others are ignored.
 var archiveExts = []string{".ndjson", ".ndjson.gz", ".jsonl", ".jsonl.gz"}
 
 // probeArchive reads every NDJSON (optionally gzipped) file under the
-// directory, one line at a time, and pins every identity it holds. A line that
+// directory, one line at a time, and pins every identity it holds. A line is
+// {"tenant", "operation_id", "ts"}, with the operation's "payload" when the
+// archive keeps it (intake reads it; the proof needs only the identity). A line that
 // is not an archived message fails the proof, naming the file and line.
 func probeArchive(ctx context.Context, s Source, env *probeEnv) (observation, error) {
 	dir := s.Config.Dir
@@ -94,7 +98,11 @@ func readArchiveFile(ctx context.Context, path string, env *probeEnv, obs *obser
 		if err := json.Unmarshal([]byte(text), &rec); err != nil {
 			return fmt.Errorf("nonsense in archive %s:%d: %v", path, line, err)
 		}
-		if err := env.pin(ctx, rec.Tenant, rec.OperationID, rec.TS); err != nil {
+		m := Message{Tenant: rec.Tenant, OperationID: rec.OperationID, TS: rec.TS, At: fmt.Sprintf("%s:%d", path, line)}
+		if len(rec.Payload) > 0 && string(rec.Payload) != "null" {
+			m.Payload = rec.Payload
+		}
+		if err := env.pin(ctx, m); err != nil {
 			return fmt.Errorf("archive %s:%d: %w", path, line, err)
 		}
 		obs.enumerated++

@@ -1,6 +1,7 @@
 package horizon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -16,7 +17,8 @@ import (
 //     retention.ms and the offsets);
 //   - enumerating: every record between the start and end offsets at probe
 //     time is read and its identity headers pinned. A record without them
-//     fails the proof.
+//     fails the proof. The record's value is the operation's payload (intake
+//     reads it).
 func probeKafka(ctx context.Context, s Source, env *probeEnv) (observation, error) {
 	c := s.Config
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.RequestRetries(1),
@@ -130,7 +132,12 @@ func probeKafka(ctx context.Context, s Source, env *probeEnv) (observation, erro
 					c.Topic, r.Partition, r.Offset, c.tenantHeader(), c.operationHeader())
 				return
 			}
-			if err := env.pin(ctx, tenant, op, &ts); err != nil {
+			m := Message{Tenant: tenant, OperationID: op, TS: &ts,
+				At: fmt.Sprintf("topic %s partition %d offset %d", c.Topic, r.Partition, r.Offset)}
+			if len(r.Value) > 0 {
+				m.Payload = bytes.Clone(r.Value)
+			}
+			if err := env.pin(ctx, m); err != nil {
 				failure = fmt.Errorf("topic %s partition %d offset %d: %w", c.Topic, r.Partition, r.Offset, err)
 				return
 			}

@@ -1,6 +1,7 @@
 package horizon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,8 @@ import (
 //     empty stream replays nothing);
 //   - enumerating: every message up to the last sequence at probe time is
 //     read with an ordered consumer, and the identity headers pinned. A
-//     message without them fails the proof: it could replay anything.
+//     message without them fails the proof: it could replay anything. The
+//     message's body is the operation's payload (intake reads it).
 func probeNATS(ctx context.Context, s Source, env *probeEnv) (observation, error) {
 	c := s.Config
 	timeout := 10 * time.Second
@@ -79,7 +81,11 @@ func probeNATS(ctx context.Context, s Source, env *probeEnv) (observation, error
 					c.Stream, md.Sequence.Stream, c.tenantHeader(), c.operationHeader())
 			}
 			ts := md.Timestamp
-			if err := env.pin(ctx, tenant, op, &ts); err != nil {
+			msg := Message{Tenant: tenant, OperationID: op, TS: &ts, At: fmt.Sprintf("stream %s sequence %d", c.Stream, md.Sequence.Stream)}
+			if len(m.Data()) > 0 {
+				msg.Payload = bytes.Clone(m.Data())
+			}
+			if err := env.pin(ctx, msg); err != nil {
 				return observation{}, fmt.Errorf("stream %s message %d: %w", c.Stream, md.Sequence.Stream, err)
 			}
 			obs.enumerated++

@@ -18,7 +18,8 @@ import (
 //   - one column, at most one row: the oldest replayable timestamp (NULL or no
 //     row: nothing to replay) -- bounding;
 //   - three columns (tenant_id, operation_id, ts): every identity it could
-//     replay -- enumerating.
+//     replay -- enumerating; a fourth column, the payload, is allowed (the
+//     proof ignores it; intake reads it).
 //
 // Anything else is nonsense and fails the proof.
 func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
@@ -71,30 +72,47 @@ func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, e
 			return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
 		}
 		return observation{mode: Bounding, oldest: oldest, detail: map[string]any{"rows": n}}, nil
-	case 3:
-		var oldest *time.Time
-		var n int64
-		for rows.Next() {
-			var tenant, op string
-			var ts *time.Time
-			if err := rows.Scan(&tenant, &op, &ts); err != nil {
-				return observation{}, fmt.Errorf("nonsense: an enumerating query returns (tenant_id text, operation_id text, ts timestamptz): %v", err)
-			}
-			if err := env.pin(ctx, tenant, op, ts); err != nil {
-				return observation{}, err
-			}
-			n++
-			if ts != nil && (oldest == nil || ts.Before(*oldest)) {
-				t := *ts
-				oldest = &t
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
-		}
-		return observation{mode: Enumerating, oldest: oldest, enumerated: n}, nil
+	case 3, 4:
+		return enumeratePostgres(ctx, s, rows, env)
 	}
-	return observation{}, fmt.Errorf("nonsense: the query returns %d columns; want 1 (oldest timestamp) or 3 (tenant_id, operation_id, ts)", len(fields))
+	return observation{}, fmt.Errorf("nonsense: the query returns %d columns; want 1 (oldest timestamp), "+
+		"3 (tenant_id, operation_id, ts) or 4 (tenant_id, operation_id, ts, payload)", len(fields))
+}
+
+// enumeratePostgres reads the rows of an enumerating query: (tenant_id,
+// operation_id, ts), and optionally the payload as a fourth column (text,
+// json or jsonb; NULL when the row has none).
+func enumeratePostgres(ctx context.Context, s Source, rows pgx.Rows, env *probeEnv) (observation, error) {
+	withPayload := len(rows.FieldDescriptions()) == 4
+	var oldest *time.Time
+	var n int64
+	for rows.Next() {
+		var m Message
+		var payload *string
+		dest := []any{&m.Tenant, &m.OperationID, &m.TS}
+		if withPayload {
+			dest = append(dest, &payload)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return observation{}, fmt.Errorf("nonsense: an enumerating query returns (tenant_id text, operation_id text, ts timestamptz[, payload text|jsonb]): %v", err)
+		}
+		n++
+		m.At = fmt.Sprintf("row %d", n)
+		if payload != nil {
+			m.Payload = []byte(*payload)
+		}
+		if err := env.pin(ctx, m); err != nil {
+			return observation{}, err
+		}
+		if m.TS != nil && (oldest == nil || m.TS.Before(*oldest)) {
+			t := *m.TS
+			oldest = &t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
+	}
+	return observation{mode: Enumerating, oldest: oldest, enumerated: n}, nil
 }
 
 // scrubValue removes one secret from a message.

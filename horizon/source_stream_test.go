@@ -258,3 +258,65 @@ func writeArchive(t *testing.T, path string, gz bool, lines ...string) {
 	}
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 }
+
+// ReadMessages reads every message of a stream whatever its probe mode,
+// with the body as the payload (nil when empty), for intake.
+func TestReadMessagesFromStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	collect := func(s horizon.Source) []horizon.Message {
+		t.Helper()
+		var got []horizon.Message
+		require.NoError(t, horizon.ReadMessages(ctx, s, func(_ context.Context, m horizon.Message) error {
+			got = append(got, m)
+			return nil
+		}))
+		return got
+	}
+
+	url := natsURL(t)
+	stream, _ := natsStream(t, url)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	for i, body := range []string{`{"amount":1}`, ``} {
+		m := nats.NewMsg(stream + ".dlq")
+		m.Data = []byte(body)
+		m.Header.Set(horizon.DefaultTenantHeader, "t1")
+		m.Header.Set(horizon.DefaultOperationHeader, fmt.Sprintf("op-%d", i))
+		_, err := js.PublishMsg(ctx, m)
+		require.NoError(t, err)
+	}
+	got := collect(horizon.Source{Name: "nats", Kind: horizon.KindNATS, Config: horizon.SourceConfig{URL: url, Stream: stream}})
+	require.Len(t, got, 2)
+	assert.Equal(t, "op-0", got[0].OperationID)
+	assert.Equal(t, `{"amount":1}`, string(got[0].Payload))
+	assert.Nil(t, got[1].Payload)
+	assert.Contains(t, got[1].At, "sequence 2")
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "dlq"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "dlq", Value: []byte(`{"amount":2}`), Headers: []kgo.RecordHeader{
+		{Key: horizon.DefaultTenantHeader, Value: []byte("t1")}, {Key: horizon.DefaultOperationHeader, Value: []byte("op-9")}}}).FirstErr())
+	got = collect(horizon.Source{Name: "kafka", Kind: horizon.KindKafka, Config: horizon.SourceConfig{Brokers: c.ListenAddrs(), Topic: "dlq"}})
+	require.Len(t, got, 1)
+	assert.Equal(t, `{"amount":2}`, string(got[0].Payload))
+	assert.Equal(t, "topic dlq partition 0 offset 0", got[0].At)
+
+	dir := t.TempDir()
+	writeArchive(t, dir+"/a.ndjson", false, `{"tenant":"t1","operation_id":"op-1","payload":{"x":1}}`, `{"tenant":"t1","operation_id":"op-2","payload":null}`)
+	got = collect(horizon.Source{Name: "archive", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: dir}})
+	require.Len(t, got, 2)
+	assert.JSONEq(t, `{"x":1}`, string(got[0].Payload))
+	assert.Nil(t, got[1].Payload)
+	assert.Equal(t, dir+"/a.ndjson:2", got[1].At)
+
+	err = horizon.ReadMessages(ctx, horizon.Source{Name: horizon.ManualSource, Kind: horizon.KindManual}, nil)
+	assert.ErrorIs(t, err, horizon.ErrNoMessages)
+}

@@ -68,7 +68,9 @@ func (s *single) Next() (Item, error) {
 //
 //	{"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
 //
-// transport is optional. Blank lines are skipped. A line longer than maxLine
+// transport is optional, and so is "note", a string for the person who reads
+// the file (intake writes why a line is there); it is never interpreted.
+// Blank lines are skipped. A line longer than maxLine
 // bytes is reported invalid without being held in memory, and reading goes on
 // at the next line.
 func NDJSON(r io.Reader, maxLine int) Source {
@@ -169,7 +171,7 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 			return syntax(err)
 		}
 		field := name.String()
-		known := field == "tenant" || field == "operation_id" || field == "class" || field == "payload" || field == "transport"
+		known := field == "tenant" || field == "operation_id" || field == "class" || field == "payload" || field == "transport" || field == "note"
 		if known && seen[field] {
 			// Keep the first value: the answer names that identity.
 			refuse("duplicate field %q", field)
@@ -207,6 +209,10 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 				continue
 			}
 			req.Payload = bytes.Clone(val)
+		case "note":
+			if val.Kind() != '"' {
+				refuse("note must be a string, got %s", kindName(val.Kind()))
+			}
 		case "transport":
 			switch val.Kind() {
 			case 'n':
@@ -216,7 +222,7 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 				refuse("transport must be an object, got %s", kindName(val.Kind()))
 			}
 		default:
-			refuse("unknown field %q (want tenant, operation_id, class, payload, transport)", field)
+			refuse("unknown field %q (want tenant, operation_id, class, payload, transport, note)", field)
 		}
 	}
 	if _, err := s.dec.ReadToken(); err != nil { // the closing brace

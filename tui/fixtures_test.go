@@ -11,6 +11,7 @@ import (
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/reconcile"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -245,4 +246,53 @@ func (h *fixedHorizon) Purge(_ context.Context, id int64, _ string, progress fun
 	p.State = PlanAborted
 	p.AbortReason = "horizon moved: kafka:payments.dlq can replay from 2026-08-20"
 	return PurgeResult{Purged: 2500, Aborted: true, AbortReason: p.AbortReason}, nil
+}
+
+// fixedReconcile is a ReconcileService over two saved mappings (one of them
+// unreadable) and one fixed run.
+type fixedReconcile struct {
+	mu   sync.Mutex
+	pins []string // "tenant/op: reason" of every pin
+}
+
+func (r *fixedReconcile) Mappings(context.Context) ([]reconcile.SavedMapping, error) {
+	return []reconcile.SavedMapping{
+		{Path: "/home/alice/.config/idemctl/reconcile/psp-settlement.json", Mapping: reconcile.Mapping{Name: "psp-settlement",
+			Class: "demo.transfer", Report: "/srv/psp/settlement.csv", Key: "tenant=merchant,operation_id=reference",
+			Compare: "/amount=amount_minor,/currency=currency", Since: "yesterday", Until: "today"}},
+		{Path: "/home/alice/.config/idemctl/reconcile/bank.json", Mapping: reconcile.Mapping{Name: "bank"},
+			Err: errors.New(`invalid reconcile mapping: bank.json: json: unknown field "comapre"`)},
+	}, nil
+}
+
+func (r *fixedReconcile) Run(_ context.Context, m reconcile.Mapping, _ string) (ReconcileRun, error) {
+	created := fixedNow.Add(-20 * time.Hour)
+	inbox := "2000"
+	findings := []reconcile.Finding{
+		{Status: reconcile.Mismatch, Line: 3, Tenant: "acme", OperationID: "p-2", Class: "demo.transfer", CreatedAt: &created,
+			Amount: "2000", Currency: "EUR", Differences: []reconcile.Difference{{Pointer: "/amount", Column: "amount_minor", Inbox: &inbox, Report: "1999"}}},
+		{Status: reconcile.MissingInInbox, Line: 6, Tenant: "acme", OperationID: "x-9", Class: "demo.transfer", Amount: "5", Currency: "EUR",
+			Note: "the report settled an operation the inbox never recorded"},
+		{Status: reconcile.Invalid, Line: 8, Reason: `amount_minor is not a number: "1.250,00" (amounts are plain decimals: 1250, 12.50)`},
+		{Status: reconcile.MissingInReport, Tenant: "globex", OperationID: "p-5", Class: "demo.transfer", CreatedAt: &created, Amount: "5000", Currency: "USD"},
+	}
+	sum := reconcile.Summary{Class: m.Class, AuditID: 42, StartedAt: fixedNow,
+		Report: reconcile.ReportInfo{Name: "settlement.csv", SHA256: "3f7a9c0d5e1b2a4c6d8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e", Lines: 9997, Format: reconcile.FormatCSV},
+		Counts: map[reconcile.Status]int64{reconcile.Matched: 9994, reconcile.Mismatch: 1, reconcile.MissingInInbox: 1,
+			reconcile.MissingInReport: 1, reconcile.Invalid: 1},
+		Amounts: map[reconcile.Status]map[string]reconcile.Totals{
+			reconcile.Matched:         {"EUR": {Inbox: "1234500", Report: "1234500"}},
+			reconcile.Mismatch:        {"EUR": {Inbox: "2000", Report: "1999"}},
+			reconcile.MissingInInbox:  {"EUR": {Report: "5"}},
+			reconcile.MissingInReport: {"USD": {Inbox: "5000"}},
+		}}
+	return ReconcileRun{Name: m.Name, Summary: sum, Findings: findings, raw: findings}, nil
+}
+
+func (r *fixedReconcile) Pin(_ context.Context, run *ReconcileRun, i int, _ string) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := run.raw[i]
+	r.pins = append(r.pins, f.Tenant+"/"+f.OperationID+": "+reconcile.PinReason(f, run.Summary.Report))
+	return 17, nil
 }

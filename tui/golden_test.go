@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 type goldenSetup struct {
 	quarantine *fixedQuarantine
 	horizon    *fixedHorizon
+	reconcile  *fixedReconcile
 	stepper    fixedStepper
 	operator   string // alice when empty
 }
@@ -49,8 +50,12 @@ func goldenModel(s goldenSetup) *Model {
 	if s.operator == "" {
 		s.operator = "alice"
 	}
+	if s.reconcile == nil {
+		s.reconcile = &fixedReconcile{}
+	}
 	return New(Options{
-		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon},
+		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon,
+			Reconcile: s.reconcile},
 		Operator: s.operator, Database: fixedDB,
 		Now: func() time.Time { return fixedNow }, Styles: &st,
 		Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second,
@@ -297,6 +302,52 @@ func TestGolden(t *testing.T) {
 			s.waitFor("chain intact")
 			s.keys("down", "enter")
 			s.waitFor("Row #29")
+		}},
+		{"reconcile_mappings_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+		}},
+		{"reconcile_results_80x24", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+			s.keys("enter")
+			s.waitFor("Discrepancies")
+		}},
+		{"reconcile_results_120x40", 120, 40, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+			s.keys("enter")
+			s.waitFor("Discrepancies")
+		}},
+		{"reconcile_finding", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+			s.keys("enter")
+			s.waitFor("Discrepancies")
+			s.keys("enter")
+			s.waitFor("Differences")
+		}},
+		{"reconcile_pin_confirm", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+			s.keys("enter")
+			s.waitFor("Discrepancies")
+			s.keys("down", "p")
+			s.waitFor("Confirm: pin")
+		}},
+		{"reconcile_pinned", 80, 24, goldenSetup{}, func(s *screen) {
+			s.waitFor("globex/payout")
+			s.keys("5")
+			s.waitFor("psp-settlement")
+			s.keys("enter")
+			s.waitFor("Discrepancies")
+			s.keys("enter", "p", "y")
+			s.waitFor("pinned as correction #17")
 		}},
 		{"help_overlay", 80, 24, goldenSetup{}, func(s *screen) {
 			s.waitFor("globex/payout")

@@ -31,6 +31,7 @@ type Services struct {
 	Audit      AuditService
 	Resolve    Stepper
 	Horizon    HorizonService
+	Reconcile  ReconcileService
 }
 
 // PoolServices returns the services over a connection pool: the same domain

@@ -1,9 +1,10 @@
 // Package tui is idemctl's on-call console (`idemctl tui`): the quarantine
 // queue with its evidence and decisions, the recovery protocol run step by
-// step, the purge horizon with four-eyes approval, and the audit log.
+// step, the purge horizon with four-eyes approval, the audit log, and the
+// reconcile of the inbox with a settlement report.
 //
 // It is a thin face over the same domain services as the CLI (quarantine,
-// audit, recover, horizon), injected as interfaces: a root Model owns the
+// audit, recover, horizon, reconcile), injected as interfaces: a root Model owns the
 // views and routes messages; every view shares one Context (size, styles,
 // keymap, operator, database, clock); all I/O happens inside tea.Cmd closures
 // that return typed messages, errors included.
@@ -59,7 +60,7 @@ type Options struct {
 	Context context.Context
 }
 
-// Tab is one of the four views.
+// Tab is one of the views.
 type Tab int
 
 // The views, in tab order.
@@ -68,9 +69,10 @@ const (
 	TabResolve
 	TabHorizon
 	TabAudit
+	TabReconcile
 )
 
-var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit"}
+var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit", "Reconcile"}
 
 // view is one screen. Views mutate in place; update returns the commands
 // that do their I/O.
@@ -91,22 +93,23 @@ type view interface {
 	back() (bool, tea.Cmd)
 }
 
-// Model is the root model: it owns the four views, routes messages, and
+// Model is the root model: it owns the views, routes messages, and
 // draws the header, the tabs, the banner and the help line around the
 // active view.
 type Model struct {
 	ctx    *Context
 	cancel context.CancelFunc
-	views  [4]view
+	views  [len(tabNames)]view
 	active Tab
 	help   help.Model
 	full   bool // full help shown
 	quit   bool
 
-	queue   *queueView
-	resolve *resolveView
-	horizon *horizonView
-	audit   *auditView
+	queue     *queueView
+	resolve   *resolveView
+	horizon   *horizonView
+	audit     *auditView
+	reconcile *reconcileView
 }
 
 // New builds the console. It does no I/O until the program runs it.
@@ -143,7 +146,8 @@ func New(o Options) *Model {
 	m.resolve = newResolveView(c, o.Services.Resolve, o.StepDelay)
 	m.horizon = newHorizonView(c, o.Services.Horizon)
 	m.audit = newAuditView(c, o.Services.Audit)
-	m.views = [4]view{m.queue, m.resolve, m.horizon, m.audit}
+	m.reconcile = newReconcileView(c, o.Services.Reconcile)
+	m.views = [len(tabNames)]view{m.queue, m.resolve, m.horizon, m.audit, m.reconcile}
 	return m
 }
 
@@ -224,9 +228,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.full = true
 		return nil
 	case key.Matches(msg, g.Next):
-		return m.switchTo((m.active + 1) % 4)
+		return m.switchTo((m.active + 1) % Tab(len(m.views)))
 	case key.Matches(msg, g.Prev):
-		return m.switchTo((m.active + 3) % 4)
+		return m.switchTo((m.active + Tab(len(m.views)) - 1) % Tab(len(m.views)))
 	case key.Matches(msg, g.Back):
 		_, cmd := v.back()
 		return cmd

@@ -133,12 +133,14 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
   postgres  --source-dsn (--dsn is idemctl's own database) and --query. The
             query returns either one timestamp (the oldest replayable
             message: bounding; NULL or no row: nothing) or
-            rows of (tenant_id, operation_id, ts) (enumerating). It runs in a
-            read-only transaction. The DSN holds no password: --password-env
+            rows of (tenant_id, operation_id, ts) (enumerating), with the
+            payload as an optional fourth column (text or jsonb; idemctl
+            intake reads it). It runs in a read-only transaction. The DSN holds no password: --password-env
             names the variable idemctl reads it from when it probes, or use
             a libpq service (service=NAME) or a passfile entry.
-  archive   --dir: NDJSON or NDJSON.gz files of {"tenant","operation_id","ts"},
-            read streaming; it pins what it holds (enumerating).
+  archive   --dir: NDJSON or NDJSON.gz files of {"tenant","operation_id","ts"}
+            (and "payload", for idemctl intake), read streaming; it pins
+            what it holds (enumerating).
   nats      --url and --stream (JetStream). --mode bounding (default: the
             stream's first message time) or enumerating (identities from the
             --tenant-header and --op-header of every message).
@@ -177,7 +179,7 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&kind, "kind", "", "postgres, archive, nats or kafka")
-	fl.StringVar(&c.Query, "query", "", "postgres: SQL returning the oldest timestamp, or (tenant_id, operation_id, ts) rows")
+	fl.StringVar(&c.Query, "query", "", "postgres: SQL returning the oldest timestamp, or (tenant_id, operation_id, ts[, payload]) rows")
 	fl.StringVar(&c.Dir, "dir", "", "archive: directory of .ndjson / .ndjson.gz files")
 	fl.StringVar(&c.URL, "url", "", "nats: server URL")
 	fl.StringVar(&c.Stream, "stream", "", "nats: JetStream stream")

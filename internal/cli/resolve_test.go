@@ -431,8 +431,11 @@ func cutAfter(pool *pgxpool.Pool, proxy *dbtest.Proxy, pattern, restoreTo string
 }
 
 // TestMain gives the package's tests one temporary directory for the
-// binaries they build, removed when they end: nothing is left in /tmp.
+// binaries they build, removed when they end: nothing is left in /tmp. It
+// also sets the password variable of the postgres replay sources the tests
+// add (their DSNs never carry one), once, so that the tests stay parallel.
 func TestMain(m *testing.M) {
+	dbtest.SetSourcePassword()
 	dir, err := os.MkdirTemp("", "idemctl-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -113,6 +113,7 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 	)
 	root.AddCommand(NewCmdLab(f, nil))
 	root.AddCommand(NewCmdResolve(f, nil))
+	root.AddCommand(NewCmdReconcile(f, nil), NewCmdIntake(f, nil))
 	root.AddCommand(NewCmdQuarantine(f))
 	root.AddCommand(NewCmdAudit(f))
 	root.AddCommand(NewCmdTUI(f, nil))

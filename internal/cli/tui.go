@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +22,8 @@ type TUIOptions struct {
 	Refresh time.Duration
 	// NoColor turns colour off (as NO_COLOR does).
 	NoColor bool
+	// Mappings is the directory of the saved reconcile mappings.
+	Mappings string
 
 	f *Factory
 }
@@ -29,7 +33,7 @@ func NewCmdTUI(f *Factory, runF func(*TUIOptions) error) *cobra.Command {
 	opts := &TUIOptions{IO: f.IO, f: f}
 	cmd := &cobra.Command{
 		Use:   "tui",
-		Short: "On-call console: quarantine queue, step-by-step resolve, purge approval, audit log",
+		Short: "On-call console: quarantine queue, step-by-step resolve, purge approval, audit log, reconcile",
 		Long: `The console an on-call engineer uses by hand, over the same services as the
 other commands:
 
@@ -44,14 +48,19 @@ other commands:
   3 Horizon  replay sources with their last probe, purge plans; approve (four
              eyes: not the planner) and purge with progress.
   4 Audit    the latest audit rows (read-only) and the chain verification.
+  5 Reconcile  the saved reconcile mappings (--mappings DIR, *.json, written
+             by idemctl reconcile --save-mapping); enter runs one against its
+             report: the counts and amounts per status, the discrepancies;
+             enter opens one, p pins it as a pending manual correction.
 
-Keys: tab or 1-4 switch views, ? full help, esc back, q or ctrl+c quit.
+Keys: tab or 1-5 switch views, ? full help, esc back, q or ctrl+c quit.
 Every decision is recorded with the operator (--operator, IDEMCTL_OPERATOR,
 else the OS user). NO_COLOR (or --no-color) turns colour off. It needs a
 terminal of at least 60x16.`,
 		Example: `  idemctl tui --dsn 'postgres://idemctl@db-primary:5432/payments' --operator alice
   IDEMCTL_OPERATOR=bob NO_COLOR=1 idemctl tui
-  idemctl tui --refresh 0   # no automatic refresh of the queue`,
+  idemctl tui --refresh 0   # no automatic refresh of the queue
+  idemctl tui --mappings /etc/idemctl/reconcile`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Refresh < 0 || (opts.Refresh > 0 && opts.Refresh < time.Second) {
@@ -72,7 +81,17 @@ terminal of at least 60x16.`,
 	}
 	cmd.Flags().DurationVar(&opts.Refresh, "refresh", tui.DefaultRefresh, "how often the queue reloads by itself (0: never)")
 	cmd.Flags().BoolVar(&opts.NoColor, "no-color", false, "no colour (also NO_COLOR=1)")
+	cmd.Flags().StringVar(&opts.Mappings, "mappings", defaultMappingsDir(), "directory of the saved reconcile mappings (*.json)")
 	return cmd
+}
+
+// defaultMappingsDir is $XDG_CONFIG_HOME/idemctl/reconcile (~/.config/...).
+func defaultMappingsDir() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "idemctl", "reconcile")
 }
 
 // errNoTerminal: the console needs a person at a terminal.
@@ -90,8 +109,10 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if refresh == 0 {
 		refresh = -1 // tui.Options: negative means never
 	}
+	services := tui.PoolServices(pool)
+	services.Reconcile = tui.ReconcileDB{Pool: pool, Dir: opts.Mappings}
 	err = tui.Run(ctx, opts.IO.In, opts.IO.RawOut, tui.Options{
-		Services: tui.PoolServices(pool),
+		Services: services,
 		Operator: opts.f.Operator(),
 		Database: opts.f.describeDB(),
 		Now:      opts.f.Now,

@@ -376,3 +376,28 @@ func SeedUnpartitioned(t testing.TB, dsn, class, tenant, prefix string, n int, a
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// SourcePasswordEnv names the environment variable that holds, in tests, the
+// password of the login postgres replay sources read with (Nobody): a
+// source's DSN never carries a password, it names where the password is.
+const SourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
+
+// SetSourcePassword sets SourcePasswordEnv for the whole test binary: call it
+// from TestMain (t.Setenv would forbid parallel tests).
+func SetSourcePassword() {
+	if err := os.Setenv(SourcePasswordEnv, TestPassword); err != nil {
+		panic(fmt.Sprintf("dbtest: %v", err))
+	}
+}
+
+// SourceDSN is dsn's database for the login postgres replay sources read
+// with (Nobody: no right on schema idem, SELECT on what a test grants it),
+// without its password (SourcePasswordEnv holds it).
+func SourceDSN(dsn string) string {
+	u, err := url.Parse(As(dsn, Nobody))
+	if err != nil {
+		panic(fmt.Sprintf("dbtest.SourceDSN: %v", err))
+	}
+	u.User = url.User(string(Nobody))
+	return u.String()
+}

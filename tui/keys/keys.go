@@ -13,7 +13,7 @@ import (
 type Global struct {
 	Next  key.Binding
 	Prev  key.Binding
-	Views [4]key.Binding
+	Views [5]key.Binding
 	Help  key.Binding
 	Back  key.Binding
 	Quit  key.Binding
@@ -26,7 +26,7 @@ func (k Global) ShortHelp() []key.Binding { return []key.Binding{k.Next, k.Help,
 
 // FullHelp implements help.KeyMap.
 func (k Global) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Next, k.Prev, k.Views[0], k.Views[1], k.Views[2], k.Views[3]}, {k.Back, k.Help, k.Quit, k.ForceQuit}}
+	return [][]key.Binding{append([]key.Binding{k.Next, k.Prev}, k.Views[:]...), {k.Back, k.Help, k.Quit, k.ForceQuit}}
 }
 
 // List moves in a list.
@@ -91,15 +91,26 @@ type Audit struct {
 	Refresh key.Binding
 }
 
+// Reconcile is the reconcile view: saved mappings, a run's findings, one
+// finding.
+type Reconcile struct {
+	List
+	Run     key.Binding
+	Open    key.Binding
+	Pin     key.Binding
+	Refresh key.Binding
+}
+
 // KeyMap is every binding of the TUI.
 type KeyMap struct {
-	Global  Global
-	Queue   Queue
-	Form    Form
-	Confirm Confirm
-	Resolve Resolve
-	Horizon Horizon
-	Audit   Audit
+	Global    Global
+	Queue     Queue
+	Form      Form
+	Confirm   Confirm
+	Resolve   Resolve
+	Horizon   Horizon
+	Audit     Audit
+	Reconcile Reconcile
 }
 
 func b(keys []string, helpKey, desc string) key.Binding {
@@ -123,11 +134,12 @@ func Default() KeyMap {
 		Global: Global{
 			Next: b([]string{"tab"}, "tab", "views"),
 			Prev: b([]string{"shift+tab"}, "shift+tab", "previous view"),
-			Views: [4]key.Binding{
+			Views: [5]key.Binding{
 				b([]string{"1"}, "1", "queue"),
 				b([]string{"2"}, "2", "resolve"),
 				b([]string{"3"}, "3", "horizon"),
 				b([]string{"4"}, "4", "audit"),
+				b([]string{"5"}, "5", "reconcile"),
 			},
 			Help:      b([]string{"?"}, "?", "help"),
 			Back:      b([]string{"esc"}, "esc", "back"),
@@ -173,6 +185,13 @@ func Default() KeyMap {
 			Details: b([]string{"enter"}, "enter", "details"),
 			Verify:  b([]string{"v"}, "v", "verify"),
 			Refresh: b([]string{"r"}, "r", "refresh"),
+		},
+		Reconcile: Reconcile{
+			List:    list(),
+			Run:     b([]string{"enter"}, "enter", "run"),
+			Open:    b([]string{"enter"}, "enter", "open"),
+			Pin:     b([]string{"p"}, "p", "pin"),
+			Refresh: b([]string{"r"}, "r", "reload"),
 		},
 	}
 }

@@ -1,0 +1,273 @@
+package reconcile
+
+import (
+	"bufio"
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"unsafe"
+)
+
+// DefaultChunkBytes is how much of a report is sorted in memory before it is
+// written to a run file. The Go heap peaks at about three times this (the
+// chunk, the garbage of reading it, and the collector's headroom), whatever
+// the report's size (BENCHMARKS.md).
+const DefaultChunkBytes = 16 << 20
+
+// record is one report line as the merge needs it: its identity, its line,
+// the compared values, and why it cannot be used ("" when it can). A line
+// whose identity could not be read never becomes a record.
+type record struct {
+	tenant, op string
+	line       int64
+	values     []string
+	invalid    string
+}
+
+// size is the memory a record holds, roughly: the struct twice (the chunk's
+// slice grows by doubling), the headers of its values and its text.
+func (r *record) size() int {
+	n := 2*int(unsafe.Sizeof(*r)) + len(r.tenant) + len(r.op) + len(r.invalid)
+	for _, v := range r.values {
+		n += int(unsafe.Sizeof(v)) + len(v)
+	}
+	return n
+}
+
+// compareRecords orders by identity (bytes, as PostgreSQL's "C" collation
+// does), then by line.
+func compareRecords(a, b *record) int {
+	if c := compareKey(a.tenant, a.op, b.tenant, b.op); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.line, b.line)
+}
+
+func compareKey(t1, o1, t2, o2 string) int {
+	if c := cmp.Compare(t1, t2); c != 0 {
+		return c
+	}
+	return cmp.Compare(o1, o2)
+}
+
+// sorter sorts records by identity with bounded memory: chunks of at most
+// limit bytes are sorted in memory and, when there is more than one, written
+// to run files in dir and merged.
+type sorter struct {
+	dir   string
+	limit int
+	chunk []record
+	bytes int
+	runs  []string
+}
+
+func newSorter(dir string, limit int) *sorter {
+	if limit <= 0 {
+		limit = DefaultChunkBytes
+	}
+	return &sorter{dir: dir, limit: limit}
+}
+
+// add takes one record.
+func (s *sorter) add(r record) error {
+	s.chunk = append(s.chunk, r)
+	s.bytes += r.size()
+	if s.bytes >= s.limit {
+		return s.spill()
+	}
+	return nil
+}
+
+// spill sorts the chunk and writes it to a new run file.
+func (s *sorter) spill() error {
+	slices.SortFunc(s.chunk, func(a, b record) int { return compareRecords(&a, &b) })
+	path := filepath.Join(s.dir, "run-"+strconv.Itoa(len(s.runs)))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("sort the report: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	for i := range s.chunk {
+		writeRecord(w, &s.chunk[i])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("sort the report: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sort the report: %w", err)
+	}
+	s.runs = append(s.runs, path)
+	clear(s.chunk)
+	s.chunk, s.bytes = s.chunk[:0], 0
+	return nil
+}
+
+// sorted returns the records in order. The iterator's files are closed by
+// close; the run files are removed with the sorter's directory.
+func (s *sorter) sorted() (*mergeIter, error) {
+	if len(s.runs) == 0 {
+		slices.SortFunc(s.chunk, func(a, b record) int { return compareRecords(&a, &b) })
+		return &mergeIter{mem: s.chunk}, nil
+	}
+	if len(s.chunk) > 0 {
+		if err := s.spill(); err != nil {
+			return nil, err
+		}
+	}
+	s.chunk = nil
+	it := &mergeIter{}
+	for _, path := range s.runs {
+		f, err := os.Open(path)
+		if err != nil {
+			it.close()
+			return nil, fmt.Errorf("sort the report: %w", err)
+		}
+		rr := &runReader{f: f, r: bufio.NewReaderSize(f, 64<<10)}
+		it.files = append(it.files, rr)
+		if err := rr.advance(); err != nil {
+			it.close()
+			return nil, err
+		}
+		if rr.ok {
+			it.heap = append(it.heap, rr)
+		}
+	}
+	heap.Init(&it.heap)
+	return it, nil
+}
+
+// mergeIter yields records in order: from memory, or merged from run files.
+type mergeIter struct {
+	mem   []record
+	files []*runReader
+	heap  runHeap
+}
+
+// next returns the next record; ok is false at the end.
+func (it *mergeIter) next() (rec record, ok bool, err error) {
+	if it.files == nil {
+		if len(it.mem) == 0 {
+			return record{}, false, nil
+		}
+		rec, it.mem = it.mem[0], it.mem[1:]
+		return rec, true, nil
+	}
+	if len(it.heap) == 0 {
+		return record{}, false, nil
+	}
+	top := it.heap[0]
+	rec = top.cur
+	if err := top.advance(); err != nil {
+		return record{}, false, err
+	}
+	if top.ok {
+		heap.Fix(&it.heap, 0)
+	} else {
+		heap.Pop(&it.heap)
+	}
+	return rec, true, nil
+}
+
+func (it *mergeIter) close() {
+	for _, rr := range it.files {
+		rr.f.Close()
+	}
+}
+
+// runReader reads one run file.
+type runReader struct {
+	f   *os.File
+	r   *bufio.Reader
+	cur record
+	ok  bool
+}
+
+func (rr *runReader) advance() error {
+	rec, err := readRecord(rr.r)
+	if err == io.EOF {
+		rr.ok = false
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sort the report: read %s: %w", rr.f.Name(), err)
+	}
+	rr.cur, rr.ok = rec, true
+	return nil
+}
+
+type runHeap []*runReader
+
+func (h runHeap) Len() int           { return len(h) }
+func (h runHeap) Less(i, j int) bool { return compareRecords(&h[i].cur, &h[j].cur) < 0 }
+func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *runHeap) Push(x any)        { *h = append(*h, x.(*runReader)) }
+func (h *runHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// writeRecord appends a record to a run file: varint-prefixed strings. Write
+// errors surface at Flush.
+func writeRecord(w *bufio.Writer, r *record) {
+	var buf [binary.MaxVarintLen64]byte
+	str := func(s string) {
+		w.Write(buf[:binary.PutUvarint(buf[:], uint64(len(s)))])
+		w.WriteString(s)
+	}
+	w.Write(buf[:binary.PutVarint(buf[:], r.line)])
+	str(r.tenant)
+	str(r.op)
+	str(r.invalid)
+	w.Write(buf[:binary.PutUvarint(buf[:], uint64(len(r.values)))])
+	for _, v := range r.values {
+		str(v)
+	}
+}
+
+// errCorruptRun: a run file does not read back as written.
+var errCorruptRun = errors.New("corrupt sort run")
+
+func readRecord(r *bufio.Reader) (record, error) {
+	line, err := binary.ReadVarint(r)
+	if err != nil {
+		return record{}, err // io.EOF at a record boundary: the end
+	}
+	str := func() (string, error) {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > 1<<30 {
+			return "", errCorruptRun
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return "", errCorruptRun
+		}
+		return string(b), nil
+	}
+	rec := record{line: line}
+	for _, dst := range []*string{&rec.tenant, &rec.op, &rec.invalid} {
+		if *dst, err = str(); err != nil {
+			return record{}, err
+		}
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil || n > 1<<16 {
+		return record{}, errCorruptRun
+	}
+	rec.values = make([]string, n)
+	for i := range rec.values {
+		if rec.values[i], err = str(); err != nil {
+			return record{}, err
+		}
+	}
+	return rec, nil
+}
