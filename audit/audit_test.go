@@ -415,9 +415,20 @@ func TestList(t *testing.T) {
 	assert.Equal(t, []int64{2, 1}, ids(audit.Filter{Target: "quarantine:1"}))
 	assert.Equal(t, []int64{5, 4}, ids(audit.Filter{Limit: 2}))
 	assert.Equal(t, []int64{3, 2}, ids(audit.Filter{Limit: 2, Before: b.base + 4}))
-	assert.Equal(t, []int64{}, ids(audit.Filter{Since: time.Now().Add(time.Hour)}))
-	assert.Equal(t, []int64{}, ids(audit.Filter{Until: time.Now().Add(-time.Hour)}))
-	assert.Len(t, ids(audit.Filter{Since: time.Now().Add(-time.Hour), Until: time.Now().Add(time.Hour)}), 5+int(b.base))
+	// The rows before base come from the template database, which may be
+	// older than an hour: only this test's rows are compared by time.
+	ours := func(in []int64) []int64 {
+		out := []int64{}
+		for _, id := range in {
+			if id > 0 {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []int64{}, ours(ids(audit.Filter{Since: time.Now().Add(time.Hour)})))
+	assert.Equal(t, []int64{}, ours(ids(audit.Filter{Until: time.Now().Add(-time.Hour)})))
+	assert.Equal(t, []int64{5, 4, 3, 2, 1}, ours(ids(audit.Filter{Since: time.Now().Add(-time.Hour), Until: time.Now().Add(time.Hour)})))
 
 	for _, f := range []audit.Filter{{Limit: -1}, {Limit: audit.MaxLimit + 1}, {Before: -3}} {
 		_, err := audit.List(b.ctx, b.pool, f)

@@ -592,3 +592,35 @@ func TestConflictOfAnotherClassIsItsOwnRecord(t *testing.T) {
 	assert.Equal(t, 2, b.count(t, "SELECT count(*) FROM idem.quarantine"))
 	assert.Equal(t, 2, b.count(t, "SELECT occurrences FROM idem.quarantine WHERE incoming_class = 'x.one'"))
 }
+
+// A replay is answered by reads alone, as a service calls it (the app login):
+// it takes no transaction id, so its commit writes and flushes nothing, under
+// READ COMMITTED and REPEATABLE READ, through idem.execute and idem.claim.
+func TestReplayWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 2)
+	cmd := transfer("t1", "op-1", 500)
+	first, err := idem.Execute(b.ctx, app, cmd)
+	require.NoError(t, err)
+	require.Equal(t, idem.Applied, first.Outcome)
+	p, err := idem.Prepare(cmd, idem.PayloadLimits{})
+	require.NoError(t, err)
+	for _, iso := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead} {
+		for _, fn := range []string{"execute", "claim"} {
+			tx, err := app.BeginTx(b.ctx, pgx.TxOptions{IsoLevel: iso})
+			require.NoError(t, err)
+			var outcome string
+			var response []byte
+			require.NoError(t, tx.QueryRow(b.ctx, "SELECT outcome, response FROM idem."+fn+"($1, $2, $3, $4, $5, NULL)",
+				p.TenantID, p.OperationID, p.Class, string(p.Canonical), p.Hash).Scan(&outcome, &response))
+			assert.Equal(t, "already_applied", outcome)
+			assert.JSONEq(t, string(first.Response), string(response), "the saved response")
+			var xid *string
+			require.NoError(t, tx.QueryRow(b.ctx, "SELECT pg_current_xact_id_if_assigned()::text").Scan(&xid))
+			assert.Nil(t, xid, "%s under %s took a transaction id: it wrote something", fn, iso)
+			require.NoError(t, tx.Commit(b.ctx))
+		}
+	}
+	assert.Equal(t, 1, b.postings(t, "t1", "op-1"))
+}

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,8 +25,9 @@ import (
 // Env of the interruption test's child: run the lab until a signal.
 const runEnv = "IDEMCTL_LAB_TEST_RUN"
 
-// TestMain makes this test binary its own lab worker (the test binary cannot
-// run `idemctl lab worker`), and the child of the interruption test.
+// TestMain makes this test binary the child of the interruption test (and a
+// lab worker there), and gives the other tests a directory for the real
+// binary they use as worker (testWorker).
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv(WorkerEnv) == "1":
@@ -36,13 +39,40 @@ func TestMain(m *testing.M) {
 	case os.Getenv(runEnv) != "":
 		os.Exit(interruptibleRun(os.Getenv(runEnv)))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "idemctl-lab-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	workerDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
+var (
+	workerDir  string // set by TestMain, removed after the tests
+	workerOnce sync.Once
+	workerBin  string
+	workerErr  error
+)
+
+// testWorker is the real binary, built once without the race detector, as
+// `idemctl lab worker`: a trial starts a worker process, and a race-enabled
+// test binary takes several times longer to start (the lab's own code runs
+// under the race detector in this binary).
 func testWorker(t testing.TB) WorkerCommand {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	return WorkerCommand{Path: exe, Env: []string{WorkerEnv + "=1"}}
+	t.Helper()
+	workerOnce.Do(func() {
+		workerBin = filepath.Join(workerDir, "idemctl")
+		cmd := exec.Command("go", "build", "-o", workerBin, "github.com/idemctl/idemctl/cmd/idemctl")
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			workerErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, workerErr)
+	return WorkerCommand{Path: workerBin, Args: []string{"lab", "worker"}}
 }
 
 func scratchSchemas(t testing.TB, conn *pgx.Conn) []string {

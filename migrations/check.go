@@ -18,10 +18,15 @@ var generated = map[string]bool{"function idem.run_effect(text,text,text,jsonb)"
 //   - every object is owned by the owner role;
 //   - every function is SECURITY DEFINER with search_path pinned to
 //     pg_catalog first and pg_temp last, and is executable by exactly the
-//     roles its file grants it to (never PUBLIC);
+//     roles its file grants it to (never PUBLIC); but an internal helper,
+//     granted to nobody, may instead be SECURITY INVOKER without a
+//     search_path of its own (it is called only by the owner's functions,
+//     whose search_path is pinned, and a SET clause costs every call);
 //   - no role but the owner may write a table, a sequence or a column; only
 //     the operator and auditor roles may read them;
-//   - only the owner may create in the schema.
+//   - only the owner may create in the schema;
+//   - every object of the code package is recorded as installed from this
+//     binary's version of its file (migrate reinstalls it otherwise).
 func Check(ctx context.Context, conn *pgx.Conn, r Roles) ([]string, error) {
 	objs, err := Code()
 	if err != nil {
@@ -43,6 +48,11 @@ func Check(ctx context.Context, conn *pgx.Conn, r Roles) ([]string, error) {
 			return err
 		}
 		p, err = checkRelations(ctx, tx, r, objs)
+		problems = append(problems, p...)
+		if err != nil {
+			return err
+		}
+		p, err = checkInstalled(ctx, tx, objs)
 		problems = append(problems, p...)
 		return err
 	})
@@ -109,10 +119,14 @@ func checkFunctions(ctx context.Context, tx pgx.Tx, r Roles, declared map[string
 		if owner != r.Owner {
 			problems = append(problems, fmt.Sprintf("%s is owned by %s, not %s", key, owner, r.Owner))
 		}
-		if !definer {
+		// An internal helper (granted to nobody) may run as its caller
+		// without a search_path of its own: only the owner's functions,
+		// whose search_path is pinned, can call it.
+		internal := len(want) == 0 && !definer && path == ""
+		if !definer && !internal {
 			problems = append(problems, key+" is not SECURITY DEFINER")
 		}
-		if !strings.HasPrefix(path, "search_path=pg_catalog,") || !strings.HasSuffix(path, ", pg_temp") && !strings.HasSuffix(path, ",pg_temp") {
+		if !internal && (!strings.HasPrefix(path, "search_path=pg_catalog,") || !strings.HasSuffix(path, ", pg_temp") && !strings.HasSuffix(path, ",pg_temp")) {
 			problems = append(problems, fmt.Sprintf("%s does not pin search_path to pg_catalog first and pg_temp last (%q)", key, path))
 		}
 		sort.Strings(want)
@@ -189,4 +203,19 @@ func checkRelations(ctx context.Context, tx pgx.Tx, r Roles, objs []Object) ([]s
 		}
 	}
 	return problems, rows.Err()
+}
+
+// checkInstalled compares idem.code_object with the code package.
+func checkInstalled(ctx context.Context, tx pgx.Tx, objs []Object) ([]string, error) {
+	sums, err := loadObjects(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for _, o := range objs {
+		if sum, ok := sums[o.Key()]; ok && sum != o.Checksum {
+			problems = append(problems, fmt.Sprintf("%s differs from the code package (idemctl migrate reinstalls it)", o.Key()))
+		}
+	}
+	return problems, nil
 }

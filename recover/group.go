@@ -18,9 +18,11 @@ import (
 //
 // A lookup is one read on the primary's snapshot: an identity found there was
 // committed with its effect and its saved response, so answering
-// already_applied from it is step 2 exactly. Within a group, only the first
-// line of an identity is answered from the lookup; a later line runs the
-// protocol, since the earlier one may have changed what is there.
+// already_applied from it is step 2 exactly (an identity without its body
+// runs the protocol: the executor tells a purge from damage). Within a group,
+// only the first line of an identity is answered from the lookup; a later
+// line runs the protocol, since the earlier one may have changed what is
+// there.
 
 // nextGroup blocks for one job, then takes what else is queued, up to max.
 // more is false once q is closed and drained.
@@ -135,7 +137,9 @@ func (r *Resolver) runGroup(ctx context.Context, stopCtx context.Context, g []jo
 			if first {
 				res := j.result()
 				f, ok := hits[int32(i+1)]
-				if ok && f.answers(&res) {
+				// A missing body is left to the executor, which tells a
+				// purge from damage (IX305).
+				if ok && !f.purged && f.answers(&res) {
 					win.done(j.pos, res)
 					continue
 				}

@@ -2,12 +2,17 @@ package recovery
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/idem"
 )
 
 //go:embed sql/lookup.sql
@@ -21,7 +26,13 @@ type found struct {
 	purged bool
 	// response is the saved response, for a real run's already_applied.
 	response []byte
+	// stale: the body is missing in a snapshot taken before a purge swap
+	// committed, which it cannot see through: not an answer, look again.
+	stale bool
 }
+
+// errStaleSnapshot: lookups kept meeting purge swaps.
+var errStaleSnapshot = errors.New("the lookup's snapshot kept predating a purge swap of the identity's day; run it again")
 
 // lookup answers a dry-run batch: step 1 (primary check) and the batch query
 // pipelined in one round trip. A connection failure is retried like a real
@@ -37,12 +48,15 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 	}
 	var hits map[int32]found
 	var err error
-	for {
+	for tries := 1; ; tries++ {
 		hits, _, err = r.lookupOnce(ctx, b)
 		var lost *lostError
 		if isNotPrimary(err) {
 			skip()
 			return err
+		}
+		if err == nil && anyStale(hits) && tries < 3 {
+			continue // a new statement, a new snapshot
 		}
 		if !errors.As(err, &lost) {
 			break
@@ -64,6 +78,8 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		}
 		f, ok := hits[int32(i+1)]
 		switch {
+		case f.stale:
+			res.Outcome, res.Err = Failed, errStaleSnapshot
 		case !ok && j.redrive != nil:
 			res.Outcome = WouldRedrive
 		case !ok:
@@ -87,7 +103,7 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 // (purged, already_applied, or an error for one without a saved response),
 // and reports false when it holds another (a conflict, left to the caller).
 func (f found) answers(res *Result) bool {
-	if f.stored != nil || f.storedClass != nil {
+	if f.stored != nil || f.storedClass != nil || f.stale {
 		return false
 	}
 	res.StoredHash = res.IncomingHash
@@ -118,14 +134,22 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		}
 		c.Release()
 	}()
-	tenants, ops, hashes, classes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	tenants, ops, classes := make([]string, n), make([]string, n), make([]string, n)
+	digests := make([][]byte, n)
+	raw := make([]byte, n*sha256.Size)
 	for i, j := range b {
-		tenants[i], ops[i], hashes[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class
+		tenants[i], ops[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Class
+		// The digest as 32 bytes, not 75 characters of text.
+		d := raw[i*sha256.Size : (i+1)*sha256.Size]
+		if _, err := hex.Decode(d, []byte(strings.TrimPrefix(j.p.Hash, idem.HashPrefix))); err != nil {
+			return nil, clock, fmt.Errorf("line %d: hash %s: %w", j.line, j.p.Hash, err)
+		}
+		digests[i] = d
 	}
 	hits = make(map[int32]found, n/2)
 	var batch pgx.Batch
 	batch.Queue(primarySQL)
-	batch.Queue(lookupSQL, tenants, ops, hashes, classes, !r.DryRun)
+	batch.Queue(lookupSQL, tenants, ops, digests, classes, !r.DryRun)
 	br := c.Conn().SendBatch(ctx, &batch)
 	defer br.Close()
 	if clock, err = CheckPrimary(ctx, batchRow{br}); err != nil {
@@ -139,7 +163,7 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 	var ord int32
 	var f found
 	for rows.Next() {
-		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.response); err != nil {
+		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.stale, &f.response); err != nil {
 			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 		}
 		hits[ord] = f
@@ -152,6 +176,15 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
 	return hits, clock, nil
+}
+
+func anyStale(hits map[int32]found) bool {
+	for _, f := range hits {
+		if f.stale {
+			return true
+		}
+	}
+	return false
 }
 
 // batchRow lets CheckPrimary read the first result of a pipelined batch.

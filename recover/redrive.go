@@ -188,6 +188,9 @@ func (r *Resolver) lookRedriven(ctx context.Context, j job) (res Result, found b
 	if err := r.Pool.SendBatch(ctx, &b).Close(); err != nil {
 		return Result{}, false, clk, err
 	}
+	if row.stale {
+		return Result{}, false, clk, errStaleSnapshot // the protocol decides
+	}
 	// Created before any send: what is there is an earlier attempt's.
 	res, found, err = r.answerStored(ctx, j, row, time.Time{}.AddDate(9000, 0, 0))
 	return res, found, clk, err
@@ -214,19 +217,24 @@ func (r *Resolver) readBack(ctx context.Context, j job, sentAt time.Time) (Resul
 		}
 		return Result{}, false, fmt.Errorf("read %s on the primary: %w", j.p.Identity, err)
 	}
+	if row.stale {
+		return Result{}, false, nil // the next poll reads in a new snapshot
+	}
 	return r.answerStored(ctx, j, row, sentAt)
 }
 
 // storedRow is a row of read_back.sql: an identity as the primary holds it.
 type storedRow struct {
 	found, hasBody bool
-	hash, class    string
-	created        time.Time
-	response       []byte
+	// stale: the body is missing in a snapshot that predates a purge swap.
+	stale       bool
+	hash, class string
+	created     time.Time
+	response    []byte
 }
 
 func (s *storedRow) scan(row pgx.Row) error {
-	err := row.Scan(&s.hash, &s.class, &s.created, &s.hasBody, &s.response)
+	err := row.Scan(&s.hash, &s.class, &s.created, &s.hasBody, &s.response, &s.stale)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

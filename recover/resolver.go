@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
@@ -109,7 +111,9 @@ func (r *Resolver) Progress() (answered int64, bytes int64) {
 type job struct {
 	pos  int
 	line int
-	p    idem.Prepared
+	// req is the line as read, until prepare turns it into p.
+	req Request
+	p   idem.Prepared
 	classInfo
 }
 
@@ -156,15 +160,11 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	}
 	sum := RunSummary{Operator: cfg.Operator, Source: cfg.Source, DryRun: cfg.DryRun, Counts: Counts{}}
 
-	started, err := CheckPrimary(ctx, r.Pool)
+	started, classes, err := r.start(ctx)
 	if err != nil {
 		return sum, err
 	}
 	sum.StartedAt = started
-	classes, err := loadClasses(ctx, r.Pool)
-	if err != nil {
-		return sum, err
-	}
 	if cfg.Started != nil {
 		if err := cfg.Started(); err != nil {
 			return sum, err
@@ -204,8 +204,25 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	var send func(job) bool
 	var closeQueues func()
 	if cfg.DryRun {
-		jobs := make(chan job, cfg.Concurrency*2)
+		raw := make(chan job, 256)
+		jobs := make(chan job, 256)
 		batches := make(chan []job, cfg.Concurrency)
+		var preparers sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			preparers.Add(1)
+			go func() {
+				defer preparers.Done()
+				for j := range raw {
+					if r.prepare(&j, classes, win) {
+						jobs <- j
+					}
+				}
+			}()
+		}
+		go func() {
+			preparers.Wait()
+			close(jobs)
+		}()
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -231,13 +248,13 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		}
 		send = func(j job) bool {
 			select {
-			case jobs <- j:
+			case raw <- j:
 				return true
 			case <-stopCtx.Done():
 				return false
 			}
 		}
-		closeQueues = func() { close(jobs) }
+		closeQueues = func() { close(raw) }
 	} else {
 		queues := make([]chan job, cfg.Concurrency)
 		for i := range queues {
@@ -248,8 +265,14 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 				var ahead lookAhead
 				for {
 					g, more := nextGroup(q, maxGroup)
-					if len(g) > 0 {
-						r.runGroup(workCtx, stopCtx, g, &ahead, limit, win, fail, &unknown)
+					valid := g[:0]
+					for _, j := range g {
+						if r.prepare(&j, classes, win) {
+							valid = append(valid, j)
+						}
+					}
+					if len(valid) > 0 {
+						r.runGroup(workCtx, stopCtx, valid, &ahead, limit, win, fail, &unknown)
 					}
 					if !more {
 						return
@@ -258,7 +281,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 			}(queues[i])
 		}
 		send = func(j job) bool {
-			q := queues[identityKey(seed, j.p.TenantID, j.p.OperationID)%uint64(len(queues))]
+			q := queues[identityKey(seed, j.req.Tenant, j.req.OperationID)%uint64(len(queues))]
 			select {
 			case q <- j:
 				return true
@@ -273,7 +296,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		}
 	}
 
-	eof := r.dispatch(stopCtx, src, classes, win, send, &sum, fail)
+	eof := r.dispatch(stopCtx, src, win, send, &sum, fail)
 	closeQueues()
 	workers.Wait()
 	r.closeSenders()
@@ -304,8 +327,10 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 }
 
 // dispatch reads src until its end (true) or until stopCtx is done (false),
-// answering invalid lines at once and sending the others to the workers.
-func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[string]classInfo, win *window,
+// answering unreadable lines at once and sending the others on, to be
+// prepared (canonicalised, hashed) in parallel: reading is the one serial
+// step.
+func (r *Resolver) dispatch(stopCtx context.Context, src Source, win *window,
 	send func(job) bool, sum *RunSummary, fail func(error)) bool {
 	pos := 0
 	for {
@@ -326,37 +351,44 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, classes map[str
 		}
 		sum.Read++
 		sum.LastLine = it.Line
-		j := job{pos: pos, line: it.Line}
+		j := job{pos: pos, line: it.Line, req: it.Request}
 		pos++
-		base := Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID, Class: it.Request.Class}
 		if it.Invalid != nil {
-			base.Outcome, base.Err = Invalid, it.Invalid
-			win.done(j.pos, base)
+			win.done(j.pos, Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID,
+				Class: it.Request.Class, Outcome: Invalid, Err: it.Invalid})
 			continue
-		}
-		if j.p, err = prepare(it.Request, r.Limits); err != nil {
-			base.Outcome, base.Err = Invalid, err
-			win.done(j.pos, base)
-			continue
-		}
-		info, known := classes[j.p.Class]
-		if !known {
-			base.Outcome, base.IncomingHash = Invalid, j.p.Hash
-			base.Err = fmt.Errorf("%w %q: register it first (idem.register_class)", idem.ErrUnknownClass, j.p.Class)
-			win.done(j.pos, base)
-			continue
-		}
-		j.classInfo = info
-		if r.DryRun {
-			// A lookup needs only the identity and the hash: do not hold
-			// payloads of up to MaxBytes for a whole window.
-			j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
 		}
 		if !send(j) {
 			win.done(j.pos, Result{skipped: true})
 			return false
 		}
 	}
+}
+
+// prepare canonicalises and hashes a job's payload and finds its class, off
+// the reading goroutine; false, with the line answered invalid, when it
+// cannot. A dry run keeps only the identity and the hash: a lookup needs no
+// more, and a window of payloads of up to MaxBytes would be a lot to hold.
+func (r *Resolver) prepare(j *job, classes map[string]classInfo, win *window) bool {
+	base := Result{Line: j.line, Tenant: j.req.Tenant, OperationID: j.req.OperationID, Class: j.req.Class}
+	p, err := prepare(j.req, r.Limits)
+	if err != nil {
+		base.Outcome, base.Err = Invalid, err
+		win.done(j.pos, base)
+		return false
+	}
+	info, known := classes[p.Class]
+	if !known {
+		base.Outcome, base.IncomingHash = Invalid, p.Hash
+		base.Err = fmt.Errorf("%w %q: register it first (idem.register_class)", idem.ErrUnknownClass, p.Class)
+		win.done(j.pos, base)
+		return false
+	}
+	j.p, j.classInfo, j.req = p, info, Request{}
+	if r.DryRun {
+		j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
+	}
+	return true
 }
 
 // batchJobs groups jobs into batches of up to size, sending a partial batch
@@ -425,6 +457,28 @@ func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
 		return &RecordError{Err: err}
 	}
 	return nil
+}
+
+// start is step 1 before the run and the classes it needs. A connection
+// the server ended meanwhile (a DBA's pg_terminate_backend, a restart) is
+// tried again a few times on a new one; a database that cannot be reached at
+// all is reported at once.
+func (r *Resolver) start(ctx context.Context) (started time.Time, classes map[string]classInfo, err error) {
+	var connect *pgconn.ConnectError
+	for attempt := 0; ; attempt++ {
+		started, err = CheckPrimary(ctx, r.Pool)
+		if err == nil {
+			classes, err = loadClasses(ctx, r.Pool)
+		}
+		if err == nil || attempt == 3 || !connectionFailure(err) || errors.As(err, &connect) || ctx.Err() != nil {
+			return started, classes, err
+		}
+		select {
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return started, classes, err
+		}
+	}
 }
 
 func loadClasses(ctx context.Context, db idem.DBTX) (map[string]classInfo, error) {

@@ -27,11 +27,21 @@ echo "300 B:  $(ratio "$out/hash.txt" 'canonical_300B' 'encoding_json_300B')"
 echo "64 KiB: $(ratio "$out/hash.txt" 'canonical_64KiB' 'encoding_json_64KiB')"
 
 echo
-echo "== idem.execute vs the bare effect (target: applied >= 0.7x baseline)"
-go test ./idem -run '^$' -bench 'BenchmarkExecute' -benchtime 3s -count 1 | tee "$out/exec.txt" | grep Benchmark
+echo "== idem.execute vs the bare effect, from Go (idem.Execute)"
+go test ./idem -run '^$' -bench 'BenchmarkExecute$' -benchtime 3s -count 1 | tee "$out/exec.txt" | grep Benchmark
 for c in 1 8; do
 	echo "conns=$c applied/baseline: $(ratio "$out/exec.txt" "applied/conns=$c" "baseline_bare_effect/conns=$c")" \
 		"already_applied/baseline: $(ratio "$out/exec.txt" "already_applied/conns=$c" "baseline_bare_effect/conns=$c")"
+done
+
+echo
+echo "== idem.execute vs the bare effect through pgbench -M simple (targets: applied >= 0.85x, already_applied >= 2.0x)"
+go test ./idem -run '^$' -bench 'BenchmarkExecutePgbench$' -benchtime 1x -count 1 | tee "$out/pgb.txt" | grep Benchmark
+for c in 1 8; do
+	a=$(metric "$out/pgb.txt" "/applied/conns=$c" x_bare)
+	r=$(metric "$out/pgb.txt" "already_applied/conns=$c" x_bare)
+	echo "conns=$c applied/bare: ${a}x [$(check "$a" '>=' 0.85)], already_applied/bare: ${r}x [$(check "$r" '>=' 2.0)]," \
+		"WAL per op: bare $(metric "$out/pgb.txt" "bare_effect/conns=$c" WAL_B/op) B, applied $(metric "$out/pgb.txt" "/applied/conns=$c" WAL_B/op) B"
 done
 
 for extra in scripts/bench-*.sh; do

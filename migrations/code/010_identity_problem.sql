@@ -5,8 +5,7 @@
 -- U+0001-U+001F and U+007F-U+009F (U+0000 cannot be stored in text at all).
 CREATE OR REPLACE FUNCTION idem.identity_problem(p_tenant_id text, p_operation_id text)
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
-SET search_path = pg_catalog, idem, pg_temp
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE
         WHEN p_tenant_id IS NULL OR p_tenant_id = '' THEN 'tenant_id is required'

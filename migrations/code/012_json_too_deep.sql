@@ -6,8 +6,7 @@
 -- removed, then innermost bracket pairs, one level a pass.
 CREATE OR REPLACE FUNCTION idem.json_too_deep(p_json text, p_max integer)
 RETURNS boolean
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
-SET search_path = pg_catalog, idem, pg_temp
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     v_brackets text;

@@ -11,8 +11,7 @@
 CREATE OR REPLACE FUNCTION idem.check_request(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload text, p_payload_hash text, p_transport jsonb
 ) RETURNS regprocedure
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, idem, pg_temp
+LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_problem text;

@@ -11,68 +11,95 @@
 -- Under READ COMMITTED a concurrent claimer of the same identity waits on the
 -- unique index for the first one to commit or roll back, then reads its row;
 -- under REPEATABLE READ or SERIALIZABLE the loser gets 40001 and retries.
+-- A replay takes no lock and writes nothing: the identity row is never
+-- updated but for its holds (which a replay does not read), the body row is
+-- written once with its response, and a purge either deletes it (MVCC: a
+-- snapshot that saw it keeps seeing it) or swaps its day, which a snapshot
+-- taken before cannot see through (idem.snapshot_predates_swap): such a
+-- reader reads again or gets 40001, never "purged" for a body that was kept.
 CREATE OR REPLACE FUNCTION idem.settle(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload text, p_payload_hash text,
     p_transport jsonb, p_with_body boolean, OUT outcome text, OUT response jsonb, OUT quarantine_id bigint
 )
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, idem, pg_temp
+LANGUAGE plpgsql
 AS $$
 #variable_conflict use_column
 DECLARE
     v_digest bytea := decode(substr(p_payload_hash, 12), 'hex');
     v_id     idem.identity;
+    v_found  boolean;
+    v_stale  boolean;
 BEGIN
+    -- A replay (the identity is there, same payload) is answered by reads
+    -- alone: no row lock, no transaction id, no commit flush.
+    SELECT * INTO v_id FROM idem.identity i
+    WHERE i.tenant_id = p_tenant_id AND i.operation_id = p_operation_id;
     FOR attempt IN 1..3 LOOP
-        INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest)
-        VALUES (p_tenant_id, p_operation_id, p_op_class, v_digest)
-        ON CONFLICT (tenant_id, operation_id) DO NOTHING;
-        IF FOUND THEN
-            IF p_with_body THEN
-                PERFORM p_payload::jsonb; -- the body holds JSON text, whoever runs the effect
-                INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, transport)
-                VALUES (p_tenant_id, p_operation_id, now(), p_op_class, p_payload, p_transport);
-            END IF;
-            outcome := 'claimed';
-            RETURN;
-        END IF;
-        -- The row is committed (READ COMMITTED waited for its writer).
-        SELECT * INTO v_id FROM idem.identity i
-        WHERE i.tenant_id = p_tenant_id AND i.operation_id = p_operation_id
-        FOR KEY SHARE;
-        IF FOUND THEN
-            IF v_id.payload_digest <> v_digest OR v_id.op_class <> p_op_class THEN
-                quarantine_id := idem.record_conflict(v_id, p_op_class, p_payload, p_payload_hash, p_transport);
-                IF quarantine_id IS NULL THEN
-                    CONTINUE; -- a dropped tombstone: settle again
-                END IF;
-                outcome := 'conflict';
-                RETURN;
-            END IF;
-            SELECT b.response INTO response FROM idem.inbox_body b
-            WHERE b.tenant_id = p_tenant_id AND b.operation_id = p_operation_id AND b.created_at = v_id.created_at;
+        IF v_id.tenant_id IS NULL THEN
+            INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest)
+            VALUES (p_tenant_id, p_operation_id, p_op_class, v_digest)
+            ON CONFLICT (tenant_id, operation_id) DO NOTHING;
             IF FOUND THEN
-                IF response IS NULL THEN
-                    RAISE EXCEPTION 'identity (%, %) was claimed in this transaction and is not completed yet', p_tenant_id, p_operation_id
-                        USING ERRCODE = 'IX014', HINT = 'call idem.complete once, after the effect';
+                IF p_with_body THEN
+                    PERFORM p_payload::jsonb; -- the body holds JSON text, whoever runs the effect
+                    INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, transport)
+                    VALUES (p_tenant_id, p_operation_id, now(), p_op_class, p_payload, p_transport);
                 END IF;
-                outcome := 'already_applied';
+                outcome := 'claimed';
                 RETURN;
             END IF;
-            -- No body: a tombstone, but only if a purge covers it. Anything
-            -- else is damage, refused rather than run again.
-            IF NOT EXISTS (SELECT 1 FROM idem.horizon_plan p
-                           WHERE p.op_class = v_id.op_class AND p.action = 'purge'
-                             AND p.purge_started_at IS NOT NULL AND v_id.created_at < p.cutoff) THEN
-                RAISE EXCEPTION 'identity (%, %) has no stored payload and no purge covers it', p_tenant_id, p_operation_id
-                    USING ERRCODE = 'IX305',
-                          HINT = 'its inbox body was removed outside idemctl horizon; nothing was run';
+            -- Committed by another transaction meanwhile (READ COMMITTED
+            -- waited for its writer; REPEATABLE READ raised 40001 instead).
+            SELECT * INTO v_id FROM idem.identity i
+            WHERE i.tenant_id = p_tenant_id AND i.operation_id = p_operation_id;
+            IF v_id.tenant_id IS NULL THEN
+                CONTINUE; -- gone again (a dropped tombstone): settle again
             END IF;
-            outcome := 'purged';
+        END IF;
+        IF v_id.payload_digest <> v_digest OR v_id.op_class <> p_op_class THEN
+            -- record_conflict locks what it keeps as evidence.
+            quarantine_id := idem.record_conflict(v_id, p_op_class, p_payload, p_payload_hash, p_transport);
+            IF quarantine_id IS NULL THEN
+                v_id := NULL; -- a dropped tombstone: settle again
+                CONTINUE;
+            END IF;
+            outcome := 'conflict';
             RETURN;
         END IF;
-        -- The row went away between the insert and the read (a dropped
-        -- tombstone): settle again.
+        -- The body and, in the same snapshot, whether that snapshot predates
+        -- the last purge swap (which it could not see through).
+        FOR reread IN 1..3 LOOP
+            SELECT b.response, b.tenant_id IS NOT NULL, b.tenant_id IS NULL AND idem.snapshot_predates_swap()
+            INTO response, v_found, v_stale
+            FROM (SELECT) AS one
+            LEFT JOIN idem.inbox_body b
+                   ON b.tenant_id = p_tenant_id AND b.operation_id = p_operation_id AND b.created_at = v_id.created_at;
+            EXIT WHEN NOT v_stale;
+            IF current_setting('transaction_isolation') <> 'read committed' THEN
+                RAISE EXCEPTION 'identity (%, %): this transaction''s snapshot predates a purge of its day and cannot see its body; retry the transaction', p_tenant_id, p_operation_id
+                    USING ERRCODE = '40001';
+            END IF;
+            -- READ COMMITTED: the next statement takes a new snapshot.
+        END LOOP;
+        IF v_found THEN
+            IF response IS NULL THEN
+                RAISE EXCEPTION 'identity (%, %) was claimed in this transaction and is not completed yet', p_tenant_id, p_operation_id
+                    USING ERRCODE = 'IX014', HINT = 'call idem.complete once, after the effect';
+            END IF;
+            outcome := 'already_applied';
+            RETURN;
+        END IF;
+        -- No body: a tombstone, but only if a purge covers it. Anything else
+        -- is damage, refused rather than run again.
+        IF NOT EXISTS (SELECT 1 FROM idem.horizon_plan p
+                       WHERE p.op_class = v_id.op_class AND p.action = 'purge'
+                         AND p.purge_started_at IS NOT NULL AND v_id.created_at < p.cutoff) THEN
+            RAISE EXCEPTION 'identity (%, %) has no stored payload and no purge covers it', p_tenant_id, p_operation_id
+                USING ERRCODE = 'IX305',
+                      HINT = 'its inbox body was removed outside idemctl horizon; nothing was run';
+        END IF;
+        outcome := 'purged';
+        RETURN;
     END LOOP;
     RAISE EXCEPTION 'identity (%, %) could not be settled; retry', p_tenant_id, p_operation_id
         USING ERRCODE = 'IX007';

@@ -3,8 +3,9 @@
 -- class's effect by name. Static calls let PostgreSQL cache their plans, which
 -- a dynamic EXECUTE cannot. idem.register_class runs it, and so does every
 -- installation of this code package. run_effect is the one generated function
--- of the schema: owned by the schema owner, SECURITY DEFINER with a pinned
--- search_path, executable by nobody else.
+-- of the schema: owned by the schema owner, executable by nobody else, an
+-- internal helper that runs as its caller (idem.execute, the owner) with the
+-- caller's pinned search_path.
 CREATE OR REPLACE FUNCTION idem.rebuild_dispatch()
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -29,8 +30,7 @@ BEGIN
     EXECUTE format($fn$
 CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
 RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, idem, pg_temp
+LANGUAGE plpgsql
 AS $body$
 BEGIN
 %s    RAISE EXCEPTION 'class %% has no SQL effect', p_op_class USING ERRCODE = 'IX004';

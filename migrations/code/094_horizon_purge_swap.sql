@@ -10,9 +10,11 @@
 -- the evidence it keeps is complete. When more than p_keep_ratio of the rows
 -- would be kept, or the class's min-age still protects part of the day, it
 -- does nothing (swapped false) and the caller deletes by batches.
--- TRUNCATE is not MVCC-safe: a REPEATABLE READ transaction whose snapshot
--- predates the swap sees the kept rows as gone; it never runs anything again
--- (the identity row stays).
+-- TRUNCATE is not MVCC-safe: a snapshot taken before the swap committed sees
+-- the kept rows as gone. The swap records its transaction id in
+-- idem.body_swap_xid, so that a reader missing a body can tell (see
+-- idem.settle): it reads again in a new snapshot, or gets 40001 under
+-- REPEATABLE READ; it is never told "purged" for a body that was kept.
 CREATE OR REPLACE FUNCTION idem.horizon_purge_swap(
     p_plan bigint, p_part regclass, p_keep_ratio double precision,
     OUT purged bigint, OUT kept bigint, OUT swapped boolean
@@ -38,6 +40,10 @@ BEGIN
         RETURN;
     END IF;
     EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', p_part);
+    -- One swap at a time, each naming itself for readers whose snapshot
+    -- predates it (idem.snapshot_predates_swap).
+    PERFORM pg_advisory_xact_lock(hashtext('idem.horizon_purge_swap'));
+    PERFORM setval('idem.body_swap_xid', pg_current_xact_id()::text::bigint);
     EXECUTE format($q$CREATE TEMPORARY TABLE horizon_keep ON COMMIT DROP AS
         SELECT b.* FROM %1$s b
         WHERE b.op_class < $2 OR b.op_class > $2

@@ -1,7 +1,7 @@
 -- Lookup of a batch of identities in one round trip (steps 2 and 4 without
 -- writing): a dry run's answers, and a real run's answers for the identities
 -- already there. Arguments are parallel arrays: $1 tenant_id, $2
--- operation_id, $3 incoming payload hash, $4 class; $5 true to return the
+-- operation_id, $3 incoming payload digest (the 32 bytes of the hash), $4 class; $5 true to return the
 -- saved response of an identity holding this payload (a real run). Each identity is one probe
 -- of idem.identity by its primary key (the narrow row holding class and
 -- payload digest, live or tombstone) and one of idem.inbox_body's primary key
@@ -11,17 +11,20 @@
 -- already-applied identities returns little more than numbers. no_response
 -- flags an identity claimed and committed without a saved response, which a
 -- real run reports as an error. One statement, one snapshot: a response comes
--- back with the identity it was committed with.
+-- back with the identity it was committed with. stale flags a missing body
+-- that this snapshot cannot tell from a kept one (a purge swap committed after
+-- it was taken, idem.snapshot_predates_swap): the caller looks up again.
 SELECT k.ord::int4 AS ord,
-       CASE WHEN i.payload_digest = decode(substr(k.payload_hash, 12), 'hex') THEN NULL
+       CASE WHEN i.payload_digest = k.digest THEN NULL
             ELSE 'jcs-sha256:' || encode(i.payload_digest, 'hex') END AS stored_hash,
        CASE WHEN i.op_class = k.op_class THEN NULL ELSE i.op_class END AS stored_class,
        b.tenant_id IS NOT NULL AND b.response IS NULL AS no_response,
        b.tenant_id IS NULL AS purged,
-       CASE WHEN $5 AND i.payload_digest = decode(substr(k.payload_hash, 12), 'hex') AND i.op_class = k.op_class
+       b.tenant_id IS NULL AND idem.snapshot_predates_swap() AS stale,
+       CASE WHEN $5 AND i.payload_digest = k.digest AND i.op_class = k.op_class
             THEN b.response END AS response
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-         WITH ORDINALITY AS k(tenant_id, operation_id, payload_hash, op_class, ord)
+FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])
+         WITH ORDINALITY AS k(tenant_id, operation_id, digest, op_class, ord)
 JOIN idem.identity i ON i.tenant_id = k.tenant_id AND i.operation_id = k.operation_id
 LEFT JOIN idem.inbox_body b
        ON b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at

@@ -1,0 +1,14 @@
+-- 003_body_swap_xid: what a reader needs to tell a purged body from one its
+-- snapshot cannot see.
+--
+-- A day partition of idem.inbox_body is purged by a swap (idem.horizon_purge_swap:
+-- set the kept rows aside, TRUNCATE, put them back). TRUNCATE is not MVCC-safe:
+-- a snapshot taken before the swap committed sees the day as empty, the kept
+-- rows included. body_swap_xid holds the transaction id of the last swap. A
+-- sequence is not transactional, so every reader sees its latest value
+-- whatever its snapshot; swaps are serialised, so when the last swap is
+-- visible to a snapshot, every earlier one is too. A reader that finds a body
+-- missing checks it (idem.snapshot_predates_swap): a snapshot that cannot see
+-- the last committed swap reads again (READ COMMITTED) or is refused with a
+-- serialization failure (40001, REPEATABLE READ), never answered "purged".
+CREATE SEQUENCE idem.body_swap_xid AS bigint MINVALUE 0 START 0;
