@@ -16,6 +16,16 @@ import (
 // Durable is the name of the reference service's JetStream consumer.
 const Durable = "idemctl-demo-serve"
 
+// A killed service leaves its pull request open on the server until it
+// expires, and a message delivered to it waits for the ack deadline before
+// it is redelivered: both short, so that a restarted service picks up what
+// was published while it was down within seconds. A transfer takes
+// milliseconds; a redelivery of one still running is answered by the inbox.
+const (
+	pullExpiry = 5 * time.Second
+	ackWait    = 10 * time.Second
+)
+
 // ConsumeNATS processes the transfers published on subject, from the
 // JetStream stream (created, with a de-duplication window, when missing),
 // until ctx ends. A message carries the tenant and the operation id in the
@@ -38,11 +48,11 @@ func (s *Service) ConsumeNATS(ctx context.Context, url, stream, subject string) 
 		return fmt.Errorf("stream %s: %w", stream, err)
 	}
 	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: Durable, FilterSubject: subject,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait})
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", Durable, err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { s.handleMsg(ctx, m) })
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.handleMsg(ctx, m) }, jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", subject, err)
 	}

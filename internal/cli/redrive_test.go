@@ -401,7 +401,8 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 		assert.Equal(t, "pending", got["t1/op-1"].Outcome)
 	}
 	start()
-	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 20*time.Second, 50*time.Millisecond)
+	// Within the killed service's pull expiry plus the ack wait (demo/serve_nats.go).
+	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 40*time.Second, 50*time.Millisecond)
 	code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)})
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "already_applied", got["t1/op-1"].Outcome, "a rerun settles it, from the primary")
