@@ -74,8 +74,10 @@ func benchDatabases(b *testing.B, rows int) (v1, v4 string, now time.Time) {
 	if !exists {
 		now = time.Now().UTC().Truncate(time.Second)
 		for _, name := range []string{v1, v4} {
-			if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-				b.Fatal(err)
+			for _, old := range []string{name, name + "_building"} { // a build that was interrupted leaves the latter
+				if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{old}.Sanitize()+" WITH (FORCE)"); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name + "_building"}.Sanitize()); err != nil {
 				b.Fatal(err)

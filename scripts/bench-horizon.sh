@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 export HORIZON_BENCH_ROWS="${HORIZON_BENCH_ROWS:-5000000}"
 
 echo "== purge half of a ${HORIZON_BENCH_ROWS}-row inbox"
-go test ./horizon -run '^$' -bench 'BenchmarkPurge$' -benchtime 1x -count 1 -timeout 60m | tee "$out/purge.txt" | grep Benchmark
+bench "$out/purge.txt" go test ./horizon -run '^$' -bench 'BenchmarkPurge$' -benchtime 1x -count 1 -timeout 60m
 bare=$(metric "$out/purge.txt" 'bare_delete' rows/s)
 barewal=$(metric "$out/purge.txt" 'bare_delete' WAL_MiB)
 barems=$(metric "$out/purge.txt" 'bare_delete' lock_hold_ms)
@@ -44,7 +44,7 @@ echo "                tombstone ${tomb} B for a ${row} B inbox row = ${pct}%  [<
 
 echo
 echo "== idem.execute (split inbox) vs the bare effect"
-go test ./idem -run '^$' -bench 'BenchmarkExecute' -benchtime 3s -count 1 | tee "$out/exec.txt" | grep Benchmark
+bench "$out/exec.txt" go test ./idem -run '^$' -bench 'BenchmarkExecute' -benchtime 3s -count 1
 for c in 1 8; do
 	base=$(metric "$out/exec.txt" "baseline_bare_effect/conns=$c" ops/s)
 	app=$(metric "$out/exec.txt" "applied/conns=$c" ops/s)

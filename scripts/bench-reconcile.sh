@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 . scripts/benchlib.sh
 
 echo "== reconcile: settlement report against the inbox"
-go test ./reconcile -run '^$' -bench 'BenchmarkReconcile' -benchtime 1x -count 1 -timeout 30m | tee "$out/reconcile.txt" | grep Benchmark
+bench "$out/reconcile.txt" go test ./reconcile -run '^$' -bench 'BenchmarkReconcile' -benchtime 1x -count 1 -timeout 30m
 small=$(metric "$out/reconcile.txt" 'lines=100000/sort-buffer=16MiB' peak-heap-MiB)
 large=$(metric "$out/reconcile.txt" 'lines=1000000/sort-buffer=16MiB' peak-heap-MiB)
 rate=$(metric "$out/reconcile.txt" 'lines=1000000/sort-buffer=16MiB' lines/s)

@@ -22,13 +22,13 @@ ratio() {
 }
 
 echo "== canonical hash vs encoding/json + sha256 (target >= 3x)"
-go test ./idem -run '^$' -bench 'BenchmarkHash' -benchmem -count 1 | tee "$out/hash.txt" | grep Benchmark
+bench "$out/hash.txt" go test ./idem -run '^$' -bench 'BenchmarkHash' -benchmem -count 1
 echo "300 B:  $(ratio "$out/hash.txt" 'canonical_300B' 'encoding_json_300B')"
 echo "64 KiB: $(ratio "$out/hash.txt" 'canonical_64KiB' 'encoding_json_64KiB')"
 
 echo
 echo "== idem.execute vs the bare effect, from Go (idem.Execute)"
-go test ./idem -run '^$' -bench 'BenchmarkExecute$' -benchtime 3s -count 1 | tee "$out/exec.txt" | grep Benchmark
+bench "$out/exec.txt" go test ./idem -run '^$' -bench 'BenchmarkExecute$' -benchtime 3s -count 1
 for c in 1 8; do
 	echo "conns=$c applied/baseline: $(ratio "$out/exec.txt" "applied/conns=$c" "baseline_bare_effect/conns=$c")" \
 		"already_applied/baseline: $(ratio "$out/exec.txt" "already_applied/conns=$c" "baseline_bare_effect/conns=$c")"
@@ -36,7 +36,7 @@ done
 
 echo
 echo "== idem.execute vs the bare effect through pgbench -M simple (targets: applied >= 0.85x, already_applied >= 2.0x)"
-go test ./idem -run '^$' -bench 'BenchmarkExecutePgbench$' -benchtime 1x -count 1 | tee "$out/pgb.txt" | grep Benchmark
+bench "$out/pgb.txt" go test ./idem -run '^$' -bench 'BenchmarkExecutePgbench$' -benchtime 1x -count 1
 for c in 1 8; do
 	a=$(metric "$out/pgb.txt" "/applied/conns=$c" x_bare)
 	r=$(metric "$out/pgb.txt" "already_applied/conns=$c" x_bare)

@@ -8,6 +8,19 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+# bench FILE COMMAND...: runs a benchmark command, keeps its output in FILE
+# and prints its result lines; when it fails, prints the end of its output.
+bench() {
+	local file=$1
+	shift
+	# Result lines as they come, and the one-time database builds' notices.
+	if ! "$@" 2>&1 | tee "$file" | grep --line-buffered -E '^Benchmark|^building'; then
+		tail -n 20 "$file" >&2
+		echo "FAILED: $*" >&2
+		return 1
+	fi
+}
+
 # metric FILE NAME_PATTERN UNIT: the value before UNIT on the benchmark line.
 metric() {
 	awk -v name="$2" -v unit="$3" '
