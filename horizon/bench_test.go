@@ -176,24 +176,10 @@ func copyDB(b *testing.B, from string) string {
 }
 
 // walMark checkpoints (so that every measurement starts with the same
-// full-page-write state) and returns the current WAL position.
+// full-page-write state) and returns the WAL position.
 func walMark(b *testing.B, conn *pgx.Conn) string {
-	var lsn string
 	benchExec(b, conn, "CHECKPOINT")
-	if err := conn.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-		b.Fatal(err)
-	}
-	return lsn
-}
-
-// walSince returns the WAL bytes written since lsn (the whole server's: run
-// the benchmark on a quiet machine).
-func walSince(b *testing.B, conn *pgx.Conn, lsn string) float64 {
-	var n float64
-	if err := conn.QueryRow(context.Background(), "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", lsn).Scan(&n); err != nil {
-		b.Fatal(err)
-	}
-	return n
+	return dbtest.WALPosition(b, conn)
 }
 
 // BenchmarkPurge purges half of an inbox (rows older than 25 of its 50 days)
@@ -237,7 +223,7 @@ func BenchmarkPurge(b *testing.B) {
 			el := time.Since(start)
 			b.StopTimer()
 			bareRate = float64(tag.RowsAffected()) / el.Seconds()
-			bareWAL = walSince(b, conn, lsn)
+			bareWAL = dbtest.WALSince(b, conn, lsn)
 			b.ReportMetric(float64(tag.RowsAffected()), "rows")
 			b.ReportMetric(bareRate, "rows/s")
 			b.ReportMetric(float64(el.Milliseconds()), "lock_hold_ms")
@@ -275,7 +261,7 @@ func BenchmarkPurge(b *testing.B) {
 			}
 			el := time.Since(start)
 			b.StopTimer()
-			wal := walSince(b, conn, lsn)
+			wal := dbtest.WALSince(b, conn, lsn)
 			b.ReportMetric(float64(total)/el.Seconds(), "rows/s")
 			b.ReportMetric(float64(total)/el.Seconds()/bareRate, "x_bare")
 			b.ReportMetric(float64(p99(txs).Microseconds())/1000, "p99_tx_ms")
@@ -327,7 +313,7 @@ func BenchmarkPurge(b *testing.B) {
 			if res.Plan.Purged != p.Candidates {
 				b.Fatalf("purged %d of %d candidates", res.Plan.Purged, p.Candidates)
 			}
-			wal := walSince(b, conn, lsn)
+			wal := dbtest.WALSince(b, conn, lsn)
 			swapMS := maxSwapMS(b, conn, p.ID)
 			ms := make([]string, len(res.TxDurations))
 			for i, d := range res.TxDurations {

@@ -74,9 +74,9 @@ func BenchmarkExecutePgbench(b *testing.B) {
 				var tps, wal float64
 				var txs int64
 				for range b.N {
-					lsn := walLSN(b, wconn)
+					lsn := dbtest.WALPosition(b, wconn)
 					t, n := dbtest.Pgbench(b, c.dsn, c.script, conns, 10)
-					wal += walSince(b, wconn, lsn)
+					wal += dbtest.WALSince(b, wconn, lsn)
 					tps, txs = tps+t, txs+n
 				}
 				tps /= float64(b.N)
@@ -91,23 +91,4 @@ func BenchmarkExecutePgbench(b *testing.B) {
 			})
 		}
 	}
-}
-
-// walLSN is the server's WAL insert position. WAL is server-wide: measure on
-// a quiet server.
-func walLSN(b *testing.B, conn *pgx.Conn) string {
-	var lsn string
-	if err := conn.QueryRow(context.Background(), "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
-		b.Fatal(err)
-	}
-	return lsn
-}
-
-// walSince is the WAL written since lsn, in bytes.
-func walSince(b *testing.B, conn *pgx.Conn, lsn string) float64 {
-	var n float64
-	if err := conn.QueryRow(context.Background(), "SELECT (pg_current_wal_insert_lsn() - $1::pg_lsn)::float8", lsn).Scan(&n); err != nil {
-		b.Fatal(err)
-	}
-	return n
 }
