@@ -39,15 +39,7 @@ func TestMain(m *testing.M) {
 	case os.Getenv(runEnv) != "":
 		os.Exit(interruptibleRun(os.Getenv(runEnv)))
 	}
-	dir, err := os.MkdirTemp("", "idemctl-lab-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	workerDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	dbtest.RunInTempDir(m, "idemctl-lab-test-", &workerDir)
 }
 
 var (

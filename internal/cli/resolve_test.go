@@ -436,15 +436,7 @@ func cutAfter(pool *pgxpool.Pool, proxy *dbtest.Proxy, pattern, restoreTo string
 // add (their DSNs never carry one), once, so that the tests stay parallel.
 func TestMain(m *testing.M) {
 	dbtest.SetSourcePassword()
-	dir, err := os.MkdirTemp("", "idemctl-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	dbtest.RunInTempDir(m, "idemctl-cli-test-", &binDir)
 }
 
 var (
