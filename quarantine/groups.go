@@ -122,6 +122,9 @@ func (k GroupKey) hash() string {
 
 var groupIDRE = regexp.MustCompile(`^g(t?)(s?)-[0-9a-f]{12}$`)
 
+// ValidGroupID reports whether id has the form of a group id.
+func ValidGroupID(id string) bool { return groupIDRE.MatchString(id) }
+
 // ResolveGroup finds the open group with this id, among the groups of the
 // open records matching the filter, and returns the filter narrowed to it.
 // ErrNotFound when no open record has that key any more (all decided, or a
@@ -144,5 +147,5 @@ func ResolveGroup(ctx context.Context, db idem.DBTX, id string, within Filter) (
 			return f, g, nil
 		}
 	}
-	return Filter{}, Group{}, fmt.Errorf("%w: no open group %s (all its records decided, or another filter): idemctl quarantine groups lists them", ErrNotFound, id)
+	return Filter{}, Group{}, fmt.Errorf("%w: group %s has no open record (all decided, a mistyped id, or another filter): idemctl quarantine groups lists the open groups", ErrNotFound, id)
 }
