@@ -28,6 +28,9 @@ type Context struct {
 	Base context.Context
 	// Timeout bounds each command's I/O.
 	Timeout time.Duration
+	// Clipboard puts text on the terminal's clipboard (OSC 52); nil when
+	// there is none.
+	Clipboard func(string)
 }
 
 // Screen layout: the header and the tabs above the body; the banner (up to
