@@ -334,6 +334,8 @@ func mapError(err error) error {
 		sentinel = ErrNewOperationConflict
 	case "IX004":
 		sentinel = ErrCannotExecute
+	case "IX108":
+		sentinel = ErrInvalidFilter
 	default:
 		return err
 	}

@@ -54,6 +54,7 @@ at once, after a preview, each record with its own audit row.`,
 		NewCmdQuarantineReject(f, nil),
 		NewCmdQuarantineAccept(f, nil),
 		NewCmdQuarantineExport(f, nil),
+		NewCmdQuarantineBulk(f),
 	)
 	return cmd
 }
@@ -191,14 +192,17 @@ type QuarantineAcceptOptions struct {
 	Operator       string
 	// Yes skips the confirmation asked on a terminal.
 	Yes bool
-	f   *Factory
+	// Bulk, when set, plans a bulk accept-as-new instead (no ID).
+	Bulk *QuarantineAcceptPlanOptions
+	f    *Factory
 }
 
 // NewCmdQuarantineAccept builds `idemctl quarantine accept-as-new`.
 func NewCmdQuarantineAccept(f *Factory, runF func(*QuarantineAcceptOptions) error) *cobra.Command {
 	opts := &QuarantineAcceptOptions{IO: f.IO, f: f}
+	var bulkAccept acceptPlanFlags
 	cmd := &cobra.Command{
-		Use:   "accept-as-new ID --new-operation-id NEW --reason TEXT",
+		Use:   "accept-as-new (ID --new-operation-id NEW | --group ID | FILTERS | -) --reason TEXT",
 		Short: "Run a conflicting payload once, as a new operation",
 		Long: `Accept a quarantine record as a legitimate new operation (a settlement
 revision, a corrected amount): its incoming payload runs now, through the
@@ -221,12 +225,40 @@ is application code, have the owning service submit the payload under NEW, then
 reject this record with that reason.
 
 On a terminal you are asked to confirm; --yes skips the question, and is
-required when there is no terminal (exit code 2 without it).`,
+required when there is no terminal (exit code 2 without it).
+
+Many records at once (bulk): --group ID, filters, or ids on stdin (-), with
+--rule naming each new operation ({operation_id} is replaced by the record's
+operation id: --rule '{operation_id}-rev2') and --max capping the count. This
+only plans: it prints the preview (count, sample with the new ids; --dry-run
+stops there) and records a plan that runs nothing until another person
+approves it (idemctl quarantine bulk approve PLAN, four-eyes by person, as
+purges); then idemctl quarantine bulk run PLAN runs it in batches, each record
+with its own audit row. Exit code 5 when the database refuses the plan (a
+record not open, a bad new id, over --max).`,
 		Example: `  idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 \
       --reason "settlement revision approved in BET-99"
-  idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json`,
+  idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json
+  idemctl quarantine accept-as-new --group g-1a2b3c4d5e6f --rule '{operation_id}-rev2' --max 500 \
+      --reason "settlement revisions, BET-99" --dry-run`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if bulk, err := bulkAccept.build(f, args); bulk || err != nil {
+				if err != nil {
+					return err
+				}
+				if opts.NewOperationID != "" {
+					return usageErr("--new-operation-id names one record's new operation: a bulk accept uses --rule")
+				}
+				if strings.TrimSpace(opts.Reason) == "" {
+					return usageErr("--reason is required: say why, for the record")
+				}
+				opts.Bulk, opts.Operator, opts.JSON = &bulkAccept.opts, f.Operator(), f.JSON()
+				if runF != nil {
+					return runF(opts)
+				}
+				return quarantineAcceptPlanRun(cmd.Context(), opts)
+			}
 			id, err := parseRecordID(args)
 			if err != nil {
 				return err
@@ -254,6 +286,7 @@ required when there is no terminal (exit code 2 without it).`,
 	cmd.Flags().StringVar(&opts.NewOperationID, "new-operation-id", "", "operation_id to run the incoming payload under (required)")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	bulkAccept.add(cmd)
 	return cmd
 }
 
