@@ -84,10 +84,10 @@ type queueView struct {
 	svc     QuarantineService
 	refresh time.Duration
 
-	mode    queueMode
-	filter  quarantine.Status
-	items   []quarantine.Summary
-	more    bool
+	mode   queueMode
+	filter quarantine.Status
+	items  []quarantine.Summary
+	more   bool
 	// The server-side search (/) and the pages: pages[i] is the cursor the
 	// i-th page starts after (nil for the first).
 	where    quarantine.Filter
@@ -95,15 +95,15 @@ type queueView struct {
 	totals   *quarantine.Totals
 	selected map[int64]bool
 	tri      triage
-	nav     listNav
-	loading bool
-	loaded  bool
-	seq     int
-	chained bool // the auto-refresh tick chain runs
-	updated time.Time
-	query   string
-	search  textinput.Model
-	ban     banner
+	nav      listNav
+	loading  bool
+	loaded   bool
+	seq      int
+	chained  bool // the auto-refresh tick chain runs
+	updated  time.Time
+	query    string
+	search   textinput.Model
+	ban      banner
 
 	// detail
 	detailID int64
