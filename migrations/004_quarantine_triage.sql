@@ -21,6 +21,11 @@ CREATE INDEX quarantine_incoming_class_activity_idx ON idem.quarantine (incoming
 CREATE INDEX quarantine_changed_idx
     ON idem.quarantine USING gin ((jsonb_path_query_array(diff, '$[*].path')) jsonb_path_ops);
 
+-- --source mobile (and groups by source): the incoming transport's "source",
+-- else its "topic", as quarantine/sql/filter.sql spells it.
+CREATE INDEX quarantine_source_activity_idx ON idem.quarantine (
+    (coalesce(incoming_transport ->> 'source', incoming_transport ->> 'topic', '')), last_seen DESC, id DESC);
+
 -- The age of the oldest open record, with any filter.
 CREATE INDEX quarantine_open_first_seen_idx ON idem.quarantine (first_seen, id) WHERE status = 'open';
 
