@@ -61,11 +61,13 @@ func (v *queueView) countLine() string {
 		return plural(len(v.items), "record")
 	}
 	t := *v.totals
-	n := humanInt(t.Matching)
-	if t.AtLeast {
-		n = "≥" + n
+	s := humanInt(t.Matching) + " records"
+	if t.Matching == 1 {
+		s = "1 record"
 	}
-	s := n + " match"
+	if t.AtLeast {
+		s = "≥" + s
+	}
 	if len(v.pages) > 0 || v.more {
 		s += fmt.Sprintf(" · page %d", len(v.pages)+1)
 	}
