@@ -102,3 +102,62 @@ func TestBulkDecisionCannotBeForged(t *testing.T) {
 	assert.Equal(t, idem.Applied, acc.Outcome)
 	assert.Equal(t, posted+1, postings(), "the accepted payload ran once")
 }
+
+// Issue 16: a bulk accept-as-new runs conflicting payloads, so it needs two
+// persons: nobody runs a plan that another person did not approve, nobody
+// approves their own plan (whatever the label), nobody writes a plan or
+// approves it by hand, and a service can do none of it.
+func TestBulkAcceptNeedsAnotherPerson(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	dbtest.SeedConflicts(t, w.dsn, dbtest.ClientBug{Prefix: "b-", N: 3, Change: "amount", Source: "mobile"})
+	var ids []int64
+	rows, err := w.operator.Query(w.ctx, "SELECT id FROM idem.quarantine ORDER BY id")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	_, err = w.app.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'svc', 'x', '{}')", ids)
+	assert.Equal(t, "42501", code(err), "a service plans nothing")
+	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 2)
+	_, err = unmapped.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'carol', 'x', '{}')", ids)
+	assert.Equal(t, "IX313", code(err), "a login without a person plans nothing")
+
+	plan, err := quarantine.PlanAccept(w.ctx, w.operator, quarantine.Selection{IDs: ids}, "{operation_id}-rev2", 3, "alice", "revisions")
+	require.NoError(t, err)
+	before := w.snapshot()
+	_, err = w.operator.Exec(w.ctx, "SELECT * FROM idem.quarantine_bulk_accept_run($1, 'alice', 10)", plan.ID)
+	assert.Equal(t, "IX121", code(err), "not approved: nothing runs")
+	for _, label := range []string{"bob", "not-alice"} {
+		_, err = quarantine.ApproveAccept(w.ctx, w.operator, plan.ID, label)
+		assert.ErrorIs(t, err, quarantine.ErrSamePerson, label)
+	}
+	_, err = w.operator.Exec(w.ctx, "UPDATE idem.quarantine_bulk_accept SET state = 'approved', approved_person = 'bob', approved_at = now()")
+	assert.Equal(t, "42501", code(err), "an operator cannot approve by hand")
+	_, err = w.operator.Exec(w.ctx, `INSERT INTO idem.quarantine_bulk_accept (rule, max_count, ids, reason, selection, planned_by,
+		planned_person, planned_db_user, state, approved_person, approved_at) VALUES ('{operation_id}-x', 3, $1, 'x', '{}', 'a', 'alice', 'a',
+		'approved', 'bob', now())`, ids)
+	assert.Equal(t, "42501", code(err), "nor forge an approved plan")
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.quarantine_accept_record(q, 'b-x', 'alice', 'forged', '{}') FROM idem.quarantine q LIMIT 1")
+	assert.Equal(t, "42501", code(err), "nor call the step that runs a payload")
+	_, err = w.app.Exec(w.ctx, "SELECT * FROM idem.quarantine_bulk_accept_approve($1, 'svc')", plan.ID)
+	assert.Equal(t, "42501", code(err))
+	assert.Equal(t, before, w.snapshot(), "nothing ran, nothing was written")
+
+	_, err = quarantine.ApproveAccept(w.ctx, w.second, plan.ID, "bob")
+	require.NoError(t, err)
+	res, err := quarantine.RunAccept(w.ctx, w.operator, plan.ID, "alice", 2, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), res.Decided)
+	after := w.snapshot()
+	assert.Equal(t, before["audit"]+1+3, after["audit"], "the approval and one audit row per record")
+	assert.Equal(t, before["quarantine"], after["quarantine"])
+	var accepted int
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.quarantine WHERE status = 'accepted' AND new_operation_id LIKE 'b-%-rev2'").Scan(&accepted))
+	assert.Equal(t, 3, accepted)
+	_, err = quarantine.RunAccept(w.ctx, w.operator, plan.ID, "alice", 2, nil)
+	assert.ErrorIs(t, err, quarantine.ErrPlanState, "a done plan runs nothing again")
+}
