@@ -329,13 +329,16 @@ func (s fixedStepper) Execute(_ context.Context, p idem.Prepared, _ string) (rec
 type fixedHorizon struct {
 	mu    sync.Mutex
 	plans []PurgePlan
+	// failLoad, when set, is the error Plans returns.
+	failLoad error
 }
 
 func newFixedHorizon() *fixedHorizon {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	return &fixedHorizon{plans: []PurgePlan{
 		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: PlanPlanned, Identities: 12840,
-			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114"},
+			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
+			Proof: []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"}},
 		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: PlanApproved, Identities: 5000,
 			PlannedBy: "carol", PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: "alice"},
 		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: PlanAborted, Identities: 700,
@@ -358,6 +361,9 @@ func (h *fixedHorizon) Sources(context.Context) ([]HorizonSource, error) {
 func (h *fixedHorizon) Plans(context.Context) ([]PurgePlan, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.failLoad != nil {
+		return nil, h.failLoad
+	}
 	return append([]PurgePlan(nil), h.plans...), nil
 }
 

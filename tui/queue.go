@@ -278,6 +278,7 @@ func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
 		return next // a newer load is on its way
 	}
 	v.loading = false
+	v.c.Disconnected = msg.err != nil && unreachable(msg.err)
 	if msg.err != nil {
 		v.ban = errorBanner(fmt.Errorf("load the queue: %w", msg.err))
 		return next

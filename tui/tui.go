@@ -107,6 +107,9 @@ type Model struct {
 	help   help.Model
 	full   bool // full help shown
 	quit   bool
+	// The banner last drawn and since when, for successTTL.
+	banSeen  banner
+	banSince time.Time
 
 	queue     *queueView
 	resolve   *resolveView
@@ -287,7 +290,7 @@ func (m *Model) View() string {
 	} else {
 		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
 	}
-	ban := m.banner(v.status(), w)
+	ban := m.banner(m.shownBanner(v.status()), w)
 	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
 	if m.full {
 		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
@@ -333,6 +336,30 @@ func (m *Model) tabs(w int) string {
 		}
 	}
 	return trunc(strings.Join(parts, " "), w)
+}
+
+// successTTL is how long an "ok:" banner stays: long enough to read, not so
+// long that it describes a screen that has moved on.
+const successTTL = 20 * time.Second
+
+// shownBanner is the banner to draw: a success fades after successTTL, and
+// while the database is unreachable a disconnected line comes first.
+func (m *Model) shownBanner(b banner) banner {
+	now := m.ctx.Now()
+	if b != m.banSeen {
+		m.banSeen, m.banSince = b, now
+	}
+	if b.kind == bannerSuccess && now.Sub(m.banSince) > successTTL {
+		b = banner{}
+	}
+	if m.ctx.Disconnected {
+		text := "disconnected: the database is unreachable; the queue retries on each refresh (r now)"
+		if b.kind != bannerNone {
+			text += " · " + b.text
+		}
+		b = banner{bannerWarning, text}
+	}
+	return b
 }
 
 // banner renders the view's message on bannerLines lines (wrapped, then cut).
