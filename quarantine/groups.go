@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +51,31 @@ type GroupKey struct {
 	// Tenant and Source are set when the groups were split by them.
 	Tenant *string `json:"tenant,omitempty"`
 	Source *string `json:"source,omitempty"`
+}
+
+// Describe says what the group's records share: "class C -> D, changed /a /b,
+// source S".
+func (k GroupKey) Describe() string {
+	class := k.Class
+	if k.IncomingClass != k.Class {
+		class += " -> " + k.IncomingClass
+	}
+	fields := strings.Join(k.Fields, " ")
+	if fields == "" {
+		fields = "(class only)"
+	}
+	s := "class " + class + ", changed " + fields
+	if k.Tenant != nil {
+		s += ", tenant " + *k.Tenant
+	}
+	if k.Source != nil {
+		src := *k.Source
+		if src == "" {
+			src = "-"
+		}
+		s += ", source " + src
+	}
+	return s
 }
 
 // Group is one group of open records: the same cause, most likely.

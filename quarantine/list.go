@@ -188,6 +188,36 @@ func (f Filter) args() pgx.NamedArgs {
 	return a
 }
 
+// Describe writes the filter the way the flags spell it, for a preview.
+func (f Filter) Describe() string {
+	status := f.Status
+	if status == "" {
+		status = StatusOpen
+	}
+	parts := []string{"status " + string(status)}
+	add := func(flag, v string) {
+		if v != "" {
+			parts = append(parts, flag+" "+strconv.Quote(v))
+		}
+	}
+	add("--tenant", f.Tenant)
+	add("--op", f.Op)
+	add("--op-prefix", f.OpPrefix)
+	add("--class", f.Class)
+	add("--changed", f.Changed)
+	add("--source", f.Source)
+	if !f.Since.IsZero() {
+		add("--since", f.Since.UTC().Format(time.RFC3339))
+	}
+	if !f.Until.IsZero() {
+		add("--until", f.Until.UTC().Format(time.RFC3339))
+	}
+	if g := f.Group; g != nil {
+		parts = append(parts, "group ("+g.Describe()+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // likePrefix is a LIKE pattern matching the strings that start with p.
 func likePrefix(p string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p) + "%"

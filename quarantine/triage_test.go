@@ -232,19 +232,11 @@ func TestBulkRejectByIDs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 2)
 	seedSmall(t, b)
-	var w []int64
-	rows, err := b.pool.Query(b.ctx, "SELECT id FROM idem.quarantine WHERE operation_id LIKE 'w-%' ORDER BY id LIMIT 12")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		w = append(w, id)
-	}
-	require.NoError(t, rows.Err())
+	w := dbtest.Column[int64](t, b.pool, "SELECT id FROM idem.quarantine WHERE operation_id LIKE 'w-%' ORDER BY id LIMIT 12")
 	require.Len(t, w, 12)
 
 	before := b.snapshot(t)
-	_, err = quarantine.PreviewBulk(b.ctx, b.pool, quarantine.Selection{IDs: append([]int64{999999}, w...)})
+	_, err := quarantine.PreviewBulk(b.ctx, b.pool, quarantine.Selection{IDs: append([]int64{999999}, w...)})
 	assert.ErrorIs(t, err, quarantine.ErrNotFound)
 	assert.Contains(t, err.Error(), "999999")
 	assert.Equal(t, before, b.snapshot(t))

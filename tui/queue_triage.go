@@ -481,7 +481,7 @@ func (v *queueView) renderBulk(w, h int) string {
 		row("already decided", humanInt(p.Decided)+" (skipped)")
 	}
 	if p.Filter != nil {
-		row("filter", describeFilter(*p.Filter))
+		row("filter", p.Filter.Describe())
 	}
 	row("operator", v.c.Operator)
 	row("reason", strings.TrimSpace(v.reason.Value()))
@@ -497,32 +497,4 @@ func (v *queueView) renderBulk(w, h int) string {
 		lines = append(lines, "", st.Focused.Render("y")+" reject them all   "+st.Focused.Render("n/esc")+" back to the form")
 	}
 	return fitLines(wrapAll(lines, w), w, h)
-}
-
-// describeFilter writes a filter as the search line spells it.
-func describeFilter(f quarantine.Filter) string {
-	var parts []string
-	add := func(k, v string) {
-		if v != "" {
-			parts = append(parts, k+v)
-		}
-	}
-	add("", f.OpPrefix)
-	add("tenant:", f.Tenant)
-	add("op:", f.Op)
-	add("class:", f.Class)
-	add("changed:", f.Changed)
-	add("source:", f.Source)
-	if g := f.Group; g != nil {
-		fields := strings.Join(g.Fields, " ")
-		if fields == "" {
-			fields = "(class only)"
-		}
-		s := "group " + g.Class + " changed " + fields
-		if g.Source != nil {
-			s += " source " + orDash(*g.Source)
-		}
-		parts = append(parts, s)
-	}
-	return "open, " + strings.Join(parts, ", ")
 }

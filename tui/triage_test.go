@@ -122,16 +122,7 @@ func TestModelMultiSelectReject(t *testing.T) {
 
 func (h *harness) rejectedOps() []string {
 	h.t.Helper()
-	rows, err := h.pool.Query(context.Background(), "SELECT operation_id FROM idem.quarantine WHERE status = 'rejected' ORDER BY 1")
-	require.NoError(h.t, err)
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(h.t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(h.t, rows.Err())
-	return out
+	return dbtest.Column[string](h.t, h.pool, "SELECT operation_id FROM idem.quarantine WHERE status = 'rejected' ORDER BY 1")
 }
 
 // y copies the selected record's id (OSC 52 through the injected clipboard).

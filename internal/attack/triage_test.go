@@ -22,21 +22,13 @@ func TestBulkDecisionCannotBeForged(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	dbtest.SeedConflicts(t, w.dsn, dbtest.ClientBug{Prefix: "f-", N: 4, Change: "amount", Source: "mobile"})
-	var ids []int64
-	rows, err := w.operator.Query(w.ctx, "SELECT id FROM idem.quarantine ORDER BY id")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
+	ids := dbtest.Column[int64](t, w.operator, "SELECT id FROM idem.quarantine ORDER BY id")
 	require.Len(t, ids, 4)
 	before := w.snapshot()
 
 	// The internal step, called directly with a forged row.
 	forge := `SELECT idem.quarantine_reject_record(q, 'mallory', 'forged', '{"bulk_run":"x"}') FROM idem.quarantine q WHERE q.id = $1`
-	_, err = w.operator.Exec(w.ctx, forge, ids[0])
+	_, err := w.operator.Exec(w.ctx, forge, ids[0])
 	assert.Equal(t, "42501", code(err), "operator calls the internal step")
 	_, err = w.app.Exec(w.ctx, forge, ids[0])
 	assert.Equal(t, "42501", code(err), "service calls the internal step")
@@ -75,15 +67,7 @@ func TestBulkDecisionCannotBeForged(t *testing.T) {
 	assert.Equal(t, 3, again)
 	after := w.snapshot()
 	assert.Equal(t, before["audit"]+4, after["audit"], "one audit row per decided record, no more")
-	var persons []string
-	rows, err = w.operator.Query(w.ctx, "SELECT person FROM idem.audit WHERE action = 'quarantine.reject' ORDER BY id")
-	require.NoError(t, err)
-	for rows.Next() {
-		var p string
-		require.NoError(t, rows.Scan(&p))
-		persons = append(persons, p)
-	}
-	require.NoError(t, rows.Err())
+	persons := dbtest.Column[string](t, w.operator, "SELECT person FROM idem.audit WHERE action = 'quarantine.reject' ORDER BY id")
 	assert.Equal(t, []string{dbtest.PersonOperator, dbtest.PersonOperator, dbtest.PersonOperator, dbtest.PersonOperator2}, persons)
 	assert.Equal(t, posted, postings(), "rejecting runs nothing")
 
@@ -111,16 +95,8 @@ func TestBulkAcceptNeedsAnotherPerson(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	dbtest.SeedConflicts(t, w.dsn, dbtest.ClientBug{Prefix: "b-", N: 3, Change: "amount", Source: "mobile"})
-	var ids []int64
-	rows, err := w.operator.Query(w.ctx, "SELECT id FROM idem.quarantine ORDER BY id")
-	require.NoError(t, err)
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
-	_, err = w.app.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'svc', 'x', '{}')", ids)
+	ids := dbtest.Column[int64](t, w.operator, "SELECT id FROM idem.quarantine ORDER BY id")
+	_, err := w.app.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'svc', 'x', '{}')", ids)
 	assert.Equal(t, "42501", code(err), "a service plans nothing")
 	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 2)
 	_, err = unmapped.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'carol', 'x', '{}')", ids)

@@ -570,44 +570,11 @@ func printBulkPreview(io *IOStreams, p quarantine.Preview, group, verb string) {
 		fmt.Fprintf(w, "group:  %s\n", group)
 	}
 	if p.Filter != nil {
-		fmt.Fprintf(w, "filter: %s\n", describeFilter(*p.Filter))
+		fmt.Fprintf(w, "filter: %s\n", p.Filter.Describe())
 	}
 	fmt.Fprintf(w, "sample (%d of %s):\n", len(p.Sample), humanCount(p.Open))
 	_ = printTable(w, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"},
 		quarantineRows(p.Sample))
-}
-
-// describeFilter writes a filter the way the flags spell it.
-func describeFilter(f quarantine.Filter) string {
-	var parts []string
-	add := func(flag, v string) {
-		if v != "" {
-			parts = append(parts, flag+" "+strconv.Quote(v))
-		}
-	}
-	add("--tenant", f.Tenant)
-	add("--op", f.Op)
-	add("--op-prefix", f.OpPrefix)
-	add("--class", f.Class)
-	add("--changed", f.Changed)
-	add("--source", f.Source)
-	if !f.Since.IsZero() {
-		add("--since", f.Since.UTC().Format(time.RFC3339))
-	}
-	if !f.Until.IsZero() {
-		add("--until", f.Until.UTC().Format(time.RFC3339))
-	}
-	if g := f.Group; g != nil {
-		s := "class " + groupClass(*g) + ", changed " + groupFields(g.Fields)
-		if g.Tenant != nil {
-			s += ", tenant " + *g.Tenant
-		}
-		if g.Source != nil {
-			s += ", source " + orDash(*g.Source)
-		}
-		parts = append(parts, "group ("+s+")")
-	}
-	return "status open, " + strings.Join(parts, ", ")
 }
 
 // readRecordIDs reads record ids from stdin, one a line: "42", "#42", or a

@@ -157,15 +157,7 @@ func TestQuarantineTriageCommands(t *testing.T) {
 	assert.Contains(t, out, `"intact":true`)
 
 	// Ids on stdin: an unknown id refuses the whole run.
-	var ids []string
-	rows, err := fx.pool.Query(fx.ctx, "SELECT id::text FROM idem.quarantine WHERE operation_id LIKE 'm-%' ORDER BY id LIMIT 3")
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		ids = append(ids, s)
-	}
-	require.NoError(t, rows.Err())
+	ids := dbtest.Column[string](t, fx.pool, "SELECT id::text FROM idem.quarantine WHERE operation_id LIKE 'm-%' ORDER BY id LIMIT 3")
 	code, _, errOut = run(t, fx.dsn, strings.Join(append(ids, "999999"), "\n"), "quarantine", "reject", "-", "--reason", "x", "--yes")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "999999")

@@ -83,3 +83,22 @@ func SeedConflicts(t testing.TB, dsn string, bugs ...ClientBug) {
 		}
 	}
 }
+
+// Querier runs queries: a pool, a connection or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Column runs sql and returns its one column, or fails the test.
+func Column[T any](t testing.TB, q Querier, sql string, args ...any) []T {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
+}
