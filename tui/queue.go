@@ -261,7 +261,7 @@ func (v *queueView) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case decidedMsg:
 		return v.decided(msg)
-	case groupsLoadedMsg, bulkPreviewMsg, bulkDoneMsg:
+	case groupsLoadedMsg, bulkPreviewMsg, bulkDoneMsg, bulkProgressMsg:
 		return v.triageUpdate(msg)
 	case tea.KeyMsg:
 		return v.key(msg)

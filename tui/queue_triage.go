@@ -36,6 +36,9 @@ type triage struct {
 	preview *quarantine.Preview
 	result  *quarantine.BulkResult
 	from    queueMode
+	// events carries a running bulk reject's progress, then its end.
+	events  chan tea.Msg
+	decided int64
 }
 
 // Messages of groups and bulk decisions.
@@ -52,6 +55,7 @@ type (
 		result quarantine.BulkResult
 		err    error
 	}
+	bulkProgressMsg struct{ decided int64 }
 )
 
 // countLine is the title's count: the total matching the search, the page,
@@ -253,7 +257,11 @@ func (v *queueView) triageUpdate(msg tea.Msg) tea.Cmd {
 		}
 		p := msg.preview
 		v.tri.preview = &p
+	case bulkProgressMsg:
+		v.tri.decided = msg.decided
+		return v.waitBulk()
 	case bulkDoneMsg:
+		v.tri.events = nil
 		v.tri.result = &msg.result
 		v.selected = nil
 		v.mode = queueList
@@ -355,16 +363,40 @@ func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// runBulk rejects in the background; progress and the end come back through
+// a channel that waitBulk reads one message at a time. It runs under the
+// program's context, not the per-command timeout: quitting stops it between
+// batches, and what was committed stays.
 func (v *queueView) runBulk() tea.Cmd {
-	v.mode = queueBulkRunning
+	v.mode, v.tri.decided = queueBulkRunning, 0
 	svc, sel, op := v.svc, v.tri.sel, v.c.Operator
-	opts := quarantine.BulkOptions{Operator: op, Reason: strings.TrimSpace(v.reason.Value()), MaxID: v.tri.preview.MaxID}
+	events := make(chan tea.Msg, 16)
+	v.tri.events = events
+	opts := quarantine.BulkOptions{Operator: op, Reason: strings.TrimSpace(v.reason.Value()), MaxID: v.tri.preview.MaxID,
+		Progress: func(r quarantine.BulkResult) {
+			select {
+			case events <- bulkProgressMsg{decided: r.Decided}:
+			default: // the view is behind: a later update follows
+			}
+		}}
 	return func() tea.Msg {
-		// Bounded per batch, not as a whole: a long run is not cut by the
-		// per-command timeout; quitting stops it between batches.
-		res, err := svc.RejectBulk(v.c.Base, sel, opts)
-		return bulkDoneMsg{result: res, err: err}
+		go func() {
+			res, err := svc.RejectBulk(v.c.Base, sel, opts)
+			select {
+			case events <- bulkDoneMsg{result: res, err: err}:
+			case <-v.c.Base.Done():
+			}
+		}()
+		return <-events
 	}
+}
+
+func (v *queueView) waitBulk() tea.Cmd {
+	events := v.tri.events
+	if events == nil {
+		return nil
+	}
+	return func() tea.Msg { return <-events }
 }
 
 // copyText puts s on the terminal's clipboard (OSC 52).
@@ -492,7 +524,7 @@ func (v *queueView) renderBulk(w, h int) string {
 	}
 	lines = append(lines, "", "These decisions are final and are recorded in the audit log.")
 	if v.mode == queueBulkRunning {
-		lines = append(lines, "", st.StepRunning.Render(fmt.Sprintf("Rejecting %s records in batches…", humanInt(p.Open))))
+		lines = append(lines, "", st.StepRunning.Render(fmt.Sprintf("Rejecting in batches… %s of %s", humanInt(v.tri.decided), humanInt(p.Open))))
 	} else {
 		lines = append(lines, "", st.Focused.Render("y")+" reject them all   "+st.Focused.Render("n/esc")+" back to the form")
 	}
