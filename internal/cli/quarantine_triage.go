@@ -71,6 +71,8 @@ type QuarantineListOptions struct {
 	Filter quarantine.Filter
 	// Count prints only the totals.
 	Count bool
+	// Group narrows to one group of quarantine groups (open records).
+	Group string
 	f     *Factory
 }
 
@@ -101,6 +103,7 @@ Exit code 2 for a bad filter or cursor.`,
   idemctl quarantine list --changed /amount --class payments.charge --since 2h
   idemctl quarantine list --status all --tenant acme --op-prefix s-063 --limit 100 -o json | jq -r .id
   idemctl quarantine list --source mobile --count
+  idemctl quarantine list --group g-1a2b3c4d5e6f
   idemctl quarantine list --after 1764489600123456:42`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +126,9 @@ Exit code 2 for a bad filter or cursor.`,
 				}
 				filter.After = &c
 			}
+			if opts.Group != "" && !quarantine.ValidGroupID(opts.Group) {
+				return usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
+			}
 			opts.Filter = filter
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -136,6 +142,7 @@ Exit code 2 for a bad filter or cursor.`,
 	cmd.Flags().IntVar(&opts.Filter.Limit, "limit", quarantine.DefaultLimit, "records per page")
 	cmd.Flags().StringVar(&after, "after", "", "cursor printed by the previous page")
 	cmd.Flags().BoolVar(&opts.Count, "count", false, "print only how many records match and the oldest open one's age")
+	cmd.Flags().StringVar(&opts.Group, "group", "", "only the open records of this group (idemctl quarantine groups)")
 	return cmd
 }
 
@@ -143,6 +150,16 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	if opts.Group != "" {
+		f := opts.Filter
+		f.After, f.Limit = nil, 0
+		g, _, err := quarantine.ResolveGroup(ctx, pool, opts.Group, f)
+		if err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+		g.After, g.Limit = opts.Filter.After, opts.Filter.Limit
+		opts.Filter = g
 	}
 	totals, err := quarantine.Count(ctx, pool, opts.Filter)
 	if err != nil {
