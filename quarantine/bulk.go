@@ -241,6 +241,10 @@ func RejectBulk(ctx context.Context, db DB, sel Selection, opts BulkOptions) (Bu
 		} else {
 			var err error
 			if batch, err = nextBatch(ctx, db, f, opts.MaxID, after, opts.Batch); err != nil {
+				if ctx.Err() != nil {
+					res.Interrupted = true // cancelled while looking: nothing of this batch was sent
+					return res, nil
+				}
 				return res, err
 			}
 		}

@@ -190,8 +190,10 @@ func RunAccept(ctx context.Context, db idem.TxBeginner, id int64, operator strin
 			return res, nil
 		}
 		n := 0
-		err := inTx(context.WithoutCancel(ctx), db, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, bulkAcceptRunSQL, id, operator, batch)
+		// A batch under way commits even if ctx ends meanwhile.
+		bctx := context.WithoutCancel(ctx)
+		err := inTx(bctx, db, func(tx pgx.Tx) error {
+			rows, err := tx.Query(bctx, bulkAcceptRunSQL, id, operator, batch)
 			if err != nil {
 				return mapPlanError(err)
 			}
