@@ -10,8 +10,10 @@
 CREATE INDEX quarantine_operation_activity_idx
     ON idem.quarantine ((operation_id COLLATE "C"), last_seen DESC, id DESC);
 
--- --class matches the stored or the incoming class.
+-- --class matches the stored or the incoming class; the open records of a
+-- class (the class filter's default, and a group's records) have their own.
 CREATE INDEX quarantine_class_activity_idx ON idem.quarantine (op_class, last_seen DESC, id DESC);
+CREATE INDEX quarantine_open_class_activity_idx ON idem.quarantine (op_class, last_seen DESC, id DESC) WHERE status = 'open';
 CREATE INDEX quarantine_incoming_class_activity_idx ON idem.quarantine (incoming_class, last_seen DESC, id DESC);
 
 -- --changed /amount: the JSON Pointers of the differing values, as a JSON

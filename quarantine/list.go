@@ -177,7 +177,8 @@ func (f Filter) args() pgx.NamedArgs {
 		a["changed"] = string(b)
 	}
 	if g := f.Group; g != nil {
-		a["g_class"], a["g_incoming"], a["g_fields"] = g.Class, g.IncomingClass, g.Fields
+		fields, _ := json.Marshal(append([]string{}, g.Fields...))
+		a["g_class"], a["g_incoming"], a["g_fields"] = g.Class, g.IncomingClass, string(fields)
 		if g.Tenant != nil {
 			a["tenant"] = *g.Tenant
 		}

@@ -1,11 +1,11 @@
 -- groups.sql: the open records matching filter.sql, grouped by class pair and
--- set of differing JSON Pointers (sorted, distinct), and by tenant and by
--- source when @by_tenant / @by_source: counts, first and last seen, and the
--- newest record of each as its example. Largest groups first.
+-- set of differing JSON Pointers (the array idem.json_diff lists them in, the
+-- same for the same set), and by tenant and by source when @by_tenant /
+-- @by_source: counts, first and last seen, and the newest record of each as
+-- its example. Largest groups first.
 WITH m AS (
     SELECT q.id, q.op_class, q.incoming_class, q.first_seen, q.last_seen,
-           ARRAY(SELECT DISTINCT p FROM jsonb_array_elements_text(jsonb_path_query_array(q.diff, '$[*].path')) p
-                 ORDER BY 1) AS fields,
+           jsonb_path_query_array(q.diff, '$[*].path') AS fields,
            CASE WHEN @by_tenant::boolean THEN q.tenant_id END AS tenant,
            CASE WHEN @by_source::boolean
                 THEN coalesce(q.incoming_transport ->> 'source', q.incoming_transport ->> 'topic', '') END AS source
