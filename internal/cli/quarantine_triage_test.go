@@ -220,3 +220,20 @@ func TestQuarantineBulkAcceptCommands(t *testing.T) {
 	assert.Equal(t, ExitInvalid, code, "a done plan runs nothing again")
 	assert.Equal(t, postings+6, fx.count(t, "SELECT count(*) FROM demo.posting"))
 }
+
+func TestTriageHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"quarantine", "groups", "--help"}, {"quarantine", "bulk", "--help"}, {"quarantine", "bulk", "run", "--help"},
+		{"quarantine", "bulk", "approve", "--help"}, {"quarantine", "bulk", "show", "--help"}, {"quarantine", "bulk", "abort", "--help"},
+	} {
+		code, out, _ := runQ(t, "", args...)
+		require.Equal(t, ExitOK, code)
+		assert.Contains(t, out, "Examples:", args)
+		assert.Contains(t, out, "Exit codes:", args)
+	}
+	_, out, _ := runQ(t, "", "quarantine", "reject", "--help")
+	for _, flag := range []string{"--group", "--dry-run", "--changed", "--op-prefix", "--source", "--until", "--batch"} {
+		assert.Contains(t, out, flag)
+	}
+}
