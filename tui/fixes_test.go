@@ -149,3 +149,15 @@ func TestDisconnectedBanner(t *testing.T) {
 	h.send(queueTickMsg{})
 	assert.NotContains(t, h.view(), "disconnected")
 }
+
+// Enter with an empty reason says why nothing happens, in the decision form
+// and in the bulk form.
+func TestEmptyReasonSaysSo(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 100, 30)
+	h.keys("enter", "x", "enter")
+	assert.Contains(t, h.view(), "a reason is required")
+	h.keys("esc", "esc", " ", "x", "enter")
+	assert.Contains(t, h.view(), "a reason is required")
+	assert.Contains(t, h.view(), "Reject 1 selected record")
+}
