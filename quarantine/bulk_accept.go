@@ -94,9 +94,10 @@ func CheckRule(rule string) error {
 	return nil
 }
 
-// SelectIDs resolves a selection to the ids of its open records (at most
-// limit+1, so that a caller can tell it is over a cap).
-func SelectIDs(ctx context.Context, db idem.DBTX, sel Selection, limit int) ([]int64, error) {
+// SelectIDs resolves a selection to the ids of its open records up to maxID
+// (a preview's; 0 for no bound), at most limit+1, so that a caller can tell
+// it is over a cap.
+func SelectIDs(ctx context.Context, db idem.DBTX, sel Selection, maxID int64, limit int) ([]int64, error) {
 	if sel.IDs != nil {
 		return uniqueIDs(sel.IDs), nil
 	}
@@ -108,13 +109,14 @@ func SelectIDs(ctx context.Context, db idem.DBTX, sel Selection, limit int) ([]i
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	return nextBatch(ctx, db, f, 0, 0, limit+1)
+	return nextBatch(ctx, db, f, maxID, 0, limit+1)
 }
 
-// PlanAccept records a plan to accept the selection's open records as new
-// operations named by rule, at most max of them. Nothing runs: another
-// person approves it (ApproveAccept), then RunAccept runs it.
-func PlanAccept(ctx context.Context, db idem.DBTX, sel Selection, rule string, max int, operator, reason string) (AcceptPlan, error) {
+// PlanAccept records a plan to accept the selection's open records (up to
+// maxID, the preview's; 0 for no bound) as new operations named by rule, at
+// most max of them. Nothing runs: another person approves it (ApproveAccept),
+// then RunAccept runs it.
+func PlanAccept(ctx context.Context, db idem.DBTX, sel Selection, maxID int64, rule string, max int, operator, reason string) (AcceptPlan, error) {
 	if err := checkDecision(operator, reason); err != nil {
 		return AcceptPlan{}, err
 	}
@@ -124,7 +126,7 @@ func PlanAccept(ctx context.Context, db idem.DBTX, sel Selection, rule string, m
 	if max < 1 || max > MaxAccept {
 		return AcceptPlan{}, fmt.Errorf("%w: --max must be between 1 and %d", ErrBadPlan, MaxAccept)
 	}
-	ids, err := SelectIDs(ctx, db, sel, max)
+	ids, err := SelectIDs(ctx, db, sel, maxID, max)
 	if err != nil {
 		return AcceptPlan{}, err
 	}

@@ -102,7 +102,7 @@ func TestBulkAcceptNeedsAnotherPerson(t *testing.T) {
 	_, err = unmapped.Exec(w.ctx, "SELECT idem.quarantine_bulk_accept_plan($1, '{operation_id}-r', 5, 'carol', 'x', '{}')", ids)
 	assert.Equal(t, "IX313", code(err), "a login without a person plans nothing")
 
-	plan, err := quarantine.PlanAccept(w.ctx, w.operator, quarantine.Selection{IDs: ids}, "{operation_id}-rev2", 3, "alice", "revisions")
+	plan, err := quarantine.PlanAccept(w.ctx, w.operator, quarantine.Selection{IDs: ids}, 0, "{operation_id}-rev2", 3, "alice", "revisions")
 	require.NoError(t, err)
 	before := w.snapshot()
 	_, err = w.operator.Exec(w.ctx, "SELECT * FROM idem.quarantine_bulk_accept_run($1, 'alice', 10)", plan.ID)

@@ -113,11 +113,7 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
 		return nil
 	}
-	if sel.IDs == nil {
-		f := sel.Filter
-		sel = quarantine.Selection{Filter: f}
-	}
-	plan, err := quarantine.PlanAccept(ctx, pool, sel, b.Rule, b.Max, opts.Operator, opts.Reason)
+	plan, err := quarantine.PlanAccept(ctx, pool, sel, preview.MaxID, b.Rule, b.Max, opts.Operator, opts.Reason)
 	if err != nil {
 		return bulkPlanErr(err)
 	}
