@@ -502,6 +502,17 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 	if err != nil {
 		return err
 	}
+	if opts.DryRun {
+		rec, err := quarantine.Show(ctx, pool, opts.ID)
+		if err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+		if opts.JSON {
+			return printJSONLine(opts.IO.Out, map[string]any{"dry_run": true, "record": rec})
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "dry run: would reject record %d (%s/%s, %s): nothing decided\n", rec.ID, rec.Tenant, rec.OperationID, rec.Status)
+		return nil
+	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
 	if err != nil {
 		return quarantineErr(err, ExitInvalid)
