@@ -63,12 +63,12 @@ func TestBulkDecisionCannotBeForged(t *testing.T) {
 	assert.Equal(t, 3, rejected)
 	require.NoError(t, w.second.QueryRow(w.ctx,
 		"SELECT count(*) FILTER (WHERE outcome = 'already_rejected') FROM idem.quarantine_reject_batch($1, 'bob', 'again', 'bulk-2')",
-		ids).Scan(&again))
+		ids[:3]).Scan(&again))
 	assert.Equal(t, 3, again)
 	after := w.snapshot()
-	assert.Equal(t, before["audit"]+4, after["audit"], "one audit row per decided record, no more")
+	assert.Equal(t, before["audit"]+3, after["audit"], "one audit row per decided record, no more")
 	persons := dbtest.Column[string](t, w.operator, "SELECT person FROM idem.audit WHERE action = 'quarantine.reject' ORDER BY id")
-	assert.Equal(t, []string{dbtest.PersonOperator, dbtest.PersonOperator, dbtest.PersonOperator, dbtest.PersonOperator2}, persons)
+	assert.Equal(t, []string{dbtest.PersonOperator, dbtest.PersonOperator, dbtest.PersonOperator}, persons)
 	assert.Equal(t, posted, postings(), "rejecting runs nothing")
 
 	// A conflicting replay stays blocked, rejected or open, until a person
