@@ -107,10 +107,10 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 			humanCount(preview.Open), b.Max))
 	}
 	if b.DryRun {
+		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
 		if opts.JSON {
 			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true})
 		}
-		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
 		return nil
 	}
 	plan, err := quarantine.PlanAccept(ctx, pool, sel, preview.MaxID, b.Rule, b.Max, opts.Operator, opts.Reason)

@@ -507,10 +507,10 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		if err != nil {
 			return quarantineErr(err, ExitInvalid)
 		}
+		fmt.Fprintf(opts.IO.ErrOut, "dry run: would reject record %d (%s/%s, %s): nothing decided\n", rec.ID, rec.Tenant, rec.OperationID, rec.Status)
 		if opts.JSON {
 			return printJSONLine(opts.IO.Out, map[string]any{"dry_run": true, "record": rec})
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "dry run: would reject record %d (%s/%s, %s): nothing decided\n", rec.ID, rec.Tenant, rec.OperationID, rec.Status)
 		return nil
 	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
@@ -549,10 +549,10 @@ func quarantineBulkRejectRun(ctx context.Context, opts *QuarantineRejectOptions)
 	}
 	printBulkPreview(opts.IO, preview, opts.Group, "reject")
 	if opts.DryRun {
+		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing decided")
 		if opts.JSON {
 			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "dry_run": true})
 		}
-		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing decided")
 		return nil
 	}
 	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Reject these %s open record(s) with reason %q?", humanCount(preview.Open), opts.Reason)) {
