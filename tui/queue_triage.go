@@ -148,11 +148,15 @@ func (v *queueView) applySearch(q string) tea.Cmd {
 }
 
 func (v *queueView) nextPage() tea.Cmd {
+	if v.tri.next == nil && v.loading {
+		return nil // the next page is on its way (a key repeat): one page a press
+	}
 	if !v.more || v.tri.next == nil {
 		v.ban = infoBanner("this is the last page")
 		return nil
 	}
 	v.pages = append(v.pages, v.tri.next)
+	v.tri.next = nil
 	v.nav = listNav{}
 	return v.load(false)
 }

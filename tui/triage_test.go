@@ -54,6 +54,7 @@ func TestModelQueueSearchAndPagesOnTheServer(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		h.keys("]")
 	}
+	h.keys("G") // the last row of the last page
 	v = h.view()
 	assert.Contains(t, v, "page 7")
 	assert.Contains(t, v, "tenant-1/s-00001")
