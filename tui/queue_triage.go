@@ -105,7 +105,7 @@ func parseSearch(q string, now time.Time) (quarantine.Filter, error) {
 		k, val, ok := strings.Cut(tok, ":")
 		if !ok {
 			if f.OpPrefix != "" {
-				return f, fmt.Errorf("search: one operation id prefix at a time (%q and %q); use tenant:, class:, changed:, source:", f.OpPrefix, tok)
+				return f, fmt.Errorf("search: one operation id prefix at a time (%q and %q); narrow with tenant: class: changed: or source:", f.OpPrefix, tok)
 			}
 			f.OpPrefix = tok
 			continue
@@ -128,7 +128,7 @@ func parseSearch(q string, now time.Time) (quarantine.Filter, error) {
 			}
 			f.Since = now.Add(-d)
 		default:
-			return f, fmt.Errorf("search: %q: use a prefix of an operation id, or tenant:, op:, class:, changed:, source:, since:", tok)
+			return f, fmt.Errorf("search: %q: use a prefix of an operation id, or tenant:T op:ID class:C changed:/p source:S since:2h", tok)
 		}
 	}
 	return f, f.Validate()
