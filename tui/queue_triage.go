@@ -105,7 +105,7 @@ func parseSearch(q string, now time.Time) (quarantine.Filter, error) {
 		k, val, ok := strings.Cut(tok, ":")
 		if !ok {
 			if f.OpPrefix != "" {
-				return f, fmt.Errorf("search: one operation id prefix at a time (%q and %q); narrow with tenant: class: changed: or source:", f.OpPrefix, tok)
+				return f, fmt.Errorf("search: one operation id prefix at a time (%q and %q); narrow with tenant:T class:C changed:/p source:S", f.OpPrefix, tok)
 			}
 			f.OpPrefix = tok
 			continue
