@@ -274,8 +274,9 @@ func List(ctx context.Context, db idem.DBTX, f Filter) (Page, error) {
 }
 
 // CountCap is where Count stops counting: a total of CountCap means "at
-// least", so that a count over a million records stays as cheap as a page.
-const CountCap = 100_000
+// least", so that counting what a broad filter matches over a million
+// records stays cheap (BENCHMARKS.md).
+const CountCap = 10_000
 
 // Totals is what Count says of a filter.
 type Totals struct {

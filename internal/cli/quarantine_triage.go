@@ -92,7 +92,7 @@ Open records (waiting for a decision) by default.
 Paging is by keyset, as in idemctl audit list: when there are more, the next
 page's cursor is printed on stderr; pass it to --after. With -o json every line
 also carries its own "cursor". Before the page, stderr says how many records
-match the filter (counted up to 100,000) and how old the oldest open one is;
+match the filter (counted up to 10,000) and how old the oldest open one is;
 --count prints only that (-o json: {"matching", "at_least", "oldest_open"}).
 
 Columns: SEEN is how many times the conflicting request arrived, CHANGES how

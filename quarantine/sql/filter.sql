@@ -16,8 +16,9 @@
 --   @g_class, @g_incoming, @g_fields: one group exactly: the class pair and the
 --               JSON array of the differing JSON Pointers, as idem.json_diff
 --               lists them (its order is fixed by the payloads' structure, so
---               the same set of pointers is always the same array); @> lets
---               quarantine_changed_idx find them, = keeps only that exact set
+--               the same set of pointers is always the same array), found
+--               through the class (quarantine_open_class_activity_idx): a
+--               group's records are open ones
 --   @max_id     id <= max_id (a bulk decision decides what its preview counted)
     (@status::text = 'all' OR q.status = @status::text)
 AND (@tenant::text IS NULL OR q.tenant_id = @tenant::text)
@@ -31,6 +32,5 @@ AND (@since::timestamptz IS NULL OR q.last_seen >= @since::timestamptz)
 AND (@until::timestamptz IS NULL OR q.last_seen < @until::timestamptz)
 AND (@g_class::text IS NULL
      OR (q.op_class = @g_class::text AND q.incoming_class = @g_incoming::text
-         AND jsonb_path_query_array(q.diff, '$[*].path') @> @g_fields::jsonb
          AND jsonb_path_query_array(q.diff, '$[*].path') = @g_fields::jsonb))
 AND (@max_id::bigint IS NULL OR q.id <= @max_id::bigint)
