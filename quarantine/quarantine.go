@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +23,6 @@ import (
 )
 
 var (
-	//go:embed sql/list.sql
-	listSQL string
 	//go:embed sql/show.sql
 	showSQL string
 	//go:embed sql/reject.sql
@@ -178,102 +175,6 @@ type Summary struct {
 	NewOperationID string     `json:"new_operation_id,omitempty"`
 	// Cursor resumes the listing after this record (--after).
 	Cursor string `json:"cursor"`
-}
-
-// Cursor is a keyset position in the newest-activity-first order.
-type Cursor struct {
-	LastSeen time.Time
-	ID       int64
-}
-
-// String renders the cursor as ParseCursor reads it: microseconds since the
-// epoch of last_seen (the database's precision), a colon, the id.
-func (c Cursor) String() string {
-	return strconv.FormatInt(c.LastSeen.UnixMicro(), 10) + ":" + strconv.FormatInt(c.ID, 10)
-}
-
-// ParseCursor reads a cursor printed by List.
-func ParseCursor(s string) (Cursor, error) {
-	us, id, ok := strings.Cut(s, ":")
-	micros, err1 := strconv.ParseInt(us, 10, 64)
-	n, err2 := strconv.ParseInt(id, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n <= 0 {
-		return Cursor{}, fmt.Errorf("%w: cursor %q: use the cursor printed by the previous page", ErrInvalidFilter, s)
-	}
-	return Cursor{LastSeen: time.UnixMicro(micros).UTC(), ID: n}, nil
-}
-
-// Filter selects records for List. Zero values mean no filter.
-type Filter struct {
-	// Status is open, rejected, accepted or all; empty means open.
-	Status Status
-	Tenant string
-	// Class matches the stored or the incoming class.
-	Class string
-	// Since keeps records with activity (last_seen) at or after it.
-	Since time.Time
-	// After resumes after a record of a previous page.
-	After *Cursor
-	// Limit is the page size (DefaultLimit when 0, at most MaxLimit).
-	Limit int
-}
-
-// Page is one page of List.
-type Page struct {
-	Items []Summary
-	// Next is the cursor of the following page; nil on the last page.
-	Next *Cursor
-}
-
-// List returns records newest activity first, one keyset page at a time.
-func List(ctx context.Context, db idem.DBTX, f Filter) (Page, error) {
-	if f.Status == "" {
-		f.Status = StatusOpen
-	}
-	if _, err := ParseStatus(string(f.Status)); err != nil {
-		return Page{}, err
-	}
-	if f.Limit < 0 || f.Limit > MaxLimit {
-		return Page{}, fmt.Errorf("%w: limit must be between 1 and %d", ErrInvalidFilter, MaxLimit)
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultLimit
-	}
-	var afterSeen, afterID any
-	if f.After != nil {
-		afterSeen, afterID = f.After.LastSeen, f.After.ID
-	}
-	var since any
-	if !f.Since.IsZero() {
-		since = f.Since
-	}
-	// One row more than asked tells whether there is a next page. An unnamed
-	// statement (QueryExecModeExec) is planned with the actual values, so the
-	// optional filters fold away and each combination gets its index.
-	rows, err := db.Query(ctx, listSQL, pgx.QueryExecModeExec,
-		string(f.Status), nullIfEmpty(f.Tenant), nullIfEmpty(f.Class), since, afterSeen, afterID, f.Limit+1)
-	if err != nil {
-		return Page{}, fmt.Errorf("list quarantine: %w", err)
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Summary, error) {
-		var s Summary
-		var decidedBy, newOp *string
-		err := r.Scan(&s.ID, &s.Tenant, &s.OperationID, &s.Class, &s.IncomingClass, &s.Status, &s.Occurrences,
-			&s.FirstSeen, &s.LastSeen, &s.Changes, &s.DecidedAt, &decidedBy, &newOp)
-		s.DecidedBy, s.NewOperationID = deref(decidedBy), deref(newOp)
-		s.Cursor = Cursor{LastSeen: s.LastSeen, ID: s.ID}.String()
-		return s, err
-	})
-	if err != nil {
-		return Page{}, fmt.Errorf("list quarantine: %w", err)
-	}
-	page := Page{Items: items}
-	if len(items) > f.Limit {
-		page.Items = items[:f.Limit]
-		last := page.Items[f.Limit-1]
-		page.Next = &Cursor{LastSeen: last.LastSeen, ID: last.ID}
-	}
-	return page, nil
 }
 
 // Show returns the whole evidence of one record.
@@ -433,6 +334,8 @@ func mapError(err error) error {
 		sentinel = ErrNewOperationConflict
 	case "IX004":
 		sentinel = ErrCannotExecute
+	case "IX108":
+		sentinel = ErrInvalidFilter
 	default:
 		return err
 	}

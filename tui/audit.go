@@ -184,7 +184,12 @@ func (v *auditView) render(w, h int) string {
 		title += "  " + st.Muted.Render("loading…")
 	}
 	const idW, atW, actorW = 6, 20, 10
+	// ACTION takes what its longest value needs, up to half of what is left.
 	actionW := 20
+	for _, r := range v.rows {
+		actionW = max(actionW, len([]rune(r.Action)))
+	}
+	actionW = min(actionW, max(20, (w-2-idW-atW-actorW-4)/2))
 	targetW := max(8, w-2-idW-atW-actorW-actionW-4)
 	lines := []string{title, v.chainLine(),
 		st.Column.Render("  " + padLeft("ID", idW) + " " + pad("AT", atW) + " " + pad("ACTOR", actorW) + " " + pad("ACTION", actionW) + " " + pad("TARGET", targetW))}

@@ -2,7 +2,12 @@ package tui
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/internal/term"
 	"github.com/idemctl/idemctl/tui/keys"
@@ -28,6 +33,21 @@ type Context struct {
 	Base context.Context
 	// Timeout bounds each command's I/O.
 	Timeout time.Duration
+	// Clipboard puts text on the terminal's clipboard (OSC 52); nil when
+	// there is none.
+	Clipboard func(string)
+	// Disconnected is true while the database is unreachable (the queue's
+	// loads, every refresh, find out); the root shows a banner.
+	Disconnected bool
+}
+
+// unreachable reports whether err says the database could not be reached
+// (refused, reset, timed out, the connection lost), as opposed to a refusal
+// by the database.
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Screen layout: the header and the tabs above the body; the banner (up to

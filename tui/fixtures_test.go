@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,14 +78,66 @@ func newFixedQuarantine() *fixedQuarantine {
 	return f
 }
 
+// match applies the filters the fixtures know: status, tenant, operation id
+// (exact and prefix), class, changed field and group.
+func (f *fixedQuarantine) match(r quarantine.Record, fl quarantine.Filter) bool {
+	st := fl.Status
+	if st == "" {
+		st = quarantine.StatusOpen
+	}
+	changed := map[string]bool{}
+	var fields []string
+	for _, c := range r.Diff {
+		if !changed[c.Path] {
+			fields = append(fields, c.Path)
+		}
+		changed[c.Path] = true
+	}
+	sort.Strings(fields)
+	g := fl.Group
+	return (st == quarantine.StatusAll || r.Status == st) &&
+		(fl.Tenant == "" || r.Tenant == fl.Tenant) && (fl.Op == "" || r.OperationID == fl.Op) &&
+		strings.HasPrefix(r.OperationID, fl.OpPrefix) && (fl.Class == "" || r.Class == fl.Class || r.IncomingClass == fl.Class) &&
+		(fl.Changed == "" || changed[fl.Changed]) &&
+		(g == nil || g.Class == r.Class && g.IncomingClass == r.IncomingClass && strings.Join(g.Fields, " ") == strings.Join(fields, " "))
+}
+
+// sorted is every record matching fl, newest activity first.
+func (f *fixedQuarantine) sorted(fl quarantine.Filter) []quarantine.Record {
+	var out []quarantine.Record
+	for _, r := range f.records {
+		if f.match(r, fl) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastSeen.Equal(out[j].LastSeen) {
+			return out[i].LastSeen.After(out[j].LastSeen)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out
+}
+
 func (f *fixedQuarantine) List(_ context.Context, fl quarantine.Filter) (quarantine.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := fl.Validate(); err != nil {
+		return quarantine.Page{}, err
+	}
+	limit := fl.Limit
+	if limit == 0 {
+		limit = quarantine.DefaultLimit
+	}
 	var page quarantine.Page
-	for _, id := range []int64{12, 11, 9, 4} {
-		r := f.records[id]
-		if fl.Status != quarantine.StatusAll && r.Status != fl.Status {
+	for _, r := range f.sorted(fl) {
+		if a := fl.After; a != nil && !(r.LastSeen.Before(a.LastSeen) || r.LastSeen.Equal(a.LastSeen) && r.ID < a.ID) {
 			continue
+		}
+		if len(page.Items) == limit {
+			last := page.Items[limit-1]
+			page.Next = &quarantine.Cursor{LastSeen: last.LastSeen, ID: last.ID}
+			break
 		}
 		page.Items = append(page.Items, quarantine.Summary{
 			ID: r.ID, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class, IncomingClass: r.IncomingClass,
@@ -90,6 +145,101 @@ func (f *fixedQuarantine) List(_ context.Context, fl quarantine.Filter) (quarant
 		})
 	}
 	return page, nil
+}
+
+func (f *fixedQuarantine) Count(_ context.Context, fl quarantine.Filter) (quarantine.Totals, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rs := f.sorted(fl)
+	t := quarantine.Totals{Matching: int64(len(rs))}
+	for _, r := range rs {
+		if r.Status == quarantine.StatusOpen && (t.OldestOpen == nil || r.FirstSeen.Before(*t.OldestOpen)) {
+			first := r.FirstSeen
+			t.OldestOpen = &first
+		}
+	}
+	return t, nil
+}
+
+func (f *fixedQuarantine) Groups(_ context.Context, o quarantine.GroupOptions) ([]quarantine.Group, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := o.Filter
+	fl.Status = quarantine.StatusOpen
+	var out []quarantine.Group
+	for _, r := range f.sorted(fl) {
+		var fields []string
+		for _, c := range r.Diff {
+			fields = append(fields, c.Path)
+		}
+		sort.Strings(fields)
+		found := false
+		for i := range out {
+			if strings.Join(out[i].Fields, " ") == strings.Join(fields, " ") && out[i].Class == r.Class {
+				out[i].Count++
+				found = true
+			}
+		}
+		if !found {
+			g := quarantine.Group{ID: "g-00000000000" + strconv.Itoa(len(out)+1),
+				GroupKey: quarantine.GroupKey{Class: r.Class, IncomingClass: r.IncomingClass, Fields: fields},
+				Count:    1, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+			g.Example.ID, g.Example.Tenant, g.Example.OperationID = r.ID, r.Tenant, r.OperationID
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func (f *fixedQuarantine) PreviewBulk(_ context.Context, sel quarantine.Selection) (quarantine.Preview, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var p quarantine.Preview
+	for _, r := range f.selected(sel) {
+		p.Open++
+		p.MaxID = max(p.MaxID, r.ID)
+		if len(p.Sample) < quarantine.SampleSize {
+			p.Sample = append(p.Sample, quarantine.Summary{ID: r.ID, Tenant: r.Tenant, OperationID: r.OperationID, Changes: len(r.Diff)})
+		}
+	}
+	if sel.IDs == nil {
+		fl := sel.Filter
+		fl.Status = quarantine.StatusOpen
+		p.Filter = &fl
+	}
+	if p.Open == 0 {
+		return p, quarantine.ErrNothingToDecide
+	}
+	return p, nil
+}
+
+func (f *fixedQuarantine) selected(sel quarantine.Selection) []quarantine.Record {
+	if sel.IDs == nil {
+		fl := sel.Filter
+		fl.Status = quarantine.StatusOpen
+		return f.sorted(fl)
+	}
+	var out []quarantine.Record
+	for _, id := range sel.IDs {
+		if r, ok := f.records[id]; ok && r.Status == quarantine.StatusOpen {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (f *fixedQuarantine) RejectBulk(_ context.Context, sel quarantine.Selection, o quarantine.BulkOptions) (quarantine.BulkResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := quarantine.BulkResult{Run: "bulk-20261130T120000Z-0a0b0c0d", Batches: 1, FirstAudit: 40}
+	for _, r := range f.selected(sel) {
+		r.Status = quarantine.StatusRejected
+		res.LastAudit = res.FirstAudit + res.Decided
+		r.Decision = &quarantine.Decision{At: fixedNow, By: o.Operator, DBUser: "payments", Reason: o.Reason, AuditID: res.LastAudit}
+		f.records[r.ID] = r
+		res.Decided++
+	}
+	return res, nil
 }
 
 func (f *fixedQuarantine) Show(_ context.Context, id int64) (quarantine.Record, error) {
@@ -179,13 +329,16 @@ func (s fixedStepper) Execute(_ context.Context, p idem.Prepared, _ string) (rec
 type fixedHorizon struct {
 	mu    sync.Mutex
 	plans []PurgePlan
+	// failLoad, when set, is the error Plans returns.
+	failLoad error
 }
 
 func newFixedHorizon() *fixedHorizon {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	return &fixedHorizon{plans: []PurgePlan{
 		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: PlanPlanned, Identities: 12840,
-			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114"},
+			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
+			Proof: []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"}},
 		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: PlanApproved, Identities: 5000,
 			PlannedBy: "carol", PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: "alice"},
 		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: PlanAborted, Identities: 700,
@@ -208,6 +361,9 @@ func (h *fixedHorizon) Sources(context.Context) ([]HorizonSource, error) {
 func (h *fixedHorizon) Plans(context.Context) ([]PurgePlan, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.failLoad != nil {
+		return nil, h.failLoad
+	}
 	return append([]PurgePlan(nil), h.plans...), nil
 }
 

@@ -148,9 +148,9 @@ func TestGolden(t *testing.T) {
 		{"queue_search", 80, 24, goldenSetup{}, func(s *screen) {
 			s.waitFor("globex/payout")
 			s.keys("/")
-			s.typ("acme")
+			s.typ("tenant:acme")
 			s.keys("enter")
-			s.waitFor("2 of 3 records")
+			s.waitFor("2 records")
 		}},
 		{"detail_80x24", 80, 24, goldenSetup{}, func(s *screen) {
 			s.waitFor("globex/payout")

@@ -82,6 +82,8 @@ type PurgePlan struct {
 	ApprovedBy string
 	// Contract is the business contract reference cited (money operations).
 	Contract string
+	// Proof is the plan's evidence, one line a source: what each probe found.
+	Proof []string
 	// AbortReason says why an aborted plan stopped.
 	AbortReason string
 }
@@ -136,6 +138,9 @@ type horizonView struct {
 	ban     banner
 
 	confirm horizonAction
+	// loadBan is the error banner of the last failed load, cleared when a
+	// load succeeds.
+	loadBan banner
 	busy    bool // an approval is on its way
 
 	purgeID     int64
@@ -222,8 +227,14 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 		v.loading = false
 		if msg.err != nil {
 			v.ban = errorBanner(msg.err)
+			v.loadBan = v.ban
 			return nil
 		}
+		if v.ban == v.loadBan {
+			// The load that failed has succeeded since: its error is stale.
+			v.ban = banner{}
+		}
+		v.loadBan = banner{}
 		var sel int64
 		if p := v.selected(); p != nil {
 			sel = p.ID
@@ -450,7 +461,7 @@ func (v *horizonView) render(w, h int) string {
 	}
 	lines = append(lines, "", st.Label.Render("Plans"))
 	const idW, stateW, countW, byW = 6, 9, 10, 10
-	beforeW := 11
+	beforeW := 17
 	scopeW := max(8, w-2-idW-beforeW-stateW-countW-2*byW-6)
 	lines = append(lines, st.Column.Render("  "+padLeft("ID", idW)+" "+pad("SCOPE", scopeW)+" "+pad("BEFORE", beforeW)+" "+
 		pad("STATE", stateW)+" "+padLeft("IDENTITIES", countW)+" "+pad("PLANNED", byW)+" "+pad("APPROVED", byW)))
@@ -464,11 +475,15 @@ func (v *horizonView) render(w, h int) string {
 		if i == v.nav.cursor {
 			marker = "> "
 		}
-		state := pad(string(p.State), stateW)
-		if i != v.nav.cursor {
-			state = v.planStyle(p.State).Render(state)
+		st8 := p.State
+		if v.purging() && p.ID == v.purgeID {
+			st8 = PlanPurging // the list was loaded before the purge began
 		}
-		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02"), beforeW) + " " +
+		state := pad(string(st8), stateW)
+		if i != v.nav.cursor {
+			state = v.planStyle(st8).Render(state)
+		}
+		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
 			state + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
 			pad(orDash(p.PlannedBy), byW) + " " + pad(orDash(p.ApprovedBy), byW)
 		if i == v.nav.cursor {
@@ -542,6 +557,17 @@ func (v *horizonView) renderConfirm(w, h int) string {
 	row("planned by", p.PlannedBy)
 	if p.ApprovedBy != "" {
 		row("approved by", p.ApprovedBy)
+	}
+	row("contract", orDash(p.Contract))
+	for i, line := range p.Proof {
+		k := ""
+		if i == 0 {
+			k = "proof"
+		}
+		row(k, line)
+	}
+	if len(p.Proof) == 0 {
+		row("proof", "-")
 	}
 	row("operator", v.c.Operator)
 	lines = append(lines, "")

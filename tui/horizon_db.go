@@ -75,6 +75,15 @@ func evidenceDetail(ev horizon.Evidence) string {
 	return "nothing to replay"
 }
 
+// proofLines says what each source's probe found when the plan was made.
+func proofLines(p horizon.Plan) []string {
+	out := make([]string, 0, len(p.Proof))
+	for _, ev := range p.Proof {
+		out = append(out, fmt.Sprintf("%s: %s, %s", ev.Source, ev.Verdict, evidenceDetail(ev)))
+	}
+	return out
+}
+
 // Plans lists the purge plans, newest first.
 func (h HorizonDB) Plans(ctx context.Context) ([]PurgePlan, error) {
 	return cleaned(h.plans(ctx))
@@ -94,7 +103,7 @@ func (h HorizonDB) plans(ctx context.Context) ([]PurgePlan, error) {
 		out = append(out, PurgePlan{
 			ID: p.ID, Scope: scope, Before: p.Cutoff, State: PlanState(p.State), Identities: p.Candidates, Purged: p.Purged,
 			PlannedBy: p.PlannedBy, PlannedAt: p.PlannedAt, ApprovedBy: p.ApprovedBy, Contract: p.Contract,
-			AbortReason: p.AbortReason,
+			AbortReason: p.AbortReason, Proof: proofLines(p),
 		})
 	}
 	return out, nil

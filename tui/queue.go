@@ -19,9 +19,9 @@ import (
 	"github.com/idemctl/idemctl/tui/keys"
 )
 
-// QueueLoadLimit is how many records the queue loads (newest activity
-// first); search filters within them.
-const QueueLoadLimit = 500
+// QueuePageSize is how many records one page of the queue holds (newest
+// activity first); ] and [ page through the server, / searches on it.
+const QueuePageSize = 100
 
 // queueMode is where the queue view stands.
 type queueMode int
@@ -32,6 +32,10 @@ const (
 	queueForm
 	queueConfirm
 	queueDeciding
+	queueGroups
+	queueBulkForm
+	queueBulkConfirm
+	queueBulkRunning
 )
 
 // decision is the action a form prepares.
@@ -53,10 +57,11 @@ func (d decision) verb() string {
 type (
 	queueTickMsg   struct{}
 	queueLoadedMsg struct {
-		seq  int
-		auto bool
-		page quarantine.Page
-		err  error
+		seq    int
+		auto   bool
+		page   quarantine.Page
+		totals quarantine.Totals
+		err    error
 	}
 	recordLoadedMsg struct {
 		id  int64
@@ -79,19 +84,26 @@ type queueView struct {
 	svc     QuarantineService
 	refresh time.Duration
 
-	mode    queueMode
-	filter  quarantine.Status
-	items   []quarantine.Summary
-	more    bool
-	nav     listNav
-	loading bool
-	loaded  bool
-	seq     int
-	chained bool // the auto-refresh tick chain runs
-	updated time.Time
-	query   string
-	search  textinput.Model
-	ban     banner
+	mode   queueMode
+	filter quarantine.Status
+	items  []quarantine.Summary
+	more   bool
+	// The server-side search (/) and the pages: pages[i] is the cursor the
+	// i-th page starts after (nil for the first).
+	where    quarantine.Filter
+	pages    []*quarantine.Cursor
+	totals   *quarantine.Totals
+	selected map[int64]bool
+	tri      triage
+	nav      listNav
+	loading  bool
+	loaded   bool
+	seq      int
+	chained  bool // the auto-refresh tick chain runs
+	updated  time.Time
+	query    string
+	search   textinput.Model
+	ban      banner
 
 	// detail
 	detailID int64
@@ -143,12 +155,21 @@ func (v *queueView) load(auto bool) tea.Cmd {
 	}
 	v.seq++
 	v.loading = true
-	seq, status, svc := v.seq, v.filter, v.svc
+	f := v.where
+	f.Status, f.Limit = v.filter, QueuePageSize
+	if n := len(v.pages); n > 0 {
+		f.After = v.pages[n-1]
+	}
+	seq, svc := v.seq, v.svc
 	return func() tea.Msg {
 		ctx, cancel := v.c.cmdContext()
 		defer cancel()
-		page, err := svc.List(ctx, quarantine.Filter{Status: status, Limit: QueueLoadLimit})
-		return queueLoadedMsg{seq: seq, auto: auto, page: page, err: err}
+		page, err := svc.List(ctx, f)
+		if err != nil {
+			return queueLoadedMsg{seq: seq, auto: auto, err: err}
+		}
+		totals, err := svc.Count(ctx, f)
+		return queueLoadedMsg{seq: seq, auto: auto, page: page, totals: totals, err: err}
 	}
 }
 
@@ -182,20 +203,8 @@ func (v *queueView) loadRecord(id int64) tea.Cmd {
 	}
 }
 
-// visible is the loaded records matching the search.
-func (v *queueView) visible() []quarantine.Summary {
-	q := strings.ToLower(strings.TrimSpace(v.query))
-	if q == "" {
-		return v.items
-	}
-	var out []quarantine.Summary
-	for _, s := range v.items {
-		if strings.Contains(strings.ToLower(s.Tenant), q) || strings.Contains(strings.ToLower(s.OperationID), q) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+// visible is the page of records the server returned for the search.
+func (v *queueView) visible() []quarantine.Summary { return v.items }
 
 // listHeight is the number of rows the list shows (body minus title,
 // search and column lines).
@@ -204,12 +213,15 @@ func (v *queueView) listHeight() int { return max(1, v.c.bodyHeight()-3) }
 func (v *queueView) detailHeight() int { return max(1, v.c.bodyHeight()-1) }
 
 func (v *queueView) typing() bool {
-	return v.search.Focused() || v.mode == queueForm
+	return v.search.Focused() || v.mode == queueForm || v.mode == queueBulkForm
 }
 
 func (v *queueView) status() banner { return v.ban }
 
 func (v *queueView) back() (bool, tea.Cmd) {
+	if ok, cmd := v.triageBack(); ok {
+		return true, cmd
+	}
 	switch v.mode {
 	case queueConfirm:
 		v.mode = queueForm
@@ -218,11 +230,13 @@ func (v *queueView) back() (bool, tea.Cmd) {
 		v.mode = queueList
 		return true, nil
 	case queueList:
-		if v.query != "" {
-			v.query = ""
-			v.search.SetValue("")
-			v.nav.clamp(len(v.visible()), v.listHeight())
+		if len(v.selected) > 0 {
+			v.selected = nil
+			v.ban = infoBanner("selection cleared")
 			return true, nil
+		}
+		if v.query != "" || v.where.Group != nil {
+			return true, v.applySearch("")
 		}
 	}
 	return false, nil
@@ -247,6 +261,8 @@ func (v *queueView) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case decidedMsg:
 		return v.decided(msg)
+	case groupsLoadedMsg, bulkPreviewMsg, bulkDoneMsg, bulkProgressMsg:
+		return v.triageUpdate(msg)
 	case tea.KeyMsg:
 		return v.key(msg)
 	}
@@ -262,6 +278,7 @@ func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
 		return next // a newer load is on its way
 	}
 	v.loading = false
+	v.c.Disconnected = msg.err != nil && unreachable(msg.err)
 	if msg.err != nil {
 		v.ban = errorBanner(fmt.Errorf("load the queue: %w", msg.err))
 		return next
@@ -271,6 +288,13 @@ func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
 		selected = vis[v.nav.cursor].ID
 	}
 	v.items, v.more, v.loaded = msg.page.Items, msg.page.Next != nil, true
+	totals := msg.totals
+	v.totals = &totals
+	if v.more {
+		v.tri.next = msg.page.Next
+	} else {
+		v.tri.next = nil
+	}
 	v.updated = v.c.Now()
 	if v.ban.kind == bannerError && strings.HasPrefix(v.ban.text, "load the queue") {
 		v.ban = banner{}
@@ -293,6 +317,8 @@ func (v *queueView) key(msg tea.KeyMsg) tea.Cmd {
 	switch v.mode {
 	case queueList:
 		return v.listKey(msg)
+	case queueGroups, queueBulkForm, queueBulkConfirm, queueBulkRunning:
+		return v.triageKey(msg)
 	case queueDetail:
 		return v.detailKey(msg)
 	case queueForm:
@@ -307,18 +333,14 @@ func (v *queueView) searchKey(msg tea.KeyMsg) tea.Cmd {
 	switch msg.Type {
 	case tea.KeyEnter:
 		v.search.Blur()
-		return nil
+		return v.applySearch(v.search.Value())
 	case tea.KeyEsc:
 		v.search.Blur()
-		v.search.SetValue("")
-		v.query = ""
-		v.nav.clamp(len(v.visible()), v.listHeight())
+		v.search.SetValue(v.query)
 		return nil
 	}
 	var cmd tea.Cmd
 	v.search, cmd = v.search.Update(msg)
-	v.query = v.search.Value()
-	v.nav = listNav{}
 	return cmd
 }
 
@@ -341,16 +363,34 @@ func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
 				break
 			}
 		}
-		v.nav = listNav{}
+		v.nav, v.pages, v.selected = listNav{}, nil, nil
 		v.items, v.loaded = nil, false
 		return v.load(false)
+	case key.Matches(msg, k.NextPage):
+		return v.nextPage()
+	case key.Matches(msg, k.PrevPage):
+		return v.prevPage()
+	case key.Matches(msg, k.Select):
+		return v.toggleSelect()
+	case key.Matches(msg, k.Groups):
+		return v.showGroups()
+	case key.Matches(msg, k.Copy):
+		if len(vis) > 0 {
+			return v.copyText(strconv.FormatInt(vis[v.nav.cursor].ID, 10), "record id")
+		}
+		return nil
 	case key.Matches(msg, k.Search):
 		v.search.SetValue(v.query)
 		v.search.CursorEnd()
 		return v.search.Focus()
 	case key.Matches(msg, k.Refresh):
 		return v.load(false)
-	case key.Matches(msg, k.Reject), key.Matches(msg, k.Accept):
+	case key.Matches(msg, k.Reject):
+		if len(v.selected) > 0 {
+			return v.startBulk(v.selectionOfIDs())
+		}
+		v.ban = infoBanner("open a record (enter) to review its evidence, or select records with space to reject them together")
+	case key.Matches(msg, k.Accept):
 		v.ban = infoBanner("open a record (enter) to review its evidence before deciding")
 	}
 	return nil
@@ -379,6 +419,10 @@ func (v *queueView) detailKey(msg tea.KeyMsg) tea.Cmd {
 		return v.startForm(decideReject)
 	case key.Matches(msg, k.Accept):
 		return v.startForm(decideAccept)
+	case key.Matches(msg, k.Copy):
+		if v.rec != nil {
+			return v.copyText(v.rec.IncomingHash, "incoming hash")
+		}
 	}
 	v.dtop = max(0, min(v.dtop, total-h))
 	return nil
@@ -551,10 +595,13 @@ func (v *queueView) keyMap() help.KeyMap {
 	case v.mode == queueDeciding:
 		return keys.Bindings{}
 	}
+	if km, ok := v.triageKeyMap(); ok {
+		return km
+	}
 	return keys.Bindings{
-		Short: []key.Binding{q.Open, q.Status, q.Search, q.Refresh},
-		Full: [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Open, q.Status, q.Search, q.Refresh},
-			{q.Reject, q.Accept}},
+		Short: []key.Binding{q.Open, q.Search, q.NextPage, q.Select, q.Groups, q.Status},
+		Full: [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom, q.NextPage, q.PrevPage},
+			{q.Open, q.Status, q.Search, q.Refresh, q.Groups}, {q.Select, q.Reject, q.Accept, q.Copy}},
 	}
 }
 
@@ -568,6 +615,8 @@ func (v *queueView) render(w, h int) string {
 		return v.renderForm(w, h)
 	case queueConfirm, queueDeciding:
 		return v.renderConfirm(w, h)
+	case queueGroups, queueBulkForm, queueBulkConfirm, queueBulkRunning:
+		return v.renderTriage(w, h)
 	}
 	return v.renderList(w, h)
 }
@@ -589,14 +638,7 @@ func (v *queueView) renderList(w, h int) string {
 	st := v.c.Styles
 	vis := v.visible()
 	title := st.Title.Render("Quarantine queue") + "  " + st.Label.Render("status ") + string(v.filter)
-	count := plural(len(v.items), "record")
-	if v.more {
-		count = "newest " + count
-	}
-	if v.query != "" {
-		count = fmt.Sprintf("%d of %s", len(vis), count)
-	}
-	title += "  " + st.Muted.Render(count)
+	title += "  " + st.Muted.Render(v.countLine())
 	if !v.updated.IsZero() {
 		title += "  " + st.Muted.Render("updated "+v.updated.UTC().Format("15:04:05Z"))
 	}
@@ -607,10 +649,12 @@ func (v *queueView) renderList(w, h int) string {
 	switch {
 	case v.search.Focused():
 		searchLine = st.Focused.Render("search ") + v.search.View()
+	case v.where.Group != nil:
+		searchLine += "group " + v.tri.groupID + st.Muted.Render("  (esc clears)")
 	case v.query != "":
 		searchLine += v.query + st.Muted.Render("  (esc clears)")
 	default:
-		searchLine += st.Muted.Render("/ to search by tenant or operation id")
+		searchLine += st.Muted.Render("/ op id prefix, or tenant: class: changed:/amount source:")
 	}
 
 	clsW := 14
@@ -629,8 +673,8 @@ func (v *queueView) renderList(w, h int) string {
 		lines = append(lines, "", st.Warning.Render("  The quarantine service is not available."))
 	case !v.loaded && v.loading:
 		lines = append(lines, "", st.Muted.Render("  Loading the queue…"))
-	case len(vis) == 0 && v.query != "":
-		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No loaded record matches %q.", v.query)))
+	case len(vis) == 0 && (v.query != "" || v.where.Group != nil):
+		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No %s record matches the search.", v.filter)))
 	case len(vis) == 0:
 		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No %s records. Conflicting retries show up here when they arrive.", v.filter)))
 	}
@@ -644,6 +688,9 @@ func (v *queueView) renderList(w, h int) string {
 		marker := "  "
 		if i == v.nav.cursor {
 			marker = "> "
+		}
+		if v.selected[s.ID] {
+			marker = marker[:1] + "*"
 		}
 		status := pad(string(s.Status), statusW)
 		if i != v.nav.cursor {

@@ -259,6 +259,11 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 		return v.focusField(fieldFile)
 	case key.Matches(msg, k.DryRun):
 		v.dryRun = !v.dryRun
+		if v.dryRun {
+			v.ban = infoBanner("dry run on: the next run (enter) only reads and changes nothing")
+		} else {
+			v.ban = warningBanner("dry run off: the next run (enter) executes what is missing")
+		}
 		return nil
 	case key.Matches(msg, k.Clear):
 		v.setInput(ResolveInput{DryRun: true})

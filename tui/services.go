@@ -16,6 +16,10 @@ type QuarantineService interface {
 	Show(ctx context.Context, id int64) (quarantine.Record, error)
 	Reject(ctx context.Context, id int64, operator, reason string) (quarantine.Record, error)
 	AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error)
+	Count(ctx context.Context, f quarantine.Filter) (quarantine.Totals, error)
+	Groups(ctx context.Context, o quarantine.GroupOptions) ([]quarantine.Group, error)
+	PreviewBulk(ctx context.Context, sel quarantine.Selection) (quarantine.Preview, error)
+	RejectBulk(ctx context.Context, sel quarantine.Selection, o quarantine.BulkOptions) (quarantine.BulkResult, error)
 }
 
 // AuditService is what the audit view needs from package audit.
@@ -66,6 +70,26 @@ func (q QuarantineDB) Reject(ctx context.Context, id int64, operator, reason str
 // AcceptAsNew runs the incoming payload as a new operation (quarantine.AcceptAsNew).
 func (q QuarantineDB) AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error) {
 	return cleaned(quarantine.AcceptAsNew(ctx, q.Pool, id, newOperationID, operator, reason))
+}
+
+// Count counts what a filter matches (quarantine.Count).
+func (q QuarantineDB) Count(ctx context.Context, f quarantine.Filter) (quarantine.Totals, error) {
+	return quarantine.Count(ctx, q.Pool, f)
+}
+
+// Groups groups the open records (quarantine.Groups).
+func (q QuarantineDB) Groups(ctx context.Context, o quarantine.GroupOptions) ([]quarantine.Group, error) {
+	return cleaned(quarantine.Groups(ctx, q.Pool, o))
+}
+
+// PreviewBulk says what a bulk decision would decide (quarantine.PreviewBulk).
+func (q QuarantineDB) PreviewBulk(ctx context.Context, sel quarantine.Selection) (quarantine.Preview, error) {
+	return cleaned(quarantine.PreviewBulk(ctx, q.Pool, sel))
+}
+
+// RejectBulk rejects a selection in batches (quarantine.RejectBulk).
+func (q QuarantineDB) RejectBulk(ctx context.Context, sel quarantine.Selection, o quarantine.BulkOptions) (quarantine.BulkResult, error) {
+	return quarantine.RejectBulk(ctx, q.Pool, sel, o)
 }
 
 // AuditDB is AuditService over package audit.

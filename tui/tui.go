@@ -58,6 +58,9 @@ type Options struct {
 	Timeout time.Duration
 	// Context is the parent of every command's context.
 	Context context.Context
+	// Clipboard puts text on the terminal's clipboard; Run sets it to OSC 52
+	// on its output.
+	Clipboard func(string)
 }
 
 // Tab is one of the views.
@@ -104,6 +107,9 @@ type Model struct {
 	help   help.Model
 	full   bool // full help shown
 	quit   bool
+	// The banner last drawn and since when, for successTTL.
+	banSeen  banner
+	banSince time.Time
 
 	queue     *queueView
 	resolve   *resolveView
@@ -139,7 +145,7 @@ func New(o Options) *Model {
 		Width: 80, Height: 24,
 		Styles: st, Keys: keys.Default(),
 		Operator: o.Operator, Database: o.Database,
-		Now: o.Now, Base: base, Timeout: o.Timeout,
+		Now: o.Now, Base: base, Timeout: o.Timeout, Clipboard: o.Clipboard,
 	}
 	m := &Model{ctx: c, cancel: cancel, help: newHelp(st)}
 	m.queue = newQueueView(c, o.Services.Quarantine, o.Refresh)
@@ -284,14 +290,29 @@ func (m *Model) View() string {
 	} else {
 		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
 	}
-	ban := m.banner(v.status(), w)
+	ban := m.banner(m.shownBanner(v.status()), w)
 	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
 	if m.full {
 		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
 	}
-	m.help.Width = w
-	helpLine := trunc(m.help.ShortHelpView(km.ShortHelp()), w)
-	return strings.Join([]string{header, tabs, body, ban, helpLine}, "\n")
+	return strings.Join([]string{header, tabs, body, ban, m.helpLine(km, w)}, "\n")
+}
+
+// helpLine is the footer: the global keys (? help, q quit) always show; the
+// view's keys fill what is left, dropped from the end when they do not fit.
+func (m *Model) helpLine(km keys.Combined, w int) string {
+	hm := m.help
+	hm.Width = 0
+	all := km.ShortHelp()
+	nView := len(km.View.ShortHelp())
+	global := all[nView:]
+	for n := nView; n >= 0; n-- {
+		line := hm.ShortHelpView(append(append([]key.Binding{}, all[:n]...), global...))
+		if lipgloss.Width(line) <= w {
+			return line
+		}
+	}
+	return trunc(hm.ShortHelpView(global), w)
 }
 
 func (m *Model) header(w int) string {
@@ -315,6 +336,30 @@ func (m *Model) tabs(w int) string {
 		}
 	}
 	return trunc(strings.Join(parts, " "), w)
+}
+
+// successTTL is how long an "ok:" banner stays: long enough to read, not so
+// long that it describes a screen that has moved on.
+const successTTL = 20 * time.Second
+
+// shownBanner is the banner to draw: a success fades after successTTL, and
+// while the database is unreachable a disconnected line comes first.
+func (m *Model) shownBanner(b banner) banner {
+	now := m.ctx.Now()
+	if b != m.banSeen {
+		m.banSeen, m.banSince = b, now
+	}
+	if b.kind == bannerSuccess && now.Sub(m.banSince) > successTTL {
+		b = banner{}
+	}
+	if m.ctx.Disconnected {
+		text := "disconnected: the database is unreachable; the queue retries on each refresh (r now)"
+		if b.kind != bannerNone {
+			text += " · " + b.text
+		}
+		b = banner{bannerWarning, text}
+	}
+	return b
 }
 
 // banner renders the view's message on bannerLines lines (wrapped, then cut).
@@ -394,6 +439,10 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options, noColor bo
 	}
 	o.Styles = &st
 	o.Context = ctx
+	if o.Clipboard == nil {
+		osc := termenv.NewOutput(out)
+		o.Clipboard = func(s string) { osc.Copy(s) }
+	}
 	m := New(o)
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
 	_, err := p.Run()

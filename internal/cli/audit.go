@@ -41,7 +41,7 @@ type AuditListOptions struct {
 // NewCmdAuditList builds `idemctl audit list`.
 func NewCmdAuditList(f *Factory, runF func(*AuditListOptions) error) *cobra.Command {
 	opts := &AuditListOptions{IO: f.IO, f: f}
-	var since, until string
+	var since, until, after string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List audit rows, newest first",
@@ -50,12 +50,14 @@ func NewCmdAuditList(f *Factory, runF func(*AuditListOptions) error) *cobra.Comm
 quarantine.export). --since and --until take a time (2026-11-30,
 2026-11-30T08:00:00Z) or a duration back from now (24h).
 
-When there are more rows than --limit, the id to pass to --before for the next
-page is printed on stderr. Nothing is written.`,
+Paging is by keyset, as in idemctl quarantine list: when there are more rows
+than --limit, the cursor of the next page is printed on stderr; pass it to
+--after. (An audit cursor is the last row id shown; --before ID is kept as an
+alias.) Nothing is written.`,
 		Example: `  idemctl audit list
   idemctl audit list --action quarantine --since 24h
   idemctl audit list --target quarantine:42 -o json | jq .details
-  idemctl audit list --actor alice --limit 20 --before 1200`,
+  idemctl audit list --actor alice --limit 20 --after 1200`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -71,6 +73,16 @@ page is printed on stderr. Nothing is written.`,
 			}
 			if opts.Filter.Limit < 1 || opts.Filter.Limit > audit.MaxLimit {
 				return usageErr("--limit must be between 1 and %d", audit.MaxLimit)
+			}
+			if after != "" {
+				if opts.Filter.Before != 0 {
+					return usageErr("--after and --before are the same cursor: give one")
+				}
+				id, err := strconv.ParseInt(after, 10, 64)
+				if err != nil || id <= 0 {
+					return usageErr("--after %q: use the cursor printed by the previous page (a row id)", after)
+				}
+				opts.Filter.Before = id
 			}
 			if opts.Filter.Before < 0 {
 				return usageErr("--before must be a row id")
@@ -88,7 +100,9 @@ page is printed on stderr. Nothing is written.`,
 	cmd.Flags().StringVar(&since, "since", "", "only rows at or after a time or a duration ago")
 	cmd.Flags().StringVar(&until, "until", "", "only rows before a time or a duration ago")
 	cmd.Flags().IntVar(&opts.Filter.Limit, "limit", audit.DefaultLimit, "rows per page")
+	cmd.Flags().StringVar(&after, "after", "", "cursor printed by the previous page")
 	cmd.Flags().Int64Var(&opts.Filter.Before, "before", 0, "only rows older than this id (the next page)")
+	_ = cmd.Flags().MarkHidden("before")
 	return cmd
 }
 
@@ -125,7 +139,7 @@ func auditListRun(ctx context.Context, opts *AuditListOptions) error {
 		}
 	}
 	if len(rows) == opts.Filter.Limit && rows[len(rows)-1].ID > 1 {
-		fmt.Fprintf(opts.IO.ErrOut, "more rows may follow: add --before %d\n", rows[len(rows)-1].ID)
+		fmt.Fprintf(opts.IO.ErrOut, "more rows may follow: add --after %d\n", rows[len(rows)-1].ID)
 	}
 	return nil
 }

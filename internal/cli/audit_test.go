@@ -88,7 +88,7 @@ func TestAuditCommands(t *testing.T) {
 	code, out, errOut := runQ(t, auditor, "audit", "list", "--limit", "2", "-o", "table")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "resolve.step")
-	assert.Contains(t, errOut, fmt.Sprintf("--before %d", base+3))
+	assert.Contains(t, errOut, fmt.Sprintf("--after %d", base+3))
 
 	anchor := audit.Anchor{ID: last.ID, Hash: last.Hash}.String()
 	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table", "--anchor", anchor)

@@ -21,7 +21,7 @@ import (
 func NewCmdQuarantine(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quarantine <command>",
-		Short: "Review conflicting retries and decide them (list, show, reject, accept-as-new, export)",
+		Short: "Review conflicting retries and decide them (list, groups, show, reject, accept-as-new, export)",
 		Long: `A retry that reuses an identity (tenant_id, operation_id) with another payload
 never runs and is never answered with the old success: it is quarantined with
 its evidence (both payloads and hashes, the saved response, every differing
@@ -34,8 +34,14 @@ a person decides:
 
 Decisions are final, need --reason, and are recorded with the operator
 (--operator, IDEMCTL_OPERATOR, else the OS user) and the database user, in the
-audit log (idemctl audit list). The evidence itself cannot be changed or deleted.`,
+audit log (idemctl audit list). The evidence itself cannot be changed or deleted.
+
+At incident scale: groups shows what the open records have in common (class,
+differing fields, tenant, source), and reject decides a whole group or filter
+at once, after a preview, each record with its own audit row.`,
 		Example: `  idemctl quarantine list
+  idemctl quarantine groups
+  idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "client bug PAY-77" --dry-run
   idemctl quarantine show 42
   idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
   idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 --reason "settlement revision"
@@ -43,123 +49,14 @@ audit log (idemctl audit list). The evidence itself cannot be changed or deleted
 	}
 	cmd.AddCommand(
 		NewCmdQuarantineList(f, nil),
+		NewCmdQuarantineGroups(f, nil),
 		NewCmdQuarantineShow(f, nil),
 		NewCmdQuarantineReject(f, nil),
 		NewCmdQuarantineAccept(f, nil),
 		NewCmdQuarantineExport(f, nil),
+		NewCmdQuarantineBulk(f),
 	)
 	return cmd
-}
-
-// QuarantineListOptions are the flags of `idemctl quarantine list`.
-type QuarantineListOptions struct {
-	IO     *IOStreams
-	JSON   bool
-	Filter quarantine.Filter
-	f      *Factory
-}
-
-// NewCmdQuarantineList builds `idemctl quarantine list`.
-func NewCmdQuarantineList(f *Factory, runF func(*QuarantineListOptions) error) *cobra.Command {
-	opts := &QuarantineListOptions{IO: f.IO, f: f}
-	var status, since, after string
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List quarantine records, newest activity first",
-		Long: `List quarantine records, newest activity (last_seen) first, one page at a time.
-Open records (waiting for a decision) by default.
-
-Pages are keyset-paginated: when there are more, the next page's cursor is
-printed on stderr; pass it to --after. With -o json every line also carries its
-own "cursor". Columns: SEEN is how many times the conflicting request arrived,
-CHANGES how many values differ from the stored payload.
-
---since takes a time (2026-11-30, 2026-11-30T08:00:00Z) or a duration back
-from now (24h, 90m). Nothing is written.`,
-		Example: `  idemctl quarantine list
-  idemctl quarantine list --status all --tenant acme --since 24h
-  idemctl quarantine list --class demo.transfer --limit 100 -o json | jq -r .id
-  idemctl quarantine list --after 1764489600123456:42`,
-		Args: maxArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := quarantine.ParseStatus(status)
-			if err != nil {
-				return usageErr("--status: use open, rejected, accepted or all")
-			}
-			opts.Filter.Status = st
-			if opts.Filter.Limit < 1 || opts.Filter.Limit > quarantine.MaxLimit {
-				return usageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
-			}
-			if since != "" {
-				if opts.Filter.Since, err = parseSinceFlag(since, f.Now()); err != nil {
-					return usageErr("--since: %v", err)
-				}
-			}
-			if after != "" {
-				c, err := quarantine.ParseCursor(after)
-				if err != nil {
-					return withCode(ExitUsage, err)
-				}
-				opts.Filter.After = &c
-			}
-			opts.JSON = f.JSON()
-			if runF != nil {
-				return runF(opts)
-			}
-			return quarantineListRun(cmd.Context(), opts)
-		},
-	}
-	cmd.Flags().StringVar(&status, "status", "open", "open, rejected, accepted or all")
-	cmd.Flags().StringVar(&opts.Filter.Tenant, "tenant", "", "only this tenant_id")
-	cmd.Flags().StringVar(&opts.Filter.Class, "class", "", "only this operation class (stored or incoming)")
-	cmd.Flags().StringVar(&since, "since", "", "only records active since a time or a duration ago (24h)")
-	cmd.Flags().IntVar(&opts.Filter.Limit, "limit", quarantine.DefaultLimit, "records per page")
-	cmd.Flags().StringVar(&after, "after", "", "cursor printed by the previous page")
-	return cmd
-}
-
-func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
-	pool, err := opts.f.Pool(ctx)
-	if err != nil {
-		return err
-	}
-	page, err := quarantine.List(ctx, pool, opts.Filter)
-	if err != nil {
-		return quarantineErr(err, ExitFailure)
-	}
-	if opts.JSON {
-		for _, s := range page.Items {
-			if err := printJSONLine(opts.IO.Out, s); err != nil {
-				return err
-			}
-		}
-	} else {
-		rows := make([][]string, 0, len(page.Items))
-		for _, s := range page.Items {
-			class := s.Class
-			if s.IncomingClass != s.Class {
-				class += " -> " + s.IncomingClass
-			}
-			status := string(s.Status)
-			if s.NewOperationID != "" {
-				status += " as " + s.NewOperationID
-			}
-			rows = append(rows, []string{
-				strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
-				strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),
-				formatStamp(s.FirstSeen), formatStamp(s.LastSeen),
-			})
-		}
-		if len(rows) == 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "no %s quarantine records\n", opts.Filter.Status)
-		} else if err := printTable(opts.IO.Out, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"}, rows); err != nil {
-			return err
-		}
-	}
-	if page.Next != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "more records: add --after %s\n", page.Next)
-	}
-	return nil
 }
 
 // QuarantineShowOptions are the flags of `idemctl quarantine show`.
@@ -285,72 +182,6 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 	return printTable(io.Out, []string{"change", "path", "stored", "incoming"}, diff)
 }
 
-// QuarantineRejectOptions are the flags of `idemctl quarantine reject`.
-type QuarantineRejectOptions struct {
-	IO       *IOStreams
-	JSON     bool
-	ID       int64
-	Reason   string
-	Operator string
-	f        *Factory
-}
-
-// NewCmdQuarantineReject builds `idemctl quarantine reject`.
-func NewCmdQuarantineReject(f *Factory, runF func(*QuarantineRejectOptions) error) *cobra.Command {
-	opts := &QuarantineRejectOptions{IO: f.IO, f: f}
-	cmd := &cobra.Command{
-		Use:   "reject ID --reason TEXT",
-		Short: "Decide that a conflicting request must never run",
-		Long: `Reject a quarantine record: the conflicting request stays refused for ever
-(every replay of it answers conflict, runs nothing, and is counted); the
-original payload keeps answering with its saved response. The record stays as
-evidence.
-
-The decision is final. It is recorded with --reason, the operator (--operator,
-IDEMCTL_OPERATOR, else the OS user) and the database user, with an audit row
-in the same transaction.
-
-Exit code 5, with nothing written, for an unknown id or a record already decided.`,
-		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
-  IDEMCTL_OPERATOR=alice idemctl quarantine reject 42 --reason "duplicate with edited amount"`,
-		Args: maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseRecordID(args)
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(opts.Reason) == "" {
-				return usageErr("--reason is required: say why, for the record")
-			}
-			opts.ID, opts.Operator = id, f.Operator()
-			opts.JSON = f.JSON()
-			if runF != nil {
-				return runF(opts)
-			}
-			return quarantineRejectRun(cmd.Context(), opts)
-		},
-	}
-	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
-	return cmd
-}
-
-func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) error {
-	pool, err := opts.f.Pool(ctx)
-	if err != nil {
-		return err
-	}
-	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
-	if err != nil {
-		return quarantineErr(err, ExitInvalid)
-	}
-	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rec)
-	}
-	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d (%s/%s) rejected by %s: replays of that payload stay refused.\nAudit row %d.\n",
-		rec.ID, rec.Tenant, rec.OperationID, rec.Decision.By, rec.Decision.AuditID)
-	return err
-}
-
 // QuarantineAcceptOptions are the flags of `idemctl quarantine accept-as-new`.
 type QuarantineAcceptOptions struct {
 	IO             *IOStreams
@@ -361,14 +192,17 @@ type QuarantineAcceptOptions struct {
 	Operator       string
 	// Yes skips the confirmation asked on a terminal.
 	Yes bool
-	f   *Factory
+	// Bulk, when set, plans a bulk accept-as-new instead (no ID).
+	Bulk *QuarantineAcceptPlanOptions
+	f    *Factory
 }
 
 // NewCmdQuarantineAccept builds `idemctl quarantine accept-as-new`.
 func NewCmdQuarantineAccept(f *Factory, runF func(*QuarantineAcceptOptions) error) *cobra.Command {
 	opts := &QuarantineAcceptOptions{IO: f.IO, f: f}
+	var bulkAccept acceptPlanFlags
 	cmd := &cobra.Command{
-		Use:   "accept-as-new ID --new-operation-id NEW --reason TEXT",
+		Use:   "accept-as-new (ID --new-operation-id NEW | --group ID | FILTERS | -) --reason TEXT",
 		Short: "Run a conflicting payload once, as a new operation",
 		Long: `Accept a quarantine record as a legitimate new operation (a settlement
 revision, a corrected amount): its incoming payload runs now, through the
@@ -391,12 +225,40 @@ is application code, have the owning service submit the payload under NEW, then
 reject this record with that reason.
 
 On a terminal you are asked to confirm; --yes skips the question, and is
-required when there is no terminal (exit code 2 without it).`,
+required when there is no terminal (exit code 2 without it).
+
+Many records at once (bulk): --group ID, filters, or ids on stdin (-), with
+--rule naming each new operation ({operation_id} is replaced by the record's
+operation id: --rule '{operation_id}-rev2') and --max capping the count. This
+only plans: it prints the preview (count, sample with the new ids; --dry-run
+stops there) and records a plan that runs nothing until another person
+approves it (idemctl quarantine bulk approve PLAN, four-eyes by person, as
+purges); then idemctl quarantine bulk run PLAN runs it in batches, each record
+with its own audit row. Exit code 5 when the database refuses the plan (a
+record not open, a bad new id, over --max).`,
 		Example: `  idemctl quarantine accept-as-new 42 --new-operation-id bet-7-settle-rev2 \
       --reason "settlement revision approved in BET-99"
-  idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json`,
+  idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json
+  idemctl quarantine accept-as-new --group g-1a2b3c4d5e6f --rule '{operation_id}-rev2' --max 500 \
+      --reason "settlement revisions, BET-99" --dry-run`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if bulk, err := bulkAccept.build(f, args); bulk || err != nil {
+				if err != nil {
+					return err
+				}
+				if opts.NewOperationID != "" {
+					return usageErr("--new-operation-id names one record's new operation: a bulk accept uses --rule")
+				}
+				if strings.TrimSpace(opts.Reason) == "" {
+					return usageErr("--reason is required: say why, for the record")
+				}
+				opts.Bulk, opts.Operator, opts.JSON = &bulkAccept.opts, f.Operator(), f.JSON()
+				if runF != nil {
+					return runF(opts)
+				}
+				return quarantineAcceptPlanRun(cmd.Context(), opts)
+			}
 			id, err := parseRecordID(args)
 			if err != nil {
 				return err
@@ -424,6 +286,7 @@ required when there is no terminal (exit code 2 without it).`,
 	cmd.Flags().StringVar(&opts.NewOperationID, "new-operation-id", "", "operation_id to run the incoming payload under (required)")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	bulkAccept.add(cmd)
 	return cmd
 }
 

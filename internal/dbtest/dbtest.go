@@ -16,6 +16,7 @@ package dbtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -400,4 +401,35 @@ func SourceDSN(dsn string) string {
 	}
 	u.User = url.User(string(Nobody))
 	return u.String()
+}
+
+// KeptDatabase returns the URL (superuser) of a database named prefix and the
+// template's digest, cloned from the migrated template when it does not
+// exist yet (fresh is then true). It is never dropped: a benchmark fills it
+// once and reuses it while the schema stays the same; drop it by hand.
+func KeptDatabase(t testing.TB, prefix string) (dsn string, fresh bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tpl, err := ensureTemplate(ctx)
+	if err != nil {
+		t.Fatalf("test database template: %v", err)
+	}
+	sum := sha256.Sum256([]byte(tpl))
+	name := prefix + hex.EncodeToString(sum[:6])
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("connect to test server: %v", err)
+	}
+	defer admin.Close(ctx)
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		t.Fatalf("kept database %s: %v", name, err)
+	}
+	if !exists {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{tpl}.Sanitize()); err != nil {
+			t.Fatalf("create kept database %s: %v", name, err)
+		}
+	}
+	return URLFor(name), !exists
 }

@@ -48,6 +48,14 @@ type Queue struct {
 	Refresh key.Binding
 	Reject  key.Binding
 	Accept  key.Binding
+	// NextPage and PrevPage page through the server's records.
+	NextPage key.Binding
+	PrevPage key.Binding
+	// Select marks records for a bulk decision; Groups toggles the groups.
+	Select key.Binding
+	Groups key.Binding
+	// Copy copies the id or hash at hand to the clipboard (OSC 52).
+	Copy key.Binding
 }
 
 // Form is any form (decision reason, resolve input).
@@ -147,13 +155,18 @@ func Default() KeyMap {
 			ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit (always)"),
 		},
 		Queue: Queue{
-			List:    list(),
-			Open:    b([]string{"enter"}, "enter", "open"),
-			Status:  b([]string{"s"}, "s", "status"),
-			Search:  b([]string{"/"}, "/", "search"),
-			Refresh: b([]string{"r"}, "r", "refresh"),
-			Reject:  b([]string{"x"}, "x", "reject"),
-			Accept:  b([]string{"a"}, "a", "accept as new"),
+			List:     list(),
+			Open:     b([]string{"enter"}, "enter", "open"),
+			Status:   b([]string{"s"}, "s", "status"),
+			Search:   b([]string{"/"}, "/", "search"),
+			Refresh:  b([]string{"r"}, "r", "refresh"),
+			Reject:   b([]string{"x"}, "x", "reject"),
+			Accept:   b([]string{"a"}, "a", "accept as new"),
+			NextPage: b([]string{"]", "n"}, "]", "next page"),
+			PrevPage: b([]string{"[", "p"}, "[", "previous page"),
+			Select:   b([]string{" "}, "space", "select"),
+			Groups:   b([]string{"v"}, "v", "groups"),
+			Copy:     b([]string{"y"}, "y", "copy id"),
 		},
 		Form: Form{
 			Next:   b([]string{"tab", "down"}, "tab/↓", "next field"),

@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/quarantine"
+)
+
+// QuarantineAcceptPlanOptions are the bulk flags of `idemctl quarantine
+// accept-as-new`: what to accept, the rule, the cap.
+type QuarantineAcceptPlanOptions struct {
+	Selection quarantine.Selection
+	Group     string
+	Rule      string
+	Max       int
+	DryRun    bool
+}
+
+// acceptPlanFlags reads the bulk flags of accept-as-new.
+type acceptPlanFlags struct {
+	ff   quarantineFilterFlags
+	opts QuarantineAcceptPlanOptions
+}
+
+func (a *acceptPlanFlags) add(cmd *cobra.Command) {
+	a.ff.add(cmd.Flags())
+	cmd.Flags().StringVar(&a.opts.Group, "group", "", "bulk: accept the open records of this group (idemctl quarantine groups)")
+	cmd.Flags().StringVar(&a.opts.Rule, "rule", "", "bulk: the new operation id of each record, e.g. '{operation_id}-rev2'")
+	cmd.Flags().IntVar(&a.opts.Max, "max", 0, fmt.Sprintf("bulk: refuse when more records match (1-%d, required)", quarantine.MaxAccept))
+	cmd.Flags().BoolVar(&a.opts.DryRun, "dry-run", false, "bulk: print the preview and plan nothing")
+}
+
+// build reports whether the command line asks for a bulk accept, and checks it.
+func (a *acceptPlanFlags) build(f *Factory, args []string) (bool, error) {
+	filter, err := a.ff.build(f.Now())
+	if err != nil {
+		return true, err
+	}
+	stdin := len(args) == 1 && args[0] == "-"
+	bulk := stdin || filter.Narrowed() || a.opts.Group != "" || a.opts.Rule != "" || a.opts.Max != 0 || a.opts.DryRun
+	if !bulk {
+		return false, nil
+	}
+	switch {
+	case len(args) == 1 && !stdin:
+		return true, usageErr("a record ID excludes --group, filters, --rule and --max: accept one record with --new-operation-id")
+	case stdin && (filter.Narrowed() || a.opts.Group != ""):
+		return true, usageErr("ids on stdin (-) exclude --group and filters: give one or the other")
+	case !stdin && !filter.Narrowed() && a.opts.Group == "":
+		return true, usageErr("name what to accept: a record ID, - for ids on stdin, --group ID, or filters (see --help)")
+	case a.opts.Group != "" && !quarantine.ValidGroupID(a.opts.Group):
+		return true, usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", a.opts.Group)
+	}
+	if err := quarantine.CheckRule(a.opts.Rule); err != nil {
+		return true, usageErr("--rule: %s", strings.TrimPrefix(err.Error(), quarantine.ErrBadPlan.Error()+": "))
+	}
+	if a.opts.Max < 1 || a.opts.Max > quarantine.MaxAccept {
+		return true, usageErr("--max is required for a bulk accept-as-new: the most records it may run (1-%d)", quarantine.MaxAccept)
+	}
+	if stdin {
+		if a.opts.Selection.IDs, err = readRecordIDs(f.IO.In); err != nil {
+			return true, err
+		}
+	} else {
+		a.opts.Selection.Filter = filter
+	}
+	return true, nil
+}
+
+func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	b := opts.Bulk
+	sel := b.Selection
+	if b.Group != "" {
+		if sel.Filter, _, err = quarantine.ResolveGroup(ctx, pool, b.Group, sel.Filter); err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+	}
+	preview, err := quarantine.PreviewBulk(ctx, pool, sel)
+	if errors.Is(err, quarantine.ErrNothingToDecide) {
+		fmt.Fprintf(opts.IO.ErrOut, "nothing to accept: %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	printBulkPreview(opts.IO, preview, b.Group, "accept as new operations")
+	fmt.Fprintf(opts.IO.ErrOut, "rule:   %s (e.g. ", b.Rule)
+	for i, s := range preview.Sample {
+		if i > 0 {
+			fmt.Fprint(opts.IO.ErrOut, ", ")
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "%s -> %s", s.OperationID, quarantine.NewOperationID(b.Rule, s.OperationID))
+	}
+	fmt.Fprintln(opts.IO.ErrOut, ")")
+	if preview.Open > int64(b.Max) {
+		return withCode(ExitInvalid, fmt.Errorf("%s records match, over --max %d: narrow the selection or raise --max; nothing was planned",
+			humanCount(preview.Open), b.Max))
+	}
+	if b.DryRun {
+		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
+		if opts.JSON {
+			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true})
+		}
+		return nil
+	}
+	plan, err := quarantine.PlanAccept(ctx, pool, sel, preview.MaxID, b.Rule, b.Max, opts.Operator, opts.Reason)
+	if err != nil {
+		return bulkPlanErr(err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, plan)
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "Planned bulk accept-as-new %d: %d record(s), rule %s, by %s. Nothing runs until another person approves:\n"+
+		"  idemctl quarantine bulk approve %d\nthen: idemctl quarantine bulk run %d\n",
+		plan.ID, len(plan.IDs), plan.Rule, plan.PlannedPerson, plan.ID, plan.ID)
+	return err
+}
+
+// bulkPlanErr gives a plan error its exit code: refusals (nothing written)
+// are ExitInvalid.
+func bulkPlanErr(err error) error {
+	for _, s := range []error{quarantine.ErrPlanNotFound, quarantine.ErrPlanState, quarantine.ErrSamePerson,
+		quarantine.ErrBadPlan, quarantine.ErrNoPerson, quarantine.ErrNothingToDecide} {
+		if errors.Is(err, s) {
+			return withCode(ExitInvalid, err)
+		}
+	}
+	return quarantineErr(err, ExitInvalid)
+}
+
+// QuarantineBulkOptions are the flags of `idemctl quarantine bulk SUBCOMMAND PLAN`.
+type QuarantineBulkOptions struct {
+	IO       *IOStreams
+	JSON     bool
+	Action   string
+	ID       int64
+	Operator string
+	Reason   string
+	Batch    int
+	Yes      bool
+	f        *Factory
+}
+
+// NewCmdQuarantineBulk builds `idemctl quarantine bulk` (show, approve, run, abort).
+func NewCmdQuarantineBulk(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bulk <command> PLAN",
+		Short: "Approve, run, show or abort a bulk accept-as-new plan",
+		Long: `A bulk accept-as-new (idemctl quarantine accept-as-new --group ... --rule ... --max ...)
+runs effects, so it is a plan first: it fixes its records, the rule naming
+each new operation and the reason, and runs nothing until another person
+approves it (four-eyes: the database compares the persons behind the logins,
+as for purges).
+
+  show PLAN      the plan: state, rule, records, who planned and approved it
+  approve PLAN   the second person's approval (exit 5 for the planner)
+  run PLAN       run an approved plan in batches, each record once, with its
+                 own audit row; Ctrl-C stops between batches, run again to resume
+  abort PLAN     stop a plan; what already ran stays (--reason)`,
+		Example: `  idemctl quarantine bulk show 3
+  idemctl quarantine bulk approve 3            # as another person
+  idemctl quarantine bulk run 3 --yes
+  idemctl quarantine bulk abort 3 --reason "wrong rule"`,
+	}
+	for _, action := range []string{"show", "approve", "run", "abort"} {
+		cmd.AddCommand(NewCmdQuarantineBulkAction(f, action, nil))
+	}
+	return cmd
+}
+
+// NewCmdQuarantineBulkAction builds one subcommand of `idemctl quarantine bulk`.
+func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*QuarantineBulkOptions) error) *cobra.Command {
+	opts := &QuarantineBulkOptions{IO: f.IO, f: f, Action: action}
+	short := map[string]string{
+		"show": "Show a bulk accept-as-new plan", "approve": "Approve another person's bulk accept-as-new plan (four-eyes)",
+		"run": "Run an approved bulk accept-as-new plan", "abort": "Abort a bulk accept-as-new plan",
+	}[action]
+	cmd := &cobra.Command{
+		Use:     action + " PLAN",
+		Short:   short,
+		Long:    short + ".\n\nExit codes: 0 done; 1 interrupted (run again) or failed; 2 bad arguments; 5 refused (unknown plan, wrong state, same person), nothing written.",
+		Example: "  idemctl quarantine bulk " + action + " 3",
+		Args:    maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("a plan id is required (idemctl quarantine accept-as-new --rule ... prints it)")
+			}
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return usageErr("invalid plan id %q: want a positive number", args[0])
+			}
+			if action == "abort" && strings.TrimSpace(opts.Reason) == "" {
+				return usageErr("--reason is required: say why, for the record")
+			}
+			if action == "run" && (opts.Batch < 1 || opts.Batch > quarantine.MaxBatch) {
+				return usageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
+			}
+			if action == "run" && !opts.Yes && !f.IO.CanPrompt() {
+				return usageErr("run executes the payloads as new operations: pass --yes when there is no terminal to confirm on")
+			}
+			opts.ID, opts.Operator, opts.JSON = id, f.Operator(), f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quarantineBulkRun(cmd.Context(), opts)
+		},
+	}
+	switch action {
+	case "abort":
+		cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded)")
+	case "run":
+		cmd.Flags().IntVar(&opts.Batch, "batch", quarantine.DefaultBatch, "records run per transaction")
+		cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	}
+	return cmd
+}
+
+func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	var plan quarantine.AcceptPlan
+	switch opts.Action {
+	case "approve":
+		plan, err = quarantine.ApproveAccept(ctx, pool, opts.ID, opts.Operator)
+	case "abort":
+		plan, err = quarantine.AbortAccept(ctx, pool, opts.ID, opts.Operator, opts.Reason)
+	case "run":
+		return quarantineBulkAcceptRun(ctx, opts)
+	default:
+		plan, err = quarantine.ShowAccept(ctx, pool, opts.ID)
+	}
+	if err != nil {
+		return bulkPlanErr(err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, plan)
+	}
+	rows := [][]string{
+		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
+		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, clipText(fmt.Sprint(plan.IDs), 60))},
+		{"reason", plan.Reason},
+		{"planned", fmt.Sprintf("by %s (person %s) at %s", plan.PlannedBy, plan.PlannedPerson, formatStamp(plan.PlannedAt))},
+		{"approved", orDash(plan.ApprovedPerson)},
+		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
+	}
+	if plan.AbortReason != "" {
+		rows = append(rows, []string{"aborted", plan.AbortReason})
+	}
+	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+}
+
+func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	plan, err := quarantine.ShowAccept(ctx, pool, opts.ID)
+	if err != nil {
+		return bulkPlanErr(err)
+	}
+	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s), approved by %s?",
+		len(plan.IDs), plan.ID, plan.Rule, orDash(plan.ApprovedPerson))) {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+		return silentExit{ExitFailure}
+	}
+	res, err := quarantine.RunAccept(ctx, pool, opts.ID, opts.Operator, opts.Batch, func(r quarantine.BulkResult) {
+		fmt.Fprintf(opts.IO.ErrOut, "accepted %s of %s (%s skipped, %d batch(es))\n",
+			humanCount(r.Decided), humanCount(int64(len(plan.IDs)-plan.Accepted-plan.Skipped)), humanCount(r.Skipped), r.Batches)
+	})
+	if opts.JSON {
+		if jerr := printJSONLine(opts.IO.Out, res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		fmt.Fprintf(opts.IO.Out, "Plan %d: %s record(s) ran as new operations (%s already decided, skipped); audit rows %d-%d.\n",
+			opts.ID, humanCount(res.Decided), humanCount(res.Skipped), res.FirstAudit, res.LastAudit)
+	}
+	if err != nil {
+		return bulkPlanErr(err)
+	}
+	if res.Interrupted {
+		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s, all committed; resume: idemctl quarantine bulk run %d\n", humanCount(res.Decided), opts.ID)
+		return silentExit{ExitFailure}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+-- object: function idem.quarantine_bulk_accept_lock(bigint)
+-- quarantine_bulk_accept_lock locks a bulk accept-as-new plan and returns it,
+-- or raises IX120 when there is none. Internal: granted to nobody.
+CREATE OR REPLACE FUNCTION idem.quarantine_bulk_accept_lock(p_plan bigint)
+RETURNS idem.quarantine_bulk_accept
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_p idem.quarantine_bulk_accept;
+BEGIN
+    SELECT * INTO v_p FROM idem.quarantine_bulk_accept WHERE id = p_plan FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no bulk accept-as-new plan %', coalesce(p_plan::text, 'NULL')
+            USING ERRCODE = 'IX120', HINT = 'idemctl quarantine bulk list shows the plans';
+    END IF;
+    RETURN v_p;
+END
+$$;

@@ -1,0 +1,163 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/tui/styles"
+)
+
+// fixtureHarness drives a model over the fixed services (no database).
+func fixtureHarness(t *testing.T, s goldenSetup, w, hgt int) *harness {
+	t.Helper()
+	h := &harness{t: t, m: goldenModel(s)}
+	h.send(tea.WindowSizeMsg{Width: w, Height: hgt})
+	h.init()
+	return h
+}
+
+// lastLine is the footer.
+func lastLine(v string) string {
+	lines := strings.Split(v, "\n")
+	return lines[len(lines)-1]
+}
+
+// At 80 columns the footer keeps ? help and q quit, whatever the view's keys.
+func TestFooterKeepsHelpAndQuit(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 80, 24)
+	for _, keys := range [][]string{nil, {"enter"}, {"esc", "v"}, {"esc", "2"}, {"3"}, {"4"}, {"5"}} {
+		h.keys(keys...)
+		footer := lastLine(h.view())
+		assert.Contains(t, footer, "? help", keys)
+		assert.Contains(t, footer, "q quit", keys)
+		assert.LessOrEqual(t, len([]rune(footer)), 80, keys)
+	}
+}
+
+// An "ok:" banner fades after successTTL; an error stays.
+func TestSuccessBannerFades(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 100, 30)
+	clock := fixedNow
+	h.m.ctx.Now = func() time.Time { return clock }
+	h.keys("enter", "x")
+	h.typ("dup")
+	h.keys("enter", "y")
+	require.Contains(t, h.view(), "ok: rejected #12")
+	clock = clock.Add(successTTL / 2)
+	assert.Contains(t, h.view(), "ok: rejected #12")
+	clock = clock.Add(successTTL)
+	assert.NotContains(t, h.view(), "ok: rejected")
+}
+
+// The horizon view drops a load error once a load succeeds; a plan's BEFORE
+// shows the time; the approve confirmation shows the contract and the proof;
+// a plan being purged shows "purging".
+func TestHorizonFixes(t *testing.T) {
+	t.Parallel()
+	hz := newFixedHorizon()
+	hz.failLoad = errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
+	h := fixtureHarness(t, goldenSetup{horizon: hz}, 100, 30)
+	h.keys("3")
+	require.Contains(t, h.view(), "connection refused")
+	hz.mu.Lock()
+	hz.failLoad = nil
+	hz.mu.Unlock()
+	h.keys("r")
+	v := h.view()
+	assert.NotContains(t, v, "connection refused", "a stale error after a successful refresh")
+	assert.Contains(t, v, "2026-10-01 00:00Z")
+
+	h.keys("a")
+	v = h.view()
+	assert.Contains(t, v, "FIN-2026-114")
+	assert.Contains(t, v, "kafka:payments.commands: closed")
+	assert.Contains(t, v, "dlq:payments: closed")
+
+	h.keys("esc", "down")
+	h.m.horizon.purgeID = 2
+	h.m.horizon.purgeEvents = make(chan tea.Msg)
+	assert.Regexp(t, `#2 .*purging`, h.view())
+	h.m.horizon.purgeEvents = nil
+}
+
+type longActions struct{ fixedAudit }
+
+func (longActions) List(context.Context, audit.Filter) ([]audit.Record, error) {
+	return []audit.Record{{ID: 9, At: fixedNow, Actor: "bob", Action: "quarantine.bulk_accept_approve",
+		Target: "quarantine_bulk_accept:3", Details: json.RawMessage(`{}`)}}, nil
+}
+
+// The audit ACTION column widens with the terminal and the actions.
+func TestAuditActionColumnWidens(t *testing.T) {
+	t.Parallel()
+	st := styles.Ascii()
+	m := New(Options{Services: Services{Audit: longActions{}}, Operator: "alice", Database: fixedDB,
+		Now: func() time.Time { return fixedNow }, Styles: &st, Refresh: -1})
+	h := &harness{t: t, m: m}
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	h.keys("4")
+	assert.Contains(t, h.view(), "quarantine.bulk_accept_approve quarantine_bulk_accept:3")
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	v := h.view()
+	assert.NotContains(t, v, "quarantine.bulk_accept_approve", "at 80 columns it is cut")
+	assert.Contains(t, v, "quarantine.bulk_ac")
+}
+
+// d on the result screen says what it changed.
+func TestResolveDryRunToggleSaysSo(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 100, 30)
+	h.keys("2", "d")
+	assert.Contains(t, h.view(), "dry run off")
+	h.keys("d")
+	assert.Contains(t, h.view(), "dry run on")
+}
+
+// While the database is unreachable a banner says so; it goes when the
+// database is back.
+func TestDisconnectedBanner(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.As(dbtest.NewDatabase(t), dbtest.Operator)
+	proxy, via := dbtest.NewProxy(t, dsn)
+	pool, err := db.Open(context.Background(), via, db.Options{MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := styles.Ascii()
+	m := New(Options{Services: PoolServices(pool), Operator: "alice", Database: "proxy",
+		Now: func() time.Time { return fixedNow }, Styles: &st, Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second})
+	h := &harness{t: t, m: m}
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	h.init()
+	require.NotContains(t, h.view(), "disconnected")
+	proxy.Cut()
+	h.send(queueTickMsg{})
+	assert.Contains(t, h.view(), "disconnected: the database is unreachable")
+	proxy.Restore("")
+	h.send(queueTickMsg{})
+	assert.NotContains(t, h.view(), "disconnected")
+}
+
+// Enter with an empty reason says why nothing happens, in the decision form
+// and in the bulk form.
+func TestEmptyReasonSaysSo(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 100, 30)
+	h.keys("enter", "x", "enter")
+	assert.Contains(t, h.view(), "a reason is required")
+	h.keys("esc", "esc", " ", "x", "enter")
+	assert.Contains(t, h.view(), "a reason is required")
+	assert.Contains(t, h.view(), "Reject 1 selected record")
+}

@@ -1,0 +1,536 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/keys"
+)
+
+// Triage at incident scale: the queue pages through the server and searches
+// on it, shows the total and the oldest open record, groups the open records,
+// and rejects a group or a selection after a preview and a confirmation.
+
+// triage is the queue view's state for groups and bulk decisions.
+type triage struct {
+	// next is the cursor of the page after the one shown.
+	next *quarantine.Cursor
+	// groupID names the group the list is narrowed to.
+	groupID string
+
+	groups   []quarantine.Group
+	gnav     listNav
+	gloading bool
+
+	// The bulk decision under way: what, a label for it, its preview and
+	// result, and the mode to go back to.
+	sel     quarantine.Selection
+	label   string
+	preview *quarantine.Preview
+	result  *quarantine.BulkResult
+	from    queueMode
+	// events carries a running bulk reject's progress, then its end.
+	events  chan tea.Msg
+	decided int64
+}
+
+// Messages of groups and bulk decisions.
+type (
+	groupsLoadedMsg struct {
+		groups []quarantine.Group
+		err    error
+	}
+	bulkPreviewMsg struct {
+		preview quarantine.Preview
+		err     error
+	}
+	bulkDoneMsg struct {
+		result quarantine.BulkResult
+		err    error
+	}
+	bulkProgressMsg struct{ decided int64 }
+)
+
+// countLine is the title's count: the total matching the search, the page,
+// the oldest open record's age and the selection.
+func (v *queueView) countLine() string {
+	if v.totals == nil {
+		return plural(len(v.items), "record")
+	}
+	t := *v.totals
+	s := humanInt(t.Matching) + " records"
+	if t.Matching == 1 {
+		s = "1 record"
+	}
+	if t.AtLeast {
+		s = "≥" + s
+	}
+	if len(v.pages) > 0 || v.more {
+		s += fmt.Sprintf(" · page %d", len(v.pages)+1)
+	}
+	if t.OldestOpen != nil {
+		s += " · oldest open " + ago(v.c.Now(), *t.OldestOpen)
+	}
+	if len(v.selected) > 0 {
+		s += fmt.Sprintf(" · %d selected", len(v.selected))
+	}
+	return s
+}
+
+// humanInt writes n with thousands separators.
+func humanInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[0] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// parseSearch reads the search line: a bare word is an operation id prefix;
+// tenant:, op:, class:, changed:, source: and since: name the other filters.
+func parseSearch(q string, now time.Time) (quarantine.Filter, error) {
+	var f quarantine.Filter
+	for _, tok := range strings.Fields(q) {
+		k, val, ok := strings.Cut(tok, ":")
+		if !ok {
+			if f.OpPrefix != "" {
+				return f, fmt.Errorf("search: one operation id prefix at a time (%q and %q); narrow with tenant:T class:C changed:/p source:S", f.OpPrefix, tok)
+			}
+			f.OpPrefix = tok
+			continue
+		}
+		switch k {
+		case "tenant":
+			f.Tenant = val
+		case "op":
+			f.Op = val
+		case "class":
+			f.Class = val
+		case "changed":
+			f.Changed = val
+		case "source":
+			f.Source = val
+		case "since":
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return f, fmt.Errorf("search: since:%s: use a duration such as since:2h", val)
+			}
+			f.Since = now.Add(-d)
+		default:
+			return f, fmt.Errorf("search: %q: use a prefix of an operation id, or tenant:T op:ID class:C changed:/p source:S since:2h", tok)
+		}
+	}
+	return f, f.Validate()
+}
+
+// applySearch runs the search on the server from the first page.
+func (v *queueView) applySearch(q string) tea.Cmd {
+	f, err := parseSearch(q, v.c.Now())
+	if err != nil {
+		v.ban = errorBanner(err)
+		return nil
+	}
+	v.query, v.where, v.tri.groupID = strings.TrimSpace(q), f, ""
+	v.search.SetValue(v.query)
+	v.pages, v.nav, v.selected = nil, listNav{}, nil
+	return v.load(false)
+}
+
+func (v *queueView) nextPage() tea.Cmd {
+	if v.tri.next == nil && v.loading {
+		return nil // the next page is on its way (a key repeat): one page a press
+	}
+	if !v.more || v.tri.next == nil {
+		v.ban = infoBanner("this is the last page")
+		return nil
+	}
+	v.pages = append(v.pages, v.tri.next)
+	v.tri.next = nil
+	v.nav = listNav{}
+	return v.load(false)
+}
+
+func (v *queueView) prevPage() tea.Cmd {
+	if len(v.pages) == 0 {
+		v.ban = infoBanner("this is the first page")
+		return nil
+	}
+	v.pages = v.pages[:len(v.pages)-1]
+	v.nav = listNav{}
+	return v.load(false)
+}
+
+func (v *queueView) toggleSelect() tea.Cmd {
+	vis := v.visible()
+	if len(vis) == 0 {
+		return nil
+	}
+	s := vis[v.nav.cursor]
+	if s.Status != quarantine.StatusOpen {
+		v.ban = warningBanner("record #%d is already %s: decisions are final", s.ID, s.Status)
+		return nil
+	}
+	if v.selected == nil {
+		v.selected = map[int64]bool{}
+	}
+	if v.selected[s.ID] {
+		delete(v.selected, s.ID)
+	} else {
+		v.selected[s.ID] = true
+	}
+	v.nav.handle(v.c.Keys.Queue.List, tea.KeyMsg{Type: tea.KeyDown}, len(vis), v.listHeight())
+	return nil
+}
+
+func (v *queueView) selectionOfIDs() (quarantine.Selection, string) {
+	ids := make([]int64, 0, len(v.selected))
+	for id := range v.selected {
+		ids = append(ids, id)
+	}
+	return quarantine.Selection{IDs: ids}, plural(len(ids), "selected record")
+}
+
+func (v *queueView) showGroups() tea.Cmd {
+	v.mode, v.tri.gloading = queueGroups, true
+	svc, f := v.svc, v.where
+	f.Group = nil
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		gs, err := svc.Groups(ctx, quarantine.GroupOptions{Filter: f, By: quarantine.GroupBy{Source: true}, Limit: quarantine.MaxLimit})
+		return groupsLoadedMsg{groups: gs, err: err}
+	}
+}
+
+// startBulk opens the reason form of a bulk reject.
+func (v *queueView) startBulk(sel quarantine.Selection, label string) tea.Cmd {
+	v.tri.from = v.mode
+	v.tri.sel, v.tri.label, v.tri.preview, v.tri.result = sel, label, nil, nil
+	v.mode, v.action = queueBulkForm, decideReject
+	v.reason.SetValue("")
+	v.ban = banner{}
+	return v.focusField(0)
+}
+
+func (v *queueView) triageBack() (bool, tea.Cmd) {
+	switch v.mode {
+	case queueGroups:
+		v.mode = queueList
+		return true, nil
+	case queueBulkForm:
+		v.blurForm()
+		v.mode = v.tri.from
+		v.ban = infoBanner("cancelled: nothing was decided")
+		return true, nil
+	case queueBulkConfirm:
+		v.mode = queueBulkForm
+		return true, v.focusField(0)
+	}
+	return false, nil
+}
+
+func (v *queueView) triageUpdate(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case groupsLoadedMsg:
+		v.tri.gloading = false
+		if msg.err != nil {
+			v.ban = errorBanner(fmt.Errorf("load the groups: %w", msg.err))
+			return nil
+		}
+		v.tri.groups = msg.groups
+		v.tri.gnav.clamp(len(msg.groups), v.listHeight())
+	case bulkPreviewMsg:
+		if v.mode != queueBulkConfirm {
+			return nil
+		}
+		if msg.err != nil {
+			v.ban = errorBanner(fmt.Errorf("preview: %w", msg.err))
+			v.mode = queueBulkForm
+			return v.focusField(0)
+		}
+		p := msg.preview
+		v.tri.preview = &p
+	case bulkProgressMsg:
+		v.tri.decided = msg.decided
+		return v.waitBulk()
+	case bulkDoneMsg:
+		v.tri.events = nil
+		v.tri.result = &msg.result
+		v.selected = nil
+		v.mode = queueList
+		r := msg.result
+		if msg.err != nil {
+			v.ban = errorBanner(fmt.Errorf("bulk reject stopped after %d decision(s), all committed; reject again to finish: %w", r.Decided, msg.err))
+		} else {
+			v.ban = successBanner("rejected %s (%d already decided, skipped); run %s, audit rows #%d-#%d",
+				plural(int(r.Decided), "record"), r.Skipped, r.Run, r.FirstAudit, r.LastAudit)
+		}
+		if v.where.Group != nil {
+			v.where.Group, v.tri.groupID = nil, ""
+		}
+		v.pages = nil
+		return v.load(false)
+	}
+	return nil
+}
+
+func (v *queueView) triageKey(msg tea.KeyMsg) tea.Cmd {
+	switch v.mode {
+	case queueGroups:
+		return v.groupsKey(msg)
+	case queueBulkForm:
+		return v.bulkFormKey(msg)
+	case queueBulkConfirm:
+		k := v.c.Keys.Confirm
+		switch {
+		case key.Matches(msg, k.Yes):
+			if v.tri.preview == nil {
+				v.ban = infoBanner("the preview is still loading")
+				return nil
+			}
+			return v.runBulk()
+		case key.Matches(msg, k.No):
+			v.mode = queueBulkForm
+			return v.focusField(0)
+		}
+	}
+	return nil
+}
+
+func (v *queueView) groupsKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Queue
+	gs := v.tri.groups
+	if v.tri.gnav.handle(k.List, msg, len(gs), v.listHeight()) {
+		return nil
+	}
+	if len(gs) == 0 {
+		if key.Matches(msg, k.Refresh) {
+			return v.showGroups()
+		}
+		return nil
+	}
+	g := gs[v.tri.gnav.cursor]
+	switch {
+	case key.Matches(msg, k.Open):
+		key := g.GroupKey
+		v.where.Group, v.tri.groupID = &key, g.ID
+		v.filter, v.mode, v.pages, v.nav, v.selected = quarantine.StatusOpen, queueList, nil, listNav{}, nil
+		return v.load(false)
+	case key.Matches(msg, k.Reject):
+		f := v.where
+		key := g.GroupKey
+		f.Group = &key
+		return v.startBulk(quarantine.Selection{Filter: f}, fmt.Sprintf("group %s (%s open)", g.ID, humanInt(g.Count)))
+	case key.Matches(msg, k.Refresh):
+		return v.showGroups()
+	case key.Matches(msg, k.Copy):
+		return v.copyText(g.ID, "group id")
+	}
+	return nil
+}
+
+func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
+	k := v.c.Keys.Form
+	switch {
+	case key.Matches(msg, k.Cancel):
+		_, cmd := v.triageBack()
+		return cmd
+	case key.Matches(msg, k.Submit):
+		if strings.TrimSpace(v.reason.Value()) == "" {
+			v.ban = errorBanner(errors.New("a reason is required: it is recorded with every decision and in the audit log"))
+			return nil
+		}
+		v.blurForm()
+		v.mode, v.tri.preview = queueBulkConfirm, nil
+		v.ban = banner{}
+		svc, sel := v.svc, v.tri.sel
+		return func() tea.Msg {
+			ctx, cancel := v.c.cmdContext()
+			defer cancel()
+			p, err := svc.PreviewBulk(ctx, sel)
+			return bulkPreviewMsg{preview: p, err: err}
+		}
+	}
+	var cmd tea.Cmd
+	v.reason, cmd = v.reason.Update(msg)
+	return cmd
+}
+
+// runBulk rejects in the background; progress and the end come back through
+// a channel that waitBulk reads one message at a time. It runs under the
+// program's context, not the per-command timeout: quitting stops it between
+// batches, and what was committed stays.
+func (v *queueView) runBulk() tea.Cmd {
+	v.mode, v.tri.decided = queueBulkRunning, 0
+	svc, sel, op := v.svc, v.tri.sel, v.c.Operator
+	events := make(chan tea.Msg, 16)
+	v.tri.events = events
+	opts := quarantine.BulkOptions{Operator: op, Reason: strings.TrimSpace(v.reason.Value()), MaxID: v.tri.preview.MaxID,
+		Progress: func(r quarantine.BulkResult) {
+			select {
+			case events <- bulkProgressMsg{decided: r.Decided}:
+			default: // the view is behind: a later update follows
+			}
+		}}
+	return func() tea.Msg {
+		go func() {
+			res, err := svc.RejectBulk(v.c.Base, sel, opts)
+			select {
+			case events <- bulkDoneMsg{result: res, err: err}:
+			case <-v.c.Base.Done():
+			}
+		}()
+		return <-events
+	}
+}
+
+func (v *queueView) waitBulk() tea.Cmd {
+	events := v.tri.events
+	if events == nil {
+		return nil
+	}
+	return func() tea.Msg { return <-events }
+}
+
+// copyText puts s on the terminal's clipboard (OSC 52).
+func (v *queueView) copyText(s, what string) tea.Cmd {
+	if v.c.Clipboard == nil {
+		v.ban = warningBanner("no clipboard on this terminal")
+		return nil
+	}
+	v.c.Clipboard(s)
+	v.ban = successBanner("copied the %s %s to the clipboard", what, s)
+	return nil
+}
+
+func (v *queueView) triageKeyMap() (keys.Bindings, bool) {
+	q, k := v.c.Keys.Queue, v.c.Keys
+	switch v.mode {
+	case queueGroups:
+		return keys.Bindings{
+			Short: []key.Binding{q.Open, q.Reject, q.Copy, k.Global.Back},
+			Full:  [][]key.Binding{{q.Up, q.Down, q.PageUp, q.PageDown, q.Top, q.Bottom}, {q.Open, q.Reject, q.Refresh, q.Copy}},
+		}, true
+	case queueBulkForm:
+		return keys.Bindings{Short: []key.Binding{k.Form.Submit, k.Form.Cancel}}, true
+	case queueBulkConfirm:
+		return keys.Bindings{Short: []key.Binding{k.Confirm.Yes, k.Confirm.No}}, true
+	case queueBulkRunning:
+		return keys.Bindings{}, true
+	}
+	return keys.Bindings{}, false
+}
+
+func (v *queueView) renderTriage(w, h int) string {
+	if v.mode == queueGroups {
+		return v.renderGroups(w, h)
+	}
+	return v.renderBulk(w, h)
+}
+
+func (v *queueView) renderGroups(w, h int) string {
+	st := v.c.Styles
+	gs := v.tri.groups
+	var total int64
+	for _, g := range gs {
+		total += g.Count
+	}
+	title := st.Title.Render("Open records by cause") + "  " +
+		st.Muted.Render(fmt.Sprintf("%s in %s", plural(int(total), "record"), plural(len(gs), "group")))
+	if v.query != "" {
+		title += "  " + st.Label.Render("search ") + v.query
+	}
+	const countW, seenW = 7, 9
+	clsW := min(24, max(12, w/5))
+	srcW := 10
+	fieldsW := max(10, w-2-countW-clsW-srcW-seenW*2-5)
+	header := st.Column.Render("  " + padLeft("COUNT", countW) + " " + pad("CLASS", clsW) + " " + pad("CHANGED", fieldsW) + " " +
+		pad("SOURCE", srcW) + " " + padLeft("FIRST", seenW) + " " + padLeft("LAST", seenW))
+	lines := []string{trunc(title, w), st.Muted.Render("enter: list a group's records · x: reject a group · y: copy its id"), header}
+	switch {
+	case v.tri.gloading && len(gs) == 0:
+		lines = append(lines, "", st.Muted.Render("  Grouping the open records…"))
+	case len(gs) == 0:
+		lines = append(lines, "", st.Muted.Render("  No open records."))
+	}
+	now := v.c.Now()
+	nav := v.tri.gnav
+	for i := nav.top; i < len(gs) && i < nav.top+v.listHeight(); i++ {
+		g := gs[i]
+		class := g.Class
+		if g.IncomingClass != g.Class {
+			class += "→" + g.IncomingClass
+		}
+		fields := strings.Join(g.Fields, " ")
+		if fields == "" {
+			fields = "(class only)"
+		}
+		src := "-"
+		if g.Source != nil && *g.Source != "" {
+			src = *g.Source
+		}
+		marker := "  "
+		if i == nav.cursor {
+			marker = "> "
+		}
+		row := marker + padLeft(humanInt(g.Count), countW) + " " + pad(class, clsW) + " " + pad(fields, fieldsW) + " " +
+			pad(src, srcW) + " " + padLeft(ago(now, g.FirstSeen), seenW) + " " + padLeft(ago(now, g.LastSeen), seenW)
+		if i == nav.cursor {
+			row = st.Selected.Render(row)
+		}
+		lines = append(lines, row)
+	}
+	return fitLines(lines, w, h)
+}
+
+func (v *queueView) renderBulk(w, h int) string {
+	st := v.c.Styles
+	lines := []string{st.Title.Render("Reject " + v.tri.label),
+		"Each record will never run; its replays stay refused for ever. Every record gets its own audit row.", ""}
+	switch v.mode {
+	case queueBulkForm:
+		in := v.reason
+		in.Width = max(10, w-22)
+		lines = append(lines, st.Focused.Render("> "+pad("reason", 18))+in.View(), "",
+			st.Muted.Render("enter: preview before deciding · esc: cancel"))
+		return fitLines(wrapAll(lines, w), w, h)
+	}
+	p := v.tri.preview
+	if p == nil {
+		lines = append(lines, st.Muted.Render("Counting what this would decide…"))
+		return fitLines(wrapAll(lines, w), w, h)
+	}
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 18))+val) }
+	row("open records", humanInt(p.Open))
+	if p.Decided > 0 {
+		row("already decided", humanInt(p.Decided)+" (skipped)")
+	}
+	if p.Filter != nil {
+		row("filter", p.Filter.Describe())
+	}
+	row("operator", v.c.Operator)
+	row("reason", strings.TrimSpace(v.reason.Value()))
+	lines = append(lines, "", st.Label.Render(fmt.Sprintf("  sample (%d of %s)", len(p.Sample), humanInt(p.Open))))
+	for _, s := range p.Sample {
+		lines = append(lines, "    "+padLeft("#"+strconv.FormatInt(s.ID, 10), 8)+" "+s.Tenant+"/"+s.OperationID+"  "+
+			st.Muted.Render(plural(s.Changes, "change")))
+	}
+	lines = append(lines, "", "These decisions are final and are recorded in the audit log.")
+	if v.mode == queueBulkRunning {
+		lines = append(lines, "", st.StepRunning.Render(fmt.Sprintf("Rejecting in batches… %s of %s", humanInt(v.tri.decided), humanInt(p.Open))))
+	} else {
+		lines = append(lines, "", st.Focused.Render("y")+" reject them all   "+st.Focused.Render("n/esc")+" back to the form")
+	}
+	return fitLines(wrapAll(lines, w), w, h)
+}
