@@ -197,12 +197,12 @@ crash-after-commit (dies before replying), slow=DURATION (waits first).`,
 			if (natsURL == "") != (subject == "") {
 				return usageErr("--nats-url and --subject go together")
 			}
-			pool, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			pool, err := f.OpenPool(cmd.Context(), db.Options{MaxConns: 16})
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			provider, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			provider, err := f.OpenPool(cmd.Context(), db.Options{MaxConns: 16})
 			if err != nil {
 				return err
 			}

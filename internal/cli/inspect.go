@@ -34,8 +34,9 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 the ids of conflict records for it. Nothing is written.
 
 A purged identity shows its tombstone (hash, class, the purge plan and when;
-no payload, no response). Exit code 1 when the identity has neither; 4 on a standby (a lagging
-replica could say "not found" about an operation that happened).`,
+no payload, no response). Exit code 7 when the identity has neither; 4 on a
+standby (a lagging replica could say "not found" about an operation that
+happened).`,
 		Example: `  idemctl inspect --tenant acme --op charge-42
   idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
 		Args: maxArgs(0),
@@ -54,6 +55,10 @@ replica could say "not found" about an operation that happened).`,
 	cmd.Flags().StringVar(&opts.Identity.OperationID, "op", "", "operation_id of the operation (required)")
 	return cmd
 }
+
+// errIdentityNotFound: the identity has neither an inbox record nor a
+// tombstone (exit code 7).
+var errIdentityNotFound = errors.New("identity not found")
 
 // inboxRecord is the JSON shape of `inspect -o json`.
 type inboxRecord struct {
@@ -104,7 +109,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	if len(rec.Conflicts) > 0 {
 		ids := make([]string, len(rec.Conflicts))
 		for i, q := range rec.Conflicts {
-			ids[i] = fmt.Sprint(q)
+			ids[i] = fmt.Sprintf("#%d", q)
 		}
 		conflicts = strings.Join(ids, ", ")
 	}
@@ -117,7 +122,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		{"payload", string(rec.Payload)},
 		{"response", string(rec.Response)},
 		{"transport", orDash(string(rec.Transport))},
-		{"conflicts", conflicts},
+		{"quarantine ids", conflicts},
 	}
 	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
@@ -142,7 +147,7 @@ type tombstoneRecord struct {
 }
 
 // inspectTombstone shows what remains of a purged identity: its tombstone (no
-// payload, no response). Exit 1 when there is none either.
+// payload, no response). Exit 7 when there is none either.
 func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
 	id := opts.Identity
 	rec := tombstoneRecord{Tenant: id.TenantID, OperationID: id.OperationID, Purged: true}
@@ -150,7 +155,7 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 		FROM idem.tombstone WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
 		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.PurgePlan, &rec.PurgedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return withCode(ExitFailure, fmt.Errorf("no inbox record for tenant %q operation %q", id.TenantID, id.OperationID))
+		return fmt.Errorf("%w: tenant %q operation %q has neither an inbox record nor a tombstone", errIdentityNotFound, id.TenantID, id.OperationID)
 	}
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)

@@ -106,7 +106,7 @@ primary; 2 usage; 1 other failures (a source that cannot be read).`,
 }
 
 func intakeRun(ctx context.Context, opts *IntakeOptions) error {
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: 2})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: 2})
 	if err != nil {
 		return err
 	}

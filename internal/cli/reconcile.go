@@ -208,7 +208,7 @@ func (o *ReconcileOptions) save() error {
 }
 
 func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: 4})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: 4})
 	if err != nil {
 		return err
 	}

@@ -360,7 +360,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	defer closeSinks()
 
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: int32(opts.Concurrency + 1)})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: int32(opts.Concurrency + 1)})
 	if err != nil {
 		return err
 	}
