@@ -1,11 +1,11 @@
-.PHONY: build test demo bench fuzz clean
+.PHONY: build test demo bench fuzz clean fresh-debian
 
 build:
 	go build -o bin/idemctl ./cmd/idemctl
 
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:
-	scripts/test.sh
+	scripts/test.sh $(ARGS)
 
 # The main job on a local default database.
 demo:
@@ -14,6 +14,11 @@ demo:
 # Benchmarks of the executor and the canonical hash (see BENCHMARKS.md).
 bench:
 	scripts/bench.sh
+
+# make demo and make test on a scratch cluster with Debian's default
+# authentication (peer on the socket, scram-sha-256 on TCP); needs root.
+fresh-debian:
+	scripts/fresh-debian.sh
 
 fuzz:
 	go test ./idem -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s

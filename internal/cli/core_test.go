@@ -153,8 +153,8 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	assert.Contains(t, out, "demo.transfer")
 
 	code, _, errOut = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "nope")
-	assert.Equal(t, ExitFailure, code)
-	assert.Contains(t, errOut, "no inbox record")
+	assert.Equal(t, ExitNotFound, code)
+	assert.Contains(t, errOut, "neither an inbox record nor a tombstone")
 }
 
 func TestCommandOptions(t *testing.T) {

@@ -82,7 +82,7 @@ func exitCodesHelp(cmd *cobra.Command) string {
 	case !cmd.HasParent():
 		codes = allExitCodes()
 	case !cmd.Runnable():
-		return ""
+		return "\nExit codes:\n  each command's --help lists its own; idemctl --help lists them all\n"
 	}
 	var b strings.Builder
 	b.WriteString("\nExit codes:\n")

@@ -275,15 +275,15 @@ func TestQuarantineCommands(t *testing.T) {
 
 	// unknown ids
 	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "not found")
 	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--reason", "x")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n", "--yes")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	missing := filepath.Join(t.TempDir(), "never.json")
 	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.NoFileExists(t, missing, "a failed export leaves no file")
 	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
 
