@@ -44,6 +44,9 @@ Needs idemctl migrate first.`,
 			if err := demo.Install(cmd.Context(), conn); err != nil {
 				return err
 			}
+			if f.JSON() {
+				return printJSONLine(f.IO.Out, map[string]any{"installed": "demo", "class": demo.Class})
+			}
 			fmt.Fprintln(f.IO.ErrOut, "demo ledger installed; class demo.transfer registered")
 			return nil
 		},

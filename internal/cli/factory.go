@@ -21,8 +21,11 @@ type Factory struct {
 	IO *IOStreams
 	// DSNFlag is --dsn; empty means IDEMCTL_DSN, DATABASE_URL, then PG*.
 	DSNFlag string
-	// Output is -o: "auto" (table on a terminal, json otherwise), "table" or "json".
+	// Output is -o: "auto" (table on a terminal, json otherwise), "table"
+	// (fitted to the terminal), "wide" (every cell whole) or "json".
 	Output string
+	// NoHeaders is --no-headers: tables without their header row.
+	NoHeaders bool
 	// OperatorFlag is --operator.
 	OperatorFlag string
 	// Now is the operator's clock, only for display; decisions use the database clock.
@@ -123,7 +126,7 @@ func (f *Factory) JSON() bool {
 	switch f.Output {
 	case "json":
 		return true
-	case "table":
+	case "table", "wide":
 		return false
 	default:
 		return !f.IO.IsStdoutTTY()
@@ -147,10 +150,25 @@ func (f *Factory) Operator() string {
 
 func (f *Factory) validateOutput() error {
 	switch f.Output {
-	case "auto", "table", "json":
+	case "auto", "table", "wide", "json":
+		f.setLayout()
 		return nil
 	}
-	return usageErr("invalid --output %q: use table or json", f.Output)
+	return usageErr("invalid --output %q: use table, wide or json", f.Output)
+}
+
+// setLayout makes standard output carry the table layout of -o and
+// --no-headers.
+func (f *Factory) setLayout() {
+	l := tableLayout{Width: f.IO.width, NoHeaders: f.NoHeaders}
+	if f.Output == "wide" {
+		l.Width = 0
+	}
+	if lw, ok := f.IO.Out.(*layoutWriter); ok {
+		lw.layout = l
+		return
+	}
+	f.IO.Out = &layoutWriter{Writer: f.IO.Out, layout: l}
 }
 
 // describeDB names the database in use for messages, without the password.

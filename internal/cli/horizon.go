@@ -842,7 +842,8 @@ func NewCmdHorizonMaintain(f *Factory, runF func(*HorizonMaintainOptions) error)
 This creates the partitions for today and the next 7 days; schedule it daily
 (cron). A day without its partition still works: its rows land in the
 default partition, which purges reach by batches.`,
-		Example: `  idemctl horizon maintain`,
+		Example: `  idemctl horizon maintain
+  idemctl horizon maintain -o json   # {"partitions_created":N}`,
 		Args:    maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -855,6 +856,9 @@ default partition, which purges reach by batches.`,
 			n, err := horizon.EnsurePartitions(cmd.Context(), pool)
 			if err != nil {
 				return err
+			}
+			if f.JSON() {
+				return printJSONLine(opts.IO.Out, map[string]any{"partitions_created": n})
 			}
 			fmt.Fprintf(opts.IO.Out, "%d partition(s) created\n", n)
 			return nil

@@ -88,9 +88,9 @@ var policies = map[string]commandPolicy{
 	"person remove": {need: needWrite, codes: []int{ExitInvalid}},
 	"person list":   {need: needSchema},
 
-	"redrive allow": {need: needWrite, codes: []int{ExitInvalid}},
-	"redrive deny":  {need: needWrite, codes: []int{ExitInvalid}},
-	"redrive list":  {need: needSchema},
+	"redrive allow":    {need: needWrite, codes: []int{ExitInvalid}},
+	"redrive disallow": {need: needWrite, codes: []int{ExitInvalid}},
+	"redrive list":     {need: needSchema},
 }
 
 // commandKey is cmd's path without the root's name: "quarantine reject".

@@ -215,7 +215,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"person add":               {"person", "add", "zed", "--login", "zed"},
 		"person remove":            {"person", "remove", "--login", "zed"},
 		"redrive allow":            {"redrive", "allow", "example.com"},
-		"redrive deny":             {"redrive", "deny", "example.com"},
+		"redrive disallow":         {"redrive", "disallow", "example.com"},
 	}
 	audit := fx.count(t, "SELECT count(*) FROM idem.audit")
 	for key, p := range policies {

@@ -116,7 +116,8 @@ primary.`,
 	root.SetHelpTemplate(root.HelpTemplate() + "{{exitCodes .}}")
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
-	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table or json (default: table on a terminal, json otherwise)")
+	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table (fits the terminal), wide (every cell whole) or json (default: table on a terminal, json otherwise)")
+	pf.BoolVar(&f.NoHeaders, "no-headers", false, "tables without their header row")
 	pf.StringVar(&f.OperatorFlag, "operator", "", "who is acting, for the record (default: IDEMCTL_OPERATOR, then the OS user)")
 
 	root.AddCommand(
