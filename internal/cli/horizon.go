@@ -638,7 +638,10 @@ type HorizonPurgeOptions struct {
 	Yes       bool
 	BatchRows int
 	Operator  string
-	f         *Factory
+	// ProgressInterval is how often a purge without a terminal logs a
+	// progress line on stderr (0: never).
+	ProgressInterval time.Duration
+	f                *Factory
 }
 
 // NewCmdHorizonPurge builds `idemctl horizon purge`.
@@ -684,6 +687,7 @@ On a terminal you are asked to confirm; --yes is required when there is none.`,
 	}
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
 	cmd.Flags().IntVar(&opts.BatchRows, "batch-rows", horizon.DefaultBatchRows, "rows per purge transaction")
+	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	return cmd
 }
 
@@ -706,16 +710,10 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	}
 	var done atomic.Int64
 	done.Store(p.Purged)
-	var bar *progressBar
-	if opts.IO.IsStderrTTY() {
-		bar = newProgressBar(opts.IO.ErrOut, fmt.Sprintf("plan %d", p.ID), p.Candidates, done.Load)
-		bar.Start()
-	}
+	bar := startProgress(opts.IO, fmt.Sprintf("purge plan %d", p.ID), p.Candidates, done.Load, opts.ProgressInterval)
 	res, err := horizon.Purge(ctx, pool, opts.ID, horizon.PurgeOptions{Operator: opts.Operator, BatchRows: opts.BatchRows,
 		Progress: func(d, _ int64) { done.Store(d) }})
-	if bar != nil {
-		bar.Stop()
-	}
+	bar.Stop()
 	if errors.Is(err, horizon.ErrInterrupted) {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s rows (%s of %s in all); resume: idemctl horizon purge %d\n",
 			humanCount(res.Purged), humanCount(res.Plan.Purged), humanCount(res.Plan.Candidates), opts.ID)
@@ -844,7 +842,7 @@ This creates the partitions for today and the next 7 days; schedule it daily
 default partition, which purges reach by batches.`,
 		Example: `  idemctl horizon maintain
   idemctl horizon maintain -o json   # {"partitions_created":N}`,
-		Args:    maxArgs(0),
+		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
@@ -80,4 +82,26 @@ func TestOutputFlags(t *testing.T) {
 	bare := runTTY("audit", "list", "-o", "wide", "--no-headers")
 	assert.NotContains(t, bare, "ACTOR")
 	assert.Contains(t, wide, "ACTOR")
+}
+
+// Without a terminal, a long run logs one plain progress line per interval
+// (no bar, no carriage return); with interval 0, nothing.
+func TestProgressLinesWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	ios, _, _, errOut := Test(false)
+	var n atomic.Int64
+	p := startProgress(ios, "resolve", 20000, n.Load, 20*time.Millisecond)
+	require.NotNil(t, p)
+	n.Store(5152)
+	time.Sleep(120 * time.Millisecond)
+	p.Stop()
+	out := errOut.String()
+	assert.NotContains(t, out, "\r")
+	assert.NotContains(t, out, "[")
+	assert.Contains(t, out, "resolve: progress 5,152/20,000 (26%)")
+	assert.GreaterOrEqual(t, strings.Count(out, "\n"), 2, out)
+
+	assert.Nil(t, startProgress(ios, "resolve", 1, n.Load, 0))
+	var none *progressBar
+	none.Stop()
 }

@@ -44,6 +44,9 @@ type ResolveOptions struct {
 	// RetryFor is how long an operation caught in a connection failure is
 	// retried before the run stops as unreachable.
 	RetryFor time.Duration
+	// ProgressInterval is how often a run without a terminal logs a
+	// progress line on stderr (0: never).
+	ProgressInterval time.Duration
 	// RecordRun records the run; nil means the audit log (action resolve.run).
 	RecordRun func(ctx context.Context, s recovery.RunSummary) error
 
@@ -211,6 +214,7 @@ by an unreachable database or a failed write of its results.`,
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
+	fl.DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	fl.DurationVar(&opts.RetryFor, "retry-for", recovery.DefaultRetryFor, "how long to retry an operation whose connection failed (a failover) before stopping the run")
 	return cmd
 }
@@ -401,14 +405,11 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 
 	var bar *progressBar
-	if !single && opts.IO.IsStderrTTY() {
-		bar = newProgressBar(opts.IO.ErrOut, "resolve", total, func() int64 { n, _ := r.Progress(); return n })
-		bar.Start()
+	if !single {
+		bar = startProgress(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, opts.ProgressInterval)
 	}
 	sum, runErr := r.Run(ctx, src, emit)
-	if bar != nil {
-		bar.Stop()
-	}
+	bar.Stop()
 
 	fatal, recordErr := splitRecordErr(runErr)
 	switch {
