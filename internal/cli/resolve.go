@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -44,6 +47,8 @@ type ResolveOptions struct {
 	// RetryFor is how long an operation caught in a connection failure is
 	// retried before the run stops as unreachable.
 	RetryFor time.Duration
+	// OverwriteReport lets --report replace an existing file.
+	OverwriteReport bool
 	// ProgressInterval is how often a run without a terminal logs a
 	// progress line on stderr (0: never).
 	ProgressInterval time.Duration
@@ -176,6 +181,11 @@ by an unreachable database or a failed write of its results.`,
 			if opts.RetryFor <= 0 {
 				return usageErr("--retry-for must be positive")
 			}
+			if opts.Report != "" && !opts.OverwriteReport {
+				if _, err := os.Lstat(opts.Report); err == nil {
+					return withCode(ExitUsage, errReportExists(opts.Report))
+				}
+			}
 			if opts.File == "" {
 				var err error
 				if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
@@ -208,7 +218,8 @@ by an unreachable database or a failed write of its results.`,
 	fl.StringVar(&payload, "payload", "", "original payload of one operation: JSON, or @FILE")
 	fl.StringVar(&transport, "transport", "", "transport metadata of one operation: a JSON object, or @FILE (tracing only)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "look up only: say what would happen, write nothing")
-	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file")
+	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file (a new file unless --overwrite)")
+	fl.BoolVar(&opts.OverwriteReport, "overwrite", false, "let --report replace an existing file")
 	fl.IntVar(&opts.Concurrency, "concurrency", recovery.DefaultConcurrency, "operations (dry run: lookup batches) in flight, one connection each")
 	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations per second (0: no limit)")
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
@@ -312,12 +323,17 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	var total int64
 	sourceName := "command line"
 	maxLine := opts.Limits.MaxBytes + recovery.LineSlack
+	// The input's SHA-256 goes into the run's records: a file's is computed
+	// before the run, stdin's as it is read (known once read to its end).
+	inputSHA := func() string { return "" }
 	switch {
 	case single:
 		src = recovery.Single(opts.Request)
 	case opts.File == "-":
 		sourceName = "stdin"
-		src = recovery.NDJSON(opts.IO.In, maxLine)
+		h := sha256.New()
+		src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
+		inputSHA = func() string { return hex.EncodeToString(h.Sum(nil)) }
 	default:
 		sourceName = opts.File
 		file, err := os.Open(opts.File)
@@ -325,9 +341,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 			return withCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
 		defer file.Close()
-		if opts.IO.IsStderrTTY() {
-			total = countLines(opts.File)
+		lines, sum, err := digestFile(file)
+		if err != nil {
+			return withCode(ExitFailure, fmt.Errorf("read input: %w", err))
 		}
+		total = lines
+		inputSHA = func() string { return sum }
 		src = recovery.NDJSON(file, maxLine)
 	}
 
@@ -337,13 +356,13 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	// The report is created once the database has passed the primary check:
 	// a refused run leaves an existing report as it was.
-	createReport := func() error {
+	startReport := func() error {
 		if opts.Report == "" {
 			return nil
 		}
-		report, err := os.Create(opts.Report)
+		report, err := createReport(opts.Report, opts.OverwriteReport)
 		if err != nil {
-			return fmt.Errorf("create report: %w", err)
+			return err
 		}
 		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(report, 64<<10), file: report})
 		return nil
@@ -370,14 +389,33 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	defer pool.Close()
 
-	record := opts.RecordRun
+	record, recordStart := opts.RecordRun, func() error { return nil }
 	if record == nil {
-		record = func(ctx context.Context, s recovery.RunSummary) error { return recovery.AuditRun(ctx, pool, s) }
+		record = func(ctx context.Context, s recovery.RunSummary) error {
+			if !s.Interrupted || opts.File != "-" {
+				s.InputSHA256 = inputSHA()
+			}
+			return recovery.AuditRun(ctx, pool, s)
+		}
+		recordStart = func() error {
+			err := recovery.AuditRunStart(ctx, pool, recovery.RunSummary{Operator: opts.Operator, Source: sourceName,
+				DryRun: opts.DryRun, InputSHA256: inputSHA()})
+			if err != nil {
+				return fmt.Errorf("record the run's start in the audit log: %w", err)
+			}
+			return nil
+		}
+	}
+	started := func() error {
+		if err := recordStart(); err != nil {
+			return err
+		}
+		return startReport()
 	}
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
 		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
-		RetryFor: opts.RetryFor, Started: createReport, Flush: closeSinks,
+		RetryFor: opts.RetryFor, Started: started, Flush: closeSinks,
 	}}
 
 	var attention []recovery.Result
@@ -641,33 +679,53 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	return printTable(w, []string{"field", "value"}, rows)
 }
 
-// countLines counts the lines of a regular file for the progress bar's total,
-// reading it once in blocks; 0 (unknown) if it is not a regular file.
-func countLines(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return 0
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer file.Close()
+// digestFile reads an input file once, before the run: its number of lines
+// (the progress total; a last line without a newline counts) and its
+// SHA-256 (hex), then rewinds it.
+func digestFile(file *os.File) (lines int64, sum string, err error) {
+	h := sha256.New()
 	buf := make([]byte, 1<<20)
-	var n int64
 	var last byte = '\n'
 	for {
-		k, err := file.Read(buf)
-		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		k, rerr := file.Read(buf)
+		h.Write(buf[:k])
+		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
 		if k > 0 {
 			last = buf[k-1]
 		}
-		if err != nil {
+		if rerr == io.EOF {
 			break
+		}
+		if rerr != nil {
+			return 0, "", rerr
 		}
 	}
 	if last != '\n' {
-		n++
+		lines++
 	}
-	return n
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return 0, "", err
+	}
+	return lines, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// createReport creates the --report file; an existing file is kept unless
+// overwrite is set (a report is evidence: a rerun must not truncate it).
+func createReport(path string, overwrite bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, withCode(ExitUsage, errReportExists(path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create report: %w", err)
+	}
+	return f, nil
+}
+
+func errReportExists(path string) error {
+	return fmt.Errorf("--report %s already exists: choose another file, or pass --overwrite to replace it", path)
 }
