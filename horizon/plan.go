@@ -52,6 +52,10 @@ var (
 	// ErrNoPerson: the login maps to no person (idemctl person add), so it
 	// can neither plan, approve nor run a purge.
 	ErrNoPerson = errors.New("the database login maps to no person")
+	// ErrUnboundedHorizon: no source but the built-in manual one (pending
+	// corrections) proves anything: nothing says what the live topics,
+	// dead-letter queues and archives could still replay.
+	ErrUnboundedHorizon = errors.New("no replay source but the manual one proves the horizon closed")
 	// ErrInsideMargin: the cutoff lies inside the safety margin.
 	ErrInsideMargin = errors.New("the cutoff lies inside the safety margin")
 	// ErrPurgeRunning: another session is purging this plan, or this session
@@ -189,6 +193,10 @@ type PlanOptions struct {
 	// proof; horizon classes only).
 	DropTombstones bool
 	Operator       string
+	// AcceptUnbounded lets a plan rest on the manual source alone
+	// (--accept-unbounded-horizon): the operator states that nothing else
+	// can replay the class.
+	AcceptUnbounded bool
 }
 
 // MakePlan probes every source, and records the proof and the plan: cutoff,
@@ -236,6 +244,10 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 	}
 	if reasons := r.failures(); len(reasons) > 0 {
 		return Plan{}, &ProofError{Reasons: reasons, Evidence: r.evidence}
+	}
+	if r.unbounded() && !o.AcceptUnbounded {
+		return Plan{}, fmt.Errorf("class %s: %w: add every source that can replay it (idemctl horizon source add: live topics, dead-letter queues, archives), or pass --accept-unbounded-horizon if nothing else can",
+			o.Class, ErrUnboundedHorizon)
 	}
 	proof, err := json.Marshal(r.evidence)
 	if err != nil {

@@ -179,7 +179,7 @@ func TestKafkaSource(t *testing.T) {
 	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "kafka-bound").Verdict)
 	assert.EqualValues(t, 3, evidenceOf(t, rep, "kafka-enum").Pinned)
 	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "kafka-bound", "alice"))
-	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice"})
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, p.Pinned)
 	assert.EqualValues(t, 7, p.Candidates)
@@ -236,7 +236,7 @@ func TestArchiveSource(t *testing.T) {
 	assert.Equal(t, horizon.VerdictFailed, a.Verdict)
 	assert.Contains(t, a.Reason, "2026-11-03.ndjson:2")
 	assert.Equal(t, horizon.VerdictFailed, evidenceOf(t, rep, "gone").Verdict)
-	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrNotProven)
 }
 

@@ -78,7 +78,7 @@ func horizonErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
+	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrUnboundedHorizon, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
 		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
 		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
 		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
@@ -386,6 +386,9 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 			}
 			fmt.Fprintf(opts.IO.Out, "cutoff %s: %s\n", formatStamp(*rep.Before), verdict)
 		}
+		if rep.Unbounded {
+			fmt.Fprintln(opts.IO.Out, "NOT proven: no source but the manual one; add the topics, dead-letter queues and archives that can replay the class (idemctl horizon source add)")
+		}
 	}
 	if !rep.Proven {
 		return silentExit{ExitInvalid}
@@ -420,8 +423,10 @@ type HorizonPlanOptions struct {
 	Contract       string
 	Margin         time.Duration
 	DropTombstones bool
-	Operator       string
-	f              *Factory
+	// AcceptUnbounded is --accept-unbounded-horizon.
+	AcceptUnbounded bool
+	Operator        string
+	f               *Factory
 }
 
 // NewCmdHorizonPlan builds `idemctl horizon plan`.
@@ -438,7 +443,12 @@ operator's approval.
 
 Refused, with nothing recorded, when any source fails, times out, returns
 nonsense or can replay before the cutoff plus the margin; when the class is
-forever and no --contract is given; when a purge of the class is in progress.
+forever and no --contract is given; when a purge of the class is in progress;
+and when no source but the built-in manual one (pending corrections) was
+probed: nothing then bounds what live topics, dead-letter queues and
+archives could replay. Add them (idemctl horizon source add), or, when
+nothing else can replay the class, say so with --accept-unbounded-horizon.
+A cutoff inside the safety margin is always refused.
 
 --drop-tombstones plans the removal of the class's tombstones themselves (a
 second proof; horizon classes only, never forever ones).
@@ -468,6 +478,7 @@ second proof; horizon classes only, never forever ones).
 	cmd.Flags().StringVar(&opts.Contract, "contract", "", "business contract reference (required for forever classes; recorded)")
 	cmd.Flags().DurationVar(&opts.Margin, "margin", horizon.DefaultMargin, "safety margin for clock skew between sources and the primary")
 	cmd.Flags().BoolVar(&opts.DropTombstones, "drop-tombstones", false, "plan the removal of tombstones (horizon classes only)")
+	cmd.Flags().BoolVar(&opts.AcceptUnbounded, "accept-unbounded-horizon", false, "allow a plan with no source but the manual one (nothing else can replay the class)")
 	return cmd
 }
 
@@ -481,7 +492,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 		return withCode(ExitUsage, err)
 	}
 	p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: opts.Class, Before: before, Contract: opts.Contract,
-		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator})
+		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded})
 	var pe *horizon.ProofError
 	if errors.As(err, &pe) && !opts.JSON {
 		_ = printEvidence(&IOStreams{Out: opts.IO.ErrOut}, pe.Evidence)
