@@ -416,3 +416,18 @@ func Check(ctx context.Context, pool *pgxpool.Pool, o CheckOptions) (CheckReport
 	rep.Proven = len(r.failures()) == 0 && !rep.Unbounded
 	return rep, nil
 }
+
+// ProbeSources probes every source once, without a class or a cutoff
+// (idemctl doctor: can each be reached?). Nothing is recorded.
+func ProbeSources(ctx context.Context, pool *pgxpool.Pool) ([]Evidence, error) {
+	sources, err := ListSources(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	r, err := probeAll(ctx, pool, sources)
+	if err != nil {
+		return nil, err
+	}
+	defer r.cleanup(pool)
+	return r.evidence, nil
+}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemctl/idemctl/migrations"
+	"github.com/idemctl/idemctl/internal/health"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -108,67 +108,20 @@ func policyOf(cmd *cobra.Command) (commandPolicy, bool) {
 	return p, ok
 }
 
-// Where the database stands, as the preflight found it.
+// dbState is where the database stands, as the preflight found it.
 type dbState struct {
+	health.Session
 	// Reached describes the server and database, never a password.
-	Reached    string
-	InRecovery bool
-	ReadOnly   bool
-	// Schema: "missing", "unreadable" (the login may not read the history:
-	// a service login), or "ok"; the versions when readable.
-	Schema        string
-	SchemaVersion int
-	CodeVersion   int
+	Reached string
 }
-
-const preflightSQL = `
-SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on',
-       to_regclass('idem.schema_migrations') IS NOT NULL,
-       coalesce(has_table_privilege(to_regclass('idem.schema_migrations'), 'SELECT'), false)
-       AND coalesce(has_table_privilege(to_regclass('idem.code_package'), 'SELECT'), false)`
-
-const versionsSQL = `
-SELECT coalesce((SELECT max(version) FROM idem.schema_migrations), 0),
-       coalesce((SELECT version FROM idem.code_package), 0)`
 
 // probeDB reads where q's database stands: primary or not, and the schema.
 func probeDB(ctx context.Context, q recovery.RowQuerier, reached string) (dbState, error) {
-	st := dbState{Reached: reached, Schema: "missing"}
-	var exists, readable bool
-	if err := q.QueryRow(ctx, preflightSQL).Scan(&st.InRecovery, &st.ReadOnly, &exists, &readable); err != nil {
-		return st, fmt.Errorf("%s: check the database: %w", reached, err)
+	s, err := health.Probe(ctx, q)
+	if err != nil {
+		return dbState{}, fmt.Errorf("%s: %w", reached, err)
 	}
-	switch {
-	case !exists:
-		return st, nil
-	case !readable:
-		st.Schema = "unreadable"
-		return st, nil
-	}
-	st.Schema = "ok"
-	if err := q.QueryRow(ctx, versionsSQL).Scan(&st.SchemaVersion, &st.CodeVersion); err != nil {
-		return st, fmt.Errorf("%s: read the schema version: %w", reached, err)
-	}
-	return st, nil
-}
-
-// schemaProblem says, in one line, what is wrong with the schema and what to
-// run; "" when this binary can use it.
-func (st dbState) schemaProblem() string {
-	want, code := migrations.SchemaVersion(), migrations.CodeVersion
-	switch {
-	case st.Schema == "missing":
-		return "schema idem is missing: this is not an idemctl database (check --dsn and IDEMCTL_DSN), or it was never migrated (run idemctl migrate as a superuser)"
-	case st.Schema == "unreadable":
-		return ""
-	case st.SchemaVersion > want || st.CodeVersion > code:
-		return fmt.Sprintf("schema idem is newer than this idemctl (database: schema %03d, code package %d; this binary: %03d, %d): use an idemctl of that version or newer (idemctl version)",
-			st.SchemaVersion, st.CodeVersion, want, code)
-	case st.SchemaVersion < want || st.CodeVersion < code:
-		return fmt.Sprintf("schema idem is older than this idemctl (database: schema %03d, code package %d; this binary: %03d, %d): run idemctl migrate as a superuser",
-			st.SchemaVersion, st.CodeVersion, want, code)
-	}
-	return ""
+	return dbState{Session: s, Reached: reached}, nil
 }
 
 // check turns st into the error a command with need gets, or nil.
@@ -176,7 +129,7 @@ func (st dbState) check(need dbNeed) error {
 	if need < needSchema {
 		return nil
 	}
-	if p := st.schemaProblem(); p != "" {
+	if p := st.SchemaProblem(); p != "" {
 		return withCode(ExitSchema, fmt.Errorf("%s: %w", st.Reached, errors.New(p)))
 	}
 	if need == needWrite && (st.InRecovery || st.ReadOnly) {
@@ -186,22 +139,11 @@ func (st dbState) check(need dbNeed) error {
 	return nil
 }
 
-// role names the server's side of the session for the header line.
-func (st dbState) role() string {
-	switch {
-	case st.InRecovery:
-		return "standby"
-	case st.ReadOnly:
-		return "read-only session"
-	}
-	return "primary"
-}
-
 // headerLine is the one line a command on a terminal prints on stderr when
 // it reaches the database: which one, and what it is.
 func (st dbState) headerLine() string {
-	s := "db " + st.Reached + ", " + st.role()
-	if st.Schema == "ok" {
+	s := "db " + st.Reached + ", " + st.Role()
+	if st.Schema == health.SchemaPresent {
 		s += fmt.Sprintf(", schema %03d", st.SchemaVersion)
 	}
 	return s
