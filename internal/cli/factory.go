@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
 	recovery "github.com/idemctl/idemctl/recover"
@@ -148,11 +149,16 @@ func (f *Factory) Operator() string {
 	return "unknown"
 }
 
-func (f *Factory) validateOutput() error {
+func (f *Factory) validateOutput(cmd *cobra.Command) error {
 	switch f.Output {
 	case "auto", "table", "wide", "json":
 		f.setLayout()
 		return nil
+	case "prometheus":
+		if commandKey(cmd) == "status" {
+			return nil
+		}
+		return usageErr("-o prometheus is for idemctl status only; use table, wide or json")
 	}
 	return usageErr("invalid --output %q: use table, wide or json", f.Output)
 }

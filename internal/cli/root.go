@@ -106,7 +106,7 @@ primary.`,
 			if p, ok := policyOf(cmd); ok {
 				f.need = p.need
 			}
-			return f.validateOutput()
+			return f.validateOutput(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -122,6 +122,8 @@ primary.`,
 
 	root.AddCommand(
 		NewCmdVersion(f),
+		NewCmdDoctor(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdHash(f, nil),
 		NewCmdMigrate(f, nil),
 		NewCmdDemo(f),
