@@ -92,3 +92,20 @@ func TestResolveReportIsNotOverwritten(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rsvJSON(t, string(replaced)), 1)
 }
+
+// A line whose transport holds U+0000 is invalid with its reason, not an
+// error with a raw SQLSTATE; nothing is written for it.
+func TestResolveNULTransportIsInvalid(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	line := `{"tenant":"acme","operation_id":"nul-1","class":"demo.transfer","payload":{"from":"a","to":"b","amount":1,"currency":"EUR"},"transport":{"topic":"payments","key":"a\u0000b"}}`
+	before := rsvCounts(t, pool)
+	code, out, errOut := run(t, dsn, "", "resolve", "--file", rsvFile(t, line), "-o", "json")
+	assert.Equal(t, ExitInvalid, code, errOut)
+	rows := rsvJSON(t, out)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "invalid", rows[0]["outcome"])
+	assert.Contains(t, rows[0]["error"], "U+0000")
+	assert.NotContains(t, rows[0]["error"], "22P05")
+	assert.Equal(t, before, rsvCounts(t, pool))
+}
