@@ -20,7 +20,9 @@ type InspectOptions struct {
 	IO       *IOStreams
 	JSON     bool
 	Identity idem.Identity
-	f        *Factory
+	// History shows the identity's whole story instead of its record.
+	History bool
+	f       *Factory
 }
 
 // NewCmdInspect builds `idemctl inspect`.
@@ -34,11 +36,21 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 the ids of conflict records for it. Nothing is written.
 
 A purged identity shows its tombstone (hash, class, the purge plan and when;
-no payload, no response). Exit code 7 when the identity has neither; 4 on a
+no payload, no response).
+
+--history shows everything known about the identity in time order, each
+with its audit row when one records it: applied (with its transport),
+conflicts (quarantine ids, occurrences) and their decisions, manual
+corrections, the purge of its body. Resolve runs are recorded per run
+(audit actions resolve.start and resolve.run), not per identity.
+
+Exit code 7 when the identity has neither; 4 on a
 standby (a lagging replica could say "not found" about an operation that
 happened).`,
 		Example: `  idemctl inspect --tenant acme --op charge-42
-  idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
+  idemctl inspect --tenant acme --op charge-42 -o json | jq .response
+  # the evidence to hand over in a dispute: everything known, in time order
+  idemctl inspect --tenant acme --op charge-42 --history`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Identity.Validate(); err != nil {
@@ -53,6 +65,7 @@ happened).`,
 	}
 	cmd.Flags().StringVar(&opts.Identity.TenantID, "tenant", "", "tenant_id of the operation (required)")
 	cmd.Flags().StringVar(&opts.Identity.OperationID, "op", "", "operation_id of the operation (required)")
+	cmd.Flags().BoolVar(&opts.History, "history", false, "everything known about the identity, in time order, with audit references")
 	return cmd
 }
 
@@ -88,6 +101,9 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		if !errors.As(err, &np) {
 			return err
 		}
+	}
+	if opts.History {
+		return inspectHistory(ctx, opts, pool)
 	}
 	id := opts.Identity
 	rec := inboxRecord{Tenant: id.TenantID, OperationID: id.OperationID, Conflicts: []int64{}}
@@ -174,4 +190,34 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 		{"purged_at", rec.PurgedAt.UTC().Format(time.RFC3339Nano)},
 	}
 	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+}
+
+// inspectHistory prints the identity's story, oldest first.
+func inspectHistory(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
+	events, err := recovery.History(ctx, db, opts.Identity)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("%w: the database knows nothing of tenant %q operation %q", errIdentityNotFound,
+			opts.Identity.TenantID, opts.Identity.OperationID)
+	}
+	rows := make([][]string, 0, len(events))
+	for _, e := range events {
+		if opts.JSON {
+			if err := printJSONLine(opts.IO.Out, e); err != nil {
+				return err
+			}
+			continue
+		}
+		ref := "-"
+		if e.AuditID != nil {
+			ref = fmt.Sprintf("audit %d", *e.AuditID)
+		}
+		rows = append(rows, []string{formatStamp(e.At), e.Event, e.Detail, ref})
+	}
+	if opts.JSON {
+		return nil
+	}
+	return printTable(opts.IO.Out, []string{"at", "event", "detail", "record"}, rows)
 }
