@@ -140,9 +140,9 @@ echo "   (the demo has no topic, DLQ or archive that could replay it: alice says
 plan=$(bin/idemctl horizon plan --class demo.transfer --before 1h --contract DEMO-RETENTION-1 --accept-unbounded-horizon -o json \
 	--dsn "$(as alice)" --operator alice | sed -n 's/.*"id":\([0-9]*\).*/\1/p' | head -1)
 echo "plan #$plan recorded by alice"
-bin/idemctl horizon approve "$plan" --dsn "$(as alice)" --operator not-alice ||
+bin/idemctl horizon approve "$plan" --yes --dsn "$(as alice)" --operator not-alice ||
 	echo "(exit code $?: the same person, whatever --operator says)"
-bin/idemctl horizon approve "$plan" -o table --dsn "$(as bob)" --operator bob
+bin/idemctl horizon approve "$plan" --yes -o table --dsn "$(as bob)" --operator bob
 bin/idemctl horizon purge "$plan" --yes -o table --dsn "$(as alice)" --operator alice
 
 echo

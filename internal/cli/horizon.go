@@ -545,24 +545,33 @@ type HorizonApproveOptions struct {
 	JSON     bool
 	ID       int64
 	Operator string
-	f        *Factory
+	// Yes skips the confirmation asked on a terminal.
+	Yes bool
+	f   *Factory
 }
 
 // NewCmdHorizonApprove builds `idemctl horizon approve`.
 func NewCmdHorizonApprove(f *Factory, runF func(*HorizonApproveOptions) error) *cobra.Command {
 	opts := &HorizonApproveOptions{IO: f.IO, f: f}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "approve PLAN",
 		Short: "Approve a plan (four eyes: another person than its planner)",
 		Long: `Approve a purge plan. Four eyes compares persons: the database login must map
 to a person (idemctl person add) other than the planner's, whatever --operator
 says; the planner's person, or a login that maps to no person, is refused with
-exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
-		Example: `  idemctl horizon approve 12 --operator bob`,
+exit code 5. --operator is recorded as the label. Recorded in the audit log.
+
+On a terminal it first shows the plan, its contract and its proof (every
+source's evidence) and asks; without a terminal it needs --yes.`,
+		Example: `  idemctl horizon approve 12 --operator bob
+  idemctl horizon approve 12 --operator bob --yes -o json`,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
+				return err
+			}
+			if err := needYes(f.IO, opts.Yes, "approving lets a purge run"); err != nil {
 				return err
 			}
 			opts.ID = id
@@ -574,6 +583,21 @@ exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if !opts.Yes && opts.IO.CanPrompt() {
+				p, err := horizon.GetPlan(cmd.Context(), pool, opts.ID)
+				if err != nil {
+					return horizonErr(err)
+				}
+				if err := printPlan(opts.IO, p); err != nil {
+					return err
+				}
+				q := fmt.Sprintf("Approve plan %d: purge %s rows of class %s created before %s (contract %s, planned by %s)?",
+					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), p.PlannedBy)
+				if !confirmAction(opts.IO, q) {
+					fmt.Fprintln(opts.IO.ErrOut, "nothing approved")
+					return silentExit{ExitFailure}
+				}
 			}
 			p, err := horizon.Approve(cmd.Context(), pool, opts.ID, opts.Operator)
 			if err != nil {
@@ -587,6 +611,8 @@ exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not show the plan and ask first")
+	return cmd
 }
 
 // NewCmdHorizonCancel builds `idemctl horizon cancel`.
@@ -696,7 +722,7 @@ On a terminal you are asked to confirm; --yes is required when there is none.`,
 			return horizonPurgeRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().IntVar(&opts.BatchRows, "batch-rows", horizon.DefaultBatchRows, "rows per purge transaction")
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	return cmd

@@ -198,11 +198,11 @@ func TestHorizonEndToEnd(t *testing.T) {
 	// Four eyes compare persons: alice's login cannot approve her own plan,
 	// whatever --operator says, nor can a login that maps to no person.
 	for _, label := range []string{"alice", "bob"} {
-		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--operator", label)
+		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--yes", "--operator", label)
 		assert.Equal(t, ExitInvalid, code, "four-eyes: same person, labelled %s", label)
 		assert.Contains(t, errOut, "four eyes")
 	}
-	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--operator", "carol")
+	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--yes", "--operator", "carol")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "maps to no person")
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
@@ -215,7 +215,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.Equal(t, ExitInvalid, code, "not approved yet")
 	assert.Contains(t, errOut, "approve")
 	// Bob, another person with his own login, approves.
-	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--operator", "bob", "-o", "json")
+	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	var approved horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &approved))
@@ -270,7 +270,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, errOut = runQ(t, bob, "horizon", "cancel", id, "--reason", "wrong class", "--operator", "bob", "-o", "table")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "aborted by bob: wrong class")
-	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--operator", "bob")
+	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob")
 	assert.Equal(t, ExitInvalid, code)
 	code, _, _ = runQ(t, dsn, "horizon", "cancel", id, "--reason", "again")
 	assert.Equal(t, ExitInvalid, code, "already aborted")

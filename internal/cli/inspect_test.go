@@ -14,7 +14,7 @@ func TestInspectHistory(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
 	q := fx.conflict(t, "acme", "story-1", 100, 1000)
-	code, _, errOut := runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--reason", "the retry changed the amount", "--operator", "alice")
+	code, _, errOut := runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--reason", "the retry changed the amount", "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = runQ(t, fx.dsn, "corrections", "add", "--tenant", "acme", "--op", "story-1", "--reason", "refund REF-9 pending", "--operator", "carol")
 	require.Equal(t, ExitOK, code, errOut)

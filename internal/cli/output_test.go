@@ -64,7 +64,7 @@ func TestOutputFlags(t *testing.T) {
 
 	fx := newCLIFixture(t)
 	q := fx.conflict(t, "acme-payments-eu-west-with-a-long-tenant-name", "charge-2026-11-30-000000000042-retry-after-timeout", 1, 2)
-	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--operator", "alice",
+	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--operator", "alice",
 		"--reason", "the retry changed the amount after a timeout; the first attempt was applied and settled with the provider")
 	require.Equal(t, ExitOK, code, errOut)
 	runTTY := func(args ...string) string {

@@ -292,7 +292,9 @@ type QuarantineRejectOptions struct {
 	ID       int64
 	Reason   string
 	Operator string
-	f        *Factory
+	// Yes skips the confirmation asked on a terminal.
+	Yes bool
+	f   *Factory
 }
 
 // NewCmdQuarantineReject builds `idemctl quarantine reject`.
@@ -306,13 +308,15 @@ func NewCmdQuarantineReject(f *Factory, runF func(*QuarantineRejectOptions) erro
 original payload keeps answering with its saved response. The record stays as
 evidence.
 
-The decision is final. It is recorded with --reason, the operator (--operator,
-IDEMCTL_OPERATOR, else the OS user) and the database user, with an audit row
-in the same transaction.
+The decision is final: on a terminal it shows the record and asks first;
+without one it needs --yes. It is recorded with --reason, the operator
+(--operator, IDEMCTL_OPERATOR, else the OS user) and the database user, with
+an audit row in the same transaction.
 
-Exit code 5, with nothing written, for an unknown id or a record already decided.`,
+Exit code 7 for an unknown id, 5 for a record already decided; nothing is
+written either way.`,
 		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
-  IDEMCTL_OPERATOR=alice idemctl quarantine reject 42 --reason "duplicate with edited amount"`,
+  IDEMCTL_OPERATOR=alice idemctl quarantine reject 42 --reason "duplicate with edited amount" --yes`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseRecordID(args)
@@ -321,6 +325,9 @@ Exit code 5, with nothing written, for an unknown id or a record already decided
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
 				return usageErr("--reason is required: say why, for the record")
+			}
+			if err := needYes(f.IO, opts.Yes, "reject is final"); err != nil {
+				return err
 			}
 			opts.ID, opts.Operator = id, f.Operator()
 			opts.JSON = f.JSON()
@@ -331,6 +338,7 @@ Exit code 5, with nothing written, for an unknown id or a record already decided
 		},
 	}
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required; recorded with the decision)")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	return cmd
 }
 
@@ -338,6 +346,18 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	if !opts.Yes && opts.IO.CanPrompt() {
+		rec, err := quarantine.Show(ctx, pool, opts.ID)
+		if err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
+			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
+		if !confirmAction(opts.IO, question) {
+			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+			return silentExit{ExitFailure}
+		}
 	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
 	if err != nil {
@@ -410,8 +430,8 @@ required when there is no terminal (exit code 2 without it).`,
 			if strings.TrimSpace(opts.Reason) == "" {
 				return usageErr("--reason is required: say why, for the record")
 			}
-			if !opts.Yes && !f.IO.CanPrompt() {
-				return usageErr("accept-as-new runs the payload as a new operation: pass --yes when there is no terminal to confirm on")
+			if err := needYes(f.IO, opts.Yes, "accept-as-new runs the payload as a new operation"); err != nil {
+				return err
 			}
 			opts.ID, opts.Operator = id, f.Operator()
 			opts.JSON = f.JSON()
@@ -627,6 +647,15 @@ func clipText(s string, max int) string {
 		return s
 	}
 	return string(r[:max-1]) + "…"
+}
+
+// needYes refuses a confirming command without a terminal to ask on and
+// without --yes.
+func needYes(io *IOStreams, yes bool, what string) error {
+	if yes || io.CanPrompt() {
+		return nil
+	}
+	return usageErr("%s: pass --yes (-y) when there is no terminal to confirm on", what)
 }
 
 // confirmAction asks a yes/no question on the terminal; only "y" or "yes" agree.

@@ -234,7 +234,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Regexp(t, `changed\s*│\s*/amount\s*│\s*1250\s*│\s*1350`, out)
 
 	// reject, then a second decision is refused
-	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "tampered amount", "--operator", "alice", "-o", "json")
+	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "tampered amount", "--operator", "alice", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "rejected", rec["status"])
@@ -242,7 +242,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, "alice", decision["decided_by"])
 	assert.Equal(t, dbtest.PersonOperator, decision["person"], "the person behind the login, whatever --operator says")
 	assert.Equal(t, string(dbtest.Operator), decision["db_user"])
-	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "again", "--operator", "bob")
+	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "again", "--operator", "bob")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by alice")
 
@@ -277,7 +277,7 @@ func TestQuarantineCommands(t *testing.T) {
 	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
 	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "not found")
-	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--reason", "x")
+	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--yes", "--reason", "x")
 	assert.Equal(t, ExitNotFound, code)
 	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n", "--yes")
 	assert.Equal(t, ExitNotFound, code)
