@@ -134,8 +134,13 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "needs a reason")
+	// ...and a confirmation: --yes without a terminal.
+	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
+		"--reason", "a projection, rebuilt nightly")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--yes")
 	code, out, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
-		"--reason", "a projection, rebuilt nightly", "-o", "json")
+		"--reason", "a projection, rebuilt nightly", "-o", "json", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, `"retention":"horizon"`)
 	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
