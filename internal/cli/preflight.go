@@ -54,7 +54,7 @@ var policies = map[string]commandPolicy{
 	"demo serve": {need: needWrite},
 
 	"resolve":   {need: needWrite, codes: []int{ExitConflict, ExitInvalid, ExitPending}},
-	"reconcile": {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
+	"reconcile": {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
 	"intake":    {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
 
 	"quarantine list":          {need: needSchema},

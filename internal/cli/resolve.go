@@ -109,15 +109,20 @@ Output: on a terminal, a summary by outcome and the rows that need attention;
 with -o json, one object a line in input order (line, tenant, operation_id,
 class, outcome, response, stored_hash, incoming_hash, quarantine_id, error, and
 note when there is one). --report FILE writes the JSON lines to a file as well;
-it is created (truncated) only once the database has passed the primary check.
-A progress bar goes to stderr when it is a terminal. If results cannot be
+it is created only once the database has passed the primary check, and never
+over an existing file unless --overwrite is given (a report is evidence).
+A progress bar goes to stderr when it is a terminal; without one, a progress
+line every --progress-interval (10s; 0 for none). If results cannot be
 written (a closed pipe, a full disk), the run stops reading, what is in flight
 finishes and is counted, the run is recorded, and exit code 1 names the error.
 
 Ctrl-C stops reading: operations already in a transaction commit or roll back,
 never half, and the summary so far is printed. Running the same file again is
 safe: what was applied is reported already_applied. Each run is recorded in the
-audit log (operator, database clock, counts).
+audit log twice: resolve.start before it reads anything (so that a run an
+outage cuts short still leaves a trace) and resolve.run at its end (operator,
+database clock, counts), both naming the input by path and SHA-256 (stdin's
+is known once read to its end).
 
 Exit codes: 0 every operation converged (applied, already_applied, purged, or
 would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
