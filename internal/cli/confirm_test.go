@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -21,17 +20,13 @@ func TestRejectAsksFirst(t *testing.T) {
 	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
 
 	for _, answer := range []string{"n\n", "y\n"} {
-		ios, in, _, errOut := Test(true)
-		in.WriteString(answer)
-		f := NewFactory(ios)
-		code := Run(context.Background(), f, []string{"quarantine", "reject", fmt.Sprint(q), "--reason", "tampered", "--dsn", fx.dsn})
-		f.Close()
-		assert.Contains(t, errOut.String(), fmt.Sprintf("Reject record %d (acme/ask-1", q))
+		code, _, errOut := runTTY(t, fx.dsn, answer, "quarantine", "reject", fmt.Sprint(q), "--reason", "tampered")
+		assert.Contains(t, errOut, fmt.Sprintf("Reject record %d (acme/ask-1", q))
 		if answer == "n\n" {
 			assert.Equal(t, ExitFailure, code)
 			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
 		} else {
-			assert.Equal(t, ExitOK, code, errOut.String())
+			assert.Equal(t, ExitOK, code, errOut)
 			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'rejected'"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +28,42 @@ func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, std
 	}
 	code = Run(context.Background(), f, args)
 	return code, out.String(), errOut.String()
+}
+
+// runTTY executes a command line against dsn with streams that act as a
+// terminal (80 columns); stdin holds the answers to its questions.
+func runTTY(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, in, out, errOut := Test(true)
+	in.WriteString(stdin)
+	f := NewFactory(ios)
+	defer f.Close()
+	if dsn != "" {
+		args = append(args, "--dsn", dsn)
+	}
+	code = Run(context.Background(), f, args)
+	return code, out.String(), errOut.String()
+}
+
+// runnableCommands lists every command a user can run, by its path without
+// "idemctl " (commandKey).
+func runnableCommands() map[string]*cobra.Command {
+	ios, _, _, _ := Test(false)
+	out := map[string]*cobra.Command{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Runnable() {
+				out[commandKey(sub)] = sub
+			}
+			walk(sub)
+		}
+	}
+	walk(NewCmdRoot(NewFactory(ios)))
+	return out
 }
 
 func TestHashCommand(t *testing.T) {

@@ -67,19 +67,16 @@ func TestOutputFlags(t *testing.T) {
 	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--operator", "alice",
 		"--reason", "the retry changed the amount after a timeout; the first attempt was applied and settled with the provider")
 	require.Equal(t, ExitOK, code, errOut)
-	runTTY := func(args ...string) string {
-		ios, _, out, errOut := Test(true)
-		f := NewFactory(ios)
-		defer f.Close()
-		code := Run(t.Context(), f, append(args, "--dsn", fx.dsn))
-		require.Equal(t, ExitOK, code, errOut.String())
-		return out.String()
+	onTerminal := func(args ...string) string {
+		code, out, errOut := runTTY(t, fx.dsn, "", args...)
+		require.Equal(t, ExitOK, code, errOut)
+		return out
 	}
-	fitted := runTTY("audit", "list", "-o", "table")
+	fitted := onTerminal("audit", "list", "-o", "table")
 	assert.LessOrEqual(t, maxLineWidth(fitted), 80, fitted)
-	wide := runTTY("audit", "list", "-o", "wide")
+	wide := onTerminal("audit", "list", "-o", "wide")
 	assert.Greater(t, maxLineWidth(wide), 80, wide)
-	bare := runTTY("audit", "list", "-o", "wide", "--no-headers")
+	bare := onTerminal("audit", "list", "-o", "wide", "--no-headers")
 	assert.NotContains(t, bare, "ACTOR")
 	assert.Contains(t, wide, "ACTOR")
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,27 +39,14 @@ func readOnly(t *testing.T, dsn string) string {
 // exit codes it adds), and every policy names a command.
 func TestEveryCommandHasAPolicy(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	root := NewCmdRoot(NewFactory(ios))
-	seen := map[string]bool{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
-				continue
-			}
-			if sub.Runnable() {
-				key := commandKey(sub)
-				seen[key] = true
-				_, ok := policies[key]
-				assert.True(t, ok, "command %q has no policy in preflight.go", key)
-			}
-			walk(sub)
-		}
+	cmds := runnableCommands()
+	for key := range cmds {
+		_, ok := policies[key]
+		assert.True(t, ok, "command %q has no policy in preflight.go", key)
 	}
-	walk(root)
 	for key := range policies {
-		assert.True(t, seen[key], "policy %q names no command", key)
+		_, ok := cmds[key]
+		assert.True(t, ok, "policy %q names no command", key)
 	}
 }
 
@@ -256,14 +241,11 @@ func TestHeaderNamesTheDatabaseAndService(t *testing.T) {
 	require.NoError(t, os.WriteFile(services, []byte(fmt.Sprintf("[oncall-test]\nhost=%s\nport=%s\ndbname=%s\nuser=%s\npassword=%s\nsslmode=disable\n",
 		u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/"), u.User.Username(), pw)), 0o600))
 
-	ios, _, out, errOut := Test(true)
-	f := NewFactory(ios)
-	code := Run(context.Background(), f, []string{"quarantine", "list", "-o", "json", "--dsn", "service=oncall-test servicefile=" + services})
-	f.Close()
-	require.Equal(t, ExitOK, code, errOut.String())
-	assert.NotContains(t, out.String(), "db ")
-	line := strings.SplitN(errOut.String(), "\n", 2)[0]
+	code, out, errOut := runTTY(t, "service=oncall-test servicefile="+services, "", "quarantine", "list", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.NotContains(t, out, "db ")
+	line := strings.SplitN(errOut, "\n", 2)[0]
 	assert.Equal(t, fmt.Sprintf("db %s@%s/%s (service oncall-test), primary, schema %03d", u.User.Username(), u.Host,
 		strings.TrimPrefix(u.Path, "/"), migrations.SchemaVersion()), line)
-	assert.NotContains(t, errOut.String(), pw)
+	assert.NotContains(t, errOut, pw)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,31 +35,18 @@ func TestREADMEExitCodes(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `idemctl ([a-z -]+)` \\| ([0-9 ]+) \\|$").FindAllStringSubmatch(section, -1) {
 		documented[m[1]] = m[2]
 	}
-	ios, _, _, _ := Test(false)
-	root := NewCmdRoot(NewFactory(ios))
-	var walk func(c *cobra.Command)
-	seen := 0
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
-				continue
-			}
-			if sub.Runnable() {
-				seen++
-				var want []string
-				for _, code := range exitCodesOf(sub) {
-					want = append(want, strconv.Itoa(code))
-				}
-				got, ok := documented[commandKey(sub)]
-				if assert.True(t, ok, "the README has no exit codes for idemctl %s", commandKey(sub)) {
-					assert.Equal(t, strings.Join(want, " "), got, "idemctl %s", commandKey(sub))
-				}
-			}
-			walk(sub)
+	cmds := runnableCommands()
+	for key, cmd := range cmds {
+		var want []string
+		for _, code := range exitCodesOf(cmd) {
+			want = append(want, strconv.Itoa(code))
+		}
+		got, ok := documented[key]
+		if assert.True(t, ok, "the README has no exit codes for idemctl %s", key) {
+			assert.Equal(t, strings.Join(want, " "), got, "idemctl %s", key)
 		}
 	}
-	walk(root)
-	assert.Equal(t, seen, len(documented), "the README documents a command the binary does not have")
+	assert.Equal(t, len(cmds), len(documented), "the README documents a command the binary does not have")
 }
 
 // The README's commands table names every top-level command.
