@@ -565,7 +565,7 @@ On a terminal it first shows the plan, its contract and its proof (every
 source's evidence) and asks; without a terminal it needs --yes.`,
 		Example: `  idemctl horizon approve 12 --operator bob
   idemctl horizon approve 12 --operator bob --yes -o json`,
-		Args:    maxArgs(1),
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
