@@ -19,18 +19,11 @@ func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
 	if s.WriteErr != nil {
 		writeErr = strings.Join(strings.Fields(s.WriteErr.Error()), " ")
 	}
-	_, err := audit.Append(ctx, db, audit.Entry{
-		Actor:  s.Operator,
-		Action: "resolve.run",
-		Target: runTarget(s),
-		Details: map[string]any{
-			"source": s.Source, "input_sha256": nullIfEmpty(s.InputSHA256), "dry_run": s.DryRun,
-			"started_at": s.StartedAt, "finished_at": s.FinishedAt,
-			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-			"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
-		},
+	return appendRun(ctx, db, "resolve.run", s, map[string]any{
+		"started_at": s.StartedAt, "finished_at": s.FinishedAt,
+		"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
+		"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
 	})
-	return err
 }
 
 // AuditRunStart records that a run starts (action resolve.start), before
@@ -39,28 +32,24 @@ func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
 // about to do, with its input's name and SHA-256 when known. The row's own
 // time (the database clock) is the start.
 func AuditRunStart(ctx context.Context, db audit.DBTX, s RunSummary) error {
-	_, err := audit.Append(ctx, db, audit.Entry{
-		Actor:  s.Operator,
-		Action: "resolve.start",
-		Target: runTarget(s),
-		Details: map[string]any{
-			"source": s.Source, "input_sha256": nullIfEmpty(s.InputSHA256), "dry_run": s.DryRun,
-		},
-	})
-	return err
+	return appendRun(ctx, db, "resolve.start", s, nil)
 }
 
-func runTarget(s RunSummary) string {
+// appendRun appends one record of run s (target resolve:<source>): what
+// names the input, and details.
+func appendRun(ctx context.Context, db audit.DBTX, action string, s RunSummary, details map[string]any) error {
 	target := "resolve:" + s.Source
 	if len(target) > audit.MaxTargetBytes {
 		target = target[:audit.MaxTargetBytes]
 	}
-	return target
-}
-
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
+	var digest any // JSON null when the input's digest is not known
+	if s.InputSHA256 != "" {
+		digest = s.InputSHA256
 	}
-	return s
+	d := map[string]any{"source": s.Source, "input_sha256": digest, "dry_run": s.DryRun}
+	for k, v := range details {
+		d[k] = v
+	}
+	_, err := audit.Append(ctx, db, audit.Entry{Actor: s.Operator, Action: action, Target: target, Details: d})
+	return err
 }
