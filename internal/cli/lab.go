@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"github.com/idemctl/idemctl/internal/db"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/lab"
 )
 
