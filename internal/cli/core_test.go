@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // run executes a command line against dsn with non-terminal streams.
@@ -178,7 +179,7 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 
 	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "json")
 	require.Equal(t, ExitOK, code)
-	var rec inboxRecord
+	var rec recovery.InboxRecord
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "demo.transfer", rec.Class)
 	assert.Regexp(t, `^jcs-sha256:`, rec.Hash)

@@ -125,9 +125,8 @@ func demoRun(ctx context.Context, opts *DemoRunOptions) error {
 		if err != nil {
 			return err
 		}
-		var postings int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM demo.posting WHERE tenant_id = $1 AND operation_id = $2",
-			opts.Tenant, opts.OperationID).Scan(&postings); err != nil {
+		postings, err := demo.Postings(ctx, pool, opts.Tenant, opts.OperationID)
+		if err != nil {
 			return err
 		}
 		answer := string(res.Response)

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/idem"
@@ -73,19 +71,6 @@ happened).`,
 // tombstone (exit code 7).
 var errIdentityNotFound = errors.New("identity not found")
 
-// inboxRecord is the JSON shape of `inspect -o json`.
-type inboxRecord struct {
-	Tenant      string          `json:"tenant"`
-	OperationID string          `json:"operation_id"`
-	Class       string          `json:"class"`
-	Hash        string          `json:"hash"`
-	CreatedAt   time.Time       `json:"created_at"`
-	Payload     json.RawMessage `json:"payload"`
-	Response    json.RawMessage `json:"response"`
-	Transport   json.RawMessage `json:"transport,omitempty"`
-	Conflicts   []int64         `json:"conflicts"`
-}
-
 func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
@@ -105,18 +90,12 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	if opts.History {
 		return inspectHistory(ctx, opts, pool)
 	}
-	id := opts.Identity
-	rec := inboxRecord{Tenant: id.TenantID, OperationID: id.OperationID, Conflicts: []int64{}}
-	err = pool.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, payload, response, transport,
-		       coalesce((SELECT array_agg(q.id ORDER BY q.id) FROM idem.quarantine q
-		                 WHERE q.tenant_id = i.tenant_id AND q.operation_id = i.operation_id), '{}')
-		FROM idem.inbox i WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
-		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.Payload, &rec.Response, &rec.Transport, &rec.Conflicts)
-	if errors.Is(err, pgx.ErrNoRows) {
+	rec, err := recovery.ReadInboxRecord(ctx, pool, opts.Identity)
+	if errors.Is(err, recovery.ErrNoRecord) {
 		return inspectTombstone(ctx, opts, pool)
 	}
 	if err != nil {
-		return fmt.Errorf("inspect %s: %w", id, err)
+		return err
 	}
 	if opts.JSON {
 		return printJSONLine(opts.IO.Out, rec)
@@ -150,27 +129,12 @@ func orDash(s string) string {
 	return s
 }
 
-// tombstoneRecord is the JSON shape of `inspect -o json` for a purged identity.
-type tombstoneRecord struct {
-	Tenant      string    `json:"tenant"`
-	OperationID string    `json:"operation_id"`
-	Class       string    `json:"class"`
-	Hash        string    `json:"hash"`
-	CreatedAt   time.Time `json:"created_at"`
-	Purged      bool      `json:"purged"`
-	PurgePlan   int64     `json:"purge_plan"`
-	PurgedAt    time.Time `json:"purged_at"`
-}
-
 // inspectTombstone shows what remains of a purged identity: its tombstone (no
 // payload, no response). Exit 7 when there is none either.
 func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
 	id := opts.Identity
-	rec := tombstoneRecord{Tenant: id.TenantID, OperationID: id.OperationID, Purged: true}
-	err := db.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, purge_plan, purged_at
-		FROM idem.tombstone WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
-		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.PurgePlan, &rec.PurgedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	rec, err := recovery.ReadTombstone(ctx, db, id)
+	if errors.Is(err, recovery.ErrNoRecord) {
 		return fmt.Errorf("%w: tenant %q operation %q has neither an inbox record nor a tombstone", errIdentityNotFound, id.TenantID, id.OperationID)
 	}
 	if err != nil {
