@@ -322,38 +322,53 @@ func (s *jsonSink) write(rec *resolveRecord) error {
 	return nil
 }
 
-func resolveRun(ctx context.Context, opts *ResolveOptions) error {
-	single := opts.File == ""
-	var src recovery.Source
-	var total int64
-	sourceName := "command line"
+// resolveInput is a run's input: its operations, how many lines it has
+// (0: unknown), its name, and its SHA-256 (a file's is computed before the
+// run; stdin's as it is read, known once read to its end).
+type resolveInput struct {
+	src    recovery.Source
+	total  int64
+	name   string
+	sha256 func() string
+	close  func()
+}
+
+func openResolveInput(opts *ResolveOptions) (resolveInput, error) {
+	in := resolveInput{name: "command line", sha256: func() string { return "" }, close: func() {}}
 	maxLine := opts.Limits.MaxBytes + recovery.LineSlack
-	// The input's SHA-256 goes into the run's records: a file's is computed
-	// before the run, stdin's as it is read (known once read to its end).
-	inputSHA := func() string { return "" }
 	switch {
-	case single:
-		src = recovery.Single(opts.Request)
+	case opts.File == "":
+		in.src = recovery.Single(opts.Request)
 	case opts.File == "-":
-		sourceName = "stdin"
+		in.name = "stdin"
 		h := sha256.New()
-		src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
-		inputSHA = func() string { return hex.EncodeToString(h.Sum(nil)) }
+		in.src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
+		in.sha256 = func() string { return hex.EncodeToString(h.Sum(nil)) }
 	default:
-		sourceName = opts.File
+		in.name = opts.File
 		file, err := os.Open(opts.File)
 		if err != nil {
-			return withCode(ExitFailure, fmt.Errorf("open input: %w", err))
+			return in, withCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
-		defer file.Close()
 		lines, sum, err := digestFile(file)
 		if err != nil {
-			return withCode(ExitFailure, fmt.Errorf("read input: %w", err))
+			file.Close()
+			return in, withCode(ExitFailure, fmt.Errorf("read input: %w", err))
 		}
-		total = lines
-		inputSHA = func() string { return sum }
-		src = recovery.NDJSON(file, maxLine)
+		in.total, in.sha256, in.close = lines, func() string { return sum }, func() { file.Close() }
+		in.src = recovery.NDJSON(file, maxLine)
 	}
+	return in, nil
+}
+
+func resolveRun(ctx context.Context, opts *ResolveOptions) error {
+	single := opts.File == ""
+	in, err := openResolveInput(opts)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	src, total, sourceName, inputSHA := in.src, in.total, in.name, in.sha256
 
 	var sinks []*jsonSink
 	if opts.JSON {
