@@ -67,9 +67,6 @@ func testWidth(tty bool) int {
 	return 0
 }
 
-// SetWidth sets the width tables fit (tests; 0 for no limit).
-func (s *IOStreams) SetWidth(w int) { s.width = w }
-
 // IsStdoutTTY reports whether standard output is a terminal.
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 
