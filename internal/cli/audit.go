@@ -201,7 +201,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		if r.LastID > 0 {
 			anchor = audit.Anchor{ID: r.LastID, Hash: r.LastHash}.String()
 		}
-		fmt.Fprintf(opts.IO.Out, "audit chain intact: %d rows, %d anchor(s) checked\nanchor: %s\n", r.Rows, len(opts.Anchors), anchor)
+		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", humanCount(int64(r.Rows)), len(opts.Anchors), anchor)
 	}
 	if !r.Intact {
 		return withCode(ExitInvalid, r.Err())

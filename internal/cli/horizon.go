@@ -408,7 +408,7 @@ func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
 		if mode == "" {
 			mode = "-"
 		}
-		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, strconv.FormatInt(ev.Pinned, 10),
+		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, humanCount(ev.Pinned),
 			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), clipText(ev.Reason, 80)})
 	}
 	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)

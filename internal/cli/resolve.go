@@ -504,8 +504,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitFailure
 	}
 	if sum.Interrupted && fatal == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d read); the transactions in flight finished; %s.\n",
-			sum.Counts.Total(), sum.Read, stoppedAt(sum))
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %s operations (%s read); the transactions in flight finished; %s.\n",
+			humanCount(int64(sum.Counts.Total())), humanCount(int64(sum.Read)), stoppedAt(sum))
 	}
 	if recordErr != nil {
 		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
@@ -573,10 +573,10 @@ func summaryLine(s recovery.RunSummary) string {
 	var parts []string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, o))
+			parts = append(parts, humanCount(int64(n))+" "+string(o))
 		}
 	}
-	line := fmt.Sprintf("%d operations", s.Counts.Total())
+	line := humanCount(int64(s.Counts.Total())) + " operations"
 	if s.DryRun {
 		line += " (dry run, nothing written)"
 	}
@@ -584,10 +584,10 @@ func summaryLine(s recovery.RunSummary) string {
 		line += ": " + strings.Join(parts, ", ")
 	}
 	if s.Redriven > 0 {
-		line += fmt.Sprintf("; %d sent to their class's service", s.Redriven)
+		line += "; " + humanCount(int64(s.Redriven)) + " sent to their class's service"
 	}
 	if s.Interrupted {
-		line += fmt.Sprintf("; interrupted, %d read", s.Read)
+		line += "; interrupted, " + humanCount(int64(s.Read)) + " read"
 	}
 	return line
 }
@@ -630,7 +630,7 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %d more: use -o json or --report FILE for every row.\n", more)
+		fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
 	}
 	return nil
 }
