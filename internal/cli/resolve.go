@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
@@ -149,63 +150,8 @@ by an unreachable database or a failed write of its results.`,
     --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fl := cmd.Flags()
-			single := map[string]bool{}
-			for _, name := range []string{"tenant", "op", "class", "payload", "transport"} {
-				single[name] = fl.Changed(name)
-			}
-			anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
-			switch {
-			case opts.File != "" && anySingle:
-				return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
-			case opts.File == "" && !anySingle:
-				return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
-			case opts.File == "":
-				var missing []string
-				for _, name := range []string{"tenant", "op", "class", "payload"} {
-					if !single[name] {
-						missing = append(missing, "--"+name)
-					}
-				}
-				if len(missing) > 0 {
-					return usageErr("one operation needs %s", strings.Join(missing, ", "))
-				}
-			}
-			if opts.Concurrency < 1 || opts.Concurrency > 64 {
-				return usageErr("--concurrency must be between 1 and 64")
-			}
-			if opts.MaxRate < 0 {
-				return usageErr("--max-rate must be positive (0: no limit)")
-			}
-			if opts.BatchSize < 1 || opts.BatchSize > 100000 {
-				return usageErr("--batch-size must be between 1 and 100000")
-			}
-			if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
-				return usageErr("--max-bytes and --max-depth must be positive")
-			}
-			if opts.RetryFor <= 0 {
-				return usageErr("--retry-for must be positive")
-			}
-			if opts.Report != "" && !opts.OverwriteReport {
-				if _, err := os.Lstat(opts.Report); err == nil {
-					return withCode(ExitUsage, errReportExists(opts.Report))
-				}
-			}
-			if opts.File == "" {
-				var err error
-				if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
-					return err
-				}
-				if single["transport"] {
-					if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
-						return err
-					}
-				}
-				// What a run would answer invalid is a usage error here, before
-				// connecting: nothing is written, not even the run's record.
-				if err := recovery.Check(opts.Request, opts.Limits); err != nil {
-					return usageErr("%v", err)
-				}
+			if err := opts.validate(cmd.Flags(), payload, transport); err != nil {
+				return err
 			}
 			opts.JSON = f.JSON()
 			opts.Operator = f.Operator()
@@ -233,6 +179,71 @@ by an unreachable database or a failed write of its results.`,
 	fl.DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	fl.DurationVar(&opts.RetryFor, "retry-for", recovery.DefaultRetryFor, "how long to retry an operation whose connection failed (a failover) before stopping the run")
 	return cmd
+}
+
+// validate checks the flags before anything connects, and reads the single
+// operation's payload and transport (inline or @FILE): what a run would
+// answer invalid is a usage error here, and nothing is written, not even the
+// run's record.
+func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport string) error {
+	single := map[string]bool{}
+	for _, name := range []string{"tenant", "op", "class", "payload", "transport"} {
+		single[name] = fl.Changed(name)
+	}
+	anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
+	switch {
+	case opts.File != "" && anySingle:
+		return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
+	case opts.File == "" && !anySingle:
+		return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
+	case opts.File == "":
+		var missing []string
+		for _, name := range []string{"tenant", "op", "class", "payload"} {
+			if !single[name] {
+				missing = append(missing, "--"+name)
+			}
+		}
+		if len(missing) > 0 {
+			return usageErr("one operation needs %s", strings.Join(missing, ", "))
+		}
+	}
+	if opts.Concurrency < 1 || opts.Concurrency > 64 {
+		return usageErr("--concurrency must be between 1 and 64")
+	}
+	if opts.MaxRate < 0 {
+		return usageErr("--max-rate must be positive (0: no limit)")
+	}
+	if opts.BatchSize < 1 || opts.BatchSize > 100000 {
+		return usageErr("--batch-size must be between 1 and 100000")
+	}
+	if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
+		return usageErr("--max-bytes and --max-depth must be positive")
+	}
+	if opts.RetryFor <= 0 {
+		return usageErr("--retry-for must be positive")
+	}
+	if opts.Report != "" && !opts.OverwriteReport {
+		if _, err := os.Lstat(opts.Report); err == nil {
+			return withCode(ExitUsage, errReportExists(opts.Report))
+		}
+	}
+	if opts.File == "" {
+		var err error
+		if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
+			return err
+		}
+		if single["transport"] {
+			if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
+				return err
+			}
+		}
+		// What a run would answer invalid is a usage error here, before
+		// connecting: nothing is written, not even the run's record.
+		if err := recovery.Check(opts.Request, opts.Limits); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	return nil
 }
 
 // argBytes reads a flag value given inline or as @FILE.
