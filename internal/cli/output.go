@@ -108,23 +108,31 @@ func fitTable(header []string, rows [][]string, width int) [][]string {
 		}
 	}
 	widths := append([]int(nil), natural...)
-	minExpl := min(natural[expl], 30)
 	others := sum - natural[expl]
-	floor := func(i int) int { return min(natural[i], max(ansi.StringWidth(header[i]), 6)) }
-	for others+minExpl > avail {
-		widest := -1
-		for i := range widths {
-			if i != expl && widths[i] > floor(i) && (widest < 0 || widths[i] > widths[widest]) {
-				widest = i
+	// shrink narrows the widest other column, one cell at a time, down to
+	// floor, until the table fits with the explanatory column at want.
+	shrink := func(want int, floor func(i int) int) {
+		for others+want > avail {
+			widest := -1
+			for i := range widths {
+				if i != expl && widths[i] > floor(i) && (widest < 0 || widths[i] > widths[widest]) {
+					widest = i
+				}
 			}
+			if widest < 0 {
+				return
+			}
+			widths[widest]--
+			others--
 		}
-		if widest < 0 {
-			break
-		}
-		widths[widest]--
-		others--
 	}
-	widths[expl] = min(natural[expl], max(avail-others, minExpl))
+	header1 := func(i int) int { return ansi.StringWidth(header[i]) }
+	// First the others give way to an explanatory column of up to 30 cells,
+	// down to 6 cells (or their header); then it narrows, down to 8; then
+	// the others again, down to their headers.
+	shrink(min(natural[expl], 30), func(i int) int { return min(natural[i], max(header1(i), 6)) })
+	widths[expl] = min(natural[expl], max(avail-others, min(natural[expl], 8)))
+	shrink(widths[expl], header1)
 	out := make([][]string, len(rows))
 	for j, r := range rows {
 		cells := make([]string, len(r))
@@ -133,7 +141,7 @@ func fitTable(header []string, rows [][]string, width int) [][]string {
 			case i >= n || widths[i] >= natural[i]:
 				cells[i] = c
 			case i == expl:
-				cells[i] = ansi.Wrap(c, widths[i], " ,;/")
+				cells[i] = ansi.Wrap(c, widths[i], "")
 			default:
 				lines := strings.Split(c, "\n")
 				for k, line := range lines {

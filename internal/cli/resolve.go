@@ -429,8 +429,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 			return recovery.AuditRun(ctx, pool, s)
 		}
 		recordStart = func() error {
+			sum := ""
+			if opts.File != "-" { // stdin's digest is known at the end only
+				sum = inputSHA()
+			}
 			err := recovery.AuditRunStart(ctx, pool, recovery.RunSummary{Operator: opts.Operator, Source: sourceName,
-				DryRun: opts.DryRun, InputSHA256: inputSHA()})
+				DryRun: opts.DryRun, InputSHA256: sum})
 			if err != nil {
 				return fmt.Errorf("record the run's start in the audit log: %w", err)
 			}
