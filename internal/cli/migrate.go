@@ -66,6 +66,9 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		return err
 	}
 	defer conn.Close(context.Background())
+	if opts.IO.IsStderrTTY() {
+		fmt.Fprintf(opts.IO.ErrOut, "migrate: db %s, %s\n", opts.f.state.Reached, opts.f.state.Role())
+	}
 	if st := opts.f.state; !opts.Status && st != nil && (st.InRecovery || st.ReadOnly) {
 		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
 			&recovery.NotPrimaryError{InRecovery: st.InRecovery, ReadOnly: st.ReadOnly}))
