@@ -43,6 +43,19 @@ func TestDoctor(t *testing.T) {
 	assert.Equal(t, "warn", checks["quarantine"]["verdict"])
 	assert.Contains(t, checks["quarantine"]["detail"], "1 open quarantine record(s)")
 
+	// With the sources probed: only the manual one, so no purge can be proven.
+	code, out, errOut := run(t, fx.dsn, "", "doctor", "-o", "json")
+	assert.Equal(t, ExitOK, code, errOut)
+	var sources map[string]any
+	for _, l := range jsonLines(t, out) {
+		if l["check"] == "sources" {
+			sources = l
+		}
+	}
+	require.NotNil(t, sources, out)
+	assert.Equal(t, "warn", sources["verdict"])
+	assert.Contains(t, sources["detail"], "no replay source but the manual one")
+
 	// A read-only session: the primary check fails, and so does doctor.
 	code, _, checks = doctorLines(t, readOnly(t, fx.dsn))
 	assert.Equal(t, ExitFailure, code)
@@ -63,7 +76,7 @@ func TestDoctor(t *testing.T) {
 	assert.Contains(t, checks["audit"]["action"], "idemctl audit verify")
 
 	// A table for a person, with the same verdicts.
-	code, out, _ := run(t, fx.dsn, "", "doctor", "-o", "table", "--skip-sources")
+	code, out, _ = run(t, fx.dsn, "", "doctor", "-o", "table", "--skip-sources")
 	assert.Equal(t, ExitFailure, code)
 	assert.Contains(t, out, "WHAT TO DO")
 	assert.Contains(t, out, "fail")
