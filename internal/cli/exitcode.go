@@ -75,6 +75,10 @@ func allExitCodes() []int {
 	return out
 }
 
+// The help template's {{exitCodes .}}. cobra's template functions are
+// global: registered once, never from the parallel tests' NewCmdRoot.
+func init() { cobra.AddTemplateFunc("exitCodes", exitCodesHelp) }
+
 // exitCodesHelp renders the exit-code section of cmd's --help.
 func exitCodesHelp(cmd *cobra.Command) string {
 	codes := exitCodesOf(cmd)

@@ -112,7 +112,6 @@ primary.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	cobra.AddTemplateFunc("exitCodes", exitCodesHelp)
 	root.SetHelpTemplate(root.HelpTemplate() + "{{exitCodes .}}")
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
