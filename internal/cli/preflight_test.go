@@ -29,9 +29,11 @@ func readOnly(t *testing.T, dsn string) string {
 	t.Helper()
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
-	q := u.Query()
-	q.Set("options", "-c default_transaction_read_only=on")
-	u.RawQuery = q.Encode()
+	// %20, not the + of url.Values.Encode: pgx reads options literally.
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "options=-c%20default_transaction_read_only%3Don"
 	return u.String()
 }
 
