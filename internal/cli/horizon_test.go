@@ -260,10 +260,13 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
 	require.Equal(t, ExitOK, code, out)
 	code, _, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
-	assert.Equal(t, ExitInvalid, code)
-	code, out, _ = runQ(t, dsn, "horizon", "maintain")
+	assert.Equal(t, ExitNotFound, code, "no such pending correction")
+	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "table")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "partition(s) created")
+	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `{"partitions_created":`)
 
 	// A plan can be cancelled, with a reason; then it is never purged.
 	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")

@@ -86,8 +86,9 @@ func TestQuarantineCommandOptions(t *testing.T) {
 
 	var reject *QuarantineRejectOptions
 	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineReject(f, func(o *QuarantineRejectOptions) error { reject = o; return nil }),
-		"42", "--reason", "fraud"))
+		"42", "--reason", "fraud", "-y"))
 	assert.Equal(t, int64(42), reject.ID)
+	assert.True(t, reject.Yes)
 	assert.Equal(t, "fraud", reject.Reason)
 	assert.Equal(t, "alice", reject.Operator)
 
