@@ -625,7 +625,7 @@ func NewCmdHorizonCancel(f *Factory) *cobra.Command {
 is running stops at its next transaction (what it removed so far stays
 removed, and is recorded). Recorded in the audit log with the reason.
 
-Exit codes: 0 cancelled; 2 usage; 5 unknown plan, or a plan already done or
+Exit codes: 0 cancelled; 2 usage; 7 unknown plan; 5 a plan already done or
 aborted.`,
 		Example: `  idemctl horizon cancel 12 --reason "the DLQ owner found older messages"`,
 		Args:    maxArgs(1),

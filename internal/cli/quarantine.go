@@ -187,7 +187,7 @@ the stored one), type_changed (e.g. number -> string) or changed; with -o json
 the diff is a list of {path, change, stored, incoming} where the absent side of
 an added or removed value is null. Nothing is written.
 
-Exit code 1 when there is no such record.`,
+Exit code 7 when there is no such record.`,
 		Example: `  idemctl quarantine show 42
   idemctl quarantine show 42 -o json | jq '.diff[] | [.path, .stored, .incoming]'`,
 		Args: maxArgs(1),
@@ -511,7 +511,7 @@ Anyone can check a hash:
   jq -j .incoming.canonical_payload bundle.json | idemctl hash
 
 The bundle goes to stdout, indented (one line with -o json), or to --file,
-which must not exist yet. Exit code 5, with nothing written, for an unknown id.`,
+which must not exist yet. Exit code 7, with nothing written, for an unknown id.`,
 		Example: `  idemctl quarantine export 42 --file quarantine-42.json
   idemctl quarantine export 42 | jq .verified`,
 		Args: maxArgs(1),
