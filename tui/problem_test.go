@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestModelProblemReplacesTheViews(t *testing.T) {
 	v := m.View()
 	assert.Contains(t, v, "(service prod)")
 	assert.Contains(t, v, "schema idem is missing")
-	assert.Contains(t, v, "run idemctl migrate")
+	assert.Contains(t, strings.Join(strings.Fields(v), " "), "run idemctl migrate as a superuser", "wrapped, whole")
 	assert.NotContains(t, v, "No open records")
 	assert.NotContains(t, v, "1 Queue")
 
