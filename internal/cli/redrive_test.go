@@ -400,8 +400,9 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 		assert.Equal(t, ExitPending, code)
 		assert.Equal(t, "pending", got["t1/op-1"].Outcome)
 	}
-	start()
-	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 20*time.Second, 50*time.Millisecond)
+	svc := start()
+	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 20*time.Second, 50*time.Millisecond,
+		"the service applies what was published while it was down: %s", svc.stderr.String())
 	code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)})
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "already_applied", got["t1/op-1"].Outcome, "a rerun settles it, from the primary")
