@@ -1,7 +1,11 @@
 .PHONY: build test demo bench fuzz clean fresh-debian
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/idemctl/idemctl/internal/cli.Version=$(VERSION) -X github.com/idemctl/idemctl/internal/cli.Commit=$(COMMIT)
+
 build:
-	go build -o bin/idemctl ./cmd/idemctl
+	go build -ldflags "$(LDFLAGS)" -o bin/idemctl ./cmd/idemctl
 
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:

@@ -20,6 +20,10 @@ type versionInfo struct {
 	CodeVersion   int    `json:"code_version"`
 }
 
+// Commit is set at build time (make build: -ldflags "-X .../internal/cli.Commit=...")
+// for builds whose Go build information has no VCS stamp (a git worktree).
+var Commit = ""
+
 func currentVersion() versionInfo {
 	v := versionInfo{Version: Version, Commit: "unknown", Go: runtime.Version(),
 		SchemaVersion: migrations.SchemaVersion(), CodeVersion: migrations.CodeVersion}
@@ -32,6 +36,9 @@ func currentVersion() versionInfo {
 				v.Modified = s.Value == "true"
 			}
 		}
+	}
+	if v.Commit == "unknown" && Commit != "" {
+		v.Commit = Commit
 	}
 	return v
 }
