@@ -20,22 +20,19 @@ import (
 // run executes a command line against dsn with non-terminal streams.
 func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, in, out, errOut := Test(false)
-	in.WriteString(stdin)
-	f := NewFactory(ios)
-	defer f.Close()
-	if dsn != "" {
-		args = append(args, "--dsn", dsn)
-	}
-	code = Run(context.Background(), f, args)
-	return code, out.String(), errOut.String()
+	return runOn(t, false, dsn, stdin, args...)
 }
 
 // runTTY executes a command line against dsn with streams that act as a
 // terminal (80 columns); stdin holds the answers to its questions.
 func runTTY(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, in, out, errOut := Test(true)
+	return runOn(t, true, dsn, stdin, args...)
+}
+
+func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, in, out, errOut := Test(tty)
 	in.WriteString(stdin)
 	f := NewFactory(ios)
 	defer f.Close()

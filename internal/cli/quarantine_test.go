@@ -24,14 +24,7 @@ import (
 // runQ executes a command line against dsn with non-terminal streams.
 func runQ(t *testing.T, dsn string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, _, out, errOut := Test(false)
-	f := NewFactory(ios)
-	defer f.Close()
-	if dsn != "" {
-		args = append(args, "--dsn", dsn)
-	}
-	code = Run(context.Background(), f, args)
-	return code, out.String(), errOut.String()
+	return run(t, dsn, "", args...)
 }
 
 // execSub runs one subcommand built with a capturing runF and returns the
