@@ -737,3 +737,42 @@ func TestPlanNeedsASourceBesidesTheManualOne(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotZero(t, p.ID)
 }
+
+// A plan expires: past it the database refuses to approve it or to start its
+// purge (its proof is stale); the expiry is bounded.
+func TestPlanExpires(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	before := f.primaryNow().Add(-24 * time.Hour)
+	for _, d := range []time.Duration{time.Second, 31 * 24 * time.Hour} {
+		_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+			AcceptUnbounded: true, ExpiresIn: d})
+		assert.ErrorIs(t, err, horizon.ErrInvalidPolicy, "expires in %s", d)
+	}
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+		AcceptUnbounded: true})
+	require.NoError(t, err)
+	require.NotNil(t, p.ExpiresAt)
+	assert.WithinDuration(t, f.primaryNow().Add(horizon.DefaultPlanExpiry), *p.ExpiresAt, time.Minute)
+
+	// The plan's clock runs out (moved by the schema owner, as time would).
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("UPDATE idem.horizon_plan SET expires_at = now() - interval '1 second' WHERE id = %d", p.ID))
+	_, err = horizon.Approve(f.ctx, f.bob, p.ID, "bob")
+	require.ErrorIs(t, err, horizon.ErrPlanExpired)
+	assert.Contains(t, err.Error(), "stale")
+	got, err := horizon.GetPlan(f.ctx, f.pool, p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, horizon.StatePlanned, got.State, "nothing approved")
+
+	// Approved in time, then expired before its purge started: refused too.
+	p2, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+		AcceptUnbounded: true})
+	require.NoError(t, err)
+	_, err = horizon.Approve(f.ctx, f.bob, p2.ID, "bob")
+	require.NoError(t, err)
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("UPDATE idem.horizon_plan SET expires_at = now() - interval '1 second' WHERE id = %d", p2.ID))
+	_, err = horizon.Purge(f.ctx, f.pool, p2.ID, horizon.PurgeOptions{Operator: "alice"})
+	require.ErrorIs(t, err, horizon.ErrPlanExpired)
+	assert.EqualValues(t, 10, f.count("SELECT count(*) FROM idem.inbox_body WHERE op_class = $1", projClass), "nothing purged")
+}

@@ -81,7 +81,7 @@ func horizonErr(err error) error {
 	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrUnboundedHorizon, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
 		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
 		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
-		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
+		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPlanExpired, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
 		horizon.ErrSecretInConfig, horizon.ErrInvalidCorrection, horizon.ErrCorrectionNotFound} {
 		if errors.Is(err, refusal) {
 			return withCode(ExitInvalid, err)
@@ -425,8 +425,10 @@ type HorizonPlanOptions struct {
 	DropTombstones bool
 	// AcceptUnbounded is --accept-unbounded-horizon.
 	AcceptUnbounded bool
-	Operator        string
-	f               *Factory
+	// ExpiresIn is --expires-in.
+	ExpiresIn time.Duration
+	Operator  string
+	f         *Factory
 }
 
 // NewCmdHorizonPlan builds `idemctl horizon plan`.
@@ -450,6 +452,10 @@ archives could replay. Add them (idemctl horizon source add), or, when
 nothing else can replay the class, say so with --accept-unbounded-horizon.
 A cutoff inside the safety margin is always refused.
 
+A plan expires (--expires-in, default 7d, from 1m to 30d): past it, its
+proof is stale and the database refuses to approve it or to start its purge
+(a purge already running resumes); cancel it and plan again.
+
 --drop-tombstones plans the removal of the class's tombstones themselves (a
 second proof; horizon classes only, never forever ones).
 
@@ -465,6 +471,9 @@ second proof; horizon classes only, never forever ones).
 			if opts.Margin <= 0 {
 				return usageErr("--margin must be positive")
 			}
+			if opts.ExpiresIn < time.Minute || opts.ExpiresIn > 30*24*time.Hour {
+				return usageErr("--expires-in must be between 1m and 720h (30 days), got %s", opts.ExpiresIn)
+			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -479,6 +488,7 @@ second proof; horizon classes only, never forever ones).
 	cmd.Flags().DurationVar(&opts.Margin, "margin", horizon.DefaultMargin, "safety margin for clock skew between sources and the primary")
 	cmd.Flags().BoolVar(&opts.DropTombstones, "drop-tombstones", false, "plan the removal of tombstones (horizon classes only)")
 	cmd.Flags().BoolVar(&opts.AcceptUnbounded, "accept-unbounded-horizon", false, "allow a plan with no source but the manual one (nothing else can replay the class)")
+	cmd.Flags().DurationVar(&opts.ExpiresIn, "expires-in", horizon.DefaultPlanExpiry, "the plan can be approved and started for this long (1m to 720h)")
 	return cmd
 }
 
@@ -492,7 +502,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 		return withCode(ExitUsage, err)
 	}
 	p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: opts.Class, Before: before, Contract: opts.Contract,
-		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded})
+		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded, ExpiresIn: opts.ExpiresIn})
 	var pe *horizon.ProofError
 	if errors.As(err, &pe) && !opts.JSON {
 		_ = printEvidence(&IOStreams{Out: opts.IO.ErrOut}, pe.Evidence)
@@ -523,6 +533,9 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		{"purged", humanCount(p.Purged)},
 		{"planned", p.PlannedBy + " at " + formatStamp(p.PlannedAt)},
 		{"contract", orDash(p.Contract)},
+	}
+	if p.ExpiresAt != nil {
+		rows = append(rows, []string{"expires", formatStamp(*p.ExpiresAt) + " (approve and start the purge before)"})
 	}
 	if p.ApprovedBy != "" {
 		rows = append(rows, []string{"approved", p.ApprovedBy + " at " + formatStamp(*p.ApprovedAt)})
