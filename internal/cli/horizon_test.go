@@ -103,6 +103,8 @@ func TestHorizonCommandOptions(t *testing.T) {
 		{"corrections add without reason", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--op", "o"}},
 		{"corrections add without op", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--reason", "r"}},
 		{"corrections done bad id", NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { return never(o) }), []string{"0"}},
+		{"plan expiring too soon", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "10s"}},
+		{"plan expiring too late", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "1000h"}},
 	}
 	for _, c := range bad {
 		assert.Equal(t, ExitUsage, execSub(t, c.cmd, c.args...), c.name)
