@@ -347,17 +347,11 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 	if err != nil {
 		return err
 	}
-	if !opts.Yes && opts.IO.CanPrompt() {
-		rec, err := quarantine.Show(ctx, pool, opts.ID)
-		if err != nil {
-			return quarantineErr(err, ExitInvalid)
-		}
-		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
+	if err := confirmDecision(ctx, opts.IO, pool, opts.ID, opts.Yes, func(rec quarantine.Record) string {
+		return fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
 			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
-		if !confirmAction(opts.IO, question) {
-			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-			return silentExit{ExitFailure}
-		}
+	}); err != nil {
+		return err
 	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
 	if err != nil {
@@ -452,17 +446,11 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 	if err != nil {
 		return err
 	}
-	if !opts.Yes && opts.IO.CanPrompt() {
-		rec, err := quarantine.Show(ctx, pool, opts.ID)
-		if err != nil {
-			return quarantineErr(err, ExitInvalid)
-		}
-		question := fmt.Sprintf("Run the incoming payload of record %d (%s, %d change(s) from %s/%s) as operation %s/%s?",
+	if err := confirmDecision(ctx, opts.IO, pool, opts.ID, opts.Yes, func(rec quarantine.Record) string {
+		return fmt.Sprintf("Run the incoming payload of record %d (%s, %d change(s) from %s/%s) as operation %s/%s?",
 			rec.ID, rec.IncomingClass, len(rec.Diff), rec.Tenant, rec.OperationID, rec.Tenant, opts.NewOperationID)
-		if !confirmAction(opts.IO, question) {
-			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-			return silentExit{ExitFailure}
-		}
+	}); err != nil {
+		return err
 	}
 	acc, err := quarantine.AcceptAsNew(ctx, pool, opts.ID, opts.NewOperationID, opts.Operator, opts.Reason)
 	if err != nil {
@@ -647,6 +635,23 @@ func clipText(s string, max int) string {
 		return s
 	}
 	return string(r[:max-1]) + "…"
+}
+
+// confirmDecision shows a record's question on a terminal (unless yes) and
+// ends the command with exit 1, nothing done, unless the answer is yes.
+func confirmDecision(ctx context.Context, io *IOStreams, db idem.DBTX, id int64, yes bool, question func(quarantine.Record) string) error {
+	if yes || !io.CanPrompt() {
+		return nil
+	}
+	rec, err := quarantine.Show(ctx, db, id)
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	if !confirmAction(io, question(rec)) {
+		fmt.Fprintln(io.ErrOut, "nothing done")
+		return silentExit{ExitFailure}
+	}
+	return nil
 }
 
 // needYes refuses a confirming command without a terminal to ask on and
