@@ -1,11 +1,15 @@
-.PHONY: build test demo bench fuzz clean
+.PHONY: build test demo bench fuzz clean fresh-debian
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/idemctl/idemctl/internal/cli.Version=$(VERSION) -X github.com/idemctl/idemctl/internal/cli.Commit=$(COMMIT)
 
 build:
-	go build -o bin/idemctl ./cmd/idemctl
+	go build -ldflags "$(LDFLAGS)" -o bin/idemctl ./cmd/idemctl
 
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:
-	scripts/test.sh
+	scripts/test.sh $(ARGS)
 
 # The main job on a local default database.
 demo:
@@ -14,6 +18,11 @@ demo:
 # Benchmarks of the executor and the canonical hash (see BENCHMARKS.md).
 bench:
 	scripts/bench.sh
+
+# make demo and make test on a scratch cluster with Debian's default
+# authentication (peer on the socket, scram-sha-256 on TCP); needs root.
+fresh-debian:
+	scripts/fresh-debian.sh
 
 fuzz:
 	go test ./idem -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s

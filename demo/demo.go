@@ -94,3 +94,17 @@ func Digest() string {
 	sum := sha256.Sum256([]byte(installSQL + OwnerRole))
 	return hex.EncodeToString(sum[:])[:8]
 }
+
+// Postings counts the ledger postings of one operation: a transfer applied
+// once has exactly one, whatever the retries.
+func Postings(ctx context.Context, db interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, tenant, operationID string) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, "SELECT count(*) FROM demo.posting WHERE tenant_id = $1 AND operation_id = $2",
+		tenant, operationID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count postings of %s/%s: %w", tenant, operationID, err)
+	}
+	return n, nil
+}

@@ -288,7 +288,7 @@ func BenchmarkPurge(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "bench.projection", Before: cutoff, Operator: "alice"})
+			p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "bench.projection", Before: cutoff, Operator: "alice", AcceptUnbounded: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -141,7 +141,7 @@ func (f *fixture) replay(tenant, op string, payload string) (idem.Result, bool, 
 // bob approve it.
 func (f *fixture) planApproved(before time.Time) horizon.Plan {
 	f.t.Helper()
-	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(f.t, err)
 	p, err = horizon.Approve(f.ctx, f.bob, p.ID, "bob")
 	require.NoError(f.t, err)
@@ -219,7 +219,7 @@ func TestPostgresSource(t *testing.T) {
 		assert.NotContains(t, ev.Reason, dbtest.TestPassword, name)
 	}
 	assert.False(t, rep.Proven)
-	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: early, Operator: "alice"})
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: early, Operator: "alice", AcceptUnbounded: true})
 	var pe *horizon.ProofError
 	require.ErrorAs(t, err, &pe)
 	assert.ErrorIs(t, err, horizon.ErrNotProven)
@@ -244,7 +244,9 @@ func TestManualSourceAndCorrections(t *testing.T) {
 	m := evidenceOf(t, rep, horizon.ManualSource)
 	assert.Equal(t, horizon.Enumerating, m.Mode)
 	assert.EqualValues(t, 1, m.Pinned)
-	assert.True(t, rep.Proven)
+	assert.Equal(t, horizon.VerdictClosed, m.Verdict)
+	assert.True(t, rep.Unbounded, "the manual source alone bounds nothing outside")
+	assert.False(t, rep.Proven, "the manual source alone proves nothing about topics, DLQs and archives")
 
 	// Another operator marks it done.
 	_, err = horizon.DoneCorrection(f.ctx, f.bob, c.ID, "bob")
@@ -275,13 +277,13 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	before := f.primaryNow().Add(-time.Hour)
-	_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice"})
+	_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice", AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrContractRequired)
 	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
-		Contract: "LEGAL-2026-17", DropTombstones: true})
+		Contract: "LEGAL-2026-17", DropTombstones: true, AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrForeverTombstones)
 	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
-		Contract: "LEGAL-2026-17"})
+		Contract: "LEGAL-2026-17", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.Equal(t, "LEGAL-2026-17", p.Contract)
 	assert.Equal(t, horizon.Forever, p.Retention)
@@ -291,7 +293,7 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 	// without posting anything.
 	f.seed("demo.transfer", "t1", "pay-", 5, 10*24*time.Hour, time.Minute)
 	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: "demo.transfer", Before: before, Operator: "alice",
-		Contract: "LEGAL-2026-17"})
+		Contract: "LEGAL-2026-17", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 5, p.Candidates)
 	_, err = horizon.Approve(f.ctx, f.bob, p.ID, "bob")
@@ -317,9 +319,9 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 	now := f.primaryNow()
 	// A requested cutoff inside the safety margin is refused by the
 	// database, min-age or not; just outside it, min-age sets the cutoff.
-	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now, Operator: "alice"})
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now, Operator: "alice", AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrInsideMargin)
-	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now.Add(-2 * horizon.DefaultMargin), Operator: "alice"})
+	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now.Add(-2 * horizon.DefaultMargin), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.WithinDuration(t, now.Add(-minAge), p.Cutoff, time.Minute)
 	_, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice", "")
@@ -339,7 +341,7 @@ func TestFourEyes(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.seed(projClass, "t1", "op-", 5, 10*24*time.Hour, time.Minute)
-	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: f.primaryNow().Add(-24 * time.Hour), Operator: "alice"})
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: f.primaryNow().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 5, p.Candidates)
 	assert.Equal(t, dbtest.PersonOperator, p.PlannedPerson)
@@ -469,7 +471,7 @@ func TestPurgeAndLateReplays(t *testing.T) {
 
 	// Tombstones of a horizon class go after a second proof, approved by
 	// another person.
-	tp, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", DropTombstones: true})
+	tp, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", DropTombstones: true, AcceptUnbounded: true})
 	require.NoError(t, err)
 	// op-10's tombstone is held by the conflict quarantined above.
 	assert.Equal(t, p.Candidates-1, tp.Candidates)
@@ -717,4 +719,60 @@ func TestSourcesAreAudited(t *testing.T) {
 	err = horizon.AddSource(f.ctx, f.app, horizon.Source{Name: "app", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/x"}}, "svc")
 	assert.Error(t, err)
 	assert.Zero(t, f.count("SELECT count(*) FROM idem.horizon_source"))
+}
+
+// A plan resting on the manual source alone is refused unless the operator
+// accepts an unbounded horizon; with a real source, it is not needed.
+func TestPlanNeedsASourceBesidesTheManualOne(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	before := f.primaryNow().Add(-24 * time.Hour)
+	_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	require.ErrorIs(t, err, horizon.ErrUnboundedHorizon)
+	assert.Contains(t, err.Error(), "--accept-unbounded-horizon")
+	assert.Zero(t, f.count("SELECT count(*) FROM idem.horizon_plan"), "a refused plan records nothing")
+
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", AcceptUnbounded: true})
+	require.NoError(t, err)
+	assert.NotZero(t, p.ID)
+}
+
+// A plan expires: past it the database refuses to approve it or to start its
+// purge (its proof is stale); the expiry is bounded.
+func TestPlanExpires(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	before := f.primaryNow().Add(-24 * time.Hour)
+	for _, d := range []time.Duration{time.Second, 31 * 24 * time.Hour} {
+		_, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+			AcceptUnbounded: true, ExpiresIn: d})
+		assert.ErrorIs(t, err, horizon.ErrInvalidPolicy, "expires in %s", d)
+	}
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+		AcceptUnbounded: true})
+	require.NoError(t, err)
+	require.NotNil(t, p.ExpiresAt)
+	assert.WithinDuration(t, f.primaryNow().Add(horizon.DefaultPlanExpiry), *p.ExpiresAt, time.Minute)
+
+	// The plan's clock runs out (moved by the schema owner, as time would).
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("UPDATE idem.horizon_plan SET expires_at = now() - interval '1 second' WHERE id = %d", p.ID))
+	_, err = horizon.Approve(f.ctx, f.bob, p.ID, "bob")
+	require.ErrorIs(t, err, horizon.ErrPlanExpired)
+	assert.Contains(t, err.Error(), "stale")
+	got, err := horizon.GetPlan(f.ctx, f.pool, p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, horizon.StatePlanned, got.State, "nothing approved")
+
+	// Approved in time, then expired before its purge started: refused too.
+	p2, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice",
+		AcceptUnbounded: true})
+	require.NoError(t, err)
+	_, err = horizon.Approve(f.ctx, f.bob, p2.ID, "bob")
+	require.NoError(t, err)
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("UPDATE idem.horizon_plan SET expires_at = now() - interval '1 second' WHERE id = %d", p2.ID))
+	_, err = horizon.Purge(f.ctx, f.pool, p2.ID, horizon.PurgeOptions{Operator: "alice"})
+	require.ErrorIs(t, err, horizon.ErrPlanExpired)
+	assert.EqualValues(t, 10, f.count("SELECT count(*) FROM idem.inbox_body WHERE op_class = $1", projClass), "nothing purged")
 }

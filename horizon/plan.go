@@ -52,6 +52,12 @@ var (
 	// ErrNoPerson: the login maps to no person (idemctl person add), so it
 	// can neither plan, approve nor run a purge.
 	ErrNoPerson = errors.New("the database login maps to no person")
+	// ErrUnboundedHorizon: no source but the built-in manual one (pending
+	// corrections) proves anything: nothing says what the live topics,
+	// dead-letter queues and archives could still replay.
+	ErrUnboundedHorizon = errors.New("no replay source but the manual one proves the horizon closed")
+	// ErrPlanExpired: the plan is past its expiry: its proof is stale.
+	ErrPlanExpired = errors.New("the purge plan has expired")
 	// ErrInsideMargin: the cutoff lies inside the safety margin.
 	ErrInsideMargin = errors.New("the cutoff lies inside the safety margin")
 	// ErrPurgeRunning: another session is purging this plan, or this session
@@ -120,6 +126,9 @@ type Plan struct {
 	Purged     int64      `json:"purged"`
 	Batches    int        `json:"batches"`
 	Proof      []Evidence `json:"proof,omitempty"`
+	// ExpiresAt is when the plan can no longer be approved or started (nil:
+	// a plan made before plans expired).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // Margin returns the plan's safety margin.
@@ -134,7 +143,7 @@ func scanPlan(row pgx.Row) (Plan, error) {
 	err := row.Scan(&p.ID, &p.Class, &p.Action, &state, &ret, &p.MinAgeSec, &p.Contract, &p.Before, &p.Cutoff, &p.MarginSec,
 		&p.PlannedAt, &p.PlannedBy, &p.PlannedPerson, &p.ApprovedAt, &p.ApprovedBy, &p.ApprovedPerson,
 		&p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt, &p.AbortedBy, &p.AbortReason,
-		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof)
+		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof, &p.ExpiresAt)
 	p.State, p.Retention = State(state), Retention(ret)
 	return p, err
 }
@@ -189,7 +198,18 @@ type PlanOptions struct {
 	// proof; horizon classes only).
 	DropTombstones bool
 	Operator       string
+	// ExpiresIn is how long the plan may wait for its approval and its
+	// purge's start (0: DefaultPlanExpiry; 1 minute to 30 days).
+	ExpiresIn time.Duration
+	// AcceptUnbounded lets a plan rest on the manual source alone
+	// (--accept-unbounded-horizon): the operator states that nothing else
+	// can replay the class.
+	AcceptUnbounded bool
 }
+
+// DefaultPlanExpiry is how long a plan waits for its approval and its
+// purge's start before its proof is taken for stale.
+const DefaultPlanExpiry = 7 * 24 * time.Hour
 
 // MakePlan probes every source, and records the proof and the plan: cutoff,
 // candidates, pins. It is refused when any source fails or bounds the cutoff
@@ -200,6 +220,9 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 	}
 	if o.Margin < 0 {
 		return Plan{}, fmt.Errorf("%w: the margin must be positive", ErrInvalidPolicy)
+	}
+	if o.ExpiresIn == 0 {
+		o.ExpiresIn = DefaultPlanExpiry
 	}
 	if err := checkOperator(o.Operator); err != nil {
 		return Plan{}, err
@@ -237,6 +260,10 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 	if reasons := r.failures(); len(reasons) > 0 {
 		return Plan{}, &ProofError{Reasons: reasons, Evidence: r.evidence}
 	}
+	if r.unbounded() && !o.AcceptUnbounded {
+		return Plan{}, fmt.Errorf("class %s: %w: add every source that can replay it (idemctl horizon source add: live topics, dead-letter queues, archives), or pass --accept-unbounded-horizon if nothing else can",
+			o.Class, ErrUnboundedHorizon)
+	}
 	proof, err := json.Marshal(r.evidence)
 	if err != nil {
 		return Plan{}, err
@@ -246,8 +273,8 @@ func MakePlan(ctx context.Context, pool *pgxpool.Pool, o PlanOptions) (Plan, err
 		contract = o.Contract
 	}
 	var id int64
-	err = pool.QueryRow(ctx, "SELECT id FROM idem.horizon_plan_create($1, $2, $3, make_interval(secs => $4), $5, $6, $7, $8)",
-		o.Class, o.DropTombstones, o.Before, o.Margin.Seconds(), contract, o.Operator, proof, r.runID).Scan(&id)
+	err = pool.QueryRow(ctx, "SELECT id FROM idem.horizon_plan_create($1, $2, $3, make_interval(secs => $4), $5, $6, $7, $8, make_interval(secs => $9))",
+		o.Class, o.DropTombstones, o.Before, o.Margin.Seconds(), contract, o.Operator, proof, r.runID, o.ExpiresIn.Seconds()).Scan(&id)
 	if err != nil {
 		return Plan{}, mapPlanError(err)
 	}
@@ -324,6 +351,7 @@ var planErrors = map[string]error{
 	"IX311": ErrSecretInConfig,
 	"IX313": ErrNoPerson,
 	"IX314": ErrInsideMargin,
+	"IX315": ErrPlanExpired,
 }
 
 // EnsurePartitions creates the inbox body's daily partitions for today and

@@ -331,6 +331,17 @@ func (r *run) failures() []string {
 	return out
 }
 
+// unbounded reports whether no source but the manual one was probed:
+// then nothing bounds or enumerates what the outside world could replay.
+func (r *run) unbounded() bool {
+	for _, ev := range r.evidence {
+		if ev.Kind != KindManual && ev.Verdict != VerdictFailed {
+			return false
+		}
+	}
+	return true
+}
+
 // cleanup forgets the run's enumerated identities.
 func (r *run) cleanup(pool *pgxpool.Pool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -358,8 +369,11 @@ type CheckReport struct {
 	SafeCutoff time.Time  `json:"safe_cutoff"`
 	Evidence   []Evidence `json:"sources"`
 	// Proven is true when every source is closed for the cutoff (Before, or
-	// the safe cutoff).
+	// the safe cutoff) and a source besides the manual one was probed.
 	Proven bool `json:"proven"`
+	// Unbounded is true when no source but the manual one was probed: a
+	// plan then needs --accept-unbounded-horizon.
+	Unbounded bool `json:"unbounded"`
 }
 
 // Check probes every source and judges them against Before (or the safe
@@ -398,6 +412,22 @@ func Check(ctx context.Context, pool *pgxpool.Pool, o CheckOptions) (CheckReport
 		}
 	}
 	rep.Evidence = r.evidence
-	rep.Proven = len(r.failures()) == 0
+	rep.Unbounded = r.unbounded()
+	rep.Proven = len(r.failures()) == 0 && !rep.Unbounded
 	return rep, nil
+}
+
+// ProbeSources probes every source once, without a class or a cutoff
+// (idemctl doctor: can each be reached?). Nothing is recorded.
+func ProbeSources(ctx context.Context, pool *pgxpool.Pool) ([]Evidence, error) {
+	sources, err := ListSources(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	r, err := probeAll(ctx, pool, sources)
+	if err != nil {
+		return nil, err
+	}
+	defer r.cleanup(pool)
+	return r.evidence, nil
 }

@@ -13,8 +13,12 @@ import (
 
 // probeKafka probes a topic (a DLQ or a live topic within its retention).
 //   - bounding: the oldest replayable message is the earliest record
-//     timestamp over the partitions' start offsets (the evidence also keeps
-//     retention.ms and the offsets);
+//     timestamp in the topic (the evidence also keeps retention.ms, the
+//     timestamp type and the offsets). Only under LogAppendTime do
+//     timestamps grow with offsets, so that a partition's first record is
+//     its oldest; under CreateTime (Kafka's default, and what a dead-letter
+//     reporter that keeps the original record's time produces) a later
+//     record can be older, so every record up to the end offsets is read;
 //   - enumerating: every record between the start and end offsets at probe
 //     time is read and its identity headers pinned. A record without them
 //     fails the proof. The record's value is the operation's payload (intake
@@ -41,7 +45,12 @@ func probeKafka(ctx context.Context, s Source, env *probeEnv) (observation, erro
 	if rc.Err != nil {
 		return observation{}, fmt.Errorf("topic %s config: %w", c.Topic, rc.Err)
 	}
+	appendTime := false
 	for _, kv := range rc.Configs {
+		if kv.Key == "message.timestamp.type" && kv.Value != nil {
+			appendTime = *kv.Value == "LogAppendTime"
+			detail["timestamp_type"] = *kv.Value
+		}
 		if kv.Key == "retention.ms" && kv.Value != nil {
 			ms, err := strconv.ParseInt(*kv.Value, 10, 64)
 			if err != nil || ms < -1 {
@@ -114,8 +123,11 @@ func probeKafka(ctx context.Context, s Source, env *probeEnv) (observation, erro
 				obs.oldest = &ts
 			}
 			if mode == Bounding {
-				// The earliest offset's timestamp is the partition's bound.
-				delete(until, r.Partition)
+				// Under LogAppendTime the earliest offset's timestamp is the
+				// partition's bound; otherwise read on to the end offset.
+				if appendTime || r.Offset+1 >= end {
+					delete(until, r.Partition)
+				}
 				return
 			}
 			var tenant, op string

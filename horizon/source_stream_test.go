@@ -127,6 +127,36 @@ func TestNATSSource(t *testing.T) {
 	}
 }
 
+// Under CreateTime (the default) a later record can be older than the
+// first: the bound is the true oldest, not the first record's time.
+func TestKafkaBoundingFindsTheTrueOldest(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.seed(projClass, "t1", "op-", 10, 10*24*time.Hour, time.Minute)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "skewed"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	recent := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	old := time.Now().Add(-9 * 24 * time.Hour).Truncate(time.Millisecond)
+	for _, ts := range []time.Time{recent, old, recent.Add(time.Minute)} {
+		// A dead-letter reporter keeps the original record's timestamp.
+		require.NoError(t, cl.ProduceSync(f.ctx, &kgo.Record{Topic: "skewed", Value: []byte(`{}`), Timestamp: ts}).FirstErr())
+	}
+	f.addSource(horizon.Source{Name: "kafka-skewed", Kind: horizon.KindKafka,
+		Config: horizon.SourceConfig{Brokers: c.ListenAddrs(), Topic: "skewed"}})
+	before := f.primaryNow().Add(-2 * 24 * time.Hour)
+	rep, err := horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	ev := evidenceOf(t, rep, "kafka-skewed")
+	require.NotNil(t, ev.Oldest, ev.Reason)
+	assert.WithinDuration(t, old, *ev.Oldest, time.Millisecond, "the oldest record, not the first")
+	assert.Equal(t, horizon.VerdictOpen, ev.Verdict, "a message from 9 days ago blocks a cutoff 2 days ago")
+	assert.False(t, rep.Proven)
+}
+
 func TestKafkaSource(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -179,7 +209,7 @@ func TestKafkaSource(t *testing.T) {
 	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "kafka-bound").Verdict)
 	assert.EqualValues(t, 3, evidenceOf(t, rep, "kafka-enum").Pinned)
 	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "kafka-bound", "alice"))
-	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice"})
+	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, p.Pinned)
 	assert.EqualValues(t, 7, p.Candidates)
@@ -236,7 +266,7 @@ func TestArchiveSource(t *testing.T) {
 	assert.Equal(t, horizon.VerdictFailed, a.Verdict)
 	assert.Contains(t, a.Reason, "2026-11-03.ndjson:2")
 	assert.Equal(t, horizon.VerdictFailed, evidenceOf(t, rep, "gone").Verdict)
-	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice"})
+	_, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: before, Operator: "alice", AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrNotProven)
 }
 

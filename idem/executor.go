@@ -120,6 +120,9 @@ func Prepare(cmd Command, lim PayloadLimits) (Prepared, error) {
 		if !v.IsValid() || v.Kind() != '{' {
 			return Prepared{}, fmt.Errorf("%w: must be a JSON object", ErrInvalidTransport)
 		}
+		if hasNULEscape(cmd.Transport) {
+			return Prepared{}, fmt.Errorf("%w: it contains U+0000 (\\u0000), which PostgreSQL jsonb cannot store; drop or encode that value", ErrInvalidTransport)
+		}
 	}
 	canonical, hash, err := Canonicalize(cmd.Payload, lim)
 	if err != nil {

@@ -566,6 +566,16 @@ func TestNULIsRefusedBeforeTheDatabase(t *testing.T) {
 	cmd.Payload = []byte(`{"from":"a","to":"b","amount":1,"currency":"EUR","memo":"x\\u0000y"}`)
 	_, err = idem.Prepare(cmd, idem.PayloadLimits{})
 	assert.NoError(t, err)
+
+	// The transport is jsonb too: a NUL there is invalid, named, before the
+	// database (which would answer 22P05).
+	cmd.Transport = []byte(`{"topic":"payments","key":"a\u0000b"}`)
+	_, err = idem.Prepare(cmd, idem.PayloadLimits{})
+	assert.ErrorIs(t, err, idem.ErrInvalidTransport)
+	assert.Contains(t, err.Error(), "U+0000")
+	cmd.Transport = []byte(`{"topic":"payments","key":"a\\u0000b"}`)
+	_, err = idem.Prepare(cmd, idem.PayloadLimits{})
+	assert.NoError(t, err)
 }
 
 // TestConflictOfAnotherClassIsItsOwnRecord: the same identity and payload sent

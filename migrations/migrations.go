@@ -131,12 +131,14 @@ func Digest() string {
 	if err != nil {
 		return "invalid"
 	}
+	// Numbers and names count, not only contents: a migration renumbered
+	// (at a merge) must not reuse a template recorded under its old number.
 	h := sha256.New()
 	for _, m := range all {
-		h.Write([]byte(m.Checksum))
+		fmt.Fprintf(h, "%03d_%s %s\n", m.Version, m.Name, m.Checksum)
 	}
 	for _, o := range objs {
-		h.Write([]byte(o.Checksum))
+		fmt.Fprintf(h, "%s %s\n", o.Key(), o.Checksum)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -19,19 +19,37 @@ func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
 	if s.WriteErr != nil {
 		writeErr = strings.Join(strings.Fields(s.WriteErr.Error()), " ")
 	}
+	return appendRun(ctx, db, "resolve.run", s, map[string]any{
+		"started_at": s.StartedAt, "finished_at": s.FinishedAt,
+		"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
+		"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
+	})
+}
+
+// AuditRunStart records that a run starts (action resolve.start), before
+// it reads its first operation: a run that an outage or a kill stops before
+// its end (and its resolve.run record) still leaves a trace of what it was
+// about to do, with its input's name and SHA-256 when known. The row's own
+// time (the database clock) is the start.
+func AuditRunStart(ctx context.Context, db audit.DBTX, s RunSummary) error {
+	return appendRun(ctx, db, "resolve.start", s, nil)
+}
+
+// appendRun appends one record of run s (target resolve:<source>): what
+// names the input, and details.
+func appendRun(ctx context.Context, db audit.DBTX, action string, s RunSummary, details map[string]any) error {
 	target := "resolve:" + s.Source
 	if len(target) > audit.MaxTargetBytes {
 		target = target[:audit.MaxTargetBytes]
 	}
-	_, err := audit.Append(ctx, db, audit.Entry{
-		Actor:  s.Operator,
-		Action: "resolve.run",
-		Target: target,
-		Details: map[string]any{
-			"source": s.Source, "dry_run": s.DryRun, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
-			"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-			"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
-		},
-	})
+	var digest any // JSON null when the input's digest is not known
+	if s.InputSHA256 != "" {
+		digest = s.InputSHA256
+	}
+	d := map[string]any{"source": s.Source, "input_sha256": digest, "dry_run": s.DryRun}
+	for k, v := range details {
+		d[k] = v
+	}
+	_, err := audit.Append(ctx, db, audit.Entry{Actor: s.Operator, Action: action, Target: target, Details: d})
 	return err
 }

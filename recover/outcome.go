@@ -112,7 +112,11 @@ type RunSummary struct {
 	Operator string
 	// Source names the input: a file name, "-" for stdin, or "command line".
 	Source string
-	DryRun bool
+	// InputSHA256 is the hex SHA-256 of the whole input, when the caller
+	// knows it (a file; stdin read to its end), so that the record names the
+	// input by content as well as by name.
+	InputSHA256 string
+	DryRun      bool
 	// StartedAt and FinishedAt come from the database clock.
 	StartedAt  time.Time
 	FinishedAt time.Time

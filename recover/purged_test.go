@@ -36,7 +36,7 @@ func TestPurgedIdentities(t *testing.T) {
 	// Four eyes: alice plans, bob (another person, another login) approves.
 	var now time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT now()").Scan(&now))
-	p, err := horizon.MakePlan(b.ctx, b.pool, horizon.PlanOptions{Class: "proj.count", Before: now.Add(-24 * time.Hour), Operator: "alice"})
+	p, err := horizon.MakePlan(b.ctx, b.pool, horizon.PlanOptions{Class: "proj.count", Before: now.Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	_, err = horizon.Approve(b.ctx, dbtest.PoolAs(t, b.dsn, dbtest.Operator2, 1), p.ID, "bob")
 	require.NoError(t, err)

@@ -17,18 +17,25 @@ go build -o bin/idemctl ./cmd/idemctl
 
 admin=${IDEMCTL_DEMO_ADMIN_DSN:-}
 if [ -z "$admin" ]; then
-	scripts/pg-up.sh
-	psql -h 127.0.0.1 -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname = 'idemctl_demo'" | grep -q 1 ||
-		psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE idemctl_demo"
-	admin="postgres://postgres@127.0.0.1:5432/idemctl_demo?sslmode=disable"
+	base=$(scripts/pg-up.sh)
+	server="$base/postgres?sslmode=disable"
+	psql -w "$server" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'idemctl_demo'" | grep -q 1 ||
+		psql -w "$server" -qc "CREATE DATABASE idemctl_demo"
+	admin="$base/idemctl_demo?sslmode=disable"
 	# The local demo database is ours: if another idemctl made it with a
 	# schema this one cannot take, start it afresh.
 	if ! bin/idemctl migrate --status -o json --dsn "$admin" >/dev/null 2>&1 ||
 		bin/idemctl migrate --status -o json --dsn "$admin" | grep -q '"state":"DRIFTED"'; then
 		echo "demo: idemctl_demo was made by another version of idemctl; recreating it" >&2
-		psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE idemctl_demo WITH (FORCE)" -c "CREATE DATABASE idemctl_demo"
+		psql -w "$server" -qc "DROP DATABASE idemctl_demo WITH (FORCE)" -c "CREATE DATABASE idemctl_demo"
 	fi
 fi
+# Where the demo's logins connect: the admin connection's host and port.
+demo_host=$(sed -n 's#^[a-z]*://[^@]*@\([^:/]*\).*#\1#p' <<<"$admin")
+demo_port=$(sed -n 's#^[a-z]*://[^@]*@[^:/]*:\([0-9]*\).*#\1#p' <<<"$admin")
+demo_db=$(sed -n 's#^[a-z]*://[^/]*/\([^?]*\).*#\1#p' <<<"$admin")
+: "${demo_host:=127.0.0.1}" "${demo_port:=5432}" "${demo_db:=idemctl_demo}"
+echo "demo: database $demo_db on $demo_host:$demo_port (never IDEMCTL_DSN)" >&2
 
 echo "== as the admin: idemctl migrate, idemctl demo init, logins and persons"
 if ! bin/idemctl migrate -o table --dsn "$admin"; then
@@ -61,7 +68,8 @@ services=bin/demo.pg_service.conf
 umask 077
 {
 	for who in alice bob auditor app; do
-		printf '[demo-%s]\nhost=127.0.0.1\nport=5432\ndbname=idemctl_demo\nuser=idemctl_demo_%s\npassword=idemctl_demo_%s-demo-password\nsslmode=disable\n\n' "$who" "$who" "$who"
+		printf '[demo-%s]\nhost=%s\nport=%s\ndbname=%s\nuser=idemctl_demo_%s\npassword=idemctl_demo_%s-demo-password\nsslmode=disable\n\n' \
+			"$who" "$demo_host" "$demo_port" "$demo_db" "$who" "$who"
 	done
 } >"$services"
 umask 022
@@ -128,12 +136,13 @@ serve_pid=
 
 echo
 echo "== four eyes: alice plans a purge of demo.transfer, alice may not approve it, bob does"
-plan=$(bin/idemctl horizon plan --class demo.transfer --before 1h --contract DEMO-RETENTION-1 -o json \
+echo "   (the demo has no topic, DLQ or archive that could replay it: alice says so with --accept-unbounded-horizon)"
+plan=$(bin/idemctl horizon plan --class demo.transfer --before 1h --contract DEMO-RETENTION-1 --accept-unbounded-horizon -o json \
 	--dsn "$(as alice)" --operator alice | sed -n 's/.*"id":\([0-9]*\).*/\1/p' | head -1)
 echo "plan #$plan recorded by alice"
-bin/idemctl horizon approve "$plan" --dsn "$(as alice)" --operator not-alice ||
+bin/idemctl horizon approve "$plan" --yes --dsn "$(as alice)" --operator not-alice ||
 	echo "(exit code $?: the same person, whatever --operator says)"
-bin/idemctl horizon approve "$plan" -o table --dsn "$(as bob)" --operator bob
+bin/idemctl horizon approve "$plan" --yes -o table --dsn "$(as bob)" --operator bob
 bin/idemctl horizon purge "$plan" --yes -o table --dsn "$(as alice)" --operator alice
 
 echo

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Run every test against a real PostgreSQL, with the race detector, after
 # gofmt, go vet and staticcheck. With TEST_DATABASE_URL unset, the local
-# server is started if needed and its database "test" is created.
+# server is started if needed (scripts/pg-up.sh says what it does to log in
+# as a superuser) and its database "test" is created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	scripts/pg-up.sh
-	export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	psql -h 127.0.0.1 -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 ||
-		psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE test"
+	base=$(scripts/pg-up.sh)
+	export TEST_DATABASE_URL="$base/test?sslmode=disable"
+	psql -w "$base/postgres?sslmode=disable" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 ||
+		psql -w "$base/postgres?sslmode=disable" -qc "CREATE DATABASE test"
+	echo "test: against $(sed 's#://\([^:@]*\):[^@]*@#://\1:xxxxx@#' <<<"$TEST_DATABASE_URL")" >&2
 fi
 
 # Leftovers of interrupted runs on this host: per-test databases whose test
@@ -42,4 +44,6 @@ if ! [ -x "$staticcheck" ] || ! "$staticcheck" -version 2>/dev/null | grep -q "$
 fi
 "$staticcheck" ./...
 
-go test -race -count=1 -timeout 20m "$@" ./...
+# TEST_PACKAGES narrows the packages tested (scripts/fresh-debian.sh).
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 20m "$@" ${TEST_PACKAGES:-./...}

@@ -498,7 +498,7 @@ func TestModelHorizonDatabase(t *testing.T) {
 	seed("a-", 40)
 	var now time.Time
 	require.NoError(t, pool.QueryRow(ctx, "SELECT now()").Scan(&now))
-	plan, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice"})
+	plan, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	require.EqualValues(t, 40, plan.Candidates)
 
@@ -546,7 +546,7 @@ func TestModelHorizonDatabase(t *testing.T) {
 
 	// The horizon moves after approval: a source now holds an older message.
 	seed("b-", 10)
-	plan2, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice"})
+	plan2, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: "proj.view", Before: now.Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	_, err = horizon.Approve(ctx, bob, plan2.ID, "bob")
 	require.NoError(t, err)

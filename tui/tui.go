@@ -61,6 +61,10 @@ type Options struct {
 	// Clipboard puts text on the terminal's clipboard; Run sets it to OSC 52
 	// on its output.
 	Clipboard func(string)
+	// Problem, when set, is why the console cannot work on this database
+	// (no schema idem, one of another version, a standby): it shows that,
+	// with what to do, instead of views that would look empty.
+	Problem string
 }
 
 // Tab is one of the views.
@@ -110,6 +114,8 @@ type Model struct {
 	// The banner last drawn and since when, for successTTL.
 	banSeen  banner
 	banSince time.Time
+	// problem replaces every view (Options.Problem).
+	problem string
 
 	queue     *queueView
 	resolve   *resolveView
@@ -147,7 +153,7 @@ func New(o Options) *Model {
 		Operator: o.Operator, Database: o.Database,
 		Now: o.Now, Base: base, Timeout: o.Timeout, Clipboard: o.Clipboard,
 	}
-	m := &Model{ctx: c, cancel: cancel, help: newHelp(st)}
+	m := &Model{ctx: c, cancel: cancel, help: newHelp(st), problem: o.Problem}
 	m.queue = newQueueView(c, o.Services.Quarantine, o.Refresh)
 	m.resolve = newResolveView(c, o.Services.Resolve, o.StepDelay)
 	m.horizon = newHorizonView(c, o.Services.Horizon)
@@ -174,6 +180,9 @@ func (m *Model) Context() *Context { return m.ctx }
 
 // Init loads the queue, the view the console opens on.
 func (m *Model) Init() tea.Cmd {
+	if m.problem != "" {
+		return nil
+	}
 	return m.queue.activate()
 }
 
@@ -214,6 +223,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	v := m.views[m.active]
 	if key.Matches(msg, g.ForceQuit) {
 		return m.quitCmd()
+	}
+	if m.problem != "" {
+		if key.Matches(msg, g.Quit) || key.Matches(msg, g.Back) {
+			return m.quitCmd()
+		}
+		return nil
 	}
 	if m.full {
 		switch {
@@ -282,6 +297,9 @@ func (m *Model) View() string {
 	}
 	header := m.header(w)
 	tabs := m.tabs(w)
+	if m.problem != "" {
+		return m.problemView(w)
+	}
 	v := m.views[m.active]
 	bodyH := c.bodyHeight()
 	var body string
@@ -313,6 +331,19 @@ func (m *Model) helpLine(km keys.Combined, w int) string {
 		}
 	}
 	return trunc(hm.ShortHelpView(global), w)
+}
+
+// problemView is the whole screen when the console cannot work on the
+// database: the header (which database), the problem and how to leave.
+func (m *Model) problemView(w int) string {
+	c := m.ctx
+	body := []string{"", c.Styles.Error.Render("idemctl cannot work on this database.")}
+	for _, l := range wrap("error: "+m.problem, w) {
+		body = append(body, c.Styles.Error.Render(l))
+	}
+	body = append(body, "", "Nothing was read or written. Fix it, then start idemctl tui again.")
+	return strings.Join([]string{m.header(w), "", fitLines(body, w, c.Height-headerLines-helpLines),
+		trunc("q quit", w)}, "\n")
 }
 
 func (m *Model) header(w int) string {

@@ -3,7 +3,7 @@ SELECT id, op_class, action, state, retention, coalesce(extract(epoch FROM min_a
        coalesce(contract, ''), before, cutoff, extract(epoch FROM margin)::float8,
        planned_at, planned_by, planned_person, approved_at, coalesce(approved_by, ''), coalesce(approved_person, ''),
        purge_started_at, finished_at, aborted_at, coalesce(aborted_by, ''), coalesce(abort_reason, ''),
-       candidates, pinned, purged, batches, proof
+       candidates, pinned, purged, batches, proof, expires_at
 FROM idem.horizon_plan
 WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR op_class = $2)
 ORDER BY id DESC

@@ -194,7 +194,7 @@ func TestPurgeFunctionsNeedAPurgingPlan(t *testing.T) {
 	var part string
 	require.NoError(t, w.operator.QueryRow(w.ctx, `SELECT part::text FROM idem.inbox_body_partitions()
 		WHERE NOT is_default AND upper_bound <= now() - interval '2 days' ORDER BY lower_bound DESC LIMIT 1`).Scan(&part))
-	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice"})
+	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	before := w.snapshot()
 	for _, tc := range []struct {
@@ -252,7 +252,7 @@ func TestAbortStopsARunningPurge(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	dbtest.Seed(t, w.dsn, projClass, "t1", "op-", 400, 3*24*time.Hour, time.Second)
-	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice"})
+	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	_, err = horizon.Approve(w.ctx, w.second, p.ID, "bob")
 	require.NoError(t, err)
@@ -287,7 +287,7 @@ func TestConflictDuringPurgeKeepsItsEvidence(t *testing.T) {
 			t.Parallel()
 			w := setup(t)
 			dbtest.Seed(t, w.dsn, projClass, "t1", "op-", 30, 3*24*time.Hour, time.Second)
-			p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice"})
+			p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 			require.NoError(t, err)
 			_, err = horizon.Approve(w.ctx, w.second, p.ID, "bob")
 			require.NoError(t, err)
@@ -425,7 +425,7 @@ func TestFourEyesComparesPersons(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	dbtest.Seed(t, w.dsn, projClass, "t1", "op-", 5, 3*24*time.Hour, time.Minute)
-	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice"})
+	p, err := horizon.MakePlan(w.ctx, w.operator, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.Equal(t, dbtest.PersonOperator, p.PlannedPerson)
 	for _, label := range []string{"not-alice", "ALICE", "root"} {
@@ -435,7 +435,7 @@ func TestFourEyesComparesPersons(t *testing.T) {
 	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 2)
 	_, err = horizon.Approve(w.ctx, unmapped, p.ID, "carol")
 	assert.ErrorIs(t, err, horizon.ErrNoPerson)
-	_, err = horizon.MakePlan(w.ctx, unmapped, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "carol"})
+	_, err = horizon.MakePlan(w.ctx, unmapped, horizon.PlanOptions{Class: projClass, Before: time.Now().Add(-24 * time.Hour), Operator: "carol", AcceptUnbounded: true})
 	assert.ErrorIs(t, err, horizon.ErrNoPerson)
 	// A second login of alice's is still alice.
 	require.NoError(t, dbtest.Owner(w.dsn, "SELECT idem.person_add('alice', 'idemctl_test_unm*')"))

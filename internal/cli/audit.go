@@ -158,7 +158,7 @@ func NewCmdAuditVerify(f *Factory, runF func(*AuditVerifyOptions) error) *cobra.
 	var anchors []string
 	cmd := &cobra.Command{
 		Use:   "verify [--anchor ID:HASH]...",
-		Short: "Check the whole audit chain; exit 1 at the first broken row",
+		Short: "Check the whole audit chain; exit 5 at the first broken row",
 		Long: `Walk the whole audit log and check, row by row: ids run 1, 2, 3... without a
 gap (a gap is a deleted row); each prev_hash is the previous row's hash; each
 hash recomputes from the row's content; the chain's head (idem.audit_head)
@@ -172,8 +172,9 @@ still rewrite every row from some point on, recomputing hashes and head: keep
 the "anchor" printed here somewhere else (a ticket, a chat) and pass it back
 with --anchor to prove that the log still holds that row unchanged.
 
-Exit code 0: the chain is intact. Exit code 1: it is broken (the report names
-the first broken row), or it could not be read. Nothing is written.`,
+Exit code 0: the chain is intact. Exit code 5: it is broken (the report names
+the first broken row). Exit code 1: it could not be read (the database is
+unreachable). Nothing is written.`,
 		Example: `  idemctl audit verify
   idemctl audit verify --anchor 1200:sha256:3f5c...e9 -o json`,
 		Args: maxArgs(0),
@@ -214,10 +215,10 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		if r.LastID > 0 {
 			anchor = audit.Anchor{ID: r.LastID, Hash: r.LastHash}.String()
 		}
-		fmt.Fprintf(opts.IO.Out, "audit chain intact: %d rows, %d anchor(s) checked\nanchor: %s\n", r.Rows, len(opts.Anchors), anchor)
+		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", humanCount(int64(r.Rows)), len(opts.Anchors), anchor)
 	}
 	if !r.Intact {
-		return withCode(ExitFailure, r.Err())
+		return withCode(ExitInvalid, r.Err())
 	}
 	return nil
 }

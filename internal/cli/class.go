@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,8 +108,10 @@ type ClassSetOptions struct {
 	// MinAge is nil when --min-age was not given (kept as it is).
 	MinAge   *time.Duration
 	Operator string
-	// Reason is required when a forever class becomes horizon.
+	// Reason is required when a forever class becomes horizon; Yes skips
+	// the confirmation asked then.
 	Reason string
+	Yes    bool
 	// Redrive, when set, is the class's new re-drive (ClearRedrive removes
 	// it); DownstreamIdempotent goes with it.
 	Redrive              *redrive.Config
@@ -129,7 +132,8 @@ func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Comman
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
 with the policy before and after. It applies to plans made from now on; a purge
 re-reads it and aborts when the class became forever and its plan cites no
-contract. Making a forever class (money) horizon needs --reason.
+contract. Making a forever class (money) horizon needs --reason, and a
+confirmation: asked on a terminal, --yes without one.
 
 --redrive http|nats sets how idemctl resolve re-drives an absent operation of a
 class whose effect lives in a service (step 3 of the protocol): an HTTP
@@ -189,6 +193,7 @@ host not on the allow-list.`,
 	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon)")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon")
 	rd.register(cmd)
 	return cmd
 }
@@ -197,6 +202,11 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	if opts.Retention == horizon.Horizon && !opts.Yes {
+		if err := confirmForeverToHorizon(ctx, opts, pool); err != nil {
+			return err
+		}
 	}
 	if opts.Retention != "" {
 		pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
@@ -235,6 +245,27 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "class %s: re-driven via %s to %s (downstream idempotent: %v)\n", rc.Class, rc.Redrive.Kind,
 		rc.Redrive.Target(), rc.DownstreamIdempotent)
+	return nil
+}
+
+// confirmForeverToHorizon asks before a forever class (money) becomes
+// purgeable by horizon alone; without a terminal it needs --yes.
+func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db horizon.DBTX) error {
+	cur, err := horizon.GetClass(ctx, db, opts.Name)
+	if err != nil || cur.Retention != horizon.Forever {
+		return nil // SetClass names an unknown class
+	}
+	if strings.TrimSpace(opts.Reason) == "" {
+		return nil // SetClass refuses it: a reason first
+	}
+	if err := needYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
+		return err
+	}
+	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Make it horizon (purgeable on the replay proof alone)?", opts.Name)
+	if !confirmAction(opts.IO, q) {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing changed")
+		return silentExit{ExitFailure}
+	}
 	return nil
 }
 

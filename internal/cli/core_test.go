@@ -9,16 +9,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // run executes a command line against dsn with non-terminal streams.
 func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, in, out, errOut := Test(false)
+	return runOn(t, false, dsn, stdin, args...)
+}
+
+// runTTY executes a command line against dsn with streams that act as a
+// terminal (80 columns); stdin holds the answers to its questions.
+func runTTY(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runOn(t, true, dsn, stdin, args...)
+}
+
+func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ios, in, out, errOut := Test(tty)
 	in.WriteString(stdin)
 	f := NewFactory(ios)
 	defer f.Close()
@@ -27,6 +41,27 @@ func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, std
 	}
 	code = Run(context.Background(), f, args)
 	return code, out.String(), errOut.String()
+}
+
+// runnableCommands lists every command a user can run, by its path without
+// "idemctl " (commandKey).
+func runnableCommands() map[string]*cobra.Command {
+	ios, _, _, _ := Test(false)
+	out := map[string]*cobra.Command{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Runnable() {
+				out[commandKey(sub)] = sub
+			}
+			walk(sub)
+		}
+	}
+	walk(NewCmdRoot(NewFactory(ios)))
+	return out
 }
 
 func TestHashCommand(t *testing.T) {
@@ -141,7 +176,7 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 
 	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "json")
 	require.Equal(t, ExitOK, code)
-	var rec inboxRecord
+	var rec recovery.InboxRecord
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "demo.transfer", rec.Class)
 	assert.Regexp(t, `^jcs-sha256:`, rec.Hash)
@@ -153,8 +188,8 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	assert.Contains(t, out, "demo.transfer")
 
 	code, _, errOut = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "nope")
-	assert.Equal(t, ExitFailure, code)
-	assert.Contains(t, errOut, "no inbox record")
+	assert.Equal(t, ExitNotFound, code)
+	assert.Contains(t, errOut, "neither an inbox record nor a tombstone")
 }
 
 func TestCommandOptions(t *testing.T) {

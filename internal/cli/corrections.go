@@ -174,7 +174,7 @@ func NewCmdCorrectionsDone(f *Factory, runF func(*CorrectionsDoneOptions) error)
 		Long: `Mark a pending correction applied. Its identity is no longer pinned by the manual
 source. Recorded in the audit log.
 
-Exit codes: 2 bad ID, 5 no pending correction with that id.`,
+Exit codes: 2 bad ID, 7 no pending correction with that id.`,
 		Example: `  idemctl corrections done 7`,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

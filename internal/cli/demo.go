@@ -44,6 +44,9 @@ Needs idemctl migrate first.`,
 			if err := demo.Install(cmd.Context(), conn); err != nil {
 				return err
 			}
+			if f.JSON() {
+				return printJSONLine(f.IO.Out, map[string]any{"installed": "demo", "class": demo.Class})
+			}
 			fmt.Fprintln(f.IO.ErrOut, "demo ledger installed; class demo.transfer registered")
 			return nil
 		},
@@ -122,9 +125,8 @@ func demoRun(ctx context.Context, opts *DemoRunOptions) error {
 		if err != nil {
 			return err
 		}
-		var postings int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM demo.posting WHERE tenant_id = $1 AND operation_id = $2",
-			opts.Tenant, opts.OperationID).Scan(&postings); err != nil {
+		postings, err := demo.Postings(ctx, pool, opts.Tenant, opts.OperationID)
+		if err != nil {
 			return err
 		}
 		answer := string(res.Response)
@@ -197,12 +199,12 @@ crash-after-commit (dies before replying), slow=DURATION (waits first).`,
 			if (natsURL == "") != (subject == "") {
 				return usageErr("--nats-url and --subject go together")
 			}
-			pool, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			pool, err := f.OpenPool(cmd.Context(), db.Options{MaxConns: 16})
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			provider, err := db.Open(cmd.Context(), f.DSN(), db.Options{MaxConns: 16})
+			provider, err := f.OpenPool(cmd.Context(), db.Options{MaxConns: 16})
 			if err != nil {
 				return err
 			}

@@ -3,29 +3,98 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/quarantine"
 )
 
-// Exit codes, the same for every command. Documented in `idemctl --help` and
-// the README.
+// Exit codes, defined here once and used the same way by every command. Each
+// command's --help lists the ones it can return (exitCodesOf); the README
+// has the same table.
 const (
-	ExitOK         = 0 // every operation converged
-	ExitFailure    = 1 // any other failure (database unreachable, I/O error)
-	ExitUsage      = 2 // bad flags or arguments
+	ExitOK         = 0 // success: every operation converged
+	ExitFailure    = 1 // any other failure (database unreachable, I/O error, interrupted)
+	ExitUsage      = 2 // bad flags or arguments, or no database named
 	ExitConflict   = 3 // at least one conflict (quarantined)
-	ExitNotPrimary = 4 // refused: not the authoritative primary
-	ExitInvalid    = 5 // invalid input, or an operation failed (nothing written for it)
+	ExitNotPrimary = 4 // refused: the server is a standby or the session is read-only
+	ExitInvalid    = 5 // invalid input or data, or a rule refused it (nothing written for it)
 	ExitPending    = 6 // re-driven through a stream, not recorded yet: run it again later
+	ExitNotFound   = 7 // the record, plan, correction, source or identity named does not exist
+	ExitSchema     = 8 // schema idem is missing, older or newer than this binary
 )
 
-// exitCodesHelp is appended to the root command's help.
-const exitCodesHelp = `Exit codes:
-  0  success: every operation converged (applied or already applied)
-  1  failure: database unreachable, I/O error, anything else
-  2  usage: bad flags or arguments
-  3  at least one conflict (the request was quarantined, nothing ran)
-  4  refused: the server is a standby or the session is read-only
-  5  invalid input, or an operation failed (nothing was written for it)
-  6  pending: re-driven through a stream and not recorded yet (run it again later)`
+// exitMeaning is each code's line in --help and the README.
+var exitMeaning = map[int]string{
+	ExitOK:         "success",
+	ExitFailure:    "failure: database unreachable, I/O error, interrupted, anything else",
+	ExitUsage:      "usage: bad flags or arguments, or no database named",
+	ExitConflict:   "at least one conflict (the request was quarantined, nothing ran)",
+	ExitNotPrimary: "refused: the server is a standby or the session is read-only (nothing written)",
+	ExitInvalid:    "invalid input or data, or refused by a rule (nothing was written for it)",
+	ExitPending:    "pending: re-driven through a stream and not recorded yet (run it again later)",
+	ExitNotFound:   "not found: the record, plan, correction, source or identity named does not exist",
+	ExitSchema:     "schema idem is missing, older or newer than this binary (the message says what to run)",
+}
+
+// exitCodesOf returns the codes cmd can return: 0, 1 and 2 for every
+// command, 8 for those that need the schema, 4 for those that write, and the
+// codes its policy adds.
+func exitCodesOf(cmd *cobra.Command) []int {
+	p, ok := policyOf(cmd)
+	codes := map[int]bool{ExitOK: true, ExitFailure: true, ExitUsage: true}
+	if ok {
+		if p.need == needSchema || p.need == needWrite {
+			codes[ExitSchema] = true
+		}
+		if p.need == needWrite {
+			codes[ExitNotPrimary] = true
+		}
+		for _, c := range p.codes {
+			codes[c] = true
+		}
+	}
+	out := make([]int, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// allExitCodes lists every code, in order.
+func allExitCodes() []int {
+	out := make([]int, 0, len(exitMeaning))
+	for c := range exitMeaning {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// The help template's {{exitCodes .}}. cobra's template functions are
+// global: registered once, never from the parallel tests' NewCmdRoot.
+func init() { cobra.AddTemplateFunc("exitCodes", exitCodesHelp) }
+
+// exitCodesHelp renders the exit-code section of cmd's --help.
+func exitCodesHelp(cmd *cobra.Command) string {
+	codes := exitCodesOf(cmd)
+	switch {
+	case !cmd.HasParent():
+		codes = allExitCodes()
+	case !cmd.Runnable():
+		return "\nExit codes:\n  each command's --help lists its own; idemctl --help lists them all\n"
+	}
+	var b strings.Builder
+	b.WriteString("\nExit codes:\n")
+	for _, c := range codes {
+		fmt.Fprintf(&b, "  %d  %s\n", c, exitMeaning[c])
+	}
+	return b.String()
+}
 
 // ExitError carries an exit code with the error that caused it.
 type ExitError struct {
@@ -54,6 +123,11 @@ type silentExit struct{ code int }
 
 func (s silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
 
+// notFound are the domain packages' "no such thing" errors: whatever code a
+// command wrapped them in, they exit ExitNotFound.
+var notFound = []error{quarantine.ErrNotFound, horizon.ErrPlanNotFound, horizon.ErrCorrectionNotFound,
+	horizon.ErrSourceNotFound, errIdentityNotFound}
+
 // codeOf returns the exit code err stands for.
 func codeOf(err error) int {
 	if err == nil {
@@ -62,6 +136,11 @@ func codeOf(err error) int {
 	var s silentExit
 	if errors.As(err, &s) {
 		return s.code
+	}
+	for _, nf := range notFound {
+		if errors.Is(err, nf) {
+			return ExitNotFound
+		}
 	}
 	var e *ExitError
 	if errors.As(err, &e) {

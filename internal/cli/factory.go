@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/user"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // Factory holds what commands share: streams, global flags and lazily opened
@@ -19,12 +22,20 @@ type Factory struct {
 	IO *IOStreams
 	// DSNFlag is --dsn; empty means IDEMCTL_DSN, DATABASE_URL, then PG*.
 	DSNFlag string
-	// Output is -o: "auto" (table on a terminal, json otherwise), "table" or "json".
+	// Output is -o: "auto" (table on a terminal, json otherwise), "table"
+	// (fitted to the terminal), "wide" (every cell whole) or "json".
 	Output string
+	// NoHeaders is --no-headers: tables without their header row.
+	NoHeaders bool
 	// OperatorFlag is --operator.
 	OperatorFlag string
 	// Now is the operator's clock, only for display; decisions use the database clock.
 	Now func() time.Time
+
+	// need is what the running command needs of the database (its
+	// policy); state is what the first connection found.
+	need  dbNeed
+	state *dbState
 
 	pool *pgxpool.Pool
 }
@@ -40,12 +51,12 @@ func (f *Factory) DSN() string {
 	return dsn
 }
 
-// Pool opens (once) the connection pool.
+// Pool opens (once) the shared connection pool.
 func (f *Factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
 	if f.pool != nil {
 		return f.pool, nil
 	}
-	pool, err := db.Open(ctx, f.DSN(), db.Options{})
+	pool, err := f.OpenPool(ctx, db.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -53,9 +64,54 @@ func (f *Factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// Conn opens a dedicated connection; the caller closes it.
+// OpenPool opens a pool of its own (the caller closes it), after the
+// command's preflight.
+func (f *Factory) OpenPool(ctx context.Context, o db.Options) (*pgxpool.Pool, error) {
+	if err := db.CheckTarget(f.DSN()); err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	pool, err := db.Open(ctx, f.DSN(), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.preflight(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// Conn opens a dedicated connection, after the command's preflight; the
+// caller closes it.
 func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
-	return db.Connect(ctx, f.DSN(), db.Options{})
+	if err := db.CheckTarget(f.DSN()); err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	conn, err := db.Connect(ctx, f.DSN(), db.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.preflight(ctx, conn); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// preflight checks, once per command, that the database reached is one the
+// command can use (dbNeed), and on a terminal names it on stderr.
+func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
+	if f.state == nil {
+		st, err := probeDB(ctx, q, f.describeDB())
+		if err != nil {
+			return err
+		}
+		f.state = &st
+		if f.need >= needSchema && f.IO.IsStderrTTY() {
+			fmt.Fprintln(f.IO.ErrOut, st.headerLine())
+		}
+	}
+	return f.state.check(f.need)
 }
 
 // Close releases the pool.
@@ -71,7 +127,7 @@ func (f *Factory) JSON() bool {
 	switch f.Output {
 	case "json":
 		return true
-	case "table":
+	case "table", "wide":
 		return false
 	default:
 		return !f.IO.IsStdoutTTY()
@@ -93,12 +149,32 @@ func (f *Factory) Operator() string {
 	return "unknown"
 }
 
-func (f *Factory) validateOutput() error {
+func (f *Factory) validateOutput(cmd *cobra.Command) error {
 	switch f.Output {
-	case "auto", "table", "json":
+	case "auto", "table", "wide", "json":
+		f.setLayout()
 		return nil
+	case "prometheus":
+		if commandKey(cmd) == "status" {
+			return nil
+		}
+		return usageErr("-o prometheus is for idemctl status only; use table, wide or json")
 	}
-	return usageErr("invalid --output %q: use table or json", f.Output)
+	return usageErr("invalid --output %q: use table, wide or json", f.Output)
+}
+
+// setLayout makes standard output carry the table layout of -o and
+// --no-headers.
+func (f *Factory) setLayout() {
+	l := tableLayout{Width: f.IO.width, NoHeaders: f.NoHeaders}
+	if f.Output == "wide" {
+		l.Width = 0
+	}
+	if lw, ok := f.IO.Out.(*layoutWriter); ok {
+		lw.layout = l
+		return
+	}
+	f.IO.Out = &layoutWriter{Writer: f.IO.Out, layout: l}
 }
 
 // describeDB names the database in use for messages, without the password.

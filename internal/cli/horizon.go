@@ -78,10 +78,10 @@ func horizonErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
+	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrUnboundedHorizon, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
 		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
 		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
-		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
+		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPlanExpired, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
 		horizon.ErrSecretInConfig, horizon.ErrInvalidCorrection, horizon.ErrCorrectionNotFound} {
 		if errors.Is(err, refusal) {
 			return withCode(ExitInvalid, err)
@@ -386,6 +386,9 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 			}
 			fmt.Fprintf(opts.IO.Out, "cutoff %s: %s\n", formatStamp(*rep.Before), verdict)
 		}
+		if rep.Unbounded {
+			fmt.Fprintln(opts.IO.Out, "NOT proven: no source but the manual one; add the topics, dead-letter queues and archives that can replay the class (idemctl horizon source add)")
+		}
 	}
 	if !rep.Proven {
 		return silentExit{ExitInvalid}
@@ -405,7 +408,7 @@ func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
 		if mode == "" {
 			mode = "-"
 		}
-		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, strconv.FormatInt(ev.Pinned, 10),
+		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, humanCount(ev.Pinned),
 			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), clipText(ev.Reason, 80)})
 	}
 	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
@@ -420,8 +423,12 @@ type HorizonPlanOptions struct {
 	Contract       string
 	Margin         time.Duration
 	DropTombstones bool
-	Operator       string
-	f              *Factory
+	// AcceptUnbounded is --accept-unbounded-horizon.
+	AcceptUnbounded bool
+	// ExpiresIn is --expires-in.
+	ExpiresIn time.Duration
+	Operator  string
+	f         *Factory
 }
 
 // NewCmdHorizonPlan builds `idemctl horizon plan`.
@@ -438,7 +445,16 @@ operator's approval.
 
 Refused, with nothing recorded, when any source fails, times out, returns
 nonsense or can replay before the cutoff plus the margin; when the class is
-forever and no --contract is given; when a purge of the class is in progress.
+forever and no --contract is given; when a purge of the class is in progress;
+and when no source but the built-in manual one (pending corrections) was
+probed: nothing then bounds what live topics, dead-letter queues and
+archives could replay. Add them (idemctl horizon source add), or, when
+nothing else can replay the class, say so with --accept-unbounded-horizon.
+A cutoff inside the safety margin is always refused.
+
+A plan expires (--expires-in, default 7d, from 1m to 30d): past it, its
+proof is stale and the database refuses to approve it or to start its purge
+(a purge already running resumes); cancel it and plan again.
 
 --drop-tombstones plans the removal of the class's tombstones themselves (a
 second proof; horizon classes only, never forever ones).
@@ -455,6 +471,9 @@ second proof; horizon classes only, never forever ones).
 			if opts.Margin <= 0 {
 				return usageErr("--margin must be positive")
 			}
+			if opts.ExpiresIn < time.Minute || opts.ExpiresIn > 30*24*time.Hour {
+				return usageErr("--expires-in must be between 1m and 720h (30 days), got %s", opts.ExpiresIn)
+			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -468,6 +487,8 @@ second proof; horizon classes only, never forever ones).
 	cmd.Flags().StringVar(&opts.Contract, "contract", "", "business contract reference (required for forever classes; recorded)")
 	cmd.Flags().DurationVar(&opts.Margin, "margin", horizon.DefaultMargin, "safety margin for clock skew between sources and the primary")
 	cmd.Flags().BoolVar(&opts.DropTombstones, "drop-tombstones", false, "plan the removal of tombstones (horizon classes only)")
+	cmd.Flags().BoolVar(&opts.AcceptUnbounded, "accept-unbounded-horizon", false, "allow a plan with no source but the manual one (nothing else can replay the class)")
+	cmd.Flags().DurationVar(&opts.ExpiresIn, "expires-in", horizon.DefaultPlanExpiry, "the plan can be approved and started for this long (1m to 720h)")
 	return cmd
 }
 
@@ -481,7 +502,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 		return withCode(ExitUsage, err)
 	}
 	p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: opts.Class, Before: before, Contract: opts.Contract,
-		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator})
+		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded, ExpiresIn: opts.ExpiresIn})
 	var pe *horizon.ProofError
 	if errors.As(err, &pe) && !opts.JSON {
 		_ = printEvidence(&IOStreams{Out: opts.IO.ErrOut}, pe.Evidence)
@@ -513,6 +534,9 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		{"planned", p.PlannedBy + " at " + formatStamp(p.PlannedAt)},
 		{"contract", orDash(p.Contract)},
 	}
+	if p.ExpiresAt != nil {
+		rows = append(rows, []string{"expires", formatStamp(*p.ExpiresAt) + " (approve and start the purge before)"})
+	}
 	if p.ApprovedBy != "" {
 		rows = append(rows, []string{"approved", p.ApprovedBy + " at " + formatStamp(*p.ApprovedAt)})
 	}
@@ -534,24 +558,33 @@ type HorizonApproveOptions struct {
 	JSON     bool
 	ID       int64
 	Operator string
-	f        *Factory
+	// Yes skips the confirmation asked on a terminal.
+	Yes bool
+	f   *Factory
 }
 
 // NewCmdHorizonApprove builds `idemctl horizon approve`.
 func NewCmdHorizonApprove(f *Factory, runF func(*HorizonApproveOptions) error) *cobra.Command {
 	opts := &HorizonApproveOptions{IO: f.IO, f: f}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "approve PLAN",
 		Short: "Approve a plan (four eyes: another person than its planner)",
 		Long: `Approve a purge plan. Four eyes compares persons: the database login must map
 to a person (idemctl person add) other than the planner's, whatever --operator
 says; the planner's person, or a login that maps to no person, is refused with
-exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
-		Example: `  idemctl horizon approve 12 --operator bob`,
-		Args:    maxArgs(1),
+exit code 5. --operator is recorded as the label. Recorded in the audit log.
+
+On a terminal it first shows the plan, its contract and its proof (every
+source's evidence) and asks; without a terminal it needs --yes.`,
+		Example: `  idemctl horizon approve 12 --operator bob
+  idemctl horizon approve 12 --operator bob --yes -o json`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
+				return err
+			}
+			if err := needYes(f.IO, opts.Yes, "approving lets a purge run"); err != nil {
 				return err
 			}
 			opts.ID = id
@@ -563,6 +596,21 @@ exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if !opts.Yes && opts.IO.CanPrompt() {
+				p, err := horizon.GetPlan(cmd.Context(), pool, opts.ID)
+				if err != nil {
+					return horizonErr(err)
+				}
+				if err := printPlan(opts.IO, p); err != nil {
+					return err
+				}
+				q := fmt.Sprintf("Approve plan %d: purge %s rows of class %s created before %s (contract %s, planned by %s)?",
+					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), p.PlannedBy)
+				if !confirmAction(opts.IO, q) {
+					fmt.Fprintln(opts.IO.ErrOut, "nothing approved")
+					return silentExit{ExitFailure}
+				}
 			}
 			p, err := horizon.Approve(cmd.Context(), pool, opts.ID, opts.Operator)
 			if err != nil {
@@ -576,6 +624,8 @@ exit code 5. --operator is recorded as the label. Recorded in the audit log.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not show the plan and ask first")
+	return cmd
 }
 
 // NewCmdHorizonCancel builds `idemctl horizon cancel`.
@@ -588,7 +638,7 @@ func NewCmdHorizonCancel(f *Factory) *cobra.Command {
 is running stops at its next transaction (what it removed so far stays
 removed, and is recorded). Recorded in the audit log with the reason.
 
-Exit codes: 0 cancelled; 2 usage; 5 unknown plan, or a plan already done or
+Exit codes: 0 cancelled; 2 usage; 7 unknown plan; 5 a plan already done or
 aborted.`,
 		Example: `  idemctl horizon cancel 12 --reason "the DLQ owner found older messages"`,
 		Args:    maxArgs(1),
@@ -638,7 +688,10 @@ type HorizonPurgeOptions struct {
 	Yes       bool
 	BatchRows int
 	Operator  string
-	f         *Factory
+	// ProgressInterval is how often a purge without a terminal logs a
+	// progress line on stderr (0: never).
+	ProgressInterval time.Duration
+	f                *Factory
 }
 
 // NewCmdHorizonPurge builds `idemctl horizon purge`.
@@ -682,8 +735,9 @@ On a terminal you are asked to confirm; --yes is required when there is none.`,
 			return horizonPurgeRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	cmd.Flags().IntVar(&opts.BatchRows, "batch-rows", horizon.DefaultBatchRows, "rows per purge transaction")
+	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	return cmd
 }
 
@@ -706,16 +760,10 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	}
 	var done atomic.Int64
 	done.Store(p.Purged)
-	var bar *progressBar
-	if opts.IO.IsStderrTTY() {
-		bar = newProgressBar(opts.IO.ErrOut, fmt.Sprintf("plan %d", p.ID), p.Candidates, done.Load)
-		bar.Start()
-	}
+	bar := startProgress(opts.IO, fmt.Sprintf("purge plan %d", p.ID), p.Candidates, done.Load, opts.ProgressInterval)
 	res, err := horizon.Purge(ctx, pool, opts.ID, horizon.PurgeOptions{Operator: opts.Operator, BatchRows: opts.BatchRows,
 		Progress: func(d, _ int64) { done.Store(d) }})
-	if bar != nil {
-		bar.Stop()
-	}
+	bar.Stop()
 	if errors.Is(err, horizon.ErrInterrupted) {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s rows (%s of %s in all); resume: idemctl horizon purge %d\n",
 			humanCount(res.Purged), humanCount(res.Plan.Purged), humanCount(res.Plan.Candidates), opts.ID)
@@ -842,8 +890,9 @@ func NewCmdHorizonMaintain(f *Factory, runF func(*HorizonMaintainOptions) error)
 This creates the partitions for today and the next 7 days; schedule it daily
 (cron). A day without its partition still works: its rows land in the
 default partition, which purges reach by batches.`,
-		Example: `  idemctl horizon maintain`,
-		Args:    maxArgs(0),
+		Example: `  idemctl horizon maintain
+  idemctl horizon maintain -o json   # {"partitions_created":N}`,
+		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -855,6 +904,9 @@ default partition, which purges reach by batches.`,
 			n, err := horizon.EnsurePartitions(cmd.Context(), pool)
 			if err != nil {
 				return err
+			}
+			if f.JSON() {
+				return printJSONLine(opts.IO.Out, map[string]any{"partitions_created": n})
 			}
 			fmt.Fprintf(opts.IO.Out, "%d partition(s) created\n", n)
 			return nil

@@ -103,6 +103,8 @@ func TestHorizonCommandOptions(t *testing.T) {
 		{"corrections add without reason", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--op", "o"}},
 		{"corrections add without op", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--reason", "r"}},
 		{"corrections done bad id", NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { return never(o) }), []string{"0"}},
+		{"plan expiring too soon", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "10s"}},
+		{"plan expiring too late", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "1000h"}},
 	}
 	for _, c := range bad {
 		assert.Equal(t, ExitUsage, execSub(t, c.cmd, c.args...), c.name)
@@ -134,8 +136,13 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "needs a reason")
+	// ...and a confirmation: --yes without a terminal.
+	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
+		"--reason", "a projection, rebuilt nightly")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "--yes")
 	code, out, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
-		"--reason", "a projection, rebuilt nightly", "-o", "json")
+		"--reason", "a projection, rebuilt nightly", "-o", "json", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, `"retention":"horizon"`)
 	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
@@ -198,11 +205,11 @@ func TestHorizonEndToEnd(t *testing.T) {
 	// Four eyes compare persons: alice's login cannot approve her own plan,
 	// whatever --operator says, nor can a login that maps to no person.
 	for _, label := range []string{"alice", "bob"} {
-		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--operator", label)
+		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--yes", "--operator", label)
 		assert.Equal(t, ExitInvalid, code, "four-eyes: same person, labelled %s", label)
 		assert.Contains(t, errOut, "four eyes")
 	}
-	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--operator", "carol")
+	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--yes", "--operator", "carol")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "maps to no person")
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
@@ -215,7 +222,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.Equal(t, ExitInvalid, code, "not approved yet")
 	assert.Contains(t, errOut, "approve")
 	// Bob, another person with his own login, approves.
-	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--operator", "bob", "-o", "json")
+	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	var approved horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &approved))
@@ -255,10 +262,13 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
 	require.Equal(t, ExitOK, code, out)
 	code, _, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
-	assert.Equal(t, ExitInvalid, code)
-	code, out, _ = runQ(t, dsn, "horizon", "maintain")
+	assert.Equal(t, ExitNotFound, code, "no such pending correction")
+	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "table")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, "partition(s) created")
+	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `{"partitions_created":`)
 
 	// A plan can be cancelled, with a reason; then it is never purged.
 	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")
@@ -270,7 +280,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, errOut = runQ(t, bob, "horizon", "cancel", id, "--reason", "wrong class", "--operator", "bob", "-o", "table")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "aborted by bob: wrong class")
-	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--operator", "bob")
+	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob")
 	assert.Equal(t, ExitInvalid, code)
 	code, _, _ = runQ(t, dsn, "horizon", "cancel", id, "--reason", "again")
 	assert.Equal(t, ExitInvalid, code, "already aborted")

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/idem"
@@ -20,7 +18,9 @@ type InspectOptions struct {
 	IO       *IOStreams
 	JSON     bool
 	Identity idem.Identity
-	f        *Factory
+	// History shows the identity's whole story instead of its record.
+	History bool
+	f       *Factory
 }
 
 // NewCmdInspect builds `idemctl inspect`.
@@ -34,10 +34,21 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 the ids of conflict records for it. Nothing is written.
 
 A purged identity shows its tombstone (hash, class, the purge plan and when;
-no payload, no response). Exit code 1 when the identity has neither; 4 on a standby (a lagging
-replica could say "not found" about an operation that happened).`,
+no payload, no response).
+
+--history shows everything known about the identity in time order, each
+with its audit row when one records it: applied (with its transport),
+conflicts (quarantine ids, occurrences) and their decisions, manual
+corrections, the purge of its body. Resolve runs are recorded per run
+(audit actions resolve.start and resolve.run), not per identity.
+
+Exit code 7 when the identity has neither; 4 on a
+standby (a lagging replica could say "not found" about an operation that
+happened).`,
 		Example: `  idemctl inspect --tenant acme --op charge-42
-  idemctl inspect --tenant acme --op charge-42 -o json | jq .response`,
+  idemctl inspect --tenant acme --op charge-42 -o json | jq .response
+  # the evidence to hand over in a dispute: everything known, in time order
+  idemctl inspect --tenant acme --op charge-42 --history`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Identity.Validate(); err != nil {
@@ -52,21 +63,13 @@ replica could say "not found" about an operation that happened).`,
 	}
 	cmd.Flags().StringVar(&opts.Identity.TenantID, "tenant", "", "tenant_id of the operation (required)")
 	cmd.Flags().StringVar(&opts.Identity.OperationID, "op", "", "operation_id of the operation (required)")
+	cmd.Flags().BoolVar(&opts.History, "history", false, "everything known about the identity, in time order, with audit references")
 	return cmd
 }
 
-// inboxRecord is the JSON shape of `inspect -o json`.
-type inboxRecord struct {
-	Tenant      string          `json:"tenant"`
-	OperationID string          `json:"operation_id"`
-	Class       string          `json:"class"`
-	Hash        string          `json:"hash"`
-	CreatedAt   time.Time       `json:"created_at"`
-	Payload     json.RawMessage `json:"payload"`
-	Response    json.RawMessage `json:"response"`
-	Transport   json.RawMessage `json:"transport,omitempty"`
-	Conflicts   []int64         `json:"conflicts"`
-}
+// errIdentityNotFound: the identity has neither an inbox record nor a
+// tombstone (exit code 7).
+var errIdentityNotFound = errors.New("identity not found")
 
 func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	pool, err := opts.f.Pool(ctx)
@@ -84,18 +87,15 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 			return err
 		}
 	}
-	id := opts.Identity
-	rec := inboxRecord{Tenant: id.TenantID, OperationID: id.OperationID, Conflicts: []int64{}}
-	err = pool.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, payload, response, transport,
-		       coalesce((SELECT array_agg(q.id ORDER BY q.id) FROM idem.quarantine q
-		                 WHERE q.tenant_id = i.tenant_id AND q.operation_id = i.operation_id), '{}')
-		FROM idem.inbox i WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
-		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.Payload, &rec.Response, &rec.Transport, &rec.Conflicts)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if opts.History {
+		return inspectHistory(ctx, opts, pool)
+	}
+	rec, err := recovery.ReadInboxRecord(ctx, pool, opts.Identity)
+	if errors.Is(err, recovery.ErrNoRecord) {
 		return inspectTombstone(ctx, opts, pool)
 	}
 	if err != nil {
-		return fmt.Errorf("inspect %s: %w", id, err)
+		return err
 	}
 	if opts.JSON {
 		return printJSONLine(opts.IO.Out, rec)
@@ -104,7 +104,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	if len(rec.Conflicts) > 0 {
 		ids := make([]string, len(rec.Conflicts))
 		for i, q := range rec.Conflicts {
-			ids[i] = fmt.Sprint(q)
+			ids[i] = fmt.Sprintf("#%d", q)
 		}
 		conflicts = strings.Join(ids, ", ")
 	}
@@ -117,7 +117,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		{"payload", string(rec.Payload)},
 		{"response", string(rec.Response)},
 		{"transport", orDash(string(rec.Transport))},
-		{"conflicts", conflicts},
+		{"quarantine ids", conflicts},
 	}
 	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
@@ -129,28 +129,13 @@ func orDash(s string) string {
 	return s
 }
 
-// tombstoneRecord is the JSON shape of `inspect -o json` for a purged identity.
-type tombstoneRecord struct {
-	Tenant      string    `json:"tenant"`
-	OperationID string    `json:"operation_id"`
-	Class       string    `json:"class"`
-	Hash        string    `json:"hash"`
-	CreatedAt   time.Time `json:"created_at"`
-	Purged      bool      `json:"purged"`
-	PurgePlan   int64     `json:"purge_plan"`
-	PurgedAt    time.Time `json:"purged_at"`
-}
-
 // inspectTombstone shows what remains of a purged identity: its tombstone (no
-// payload, no response). Exit 1 when there is none either.
+// payload, no response). Exit 7 when there is none either.
 func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
 	id := opts.Identity
-	rec := tombstoneRecord{Tenant: id.TenantID, OperationID: id.OperationID, Purged: true}
-	err := db.QueryRow(ctx, `SELECT op_class, payload_hash, created_at, purge_plan, purged_at
-		FROM idem.tombstone WHERE tenant_id = $1 AND operation_id = $2`, id.TenantID, id.OperationID).
-		Scan(&rec.Class, &rec.Hash, &rec.CreatedAt, &rec.PurgePlan, &rec.PurgedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return withCode(ExitFailure, fmt.Errorf("no inbox record for tenant %q operation %q", id.TenantID, id.OperationID))
+	rec, err := recovery.ReadTombstone(ctx, db, id)
+	if errors.Is(err, recovery.ErrNoRecord) {
+		return fmt.Errorf("%w: tenant %q operation %q has neither an inbox record nor a tombstone", errIdentityNotFound, id.TenantID, id.OperationID)
 	}
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)
@@ -169,4 +154,34 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 		{"purged_at", rec.PurgedAt.UTC().Format(time.RFC3339Nano)},
 	}
 	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+}
+
+// inspectHistory prints the identity's story, oldest first.
+func inspectHistory(ctx context.Context, opts *InspectOptions, db idem.DBTX) error {
+	events, err := recovery.History(ctx, db, opts.Identity)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("%w: the database knows nothing of tenant %q operation %q", errIdentityNotFound,
+			opts.Identity.TenantID, opts.Identity.OperationID)
+	}
+	rows := make([][]string, 0, len(events))
+	for _, e := range events {
+		if opts.JSON {
+			if err := printJSONLine(opts.IO.Out, e); err != nil {
+				return err
+			}
+			continue
+		}
+		ref := "-"
+		if e.AuditID != nil {
+			ref = fmt.Sprintf("audit %d", *e.AuditID)
+		}
+		rows = append(rows, []string{formatStamp(e.At), e.Event, e.Detail, ref})
+	}
+	if opts.JSON {
+		return nil
+	}
+	return printTable(opts.IO.Out, []string{"at", "event", "detail", "record"}, rows)
 }

@@ -106,7 +106,7 @@ primary; 2 usage; 1 other failures (a source that cannot be read).`,
 }
 
 func intakeRun(ctx context.Context, opts *IntakeOptions) error {
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: 2})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: 2})
 	if err != nil {
 		return err
 	}
@@ -175,13 +175,13 @@ func printIntake(opts *IntakeOptions, sum reconcile.IntakeSummary, toFile bool) 
 	var parts []string
 	for _, o := range reconcile.IntakeOutcomes {
 		if n := sum.Counts[o]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, o))
+			parts = append(parts, humanCount(int64(n))+" "+string(o))
 		}
 	}
 	if toFile && opts.JSON {
 		return printJSONLine(w, map[string]any{"summary": sum, "out": opts.Out})
 	}
-	line := fmt.Sprintf("intake %s (%s): %d messages", sum.Source, sum.Kind, sum.Messages)
+	line := fmt.Sprintf("intake %s (%s): %s messages", sum.Source, sum.Kind, humanCount(int64(sum.Messages)))
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}
@@ -189,7 +189,7 @@ func printIntake(opts *IntakeOptions, sum reconcile.IntakeSummary, toFile bool) 
 	if toFile {
 		dest = opts.Out
 	}
-	fmt.Fprintf(w, "%s; %d line(s) to resolve written to %s (audit row %d)\n", line, sum.Lines, dest, sum.AuditID)
+	fmt.Fprintf(w, "%s; %s line(s) to resolve written to %s (audit row %d)\n", line, humanCount(int64(sum.Lines)), dest, sum.AuditID)
 	for _, p := range sum.Problems {
 		fmt.Fprintln(w, "  invalid: "+p)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/term"
 
@@ -23,6 +24,8 @@ type IOStreams struct {
 	RawOut io.Writer
 
 	stdinTTY, stdoutTTY, stderrTTY bool
+	// width is the terminal's width in cells (0 when stdout is not one).
+	width int
 }
 
 // System returns the process's streams.
@@ -32,7 +35,20 @@ func System() *IOStreams {
 		stdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		stdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		width:     stdoutWidth(),
 	}
+}
+
+// stdoutWidth is the width tables fit: COLUMNS when set, else the terminal's,
+// else 0 (a pipe or a file: no limit).
+func stdoutWidth() int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
+		return w
+	}
+	return 0
 }
 
 // Test returns in-memory streams for tests; tty says whether they act as
@@ -40,7 +56,15 @@ func System() *IOStreams {
 func Test(tty bool) (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	in, out, errOut := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
 	return &IOStreams{In: in, Out: textterm.Writer(out, false), ErrOut: textterm.Writer(errOut, true), RawOut: out,
-		stdinTTY: tty, stdoutTTY: tty, stderrTTY: tty}, in, out, errOut
+		stdinTTY: tty, stdoutTTY: tty, stderrTTY: tty, width: testWidth(tty)}, in, out, errOut
+}
+
+// testWidth is the width of a test terminal: 80 columns, none for a pipe.
+func testWidth(tty bool) int {
+	if tty {
+		return 80
+	}
+	return 0
 }
 
 // IsStdoutTTY reports whether standard output is a terminal.

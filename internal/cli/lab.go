@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/lab"
 )
 
@@ -124,6 +125,9 @@ func randomSeed() uint64 {
 }
 
 func labRun(ctx context.Context, opts *LabOptions) error {
+	if err := db.CheckTarget(opts.f.DSN()); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	fmt.Fprintf(opts.IO.ErrOut, "lab: seed %d, %d trials per design, on %s (rerun with --seed %d)\n",
 		opts.Seed, opts.Trials, opts.f.describeDB(), opts.Seed)
 	rep, err := lab.Run(ctx, lab.Options{

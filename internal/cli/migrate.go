@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/migrations"
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 // MigrateOptions are the flags of `idemctl migrate`.
@@ -65,6 +66,13 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		return err
 	}
 	defer conn.Close(context.Background())
+	if opts.IO.IsStderrTTY() {
+		fmt.Fprintf(opts.IO.ErrOut, "migrate: db %s, %s\n", opts.f.state.Reached, opts.f.state.Role())
+	}
+	if st := opts.f.state; !opts.Status && st != nil && (st.InRecovery || st.ReadOnly) {
+		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
+			&recovery.NotPrimaryError{InRecovery: st.InRecovery, ReadOnly: st.ReadOnly}))
+	}
 	if opts.Status {
 		rows, err := migrations.Status(ctx, conn)
 		if err != nil {
@@ -75,10 +83,11 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout})
 	printMigrateReport(opts, rep)
 	if err != nil {
-		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) || errors.Is(err, migrations.ErrNotInstallable) {
-			return withCode(ExitFailure, err)
+		err = fmt.Errorf("%s: %w", opts.f.describeDB(), err)
+		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) {
+			return withCode(ExitSchema, err)
 		}
-		return err
+		return withCode(ExitFailure, err)
 	}
 	return nil
 }

@@ -9,8 +9,10 @@ import (
 )
 
 // progressBar draws one self-overwriting line on stderr while a batch runs:
-// done/total (when the total is known), a bar, the rate and an ETA. It is
-// only started when stderr is a terminal, so logs and pipes never see it.
+// done/total (when the total is known), a bar, the rate and an ETA. When
+// stderr is not a terminal (cron, a Kubernetes job) it prints the same as
+// one plain line every interval instead (like pgbench -P), so that a log
+// shows the run moving and where it was when it stopped.
 type progressBar struct {
 	w     io.Writer
 	label string
@@ -22,7 +24,27 @@ type progressBar struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 	done     chan struct{}
-	width    int // of the last line drawn, to clear it
+	width    int  // of the last line drawn, to clear it
+	lines    bool // one line per interval, no bar, no carriage return
+}
+
+// DefaultProgressInterval is how often a run without a terminal logs its
+// progress.
+const DefaultProgressInterval = 10 * time.Second
+
+// startProgress starts the progress display a run on ios gets: the bar on
+// a terminal, a line every interval otherwise (none when interval is 0).
+// It returns nil when there is none; Stop on nil does nothing.
+func startProgress(ios *IOStreams, label string, total int64, read func() int64, interval time.Duration) *progressBar {
+	p := newProgressBar(ios.ErrOut, label, total, read)
+	if !ios.IsStderrTTY() {
+		if interval <= 0 {
+			return nil
+		}
+		p.lines, p.every = true, interval
+	}
+	p.Start()
+	return p
 }
 
 func newProgressBar(w io.Writer, label string, total int64, read func() int64) *progressBar {
@@ -50,6 +72,9 @@ func (p *progressBar) Start() {
 
 // Stop erases the bar, leaving the terminal line clean for the summary.
 func (p *progressBar) Stop() {
+	if p == nil {
+		return
+	}
 	p.stopOnce.Do(func() {
 		close(p.stop)
 		<-p.done
@@ -60,6 +85,10 @@ func (p *progressBar) Stop() {
 }
 
 func (p *progressBar) draw(now time.Time) {
+	if p.lines {
+		fmt.Fprintln(p.w, p.renderLine(p.read(), now.Sub(p.start)))
+		return
+	}
 	line := p.render(p.read(), now.Sub(p.start))
 	pad := ""
 	if n := p.width - len(line); n > 0 {
@@ -94,6 +123,25 @@ func (p *progressBar) render(done int64, elapsed time.Duration) string {
 			eta = formatClock(time.Duration(float64(p.total-done) / rate * float64(time.Second)))
 		}
 		b.WriteString("  ETA " + eta)
+	}
+	return b.String()
+}
+
+// renderLine is one progress line for a log: label, done/total and percent,
+// rate, elapsed and ETA, without a bar.
+func (p *progressBar) renderLine(done int64, elapsed time.Duration) string {
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: progress %s", p.label, humanCount(done))
+	if p.total > 0 {
+		fmt.Fprintf(&b, "/%s (%.0f%%)", humanCount(p.total), min(float64(done)/float64(p.total), 1)*100)
+	}
+	fmt.Fprintf(&b, ", %s/s, elapsed %s", humanCount(int64(rate)), formatClock(elapsed))
+	if p.total > 0 && rate > 0 && done <= p.total {
+		fmt.Fprintf(&b, ", ETA %s", formatClock(time.Duration(float64(p.total-done)/rate*float64(time.Second))))
 	}
 	return b.String()
 }

@@ -84,7 +84,7 @@ the stored one), type_changed (e.g. number -> string) or changed; with -o json
 the diff is a list of {path, change, stored, incoming} where the absent side of
 an added or removed value is null. Nothing is written.
 
-Exit code 1 when there is no such record.`,
+Exit code 7 when there is no such record.`,
 		Example: `  idemctl quarantine show 42
   idemctl quarantine show 42 -o json | jq '.diff[] | [.path, .stored, .incoming]'`,
 		Args: maxArgs(1),
@@ -272,8 +272,8 @@ record not open, a bad new id, over --max).`,
 			if strings.TrimSpace(opts.Reason) == "" {
 				return usageErr("--reason is required: say why, for the record")
 			}
-			if !opts.Yes && !f.IO.CanPrompt() {
-				return usageErr("accept-as-new runs the payload as a new operation: pass --yes when there is no terminal to confirm on")
+			if err := needYes(f.IO, opts.Yes, "accept-as-new runs the payload as a new operation"); err != nil {
+				return err
 			}
 			opts.ID, opts.Operator = id, f.Operator()
 			opts.JSON = f.JSON()
@@ -295,17 +295,11 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 	if err != nil {
 		return err
 	}
-	if !opts.Yes && opts.IO.CanPrompt() {
-		rec, err := quarantine.Show(ctx, pool, opts.ID)
-		if err != nil {
-			return quarantineErr(err, ExitInvalid)
-		}
-		question := fmt.Sprintf("Run the incoming payload of record %d (%s, %d change(s) from %s/%s) as operation %s/%s?",
+	if err := confirmDecision(ctx, opts.IO, pool, opts.ID, opts.Yes, func(rec quarantine.Record) string {
+		return fmt.Sprintf("Run the incoming payload of record %d (%s, %d change(s) from %s/%s) as operation %s/%s?",
 			rec.ID, rec.IncomingClass, len(rec.Diff), rec.Tenant, rec.OperationID, rec.Tenant, opts.NewOperationID)
-		if !confirmAction(opts.IO, question) {
-			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-			return silentExit{ExitFailure}
-		}
+	}); err != nil {
+		return err
 	}
 	acc, err := quarantine.AcceptAsNew(ctx, pool, opts.ID, opts.NewOperationID, opts.Operator, opts.Reason)
 	if err != nil {
@@ -354,7 +348,7 @@ Anyone can check a hash:
   jq -j .incoming.canonical_payload bundle.json | idemctl hash
 
 The bundle goes to stdout, indented (one line with -o json), or to --file,
-which must not exist yet. Exit code 5, with nothing written, for an unknown id.`,
+which must not exist yet. Exit code 7, with nothing written, for an unknown id.`,
 		Example: `  idemctl quarantine export 42 --file quarantine-42.json
   idemctl quarantine export 42 | jq .verified`,
 		Args: maxArgs(1),
@@ -490,6 +484,32 @@ func clipText(s string, max int) string {
 		return s
 	}
 	return string(r[:max-1]) + "…"
+}
+
+// confirmDecision shows a record's question on a terminal (unless yes) and
+// ends the command with exit 1, nothing done, unless the answer is yes.
+func confirmDecision(ctx context.Context, io *IOStreams, db idem.DBTX, id int64, yes bool, question func(quarantine.Record) string) error {
+	if yes || !io.CanPrompt() {
+		return nil
+	}
+	rec, err := quarantine.Show(ctx, db, id)
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	if !confirmAction(io, question(rec)) {
+		fmt.Fprintln(io.ErrOut, "nothing done")
+		return silentExit{ExitFailure}
+	}
+	return nil
+}
+
+// needYes refuses a confirming command without a terminal to ask on and
+// without --yes.
+func needYes(io *IOStreams, yes bool, what string) error {
+	if yes || io.CanPrompt() {
+		return nil
+	}
+	return usageErr("%s: pass --yes (-y) when there is no terminal to confirm on", what)
 }
 
 // confirmAction asks a yes/no question on the terminal; only "y" or "yes" agree.

@@ -24,14 +24,7 @@ import (
 // runQ executes a command line against dsn with non-terminal streams.
 func runQ(t *testing.T, dsn string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, _, out, errOut := Test(false)
-	f := NewFactory(ios)
-	defer f.Close()
-	if dsn != "" {
-		args = append(args, "--dsn", dsn)
-	}
-	code = Run(context.Background(), f, args)
-	return code, out.String(), errOut.String()
+	return run(t, dsn, "", args...)
 }
 
 // execSub runs one subcommand built with a capturing runF and returns the
@@ -86,8 +79,9 @@ func TestQuarantineCommandOptions(t *testing.T) {
 
 	var reject *QuarantineRejectOptions
 	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineReject(f, func(o *QuarantineRejectOptions) error { reject = o; return nil }),
-		"42", "--reason", "fraud"))
+		"42", "--reason", "fraud", "-y"))
 	assert.Equal(t, int64(42), reject.ID)
+	assert.True(t, reject.Yes)
 	assert.Equal(t, "fraud", reject.Reason)
 	assert.Equal(t, "alice", reject.Operator)
 
@@ -234,7 +228,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Regexp(t, `changed\s*│\s*/amount\s*│\s*1250\s*│\s*1350`, out)
 
 	// reject, then a second decision is refused
-	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "tampered amount", "--operator", "alice", "-o", "json")
+	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "tampered amount", "--operator", "alice", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "rejected", rec["status"])
@@ -242,7 +236,7 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, "alice", decision["decided_by"])
 	assert.Equal(t, dbtest.PersonOperator, decision["person"], "the person behind the login, whatever --operator says")
 	assert.Equal(t, string(dbtest.Operator), decision["db_user"])
-	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--reason", "again", "--operator", "bob")
+	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "again", "--operator", "bob")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by alice")
 
@@ -275,15 +269,15 @@ func TestQuarantineCommands(t *testing.T) {
 
 	// unknown ids
 	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "not found")
-	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--reason", "x")
-	assert.Equal(t, ExitInvalid, code)
+	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--yes", "--reason", "x")
+	assert.Equal(t, ExitNotFound, code)
 	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n", "--yes")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	missing := filepath.Join(t.TempDir(), "never.json")
 	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.NoFileExists(t, missing, "a failed export leaves no file")
 	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
 

@@ -413,7 +413,8 @@ evidence. Decisions are final and are recorded with --reason, the operator
 (--operator, IDEMCTL_OPERATOR, else the OS user) and the database user, each
 record with its own audit row in the same transaction as its decision.
 
-One record: reject ID. Many (bulk):
+One record: reject ID; on a terminal it shows the record and asks first
+(--yes skips the question and is required without one). Many (bulk):
   reject --group ID     a group printed by idemctl quarantine groups
   reject FILTERS        the open records matching the filters (at least one)
   reject -              the ids on stdin, one a line ("42", "#42", or the JSON
@@ -430,9 +431,10 @@ Every audit row of one run carries its label (details.bulk_run).
 
 ` + quarantineFilterHelp + `
 
-Exit codes: 0 done (or nothing left to decide); 1 interrupted (run it again)
-or failed; 2 bad flags, filter or stdin, nothing written; 5 an unknown id or a
-record already decided (single record), nothing written.`,
+Exit codes: 0 done (or nothing left to decide); 1 interrupted (run it again),
+declined or failed; 2 bad flags, filter or stdin, nothing written; 5 a record
+already decided (single record), nothing written; 7 an unknown id, nothing
+written.`,
 		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
   idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881" --dry-run
   idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881" --yes
@@ -475,8 +477,10 @@ record already decided (single record), nothing written.`,
 			if opts.Group != "" && !quarantine.ValidGroupID(opts.Group) {
 				return usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
 			}
-			if opts.ID == 0 && !opts.DryRun && !opts.Yes && !f.IO.CanPrompt() {
-				return usageErr("a bulk reject asks for confirmation: pass --yes when there is no terminal (or --dry-run)")
+			if !opts.DryRun {
+				if err := needYes(f.IO, opts.Yes, "reject is final (or preview it with --dry-run)"); err != nil {
+					return err
+				}
 			}
 			opts.Operator, opts.JSON = f.Operator(), f.JSON()
 			if runF != nil {
@@ -512,6 +516,18 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 			return printJSONLine(opts.IO.Out, map[string]any{"dry_run": true, "record": rec})
 		}
 		return nil
+	}
+	if !opts.Yes && opts.IO.CanPrompt() {
+		rec, err := quarantine.Show(ctx, pool, opts.ID)
+		if err != nil {
+			return quarantineErr(err, ExitInvalid)
+		}
+		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
+			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
+		if !confirmAction(opts.IO, question) {
+			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+			return silentExit{ExitFailure}
+		}
 	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
 	if err != nil {

@@ -159,7 +159,7 @@ func TestQuarantineTriageCommands(t *testing.T) {
 	// Ids on stdin: an unknown id refuses the whole run.
 	ids := dbtest.Column[string](t, fx.pool, "SELECT id::text FROM idem.quarantine WHERE operation_id LIKE 'm-%' ORDER BY id LIMIT 3")
 	code, _, errOut = run(t, fx.dsn, strings.Join(append(ids, "999999"), "\n"), "quarantine", "reject", "-", "--reason", "x", "--yes")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "999999")
 	assert.Equal(t, 20, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"))
 	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", ids[0], "--reason", "x", "--dry-run")

@@ -208,7 +208,7 @@ func (o *ReconcileOptions) save() error {
 }
 
 func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: 4})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: 4})
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func printReconcile(opts *ReconcileOptions, sum reconcile.Summary, shown []recon
 			return err
 		}
 		if more > 0 {
-			fmt.Fprintf(w, "... and %d more: use -o json for every line.\n", more)
+			fmt.Fprintf(w, "... and %s more: use -o json for every line.\n", humanCount(int64(more)))
 		}
 	}
 	return printReconcileActions(w, sum)
@@ -359,10 +359,10 @@ func reconcileLine(sum reconcile.Summary) string {
 	var parts []string
 	for _, st := range reconcile.Statuses {
 		if n := sum.Counts[st]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			parts = append(parts, humanCount(int64(n))+" "+string(st))
 		}
 	}
-	line := fmt.Sprintf("%s (%d lines, sha256 %.16s…) against %s%s", sum.Report.Name, sum.Report.Lines, sum.Report.SHA256, sum.Class, window)
+	line := fmt.Sprintf("%s (%s lines, sha256 %.16s…) against %s%s", sum.Report.Name, humanCount(int64(sum.Report.Lines)), sum.Report.SHA256, sum.Class, window)
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}

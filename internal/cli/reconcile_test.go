@@ -241,6 +241,6 @@ func TestIntakeThenResolveDryRun(t *testing.T) {
 	assert.Equal(t, "would_apply", rows[0]["outcome"])
 
 	code, _, errOut = run(t, dsn, "", "intake", "--source", "nope", "--class", "demo.transfer")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "replay source not found")
 }

@@ -105,6 +105,9 @@ reference service.`,
 				if err := fn(cmd.Context(), conn, args[0]); err != nil {
 					return withCode(ExitInvalid, err)
 				}
+				if f.JSON() {
+					return printJSONLine(f.IO.Out, map[string]any{"host": strings.ToLower(args[0]), "change": verb})
+				}
 				fmt.Fprintf(f.IO.Out, "%s %s\n", verb, strings.ToLower(args[0]))
 				return nil
 			},

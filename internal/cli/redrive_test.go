@@ -400,9 +400,10 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 		assert.Equal(t, ExitPending, code)
 		assert.Equal(t, "pending", got["t1/op-1"].Outcome)
 	}
-	start()
+	svc := start()
 	// Within the killed service's pull expiry plus the ack wait (demo/serve_nats.go).
-	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 40*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 40*time.Second, 50*time.Millisecond,
+		"the service applies what was published while it was down: %s", svc.stderr.String())
 	code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)})
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "already_applied", got["t1/op-1"].Outcome, "a rerun settles it, from the primary")

@@ -4,15 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
@@ -44,6 +48,11 @@ type ResolveOptions struct {
 	// RetryFor is how long an operation caught in a connection failure is
 	// retried before the run stops as unreachable.
 	RetryFor time.Duration
+	// OverwriteReport lets --report replace an existing file.
+	OverwriteReport bool
+	// ProgressInterval is how often a run without a terminal logs a
+	// progress line on stderr (0: never).
+	ProgressInterval time.Duration
 	// RecordRun records the run; nil means the audit log (action resolve.run).
 	RecordRun func(ctx context.Context, s recovery.RunSummary) error
 
@@ -101,15 +110,20 @@ Output: on a terminal, a summary by outcome and the rows that need attention;
 with -o json, one object a line in input order (line, tenant, operation_id,
 class, outcome, response, stored_hash, incoming_hash, quarantine_id, error, and
 note when there is one). --report FILE writes the JSON lines to a file as well;
-it is created (truncated) only once the database has passed the primary check.
-A progress bar goes to stderr when it is a terminal. If results cannot be
+it is created only once the database has passed the primary check, and never
+over an existing file unless --overwrite is given (a report is evidence).
+A progress bar goes to stderr when it is a terminal; without one, a progress
+line every --progress-interval (10s; 0 for none). If results cannot be
 written (a closed pipe, a full disk), the run stops reading, what is in flight
 finishes and is counted, the run is recorded, and exit code 1 names the error.
 
 Ctrl-C stops reading: operations already in a transaction commit or roll back,
 never half, and the summary so far is printed. Running the same file again is
 safe: what was applied is reported already_applied. Each run is recorded in the
-audit log (operator, database clock, counts).
+audit log twice: resolve.start before it reads anything (so that a run an
+outage cuts short still leaves a trace) and resolve.run at its end (operator,
+database clock, counts), both naming the input by path and SHA-256 (stdin's
+is known once read to its end).
 
 Exit codes: 0 every operation converged (applied, already_applied, purged, or
 would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
@@ -136,58 +150,8 @@ by an unreachable database or a failed write of its results.`,
     --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fl := cmd.Flags()
-			single := map[string]bool{}
-			for _, name := range []string{"tenant", "op", "class", "payload", "transport"} {
-				single[name] = fl.Changed(name)
-			}
-			anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
-			switch {
-			case opts.File != "" && anySingle:
-				return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
-			case opts.File == "" && !anySingle:
-				return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
-			case opts.File == "":
-				var missing []string
-				for _, name := range []string{"tenant", "op", "class", "payload"} {
-					if !single[name] {
-						missing = append(missing, "--"+name)
-					}
-				}
-				if len(missing) > 0 {
-					return usageErr("one operation needs %s", strings.Join(missing, ", "))
-				}
-			}
-			if opts.Concurrency < 1 || opts.Concurrency > 64 {
-				return usageErr("--concurrency must be between 1 and 64")
-			}
-			if opts.MaxRate < 0 {
-				return usageErr("--max-rate must be positive (0: no limit)")
-			}
-			if opts.BatchSize < 1 || opts.BatchSize > 100000 {
-				return usageErr("--batch-size must be between 1 and 100000")
-			}
-			if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
-				return usageErr("--max-bytes and --max-depth must be positive")
-			}
-			if opts.RetryFor <= 0 {
-				return usageErr("--retry-for must be positive")
-			}
-			if opts.File == "" {
-				var err error
-				if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
-					return err
-				}
-				if single["transport"] {
-					if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
-						return err
-					}
-				}
-				// What a run would answer invalid is a usage error here, before
-				// connecting: nothing is written, not even the run's record.
-				if err := recovery.Check(opts.Request, opts.Limits); err != nil {
-					return usageErr("%v", err)
-				}
+			if err := opts.validate(cmd.Flags(), payload, transport); err != nil {
+				return err
 			}
 			opts.JSON = f.JSON()
 			opts.Operator = f.Operator()
@@ -205,14 +169,81 @@ by an unreachable database or a failed write of its results.`,
 	fl.StringVar(&payload, "payload", "", "original payload of one operation: JSON, or @FILE")
 	fl.StringVar(&transport, "transport", "", "transport metadata of one operation: a JSON object, or @FILE (tracing only)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "look up only: say what would happen, write nothing")
-	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file")
+	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file (a new file unless --overwrite)")
+	fl.BoolVar(&opts.OverwriteReport, "overwrite", false, "let --report replace an existing file")
 	fl.IntVar(&opts.Concurrency, "concurrency", recovery.DefaultConcurrency, "operations (dry run: lookup batches) in flight, one connection each")
 	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations per second (0: no limit)")
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
+	fl.DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	fl.DurationVar(&opts.RetryFor, "retry-for", recovery.DefaultRetryFor, "how long to retry an operation whose connection failed (a failover) before stopping the run")
 	return cmd
+}
+
+// validate checks the flags before anything connects, and reads the single
+// operation's payload and transport (inline or @FILE): what a run would
+// answer invalid is a usage error here, and nothing is written, not even the
+// run's record.
+func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport string) error {
+	single := map[string]bool{}
+	for _, name := range []string{"tenant", "op", "class", "payload", "transport"} {
+		single[name] = fl.Changed(name)
+	}
+	anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
+	switch {
+	case opts.File != "" && anySingle:
+		return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
+	case opts.File == "" && !anySingle:
+		return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
+	case opts.File == "":
+		var missing []string
+		for _, name := range []string{"tenant", "op", "class", "payload"} {
+			if !single[name] {
+				missing = append(missing, "--"+name)
+			}
+		}
+		if len(missing) > 0 {
+			return usageErr("one operation needs %s", strings.Join(missing, ", "))
+		}
+	}
+	if opts.Concurrency < 1 || opts.Concurrency > 64 {
+		return usageErr("--concurrency must be between 1 and 64")
+	}
+	if opts.MaxRate < 0 {
+		return usageErr("--max-rate must be positive (0: no limit)")
+	}
+	if opts.BatchSize < 1 || opts.BatchSize > 100000 {
+		return usageErr("--batch-size must be between 1 and 100000")
+	}
+	if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
+		return usageErr("--max-bytes and --max-depth must be positive")
+	}
+	if opts.RetryFor <= 0 {
+		return usageErr("--retry-for must be positive")
+	}
+	if opts.Report != "" && !opts.OverwriteReport {
+		if _, err := os.Lstat(opts.Report); err == nil {
+			return withCode(ExitUsage, errReportExists(opts.Report))
+		}
+	}
+	if opts.File == "" {
+		var err error
+		if opts.Request.Payload, err = argBytes("--payload", payload, opts.Limits.MaxBytes); err != nil {
+			return err
+		}
+		if single["transport"] {
+			if opts.Request.Transport, err = argBytes("--transport", transport, idem.MaxTransportBytes); err != nil {
+				return err
+			}
+		}
+		// What a run would answer invalid is a usage error here, before
+		// connecting: nothing is written, not even the run's record.
+		if err := recovery.Check(opts.Request, opts.Limits); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	return nil
 }
 
 // argBytes reads a flag value given inline or as @FILE.
@@ -302,30 +333,53 @@ func (s *jsonSink) write(rec *resolveRecord) error {
 	return nil
 }
 
-func resolveRun(ctx context.Context, opts *ResolveOptions) error {
-	single := opts.File == ""
-	var src recovery.Source
-	var total int64
-	sourceName := "command line"
+// resolveInput is a run's input: its operations, how many lines it has
+// (0: unknown), its name, and its SHA-256 (a file's is computed before the
+// run; stdin's as it is read, known once read to its end).
+type resolveInput struct {
+	src    recovery.Source
+	total  int64
+	name   string
+	sha256 func() string
+	close  func()
+}
+
+func openResolveInput(opts *ResolveOptions) (resolveInput, error) {
+	in := resolveInput{name: "command line", sha256: func() string { return "" }, close: func() {}}
 	maxLine := opts.Limits.MaxBytes + recovery.LineSlack
 	switch {
-	case single:
-		src = recovery.Single(opts.Request)
+	case opts.File == "":
+		in.src = recovery.Single(opts.Request)
 	case opts.File == "-":
-		sourceName = "stdin"
-		src = recovery.NDJSON(opts.IO.In, maxLine)
+		in.name = "stdin"
+		h := sha256.New()
+		in.src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
+		in.sha256 = func() string { return hex.EncodeToString(h.Sum(nil)) }
 	default:
-		sourceName = opts.File
+		in.name = opts.File
 		file, err := os.Open(opts.File)
 		if err != nil {
-			return withCode(ExitFailure, fmt.Errorf("open input: %w", err))
+			return in, withCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
-		defer file.Close()
-		if opts.IO.IsStderrTTY() {
-			total = countLines(opts.File)
+		lines, sum, err := digestFile(file)
+		if err != nil {
+			file.Close()
+			return in, withCode(ExitFailure, fmt.Errorf("read input: %w", err))
 		}
-		src = recovery.NDJSON(file, maxLine)
+		in.total, in.sha256, in.close = lines, func() string { return sum }, func() { file.Close() }
+		in.src = recovery.NDJSON(file, maxLine)
 	}
+	return in, nil
+}
+
+func resolveRun(ctx context.Context, opts *ResolveOptions) error {
+	single := opts.File == ""
+	in, err := openResolveInput(opts)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	src, total, sourceName, inputSHA := in.src, in.total, in.name, in.sha256
 
 	var sinks []*jsonSink
 	if opts.JSON {
@@ -333,13 +387,13 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	// The report is created once the database has passed the primary check:
 	// a refused run leaves an existing report as it was.
-	createReport := func() error {
+	startReport := func() error {
 		if opts.Report == "" {
 			return nil
 		}
-		report, err := os.Create(opts.Report)
+		report, err := createReport(opts.Report, opts.OverwriteReport)
 		if err != nil {
-			return fmt.Errorf("create report: %w", err)
+			return err
 		}
 		sinks = append(sinks, &jsonSink{w: bufio.NewWriterSize(report, 64<<10), file: report})
 		return nil
@@ -360,20 +414,43 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	defer closeSinks()
 
-	pool, err := db.Open(ctx, opts.f.DSN(), db.Options{MaxConns: int32(opts.Concurrency + 1)})
+	pool, err := opts.f.OpenPool(ctx, db.Options{MaxConns: int32(opts.Concurrency + 1)})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 
-	record := opts.RecordRun
+	record, recordStart := opts.RecordRun, func() error { return nil }
 	if record == nil {
-		record = func(ctx context.Context, s recovery.RunSummary) error { return recovery.AuditRun(ctx, pool, s) }
+		record = func(ctx context.Context, s recovery.RunSummary) error {
+			if !s.Interrupted || opts.File != "-" {
+				s.InputSHA256 = inputSHA()
+			}
+			return recovery.AuditRun(ctx, pool, s)
+		}
+		recordStart = func() error {
+			sum := ""
+			if opts.File != "-" { // stdin's digest is known at the end only
+				sum = inputSHA()
+			}
+			err := recovery.AuditRunStart(ctx, pool, recovery.RunSummary{Operator: opts.Operator, Source: sourceName,
+				DryRun: opts.DryRun, InputSHA256: sum})
+			if err != nil {
+				return fmt.Errorf("record the run's start in the audit log: %w", err)
+			}
+			return nil
+		}
+	}
+	started := func() error {
+		if err := recordStart(); err != nil {
+			return err
+		}
+		return startReport()
 	}
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
 		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
-		RetryFor: opts.RetryFor, Started: createReport, Flush: closeSinks,
+		RetryFor: opts.RetryFor, Started: started, Flush: closeSinks,
 	}}
 
 	var attention []recovery.Result
@@ -401,14 +478,11 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 
 	var bar *progressBar
-	if !single && opts.IO.IsStderrTTY() {
-		bar = newProgressBar(opts.IO.ErrOut, "resolve", total, func() int64 { n, _ := r.Progress(); return n })
-		bar.Start()
+	if !single {
+		bar = startProgress(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, opts.ProgressInterval)
 	}
 	sum, runErr := r.Run(ctx, src, emit)
-	if bar != nil {
-		bar.Stop()
-	}
+	bar.Stop()
 
 	fatal, recordErr := splitRecordErr(runErr)
 	switch {
@@ -445,8 +519,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitFailure
 	}
 	if sum.Interrupted && fatal == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %d operations (%d read); the transactions in flight finished; %s.\n",
-			sum.Counts.Total(), sum.Read, stoppedAt(sum))
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %s operations (%s read); the transactions in flight finished; %s.\n",
+			humanCount(int64(sum.Counts.Total())), humanCount(int64(sum.Read)), stoppedAt(sum))
 	}
 	if recordErr != nil {
 		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
@@ -514,10 +588,10 @@ func summaryLine(s recovery.RunSummary) string {
 	var parts []string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, o))
+			parts = append(parts, humanCount(int64(n))+" "+string(o))
 		}
 	}
-	line := fmt.Sprintf("%d operations", s.Counts.Total())
+	line := humanCount(int64(s.Counts.Total())) + " operations"
 	if s.DryRun {
 		line += " (dry run, nothing written)"
 	}
@@ -525,10 +599,10 @@ func summaryLine(s recovery.RunSummary) string {
 		line += ": " + strings.Join(parts, ", ")
 	}
 	if s.Redriven > 0 {
-		line += fmt.Sprintf("; %d sent to their class's service", s.Redriven)
+		line += "; " + humanCount(int64(s.Redriven)) + " sent to their class's service"
 	}
 	if s.Interrupted {
-		line += fmt.Sprintf("; interrupted, %d read", s.Read)
+		line += "; interrupted, " + humanCount(int64(s.Read)) + " read"
 	}
 	return line
 }
@@ -571,7 +645,7 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %d more: use -o json or --report FILE for every row.\n", more)
+		fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
 	}
 	return nil
 }
@@ -640,33 +714,53 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	return printTable(w, []string{"field", "value"}, rows)
 }
 
-// countLines counts the lines of a regular file for the progress bar's total,
-// reading it once in blocks; 0 (unknown) if it is not a regular file.
-func countLines(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return 0
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer file.Close()
+// digestFile reads an input file once, before the run: its number of lines
+// (the progress total; a last line without a newline counts) and its
+// SHA-256 (hex), then rewinds it.
+func digestFile(file *os.File) (lines int64, sum string, err error) {
+	h := sha256.New()
 	buf := make([]byte, 1<<20)
-	var n int64
 	var last byte = '\n'
 	for {
-		k, err := file.Read(buf)
-		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		k, rerr := file.Read(buf)
+		h.Write(buf[:k])
+		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
 		if k > 0 {
 			last = buf[k-1]
 		}
-		if err != nil {
+		if rerr == io.EOF {
 			break
+		}
+		if rerr != nil {
+			return 0, "", rerr
 		}
 	}
 	if last != '\n' {
-		n++
+		lines++
 	}
-	return n
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return 0, "", err
+	}
+	return lines, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// createReport creates the --report file; an existing file is kept unless
+// overwrite is set (a report is evidence: a rerun must not truncate it).
+func createReport(path string, overwrite bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, withCode(ExitUsage, errReportExists(path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create report: %w", err)
+	}
+	return f, nil
+}
+
+func errReportExists(path string) error {
+	return fmt.Errorf("--report %s already exists: choose another file, or pass --overwrite to replace it", path)
 }

@@ -264,7 +264,7 @@ func TestResolveReadOnlySession(t *testing.T) {
 	// database has passed the check.
 	report := filepath.Join(t.TempDir(), "report.ndjson")
 	require.NoError(t, os.WriteFile(report, []byte("yesterday's report\n"), 0o600))
-	code, _, errOut := run(t, u.String(), "", "resolve", "--file", file, "--report", report)
+	code, _, errOut := run(t, u.String(), "", "resolve", "--file", file, "--report", report, "--overwrite")
 	assert.Equal(t, ExitNotPrimary, code, errOut)
 	body, err := os.ReadFile(report)
 	require.NoError(t, err)
@@ -325,7 +325,7 @@ func TestResolveReportWriteFails(t *testing.T) {
 	for i := range lines {
 		lines[i] = rsvLine("acme", fmt.Sprint("full-", i), i+1)
 	}
-	code, out, errOut := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, lines...), "--report", "/dev/full")
+	code, out, errOut := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, lines...), "--report", "/dev/full", "--overwrite")
 	require.Equal(t, ExitFailure, code, errOut)
 	msgs := idemctlLines(errOut)
 	require.Len(t, msgs, 1, errOut)

@@ -40,7 +40,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -56,7 +56,11 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	}
 	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+oneLine(msg))
 	if code == ExitUsage {
-		fmt.Fprintln(f.IO.ErrOut, "Run 'idemctl --help' for usage.")
+		path := "idemctl"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
 	}
 	return code
 }
@@ -77,7 +81,13 @@ one transaction (idem.execute). A retry with the same payload gets the saved
 response; a retry with another payload is quarantined, never run.
 
 The database is --dsn, else IDEMCTL_DSN, else DATABASE_URL, else the libpq
-PG* environment. Always point idemctl at the authoritative primary.`,
+PG* environment (PGSERVICE, PGHOST, PGDATABASE...); with none of them
+idemctl refuses rather than guess. A DSN may name a libpq service
+(service=prod). Every command checks, before anything else, that the
+database holds schema idem at this binary's version, and every command that
+writes that the session is a read-write primary; on a terminal it names the
+database it reached on stderr. Always point idemctl at the authoritative
+primary.`,
 		Example: `  # set up a database and the demo ledger, then watch an operation run once
   export IDEMCTL_DSN='postgres://postgres@127.0.0.1:5432/idemctl_demo'
   idemctl migrate
@@ -93,19 +103,26 @@ PG* environment. Always point idemctl at the authoritative primary.`,
 		SilenceErrors: true,
 		Version:       Version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.validateOutput()
+			if p, ok := policyOf(cmd); ok {
+				f.need = p.need
+			}
+			return f.validateOutput(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	root.SetHelpTemplate(root.HelpTemplate() + "\n" + exitCodesHelp + "\n")
+	root.SetHelpTemplate(root.HelpTemplate() + "{{exitCodes .}}")
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
-	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table or json (default: table on a terminal, json otherwise)")
+	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table (fits the terminal), wide (every cell whole) or json (default: table on a terminal, json otherwise)")
+	pf.BoolVar(&f.NoHeaders, "no-headers", false, "tables without their header row")
 	pf.StringVar(&f.OperatorFlag, "operator", "", "who is acting, for the record (default: IDEMCTL_OPERATOR, then the OS user)")
 
 	root.AddCommand(
+		NewCmdVersion(f),
+		NewCmdDoctor(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdHash(f, nil),
 		NewCmdMigrate(f, nil),
 		NewCmdDemo(f),

@@ -101,9 +101,17 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if !opts.IO.CanPrompt() {
 		return withCode(ExitUsage, errNoTerminal)
 	}
+	// The console opens whatever the schema: a schema problem is its
+	// screen, not a queue that looks empty.
+	problem := ""
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	if err := opts.f.state.check(needSchema); err != nil {
+		problem = oneLine(err.Error())
+	} else if st := opts.f.state; st.InRecovery || st.ReadOnly {
+		problem = oneLine(opts.f.state.check(needWrite).Error())
 	}
 	refresh := opts.Refresh
 	if refresh == 0 {
@@ -117,6 +125,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		Database: opts.f.describeDB(),
 		Now:      opts.f.Now,
 		Refresh:  refresh,
+		Problem:  problem,
 	}, opts.NoColor)
 	if err != nil && ctx.Err() != nil {
 		return withCode(ExitFailure, errors.New("interrupted"))

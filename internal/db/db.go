@@ -151,13 +151,57 @@ func oneLine(msg string) string {
 }
 
 // Describe renders where a DSN points, user@host:port/database, never the
-// password. An empty DSN is described from libpq's environment.
+// password, followed by the libpq service it names, if any:
+// "alice@db1:5432/payments (service prod)". An empty DSN is described from
+// libpq's environment.
 func Describe(dsn string) string {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return "an invalid DSN"
 	}
-	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	s := fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	if svc := ServiceName(dsn); svc != "" {
+		s += " (service " + svc + ")"
+	}
+	return s
+}
+
+// serviceKV finds service=NAME in keyword/value form or in a URL's query.
+var serviceKV = regexp.MustCompile(`(?:^|[\s?&])service\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&]+)`)
+
+// ServiceName is the libpq service a DSN connects through (service=NAME in
+// the DSN, else PGSERVICE), or "".
+func ServiceName(dsn string) string {
+	if m := serviceKV.FindStringSubmatch(dsn); m != nil {
+		v := strings.Trim(m[1], "'")
+		if u, err := url.QueryUnescape(v); err == nil {
+			v = u
+		}
+		return v
+	}
+	return os.Getenv("PGSERVICE")
+}
+
+// targetEnv are the libpq variables that name a server or a database.
+var targetEnv = []string{"PGSERVICE", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER"}
+
+// ErrNoDSN: nothing names a database. idemctl never falls back to libpq's
+// built-in default (the local socket, a database named after the OS user)
+// silently: on an engineer's laptop that is rarely the database meant.
+var ErrNoDSN = errors.New("no database named: pass --dsn, or set IDEMCTL_DSN (or DATABASE_URL, PGSERVICE, PGHOST and PGDATABASE)")
+
+// CheckTarget returns ErrNoDSN when dsn is empty and no libpq variable names
+// a server, a database or a service.
+func CheckTarget(dsn string) error {
+	if dsn != "" {
+		return nil
+	}
+	for _, env := range targetEnv {
+		if os.Getenv(env) != "" {
+			return nil
+		}
+	}
+	return ErrNoDSN
 }
 
 var (

@@ -1,4 +1,4 @@
--- object: function idem.horizon_plan_create(text, boolean, timestamptz, interval, text, text, jsonb, uuid)
+-- object: function idem.horizon_plan_create(text, boolean, timestamptz, interval, text, text, jsonb, uuid, interval)
 -- grant: operator
 -- horizon_plan_create records a purge plan from a proof: p_proof is the
 -- evidence of every source (probed by idemctl), p_run the probe run whose
@@ -7,11 +7,12 @@
 -- cites a contract and never drops tombstones (IX304), no purge of the class
 -- is in progress (IX302), and the requested cutoff lies outside the safety
 -- margin (IX314). The cutoff is the earlier of p_before and now minus the
--- class's min-age. Pins, held quarantine evidence, candidates and the audit
--- row are written here. Returns the plan.
+-- class's min-age. The plan expires p_expires after now (at least a minute,
+-- at most 30 days; IX315 past it). Pins, held quarantine evidence,
+-- candidates and the audit row are written here. Returns the plan.
 CREATE OR REPLACE FUNCTION idem.horizon_plan_create(
     p_class text, p_drop_tombstones boolean, p_before timestamptz, p_margin interval, p_contract text,
-    p_operator text, p_proof jsonb, p_run uuid
+    p_operator text, p_proof jsonb, p_run uuid, p_expires interval
 ) RETURNS idem.horizon_plan
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
@@ -43,6 +44,10 @@ BEGIN
         RAISE EXCEPTION 'plan: the cutoff % lies inside the safety margin % (now is %)', p_before, p_margin, now()
             USING ERRCODE = 'IX314', HINT = 'plan before an earlier time, e.g. --before 30d';
     END IF;
+    IF p_expires IS NULL OR p_expires < interval '1 minute' OR p_expires > interval '30 days' THEN
+        RAISE EXCEPTION 'plan: it must expire between 1 minute and 30 days from now, not %', p_expires
+            USING ERRCODE = 'IX306', HINT = '--expires-in 24h';
+    END IF;
     IF p_proof IS NULL OR jsonb_typeof(p_proof) <> 'array' THEN
         RAISE EXCEPTION 'plan: the proof must be a JSON array of evidence' USING ERRCODE = '22023';
     END IF;
@@ -52,10 +57,10 @@ BEGIN
             USING ERRCODE = 'IX302', HINT = 'resume it first: idemctl horizon status';
     END IF;
     INSERT INTO idem.horizon_plan (op_class, action, retention, min_age, contract, before, cutoff, margin,
-                                   planned_by, planned_person, planned_db_user, proof)
+                                   planned_by, planned_person, planned_db_user, proof, expires_at)
     VALUES (p_class, v_action, v_class.retention, v_class.min_age, nullif(btrim(p_contract), ''), p_before,
             least(p_before, now() - coalesce(v_class.min_age, interval '0')), p_margin,
-            p_operator, v_person, session_user, p_proof)
+            p_operator, v_person, session_user, p_proof, now() + p_expires)
     RETURNING * INTO v_p;
     -- Pins: what a source enumerated inside the range (the first source to
     -- name an identity keeps it), then what quarantine evidence holds.
@@ -80,7 +85,8 @@ BEGIN
     PERFORM idem.audit_write(p_operator, 'horizon.plan', 'horizon_plan:' || v_p.id, jsonb_build_object(
         'class', p_class, 'action', v_action, 'retention', v_class.retention, 'contract', v_p.contract,
         'before', p_before, 'cutoff', v_p.cutoff, 'margin_seconds', extract(epoch FROM p_margin),
-        'candidates', v_p.candidates, 'pinned', v_p.pinned, 'person', v_person, 'proof', p_proof)::text);
+        'candidates', v_p.candidates, 'pinned', v_p.pinned, 'person', v_person, 'expires_at', v_p.expires_at,
+        'proof', p_proof)::text);
     RETURN v_p;
 END
 $$;

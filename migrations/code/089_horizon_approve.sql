@@ -3,7 +3,8 @@
 -- horizon_approve records the second pair of eyes. Four-eyes compares
 -- persons: the login must map to a person (IX313) other than the planner's
 -- (IX303), whatever --operator labels say; only a planned plan is approved
--- (IX301, IX302). Recorded in the audit log. Returns the plan.
+-- (IX301, IX302), and not once it has expired (IX315). Recorded in the audit
+-- log. Returns the plan.
 CREATE OR REPLACE FUNCTION idem.horizon_approve(p_plan bigint, p_operator text)
 RETURNS idem.horizon_plan
 LANGUAGE plpgsql SECURITY DEFINER
@@ -17,6 +18,10 @@ BEGIN
     v_p := idem.horizon_lock_plan(p_plan);
     IF v_p.state <> 'planned' THEN
         RAISE EXCEPTION 'purge plan % is %, not planned', v_p.id, v_p.state USING ERRCODE = 'IX302';
+    END IF;
+    IF v_p.expires_at IS NOT NULL AND v_p.expires_at <= now() THEN
+        RAISE EXCEPTION 'purge plan % expired at %: its proof is stale', v_p.id, v_p.expires_at
+            USING ERRCODE = 'IX315', HINT = 'cancel it and plan again: idemctl horizon plan';
     END IF;
     IF v_person = v_p.planned_person THEN
         RAISE EXCEPTION 'purge plan % was planned by % (login %): another person must approve it (four-eyes)',

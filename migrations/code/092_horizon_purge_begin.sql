@@ -2,7 +2,8 @@
 -- grant: operator
 -- horizon_purge_begin starts (or resumes) the purge of an approved plan in
 -- this session: the login must map to a person (IX313), the plan must be
--- approved or purging (IX302), a forever class still needs the plan's
+-- approved or purging (IX302), an approved plan must not have expired
+-- (IX315; a purge already running resumes), a forever class still needs the plan's
 -- contract (IX304), and no other session may be running it (IX310). It takes
 -- the runner's lock, a session-level advisory lock that the purge's batches
 -- check and that ends with the session or idem.horizon_purge_finish. Recorded
@@ -23,6 +24,10 @@ BEGIN
     IF v_p.state NOT IN ('approved', 'purging') THEN
         RAISE EXCEPTION 'purge plan % is % (a purge needs an approved plan: idemctl horizon approve)', v_p.id, v_p.state
             USING ERRCODE = 'IX302';
+    END IF;
+    IF v_p.state = 'approved' AND v_p.expires_at IS NOT NULL AND v_p.expires_at <= now() THEN
+        RAISE EXCEPTION 'purge plan % expired at %: its proof is stale', v_p.id, v_p.expires_at
+            USING ERRCODE = 'IX315', HINT = 'cancel it and plan again: idemctl horizon plan';
     END IF;
     SELECT * INTO v_class FROM idem.op_class WHERE name = v_p.op_class;
     IF v_class.retention = 'forever' AND (v_p.contract IS NULL OR v_p.action <> 'purge') THEN

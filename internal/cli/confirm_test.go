@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// reject is final: without a terminal it needs --yes; on one it shows the
+// record and asks, and only "y" decides.
+func TestRejectAsksFirst(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	q := fx.conflict(t, "acme", "ask-1", 1, 2)
+	code, out, errOut := runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--reason", "x")
+	assert.Equal(t, ExitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "--yes (-y)")
+	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+
+	for _, answer := range []string{"n\n", "y\n"} {
+		code, _, errOut := runTTY(t, fx.dsn, answer, "quarantine", "reject", fmt.Sprint(q), "--reason", "tampered")
+		assert.Contains(t, errOut, fmt.Sprintf("Reject record %d (acme/ask-1", q))
+		if answer == "n\n" {
+			assert.Equal(t, ExitFailure, code)
+			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
+		} else {
+			assert.Equal(t, ExitOK, code, errOut)
+			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'rejected'"))
+		}
+	}
+	code, _, _ = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "-y", "--reason", "again")
+	assert.Equal(t, ExitInvalid, code, "-y is --yes; an already decided record is refused")
+}

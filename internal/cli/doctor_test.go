@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// doctorLines runs idemctl doctor -o json and maps each check to its line.
+func doctorLines(t *testing.T, dsn string) (int, []string, map[string]map[string]any) {
+	t.Helper()
+	code, out, errOut := run(t, dsn, "", "doctor", "-o", "json", "--skip-sources")
+	var order []string
+	checks := map[string]map[string]any{}
+	for _, l := range jsonLines(t, out) {
+		name := l["check"].(string)
+		order = append(order, name)
+		checks[name] = l
+	}
+	require.NotEmpty(t, order, errOut)
+	return code, order, checks
+}
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	fx.conflict(t, "acme", "doc-1", 1, 2)
+
+	code, order, checks := doctorLines(t, fx.dsn)
+	assert.Equal(t, ExitOK, code, "warnings only: %v", checks)
+	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "quarantine"}, order)
+	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit"} {
+		assert.Equal(t, "ok", checks[name]["verdict"], "%s: %v", name, checks[name])
+	}
+	assert.Contains(t, checks["dsn"]["detail"], string(dbtest.Operator)+"@")
+	assert.NotContains(t, checks["dsn"]["detail"], dbtest.TestPassword)
+	assert.Contains(t, checks["grants"]["detail"], "acts as operator")
+	assert.Equal(t, "warn", checks["quarantine"]["verdict"])
+	assert.Contains(t, checks["quarantine"]["detail"], "1 open quarantine record(s)")
+
+	// With the sources probed: only the manual one, so no purge can be proven.
+	code, out, errOut := run(t, fx.dsn, "", "doctor", "-o", "json")
+	assert.Equal(t, ExitOK, code, errOut)
+	var sources map[string]any
+	for _, l := range jsonLines(t, out) {
+		if l["check"] == "sources" {
+			sources = l
+		}
+	}
+	require.NotNil(t, sources, out)
+	assert.Equal(t, "warn", sources["verdict"])
+	assert.Contains(t, sources["detail"], "no replay source but the manual one")
+
+	// A read-only session: the primary check fails, and so does doctor.
+	code, _, checks = doctorLines(t, readOnly(t, fx.dsn))
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, "fail", checks["primary"]["verdict"])
+	assert.Contains(t, checks["primary"]["action"], "target_session_attrs=read-write")
+
+	// A login that is none of the schema's kinds of user.
+	code, _, checks = doctorLines(t, dbtest.As(fx.dsn, dbtest.Nobody))
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, "fail", checks["grants"]["verdict"], "%v", checks["grants"])
+	assert.Contains(t, checks["grants"]["action"], "GRANT idem_operator TO "+string(dbtest.Nobody))
+
+	// The chain's head moved behind the log's back.
+	dbtest.Admin(t, fx.dsn, "SET session_replication_role = replica; UPDATE idem.audit_head SET last_id = last_id + 5")
+	code, _, checks = doctorLines(t, fx.dsn)
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, "fail", checks["audit"]["verdict"])
+	assert.Contains(t, checks["audit"]["action"], "idemctl audit verify")
+
+	// A table for a person, with the same verdicts.
+	code, out, _ = run(t, fx.dsn, "", "doctor", "-o", "table", "--skip-sources")
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, out, "WHAT TO DO")
+	assert.Contains(t, out, "fail")
+}
+
+// On a database without the schema, doctor stops at the schema and says
+// what to run; unreachable, it stops at the server.
+func TestDoctorWrongDatabase(t *testing.T) {
+	t.Parallel()
+	super := dbtest.NewDatabase(t)
+	dbtest.Admin(t, super, "DROP SCHEMA idem CASCADE")
+	code, order, checks := doctorLines(t, dbtest.As(super, dbtest.Operator))
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, "schema", order[len(order)-1])
+	assert.Equal(t, "fail", checks["schema"]["verdict"])
+	assert.Equal(t, "run idemctl migrate as a superuser", checks["schema"]["action"])
+
+	code, order, checks = doctorLines(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2")
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, []string{"dsn", "server"}, order)
+	assert.Equal(t, "fail", checks["server"]["verdict"])
+	assert.NotContains(t, fmt.Sprint(checks), "hunter2")
+}
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	fx.conflict(t, "acme", "st-1", 1, 2)
+
+	code, out, errOut := run(t, fx.dsn, "", "status", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	st := jsonLines(t, out)
+	require.Len(t, st, 1)
+	assert.EqualValues(t, 1, st[0]["quarantine"].(map[string]any)["open"])
+	var transfer map[string]any
+	for _, c := range st[0]["classes"].([]any) {
+		if c.(map[string]any)["class"] == "demo.transfer" {
+			transfer = c.(map[string]any)
+		}
+	}
+	require.NotNil(t, transfer, out)
+	assert.EqualValues(t, 1, transfer["operations_last_hour"])
+	assert.EqualValues(t, 1, transfer["inbox_bodies"])
+	assert.Equal(t, "manual", st[0]["sources"].([]any)[0].(map[string]any)["name"])
+
+	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "prometheus")
+	require.Equal(t, ExitOK, code, errOut)
+	for _, want := range []string{
+		"# TYPE idemctl_quarantine_open gauge\nidemctl_quarantine_open 1\n",
+		`idemctl_operations{class="demo.transfer",window="1h"} 1` + "\n",
+		`idemctl_inbox_bodies{class="demo.transfer"} 1` + "\n",
+		`idemctl_source_closed{kind="manual",source="manual"} 0` + "\n",
+	} {
+		assert.Contains(t, out, want)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		assert.Regexp(t, `^(# (HELP|TYPE) idemctl_\w+ .+|idemctl_\w+(\{[^}]*\})? [0-9.]+)$`, l)
+	}
+
+	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "1 open quarantine record(s)")
+	assert.Contains(t, out, "demo.transfer")
+
+	code, _, errOut = run(t, fx.dsn, "", "quarantine", "list", "-o", "prometheus")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut, "idemctl status only")
+}
