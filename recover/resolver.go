@@ -198,110 +198,22 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		}
 		r.answered.Add(1)
 	}, emit, func(error) { stop() })
-	limit := newLimiter(cfg.MaxRate)
-	var unknown atomic.Int64
-	var workers sync.WaitGroup
+	pl := &runPipeline{r: r, classes: classes, win: win, limit: newLimiter(cfg.MaxRate),
+		stopCtx: stopCtx, workCtx: workCtx, fail: fail}
 	var send func(job) bool
 	var closeQueues func()
 	if cfg.DryRun {
-		raw := make(chan job, 256)
-		jobs := make(chan job, 256)
-		batches := make(chan []job, cfg.Concurrency)
-		var preparers sync.WaitGroup
-		for range runtime.GOMAXPROCS(0) {
-			preparers.Add(1)
-			go func() {
-				defer preparers.Done()
-				for j := range raw {
-					if r.prepare(&j, classes, win) {
-						jobs <- j
-					}
-				}
-			}()
-		}
-		go func() {
-			preparers.Wait()
-			close(jobs)
-		}()
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			defer close(batches)
-			batchJobs(jobs, batches, cfg.BatchSize)
-		}()
-		for range cfg.Concurrency {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				for b := range batches {
-					if stopCtx.Err() != nil || !limit.wait(stopCtx, len(b)) {
-						for _, j := range b {
-							win.done(j.pos, Result{skipped: true})
-						}
-						continue
-					}
-					if err := r.lookup(workCtx, stopCtx.Done(), b, win); err != nil {
-						fail(err)
-					}
-				}
-			}()
-		}
-		send = func(j job) bool {
-			select {
-			case raw <- j:
-				return true
-			case <-stopCtx.Done():
-				return false
-			}
-		}
-		closeQueues = func() { close(raw) }
+		send, closeQueues = pl.startLookups(cfg.Concurrency, cfg.BatchSize)
 	} else {
-		queues := make([]chan job, cfg.Concurrency)
-		for i := range queues {
-			queues[i] = make(chan job, workerQueue)
-			workers.Add(1)
-			go func(q <-chan job) {
-				defer workers.Done()
-				var ahead lookAhead
-				for {
-					g, more := nextGroup(q, maxGroup)
-					valid := g[:0]
-					for _, j := range g {
-						if r.prepare(&j, classes, win) {
-							valid = append(valid, j)
-						}
-					}
-					if len(valid) > 0 {
-						r.runGroup(workCtx, stopCtx, valid, &ahead, limit, win, fail, &unknown)
-					}
-					if !more {
-						return
-					}
-				}
-			}(queues[i])
-		}
-		send = func(j job) bool {
-			q := queues[identityKey(seed, j.req.Tenant, j.req.OperationID)%uint64(len(queues))]
-			select {
-			case q <- j:
-				return true
-			case <-stopCtx.Done():
-				return false
-			}
-		}
-		closeQueues = func() {
-			for _, q := range queues {
-				close(q)
-			}
-		}
+		send, closeQueues = pl.startWorkers(cfg.Concurrency, seed)
 	}
 
 	eof := r.dispatch(stopCtx, src, win, send, &sum, fail)
 	closeQueues()
-	workers.Wait()
+	pl.workers.Wait()
 	r.closeSenders()
 	sum.Interrupted = !eof || win.unanswered() > 0
-	sum.Unknown = int(unknown.Load())
+	sum.Unknown = int(pl.unknown.Load())
 
 	sum.WriteErr = win.err()
 	if cfg.Flush != nil {
@@ -324,6 +236,126 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		return sum, errs[0]
 	}
 	return sum, errors.Join(errs...)
+}
+
+// runPipeline is what a run's workers share: the classes, the window of
+// answers, the rate limit, and the contexts (stopCtx ends reading, workCtx
+// outlives a Ctrl-C so that no transaction is cut in half).
+type runPipeline struct {
+	r       *Resolver
+	classes map[string]classInfo
+	win     *window
+	limit   *limiter
+	stopCtx context.Context
+	workCtx context.Context
+	fail    func(error)
+	workers sync.WaitGroup
+	unknown atomic.Int64 // operations whose outcome is unknown (lost connections)
+}
+
+// startLookups starts a dry run's pipeline: lines are prepared (canonicalised,
+// hashed) on every core, gathered into batches of batchSize and looked up on
+// concurrency connections. It returns how to send a line and how to say that
+// no more will come.
+func (p *runPipeline) startLookups(concurrency, batchSize int) (send func(job) bool, closeQueues func()) {
+	raw := make(chan job, 256)
+	jobs := make(chan job, 256)
+	batches := make(chan []job, concurrency)
+	var preparers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		preparers.Add(1)
+		go func() {
+			defer preparers.Done()
+			for j := range raw {
+				if p.r.prepare(&j, p.classes, p.win) {
+					jobs <- j
+				}
+			}
+		}()
+	}
+	go func() {
+		preparers.Wait()
+		close(jobs)
+	}()
+	p.workers.Add(1)
+	go func() {
+		defer p.workers.Done()
+		defer close(batches)
+		batchJobs(jobs, batches, batchSize)
+	}()
+	for range concurrency {
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			for b := range batches {
+				if p.stopCtx.Err() != nil || !p.limit.wait(p.stopCtx, len(b)) {
+					for _, j := range b {
+						p.win.done(j.pos, Result{skipped: true})
+					}
+					continue
+				}
+				if err := p.r.lookup(p.workCtx, p.stopCtx.Done(), b, p.win); err != nil {
+					p.fail(err)
+				}
+			}
+		}()
+	}
+	send = func(j job) bool {
+		select {
+		case raw <- j:
+			return true
+		case <-p.stopCtx.Done():
+			return false
+		}
+	}
+	closeQueues = func() { close(raw) }
+	return send, closeQueues
+}
+
+// startWorkers starts a real run's pipeline: concurrency workers, each fed
+// the lines of the identities that hash to it (so that one identity's lines
+// run in input order), each answering what is already there from batched
+// lookups and running the executor for the rest.
+func (p *runPipeline) startWorkers(concurrency int, seed maphash.Seed) (send func(job) bool, closeQueues func()) {
+	queues := make([]chan job, concurrency)
+	for i := range queues {
+		queues[i] = make(chan job, workerQueue)
+		p.workers.Add(1)
+		go func(q <-chan job) {
+			defer p.workers.Done()
+			var ahead lookAhead
+			for {
+				g, more := nextGroup(q, maxGroup)
+				valid := g[:0]
+				for _, j := range g {
+					if p.r.prepare(&j, p.classes, p.win) {
+						valid = append(valid, j)
+					}
+				}
+				if len(valid) > 0 {
+					p.r.runGroup(p.workCtx, p.stopCtx, valid, &ahead, p.limit, p.win, p.fail, &p.unknown)
+				}
+				if !more {
+					return
+				}
+			}
+		}(queues[i])
+	}
+	send = func(j job) bool {
+		q := queues[identityKey(seed, j.req.Tenant, j.req.OperationID)%uint64(len(queues))]
+		select {
+		case q <- j:
+			return true
+		case <-p.stopCtx.Done():
+			return false
+		}
+	}
+	closeQueues = func() {
+		for _, q := range queues {
+			close(q)
+		}
+	}
+	return send, closeQueues
 }
 
 // dispatch reads src until its end (true) or until stopCtx is done (false),
