@@ -6,7 +6,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/muesli/termenv"
 )
+
+// barView draws the bar itself: the TUI's progress component, in plain
+// characters (a log or a pasted terminal keeps no colours).
+var barView = progress.New(progress.WithWidth(24), progress.WithoutPercentage(),
+	progress.WithFillCharacters('=', ' '), progress.WithColorProfile(termenv.Ascii))
 
 // progressBar draws one self-overwriting line on stderr while a batch runs:
 // done/total (when the total is known), a bar, the rate and an ETA. When
@@ -108,10 +116,8 @@ func (p *progressBar) render(done int64, elapsed time.Duration) string {
 	b.WriteString(p.label)
 	b.WriteByte(' ')
 	if p.total > 0 {
-		const barWidth = 24
 		frac := min(float64(done)/float64(p.total), 1)
-		filled := int(frac * barWidth)
-		b.WriteString("[" + strings.Repeat("=", filled) + strings.Repeat(" ", barWidth-filled) + "] ")
+		b.WriteString("[" + barView.ViewAs(frac) + "] ")
 		fmt.Fprintf(&b, "%s/%s %3.0f%%", humanCount(done), humanCount(p.total), frac*100)
 	} else {
 		b.WriteString(humanCount(done))
