@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -129,7 +130,10 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 // bulkPlanErr gives a plan error its exit code: refusals (nothing written)
 // are ExitInvalid.
 func bulkPlanErr(err error) error {
-	for _, s := range []error{quarantine.ErrPlanNotFound, quarantine.ErrPlanState, quarantine.ErrSamePerson,
+	if errors.Is(err, quarantine.ErrPlanNotFound) {
+		return withCode(ExitNotFound, err)
+	}
+	for _, s := range []error{quarantine.ErrPlanState, quarantine.ErrSamePerson,
 		quarantine.ErrBadPlan, quarantine.ErrNoPerson, quarantine.ErrNothingToDecide} {
 		if errors.Is(err, s) {
 			return withCode(ExitInvalid, err)
@@ -188,7 +192,7 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 	cmd := &cobra.Command{
 		Use:     action + " PLAN",
 		Short:   short,
-		Long:    short + ".\n\nExit codes: 0 done; 1 interrupted (run again) or failed; 2 bad arguments; 5 refused (unknown plan, wrong state, same person), nothing written.",
+		Long:    short + ".\n\n" + bulkActionHelp[action] + "Exit codes: 0 done; 1 interrupted (run again), declined or failed; 2 bad arguments; 5 refused (wrong state, same person), nothing written; 7 unknown plan.",
 		Example: "  idemctl quarantine bulk " + action + " 3",
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -205,8 +209,10 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 			if action == "run" && (opts.Batch < 1 || opts.Batch > quarantine.MaxBatch) {
 				return usageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
 			}
-			if action == "run" && !opts.Yes && !f.IO.CanPrompt() {
-				return usageErr("run executes the payloads as new operations: pass --yes when there is no terminal to confirm on")
+			if action == "run" || action == "approve" {
+				if err := needYes(f.IO, opts.Yes, action+" lets the payloads run as new operations"); err != nil {
+					return err
+				}
 			}
 			opts.ID, opts.Operator, opts.JSON = id, f.Operator(), f.JSON()
 			if runF != nil {
@@ -221,6 +227,8 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 	case "run":
 		cmd.Flags().IntVar(&opts.Batch, "batch", quarantine.DefaultBatch, "records run per transaction")
 		cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	case "approve":
+		cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	}
 	return cmd
 }
@@ -233,6 +241,19 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	var plan quarantine.AcceptPlan
 	switch opts.Action {
 	case "approve":
+		if !opts.Yes {
+			shown, err := quarantine.ShowAccept(ctx, pool, opts.ID)
+			if err != nil {
+				return bulkPlanErr(err)
+			}
+			if err := printBulkPlan(opts.IO.ErrOut, shown); err != nil {
+				return err
+			}
+			if !confirmAction(opts.IO, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)?", shown.ID, len(shown.IDs), shown.Rule)) {
+				fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+				return silentExit{ExitFailure}
+			}
+		}
 		plan, err = quarantine.ApproveAccept(ctx, pool, opts.ID, opts.Operator)
 	case "abort":
 		plan, err = quarantine.AbortAccept(ctx, pool, opts.ID, opts.Operator, opts.Reason)
@@ -247,6 +268,17 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	if opts.JSON {
 		return printJSONLine(opts.IO.Out, plan)
 	}
+	return printBulkPlan(opts.IO.Out, plan)
+}
+
+// bulkActionHelp is what each bulk subcommand's help adds.
+var bulkActionHelp = map[string]string{
+	"approve": "On a terminal it shows the plan and asks first; --yes skips the question\nand is required without one.\n\n",
+	"run":     "On a terminal it asks first; --yes skips the question and is required\nwithout one.\n\n",
+}
+
+// printBulkPlan prints a bulk accept-as-new plan as a table.
+func printBulkPlan(w io.Writer, plan quarantine.AcceptPlan) error {
 	rows := [][]string{
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, clipText(fmt.Sprint(plan.IDs), 60))},
@@ -258,7 +290,7 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	if plan.AbortReason != "" {
 		rows = append(rows, []string{"aborted", plan.AbortReason})
 	}
-	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+	return printTable(w, []string{"field", "value"}, rows)
 }
 
 func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
