@@ -1,4 +1,4 @@
-.PHONY: build test demo bench fuzz clean
+.PHONY: build test test-citus demo bench fuzz clean
 
 build:
 	go build -o bin/idemctl ./cmd/idemctl
@@ -6,6 +6,11 @@ build:
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:
 	scripts/test.sh
+
+# The Citus suite on a local cluster (a coordinator and two workers), building
+# Citus first when it is missing; skipped loudly where it cannot run.
+test-citus:
+	scripts/test-citus.sh
 
 # The main job on a local default database.
 demo:

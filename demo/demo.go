@@ -36,7 +36,7 @@ const OwnerRole = "idem_demo"
 // to run again.
 func Install(ctx context.Context, conn *pgx.Conn) error {
 	var migrated bool
-	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text)') IS NOT NULL").Scan(&migrated); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text,regclass[])') IS NOT NULL").Scan(&migrated); err != nil {
 		return fmt.Errorf("check schema: %w", err)
 	}
 	if !migrated {
@@ -45,6 +45,11 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	r, err := migrations.InstalledRoles(ctx, conn)
 	if err != nil {
 		return err
+	}
+	var citus, onCitus bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'), idem.citus_distributed()").
+		Scan(&citus, &onCitus); err != nil {
+		return fmt.Errorf("check schema: %w", err)
 	}
 	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	owner := q(OwnerRole)
@@ -57,23 +62,35 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 				END $$`, quoteLiteral(OwnerRole), owner),
 			"GRANT " + owner + " TO CURRENT_USER",
 			"CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner,
-			"SET LOCAL ROLE " + owner,
+		}
+		if citus {
+			steps = append(steps, citusBefore...)
+		}
+		steps = append(steps,
+			"SET LOCAL ROLE "+owner,
 			installSQL,
-			"GRANT USAGE ON SCHEMA demo TO " + q(r.Owner) + ", " + q(r.App) + ", " + q(r.Operator) + ", " + q(r.Auditor),
-			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner) + ", " + q(r.App),
-			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO " + q(r.Operator) + ", " + q(r.Auditor),
+			"GRANT USAGE ON SCHEMA demo TO "+q(r.Owner)+", "+q(r.App)+", "+q(r.Operator)+", "+q(r.Auditor),
+			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO "+q(r.Owner)+", "+q(r.App),
+			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO "+q(r.Operator)+", "+q(r.Auditor),
 			// The reference service (an app login) charges the provider.
-			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO " + q(r.App),
-			"SET LOCAL ROLE " + q(r.Owner),
+			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO "+q(r.App),
+			"RESET ROLE",
+		)
+		if onCitus {
+			steps = append(steps, citusAfter...)
+		}
+		steps = append(steps,
+			"SET LOCAL ROLE "+q(r.Owner),
 			`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
-				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}')`,
+				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}',
+				ARRAY['demo.account', 'demo.posting']::regclass[])`,
 			`SELECT idem.register_class('demo.transfer_app', NULL, 'forever',
 				'the demo transfer as application code: idemctl demo serve (a provider charge, then the ledger)')`,
 			// Re-drives may go to the reference service on this machine.
 			"SELECT idem.redrive_allow('127.0.0.1')",
 			"SELECT idem.redrive_allow('localhost')",
 			"RESET ROLE",
-		}
+		)
 		for _, s := range steps {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("install demo ledger: %w", err)
@@ -82,6 +99,24 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 		return nil
 	})
 }
+
+// On a Citus coordinator the ledger's role may log in, as the idem owner does
+// there: Citus creates the role's functions on the workers over connections
+// made as that role. Once the idem schema is distributed, the ledger is
+// distributed the same way: its tables by tenant_id, co-located with
+// idem.identity, so that demo.transfer's effect runs on the node of its
+// tenant inside the delegated idem.execute, and the effect on every node.
+var (
+	citusBefore = []string{"ALTER ROLE " + pgx.Identifier{OwnerRole}.Sanitize() + " LOGIN"}
+	citusAfter  = []string{
+		`SELECT create_distributed_table(t, 'tenant_id', colocate_with := 'idem.identity')
+		 FROM unnest(ARRAY['demo.account', 'demo.posting']::regclass[]) t
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = t)`,
+		`SELECT create_distributed_function('demo.transfer_effect(text,text,jsonb)'::regprocedure)
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_object o
+		                   WHERE o.classid = 'pg_proc'::regclass AND o.objid = 'demo.transfer_effect(text,text,jsonb)'::regprocedure)`,
+	}
+)
 
 func quoteLiteral(s string) string { return "'" + s + "'" }
 

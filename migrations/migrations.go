@@ -172,6 +172,13 @@ type Options struct {
 	// table): the migration fails rather than queue every executor call
 	// behind it. 0 means 10s.
 	LockTimeout time.Duration
+	// NoDistribute leaves the tables of a Citus coordinator where they are
+	// (plain tables on the coordinator); a later Apply without it distributes
+	// them. It changes nothing on plain PostgreSQL.
+	NoDistribute bool
+	// ShardCount is the number of shards of the distributed tables when they
+	// are first distributed (0: the cluster's citus.shard_count).
+	ShardCount int
 }
 
 // Report is what Apply did.
@@ -187,6 +194,8 @@ type Report struct {
 	// SchemaVersion and CodeVersion are what the database now holds.
 	SchemaVersion int `json:"schema_version"`
 	CodeVersion   int `json:"code_version"`
+	// Citus is what the run did on a Citus coordinator; nil elsewhere.
+	Citus *CitusReport `json:"citus,omitempty"`
 }
 
 // Apply brings the schema up to date: roles, the numbered migrations, the
@@ -228,6 +237,9 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	if rep.RolesCreated, err = prepare(ctx, conn, o.Roles); err != nil {
 		return rep, err
 	}
+	if rep.Citus, err = citusPrepare(ctx, conn, o.Roles); err != nil {
+		return rep, err
+	}
 	if _, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{o.Roles.Owner}.Sanitize()); err != nil {
 		return rep, fmt.Errorf("%w: SET ROLE %s: %v", ErrNotInstallable, o.Roles.Owner, err)
 	}
@@ -245,6 +257,11 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	}
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		return rep, err
+	}
+	if rep.Citus != nil && !o.NoDistribute {
+		if err := citusDistribute(ctx, conn, o.Roles, o.ShardCount, rep.Citus); err != nil {
+			return rep, err
+		}
 	}
 	problems, err := Check(ctx, conn, o.Roles)
 	if err != nil {
