@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,5 +152,3 @@ func collectStrings(rows interface {
 	}
 	return out, rows.Err()
 }
-
-var _ = strings.Join

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +28,9 @@ func TestMain(m *testing.M) { citustest.Main(m) }
 const (
 	loginApp      = "citus_t_app"
 	loginOperator = "citus_t_alice"
-	loginAuditor  = "citus_t_auditor"
+	// loginOperator2 is a second person (four-eyes).
+	loginOperator2 = "citus_t_bob"
+	loginAuditor   = "citus_t_auditor"
 )
 
 // Size of the inbox that exists before it is distributed.
@@ -129,13 +130,16 @@ func prepare(c *citustest.Cluster) (*env, error) {
 
 func createLogins(ctx context.Context, conn *pgx.Conn) error {
 	r := migrations.DefaultRoles()
-	for login, group := range map[string]string{loginApp: r.App, loginOperator: r.Operator, loginAuditor: r.Auditor} {
+	for login, group := range map[string]string{loginApp: r.App, loginOperator: r.Operator, loginOperator2: r.Operator, loginAuditor: r.Auditor} {
 		if _, err := conn.Exec(ctx, "CREATE ROLE "+login+" LOGIN IN ROLE "+group); err != nil {
 			return fmt.Errorf("create login %s: %w", login, err)
 		}
 	}
 	return migrations.AsOwner(ctx, conn, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "SELECT idem.person_add('alice', $1)", loginOperator)
+		if _, err := tx.Exec(ctx, "SELECT idem.person_add('alice', $1)", loginOperator); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "SELECT idem.person_add('bob', $1)", loginOperator2)
 		return err
 	})
 }
@@ -300,5 +304,3 @@ func hashOf(canonical string) string {
 	s := sha256.Sum256([]byte(canonical))
 	return "jcs-sha256:" + hex.EncodeToString(s[:])
 }
-
-var _ = strings.TrimSpace
