@@ -234,7 +234,7 @@ func TestRegisterClassChecksItsTables(t *testing.T) {
 		"GRANT USAGE ON SCHEMA fx TO idem_owner",
 		"SET ROLE citus_t_effects",
 		"CREATE TABLE fx.local_note (tenant_id text, note text)",
-		"CREATE TABLE fx.note (tenant_id text, note text)",
+		"CREATE TABLE fx.note (tenant_id text, note text, PRIMARY KEY (tenant_id, note))",
 		`CREATE FUNCTION fx.stray(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql SECURITY DEFINER
 		 SET search_path = pg_catalog, fx, pg_temp AS $$ INSERT INTO fx.note VALUES (t || '-elsewhere', o) RETURNING '{}'::jsonb $$`,
 		"GRANT EXECUTE ON FUNCTION fx.stray(text, text, jsonb) TO idem_owner",

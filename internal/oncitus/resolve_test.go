@@ -125,3 +125,46 @@ func waitForCluster(t *testing.T, conn *pgx.Conn) {
 	}
 	t.Fatalf("the cluster does not answer after the restart: %v", err)
 }
+
+// TestRebalanceWhileResolving: a third worker is added and the shards
+// rebalanced onto it (citus_rebalance_start, logical replication) while a
+// resolve batch runs over tenants on every worker: once the batch (and, for
+// what it could not answer, one rerun) is done, every operation has exactly
+// one posting (0 lost, 0 doubled) and the new worker holds shards. It runs
+// last: it leaves the cluster with three workers.
+func TestRebalanceWhileResolving(t *testing.T) {
+	e := setup(t)
+	super := e.superuser(t)
+	tenants := e.spread(t, super, "rebalanced", 3)
+	const n = 1500
+	input := batch(tenants, "m", n, func(k int) int { return 1 + k })
+	done := make(chan recovery.RunSummary, 1)
+	go func() {
+		sum, err := e.resolve(t, false, input, nil)
+		if err != nil {
+			t.Logf("the run during the rebalance ended with: %v", err)
+		}
+		done <- sum
+	}()
+	added, err := e.c.AddWorker()
+	require.NoError(t, err)
+	began := time.Now()
+	_, err = super.Exec(context.Background(), "SELECT citus_rebalance_start(rebalance_strategy := 'by_shard_count', shard_transfer_mode := 'force_logical')")
+	require.NoError(t, err)
+	_, err = super.Exec(context.Background(), "SELECT citus_rebalance_wait()")
+	require.NoError(t, err)
+	t.Logf("rebalance onto %s took %s", added.Name, time.Since(began).Round(time.Millisecond))
+	sum := <-done
+	t.Logf("run during the rebalance: %v", sum.Counts)
+	if got := sum.Counts[recovery.Applied] + sum.Counts[recovery.AlreadyApplied]; got < n {
+		sum, err = e.resolve(t, false, input, nil)
+		require.NoError(t, err)
+		t.Logf("rerun: %v", sum.Counts)
+		assert.Equal(t, n, sum.Counts[recovery.Applied]+sum.Counts[recovery.AlreadyApplied], "%v", sum.Counts)
+	}
+	assert.Positive(t, count(t, super, "SELECT count(*) FROM citus_shards WHERE table_name = 'idem.identity'::regclass AND nodeport = $1", added.Port),
+		"%s holds shards of idem.identity", added.Name)
+	assert.EqualValues(t, n, count(t, super, "SELECT count(DISTINCT operation_id) FROM demo.posting WHERE tenant_id = ANY($1) AND operation_id LIKE 'm-%'", tenants), "0 lost")
+	assert.EqualValues(t, n, count(t, super, "SELECT count(*) FROM demo.posting WHERE tenant_id = ANY($1) AND operation_id LIKE 'm-%'", tenants), "0 doubled")
+	assert.EqualValues(t, n, count(t, super, "SELECT count(*) FROM idem.inbox WHERE tenant_id = ANY($1) AND operation_id LIKE 'm-%'", tenants))
+}

@@ -73,7 +73,7 @@ var shared struct {
 
 // setup returns the binary's cluster with the schema distributed, making it
 // on first use. It skips the test when Citus is not available.
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	c := citustest.Start(t)
 	shared.once.Do(func() {
@@ -152,19 +152,7 @@ func (e *env) grow(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := tx.Exec(ctx, "SELECT idem.inbox_body_ensure((now() - interval '4 days')::date, now()::date)"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `
-			WITH rows AS (
-			    SELECT 'g' || lpad((g % $2)::text, 2, '0') AS tenant, 'hist-' || g AS op,
-			           '{"amount":' || g || ',"currency":"EUR","from":"a","to":"b"}' AS payload,
-			           now() - interval '3 days' + g * interval '2 seconds' AS at
-			    FROM generate_series(1, $1::int) g
-			), ident AS (
-			    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
-			    SELECT tenant, op, 'demo.transfer', sha256(convert_to(payload, 'UTF8')), at FROM rows
-			    RETURNING 1
-			)
-			INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
-			SELECT tenant, op, at, 'demo.transfer', payload, '{"ok":true}' FROM rows`, grownIdentities, grownTenants)
+		_, err := tx.Exec(ctx, historySQL, grownIdentities, grownTenants)
 		return err
 	})
 	if err != nil {
@@ -198,6 +186,24 @@ func (e *env) grow(ctx context.Context, conn *pgx.Conn) error {
 	return err
 }
 
+// historySQL writes $1 applied demo.transfer identities hist-K over $2
+// tenants gNN (K mod $2), backdated over the last three days, with their
+// canonical payload {"amount":K,"currency":"EUR","from":"a","to":"b"} and the
+// response {"ok":true}: history no API would backdate (as the schema owner).
+const historySQL = `
+	WITH rows AS (
+	    SELECT 'g' || lpad((g % $2)::text, 2, '0') AS tenant, 'hist-' || g AS op,
+	           '{"amount":' || g || ',"currency":"EUR","from":"a","to":"b"}' AS payload,
+	           now() - interval '3 days' + g * interval '2 seconds' AS at
+	    FROM generate_series(1, $1::int) g
+	), ident AS (
+	    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
+	    SELECT tenant, op, 'demo.transfer', sha256(convert_to(payload, 'UTF8')), at FROM rows
+	    RETURNING 1
+	)
+	INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
+	SELECT tenant, op, at, 'demo.transfer', payload, '{"ok":true}' FROM rows`
+
 func take(ctx context.Context, conn *pgx.Conn) (inventory, error) {
 	var n inventory
 	err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM idem.identity), (SELECT count(*) FROM idem.inbox_body),
@@ -227,7 +233,7 @@ func loginURL(base, login string) string {
 	return u.String()
 }
 
-func (e *env) pool(t *testing.T, login string, maxConns int32) *pgxpool.Pool {
+func (e *env) pool(t testing.TB, login string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	p, err := db.Open(context.Background(), loginURL(e.admin, login), db.Options{MaxConns: maxConns})
 	require.NoError(t, err)
@@ -244,7 +250,7 @@ func (e *env) conn(t *testing.T, login string) *pgx.Conn {
 }
 
 // superuser is a connection to the coordinator as the cluster's superuser.
-func (e *env) superuser(t *testing.T) *pgx.Conn {
+func (e *env) superuser(t testing.TB) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), e.admin)
 	require.NoError(t, err)
