@@ -183,7 +183,12 @@ func (v *auditView) render(w, h int) string {
 	if v.loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
-	const idW, atW, actorW = 6, 20, 10
+	const atW, actorW = 20, 10
+	ids := make([]int64, len(v.rows))
+	for i, r := range v.rows {
+		ids[i] = r.ID
+	}
+	idW := idWidth(ids...)
 	actionW := 20
 	targetW := max(8, w-2-idW-atW-actorW-actionW-4)
 	lines := []string{title, v.chainLine(),
