@@ -119,11 +119,11 @@ func prepare(c *citustest.Cluster) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate on the coordinator: %w", err)
 	}
-	if err := demo.Install(ctx, conn); err != nil {
-		return nil, fmt.Errorf("demo init after distributing: %w", err)
-	}
 	if e.grown.after, err = take(ctx, conn); err != nil {
 		return nil, err
+	}
+	if err := demo.Install(ctx, conn); err != nil {
+		return nil, fmt.Errorf("demo init after distributing: %w", err)
 	}
 	return e, nil
 }
