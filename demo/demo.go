@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/migrations"
 )
@@ -53,18 +55,33 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	}
 	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	owner := q(OwnerRole)
+	// The role is created on its own, outside the transaction: Citus creates
+	// a role (and a schema) on the workers only for a statement of its own.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", OwnerRole).Scan(&exists); err != nil {
+		return fmt.Errorf("install demo ledger: %w", err)
+	}
+	if !exists {
+		var pgErr *pgconn.PgError
+		if _, err := conn.Exec(ctx, "CREATE ROLE "+owner+" NOLOGIN"); err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42710") {
+			return fmt.Errorf("install demo ledger: %w", err)
+		}
+	}
+	// And the schema, so that Citus creates it on the workers before the
+	// ledger's functions.
+	pre := []string{"GRANT " + owner + " TO CURRENT_USER", "CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner}
+	if citus {
+		pre = append(pre, citusLogin)
+	}
+	for _, s := range pre {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("install demo ledger: %w", err)
+		}
+	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// Serialise concurrent installs the same way migrations are serialised.
 		steps := []string{
 			"SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))",
-			fmt.Sprintf(`DO $$ BEGIN
-				IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) THEN CREATE ROLE %s NOLOGIN; END IF;
-				END $$`, quoteLiteral(OwnerRole), owner),
-			"GRANT " + owner + " TO CURRENT_USER",
-			"CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner,
-		}
-		if citus {
-			steps = append(steps, citusBefore...)
 		}
 		steps = append(steps,
 			"SET LOCAL ROLE "+owner,
@@ -107,8 +124,8 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 // idem.identity, so that demo.transfer's effect runs on the node of its
 // tenant inside the delegated idem.execute, and the effect on every node.
 var (
-	citusBefore = []string{"ALTER ROLE " + pgx.Identifier{OwnerRole}.Sanitize() + " LOGIN"}
-	citusAfter  = []string{
+	citusLogin = "ALTER ROLE " + pgx.Identifier{OwnerRole}.Sanitize() + " LOGIN"
+	citusAfter = []string{
 		`SELECT create_distributed_table(t, 'tenant_id', colocate_with := 'idem.identity')
 		 FROM unnest(ARRAY['demo.account', 'demo.posting']::regclass[]) t
 		 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = t)`,
@@ -117,8 +134,6 @@ var (
 		                   WHERE o.classid = 'pg_proc'::regclass AND o.objid = 'demo.transfer_effect(text,text,jsonb)'::regprocedure)`,
 	}
 )
-
-func quoteLiteral(s string) string { return "'" + s + "'" }
 
 // SQL returns the demo ledger's install script (the lab installs it into its
 // scratch schemas).

@@ -11,8 +11,8 @@ import (
 )
 
 // On a Citus coordinator (a database with the citus extension) Apply lays the
-// schema out for Citus after the code package, in the same run, and again on
-// every run (each step is skipped when already done):
+// schema out for Citus after the code package, in the same run, and checks it
+// again on every run (each step is skipped when already done):
 //
 //   - the per-operation tables, keyed tenant first, are distributed by
 //     tenant_id and co-located with idem.identity: identity, inbox_body (still
@@ -152,16 +152,20 @@ func citusPrepare(ctx context.Context, conn *pgx.Conn, r Roles) (*CitusReport, e
 	return rep, nil
 }
 
-// citusDistribute lays the schema out for Citus (see the top of this file).
-// It runs as the connecting superuser, after the code package.
-func citusDistribute(ctx context.Context, conn *pgx.Conn, r Roles, shardCount int, rep *CitusReport) error {
+// citusTables places the tables (see the top of this file). It runs as the
+// connecting superuser, after the code package. A table made a Citus local
+// table is renamed into its own shard (Citus keeps the data where it is and
+// puts a shell in its place), and a function created before names the
+// shard's row type in its signature: such functions are marked for the code
+// package to install again (Apply does, at once).
+func citusTables(ctx context.Context, conn *pgx.Conn, shardCount int, rep *CitusReport) error {
 	for _, t := range citusLayout {
 		now, err := citusTableKind(ctx, conn, t.table)
 		if err != nil {
 			return err
 		}
 		// A table with a foreign key to a reference table became a Citus
-		// local table when that one was made (horizon_pin): it moves on.
+		// local table when that one was made (horizon_batch): it moves on.
 		if now == t.kind || now == "distributed" || now == "reference" {
 			continue
 		}
@@ -171,6 +175,23 @@ func citusDistribute(ctx context.Context, conn *pgx.Conn, r Roles, shardCount in
 		}
 		rep.Tables = append(rep.Tables, ct)
 	}
+	_, err := conn.Exec(ctx, `
+		DELETE FROM idem.code_object o
+		WHERE o.object LIKE 'function %'
+		  AND EXISTS (SELECT 1 FROM pg_depend d JOIN pg_type t ON t.oid = d.refobjid
+		              JOIN pg_dist_shard s ON t.typrelid = to_regclass(s.logicalrelid::text || '_' || s.shardid)
+		              WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_type'::regclass
+		                AND d.objid = to_regprocedure(substr(o.object, 10)))`)
+	if err != nil {
+		return fmt.Errorf("citus: mark the functions that name a shard's row type: %w", err)
+	}
+	return nil
+}
+
+// citusFunctions creates the schema's functions on every node and delegates
+// the executor's (see the top of this file). It runs as the connecting
+// superuser, after the code package.
+func citusFunctions(ctx context.Context, conn *pgx.Conn, r Roles, rep *CitusReport) error {
 	if err := citusSwapSequence(ctx, conn, r); err != nil {
 		return err
 	}

@@ -255,11 +255,23 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	if rep.CodeInstalled, rep.CodeDropped, err = installCode(ctx, conn, objs, o.Roles); err != nil {
 		return rep, err
 	}
+	distribute := rep.Citus != nil && !o.NoDistribute
+	if distribute {
+		if err := asSuperuser(ctx, conn, o.Roles, func() error { return citusTables(ctx, conn, o.ShardCount, rep.Citus) }); err != nil {
+			return rep, err
+		}
+		// Again, for the functions citusTables marked.
+		again, _, err := installCode(ctx, conn, objs, o.Roles)
+		if err != nil {
+			return rep, err
+		}
+		rep.CodeInstalled = append(rep.CodeInstalled, again...)
+	}
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		return rep, err
 	}
-	if rep.Citus != nil && !o.NoDistribute {
-		if err := citusDistribute(ctx, conn, o.Roles, o.ShardCount, rep.Citus); err != nil {
+	if distribute {
+		if err := citusFunctions(ctx, conn, o.Roles, rep.Citus); err != nil {
 			return rep, err
 		}
 	}
@@ -273,6 +285,19 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	}
 	rep.SchemaVersion, rep.CodeVersion = SchemaVersion(), CodeVersion
 	return rep, nil
+}
+
+// asSuperuser runs fn as the connecting login (RESET ROLE), then acts as the
+// owner role again.
+func asSuperuser(ctx context.Context, conn *pgx.Conn, r Roles, fn func() error) error {
+	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{r.Owner}.Sanitize())
+	return err
 }
 
 func applyMigrations(ctx context.Context, conn *pgx.Conn, all []Migration) ([]Migration, error) {
