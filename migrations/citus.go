@@ -25,7 +25,8 @@ import (
 //     tables, so that an operator's transaction that also changes a
 //     distributed table commits both with two-phase commit: the audit chain
 //     and its head (one chain, in one place), persons and logins, replay
-//     sources, corrections, purge batches and the re-drive allow-list;
+//     sources, corrections, purge batches, what the replay probes enumerate
+//     and the re-drive allow-list;
 //   - every function of the schema whose signature Citus can follow is
 //     created on every node; idem.execute, idem.claim and idem.complete are
 //     distributed functions on their tenant_id argument, co-located with
@@ -92,6 +93,7 @@ var citusLayout = []struct{ table, kind string }{
 	{"idem.horizon_correction", "local"},
 	{"idem.horizon_batch", "local"},
 	{"idem.redrive_host", "local"},
+	{"idem.horizon_enum", "local"},
 }
 
 // delegatedFunctions run on the node that holds their tenant's shard.

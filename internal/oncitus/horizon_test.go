@@ -90,7 +90,7 @@ func TestPurgeOnTheClusterWithARacingReplay(t *testing.T) {
 		}()
 	}
 	close(start)
-	r, err := horizon.Purge(ctx, bob, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 20})
+	r, err := horizon.Purge(ctx, bob, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 500})
 	wg.Wait()
 	require.NoError(t, err)
 	t.Logf("purge: %d rows in %d batches, %d swaps; replays: %v", r.Plan.Purged, r.Batches, r.Swaps, outcomes)

@@ -5,13 +5,19 @@
 CREATE OR REPLACE FUNCTION idem.horizon_record_batch(
     p_plan bigint, p_part text, p_method text, p_rows bigint, p_kept bigint, p_started timestamptz
 ) RETURNS void
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
+DECLARE
+    v_seq integer;
+BEGIN
     -- Two statements rather than one with a data-modifying WITH: on Citus
     -- the plan is a reference table and the batch log a coordinator table,
-    -- which one statement cannot modify together.
-    UPDATE idem.horizon_plan SET purged = purged + p_rows, batches = batches + 1 WHERE id = p_plan;
+    -- which one statement cannot modify together. (PL/pgSQL, not SQL: Citus
+    -- cannot plan a SQL function's statements that use its parameters.)
+    UPDATE idem.horizon_plan SET purged = purged + p_rows, batches = batches + 1 WHERE id = p_plan
+    RETURNING batches INTO v_seq;
     INSERT INTO idem.horizon_batch (plan_id, seq, part, method, rows, kept, started_at)
-    SELECT p_plan, p.batches, p_part, p_method, p_rows, p_kept, p_started FROM idem.horizon_plan p WHERE p.id = p_plan;
+    VALUES (p_plan, v_seq, p_part, p_method, p_rows, p_kept, p_started);
+END
 $$;
