@@ -56,8 +56,10 @@ func TestMigrateDistributesAnInboxThatHoldsData(t *testing.T) {
 		t.Logf("%s holds %d of the grown identities", w.Name, n)
 		assert.Positive(t, n, "%s holds some of the identities", w.Name)
 	}
-	// Every identity still answers: each has its body, through the coordinator.
-	assert.Equal(t, g.before.Identities, count(t, conn, "SELECT count(*) FROM idem.inbox"))
+	// Every identity still answers: each has its body, through the coordinator
+	// (other tests of the binary may have added their own since).
+	assert.Equal(t, g.before.Identities, count(t, conn,
+		"SELECT count(*) FROM idem.inbox WHERE operation_id LIKE 'hist-%' OR operation_id LIKE 'live-%'"))
 	// A sample replayed through the executor gets its saved response.
 	app := e.conn(t, loginApp)
 	rng := rand.New(rand.NewSource(11))
