@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/migrations"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -148,6 +149,13 @@ func TestRebalanceWhileResolving(t *testing.T) {
 	}()
 	added, err := e.c.AddWorker()
 	require.NoError(t, err)
+	// The README's step after citus_add_node: migrate again, which creates
+	// there what Citus does not carry over.
+	_, err = migrations.Apply(context.Background(), super, migrations.Options{})
+	require.NoError(t, err)
+	assert.EqualValues(t, len(e.c.Workers()), count(t, super,
+		"SELECT count(*) FROM run_command_on_workers($$SELECT to_regclass('idem.body_swap_xid') IS NOT NULL$$) WHERE success AND result = 't'"),
+		"every worker has idem.body_swap_xid")
 	began := time.Now()
 	_, err = super.Exec(context.Background(), "SELECT citus_rebalance_start(rebalance_strategy := 'by_shard_count', shard_transfer_mode := 'force_logical')")
 	require.NoError(t, err)

@@ -11,10 +11,13 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 BEGIN
-    IF idem.citus_distributed()
-       AND EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition d WHERE d.logicalrelid = p_rel AND d.partmethod = 'h') THEN
-        RETURN (SELECT coalesce(max(s.shard_size), 0) / current_setting('block_size')::bigint
-                FROM pg_catalog.citus_shards s WHERE s.table_name = p_rel);
+    -- Nested: PL/pgSQL plans a condition whole, and the Citus catalogue
+    -- exists only on Citus.
+    IF idem.citus_distributed() THEN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition d WHERE d.logicalrelid = p_rel AND d.partmethod = 'h') THEN
+            RETURN (SELECT coalesce(max(s.shard_size), 0) / current_setting('block_size')::bigint
+                    FROM pg_catalog.citus_shards s WHERE s.table_name = p_rel);
+        END IF;
     END IF;
     RETURN pg_relation_size(p_rel) / current_setting('block_size')::bigint;
 END
