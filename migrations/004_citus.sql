@@ -1,4 +1,4 @@
--- 006_citus: what a class's effect writes, declared at registration.
+-- 004_citus: what a class's effect writes, declared at registration.
 --
 -- PostgreSQL records no table dependencies of a PL/pgSQL body, and on Citus
 -- idem.execute runs a class's effect on the node that holds the tenant's
