@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	recovery "github.com/idemctl/idemctl/recover"
 )
@@ -30,8 +31,9 @@ import (
 // delegated to the worker of its tenant).
 func BenchmarkExecuteThroughCoordinator(b *testing.B) {
 	e := setup(b)
-	plain, _ := dbtest.NewPool(b, 9)
-	citus := e.pool(b, loginApp, 9)
+	_, dsn := dbtest.NewPool(b, 1)
+	plain := noFlushPool(b, dbtest.As(dsn, dbtest.App), 9)
+	citus := noFlushPool(b, loginURL(e.admin, loginApp), 9)
 	ctx := context.Background()
 	var seq atomic.Int64
 	for _, conns := range []int{1, 8} {
@@ -103,6 +105,25 @@ func BenchmarkResolveDryRunThroughCoordinator(b *testing.B) {
 			b.ReportMetric(float64(dryRunKeys)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 		})
 	}
+}
+
+// noFlushPool opens a pool whose sessions commit without waiting for the WAL
+// flush (synchronous_commit = off): the cluster's nodes run with fsync off
+// (scripts/citus-cluster.sh), so the plain server must not pay a flush per
+// commit that the cluster does not, or the ratio measures disks.
+func noFlushPool(b *testing.B, url string, maxConns int32) *pgxpool.Pool {
+	b.Helper()
+	cfg, err := db.Config(url, db.Options{MaxConns: maxConns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
 }
 
 // parallel runs fn b.N times spread over conns dedicated connections and
