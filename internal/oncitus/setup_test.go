@@ -2,8 +2,6 @@ package oncitus_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"sync"
@@ -303,10 +301,4 @@ func (e *env) spread(t *testing.T, conn *pgx.Conn, prefix string, n int) []strin
 	t.Helper()
 	w := e.c.Workers()
 	return append(tenantsOn(t, conn, prefix, w[0].Port, n), tenantsOn(t, conn, prefix, w[1].Port, n)...)
-}
-
-// hashOf is the jcs-sha256 form of a canonical text.
-func hashOf(canonical string) string {
-	s := sha256.Sum256([]byte(canonical))
-	return "jcs-sha256:" + hex.EncodeToString(s[:])
 }
