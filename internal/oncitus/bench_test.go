@@ -42,7 +42,7 @@ func BenchmarkExecuteThroughCoordinator(b *testing.B) {
 			pool *pgxpool.Pool
 		}{{"plain", plain}, {"citus", citus}} {
 			b.Run(fmt.Sprintf("%s/conns=%d", target.name, conns), func(b *testing.B) {
-				parallel(b, target.pool, conns, func(c *pgxpool.Conn) error {
+				dbtest.Parallel(b, target.pool, conns, func(c *pgxpool.Conn) error {
 					n := seq.Add(1)
 					res, err := idem.Execute(ctx, c, transfer(fmt.Sprintf("bench-%d", n%64), fmt.Sprintf("bench-op-%d", n), 1+int(n%1000)))
 					if err == nil && res.Outcome != idem.Applied {
@@ -124,44 +124,4 @@ func noFlushPool(b *testing.B, url string, maxConns int32) *pgxpool.Pool {
 	}
 	b.Cleanup(pool.Close)
 	return pool
-}
-
-// parallel runs fn b.N times spread over conns dedicated connections and
-// reports operations per second.
-func parallel(b *testing.B, pool *pgxpool.Pool, conns int, fn func(*pgxpool.Conn) error) {
-	b.Helper()
-	held := make([]*pgxpool.Conn, conns)
-	for i := range held {
-		c, err := pool.Acquire(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		held[i] = c
-	}
-	defer func() {
-		for _, c := range held {
-			c.Release()
-		}
-	}()
-	var next atomic.Int64
-	errs := make(chan error, conns)
-	b.ResetTimer()
-	for i := 0; i < conns; i++ {
-		go func(c *pgxpool.Conn) {
-			for next.Add(1) <= int64(b.N) {
-				if err := fn(c); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}(held[i])
-	}
-	for i := 0; i < conns; i++ {
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
