@@ -1,4 +1,4 @@
-.PHONY: build test demo bench fuzz clean fresh-debian
+.PHONY: build test test-citus demo bench fuzz clean fresh-debian
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -10,6 +10,11 @@ build:
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:
 	scripts/test.sh $(ARGS)
+
+# The Citus suite on a local cluster (a coordinator and two workers), building
+# Citus first when it is missing; skipped loudly where it cannot run.
+test-citus:
+	scripts/test-citus.sh
 
 # The main job on a local default database.
 demo:

@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/migrations"
 )
@@ -36,7 +38,7 @@ const OwnerRole = "idem_demo"
 // to run again.
 func Install(ctx context.Context, conn *pgx.Conn) error {
 	var migrated bool
-	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text)') IS NOT NULL").Scan(&migrated); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text,regclass[])') IS NOT NULL").Scan(&migrated); err != nil {
 		return fmt.Errorf("check schema: %w", err)
 	}
 	if !migrated {
@@ -46,34 +48,66 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
+	var citus, onCitus bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'), idem.citus_distributed()").
+		Scan(&citus, &onCitus); err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
 	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	owner := q(OwnerRole)
+	// The role is created on its own, outside the transaction: Citus creates
+	// a role (and a schema) on the workers only for a statement of its own.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", OwnerRole).Scan(&exists); err != nil {
+		return fmt.Errorf("install demo ledger: %w", err)
+	}
+	if !exists {
+		var pgErr *pgconn.PgError
+		if _, err := conn.Exec(ctx, "CREATE ROLE "+owner+" NOLOGIN"); err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42710") {
+			return fmt.Errorf("install demo ledger: %w", err)
+		}
+	}
+	// And the schema, so that Citus creates it on the workers before the
+	// ledger's functions.
+	pre := []string{"GRANT " + owner + " TO CURRENT_USER", "CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner}
+	if citus {
+		pre = append(pre, citusLogin)
+	}
+	for _, s := range pre {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("install demo ledger: %w", err)
+		}
+	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		// Serialise concurrent installs the same way migrations are serialised.
 		steps := []string{
 			"SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))",
-			fmt.Sprintf(`DO $$ BEGIN
-				IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) THEN CREATE ROLE %s NOLOGIN; END IF;
-				END $$`, quoteLiteral(OwnerRole), owner),
-			"GRANT " + owner + " TO CURRENT_USER",
-			"CREATE SCHEMA IF NOT EXISTS demo AUTHORIZATION " + owner,
-			"SET LOCAL ROLE " + owner,
+		}
+		steps = append(steps,
+			"SET LOCAL ROLE "+owner,
 			installSQL,
-			"GRANT USAGE ON SCHEMA demo TO " + q(r.Owner) + ", " + q(r.App) + ", " + q(r.Operator) + ", " + q(r.Auditor),
-			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner) + ", " + q(r.App),
-			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO " + q(r.Operator) + ", " + q(r.Auditor),
+			"GRANT USAGE ON SCHEMA demo TO "+q(r.Owner)+", "+q(r.App)+", "+q(r.Operator)+", "+q(r.Auditor),
+			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO "+q(r.Owner)+", "+q(r.App),
+			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO "+q(r.Operator)+", "+q(r.Auditor),
 			// The reference service (an app login) charges the provider.
-			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO " + q(r.App),
-			"SET LOCAL ROLE " + q(r.Owner),
+			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO "+q(r.App),
+			"RESET ROLE",
+		)
+		if onCitus {
+			steps = append(steps, citusAfter...)
+		}
+		steps = append(steps,
+			"SET LOCAL ROLE "+q(r.Owner),
 			`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
-				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}')`,
+				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}',
+				ARRAY['demo.account', 'demo.posting']::regclass[])`,
 			`SELECT idem.register_class('demo.transfer_app', NULL, 'forever',
 				'the demo transfer as application code: idemctl demo serve (a provider charge, then the ledger)')`,
 			// Re-drives may go to the reference service on this machine.
 			"SELECT idem.redrive_allow('127.0.0.1')",
 			"SELECT idem.redrive_allow('localhost')",
 			"RESET ROLE",
-		}
+		)
 		for _, s := range steps {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("install demo ledger: %w", err)
@@ -83,7 +117,23 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 	})
 }
 
-func quoteLiteral(s string) string { return "'" + s + "'" }
+// On a Citus coordinator the ledger's role may log in, as the idem owner does
+// there: Citus creates the role's functions on the workers over connections
+// made as that role. Once the idem schema is distributed, the ledger is
+// distributed the same way: its tables by tenant_id, co-located with
+// idem.identity, so that demo.transfer's effect runs on the node of its
+// tenant inside the delegated idem.execute, and the effect on every node.
+var (
+	citusLogin = "ALTER ROLE " + pgx.Identifier{OwnerRole}.Sanitize() + " LOGIN"
+	citusAfter = []string{
+		`SELECT create_distributed_table(t, 'tenant_id', colocate_with := 'idem.identity')
+		 FROM unnest(ARRAY['demo.account', 'demo.posting']::regclass[]) t
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = t)`,
+		`SELECT create_distributed_function('demo.transfer_effect(text,text,jsonb)'::regprocedure)
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_object o
+		                   WHERE o.classid = 'pg_proc'::regclass AND o.objid = 'demo.transfer_effect(text,text,jsonb)'::regprocedure)`,
+	}
+)
 
 // SQL returns the demo ledger's install script (the lab installs it into its
 // scratch schemas).

@@ -282,7 +282,7 @@ func (w *purgeWork) purgeBody(ctx context.Context) error {
 func (w *purgeWork) dropTombstones(ctx context.Context) error {
 	var blocks int64
 	var tuples float64
-	if err := w.pool.QueryRow(ctx, `SELECT pg_relation_size('idem.identity') / current_setting('block_size')::int,
+	if err := w.pool.QueryRow(ctx, `SELECT idem.heap_blocks('idem.identity'),
 		greatest(reltuples, 0) FROM pg_class WHERE oid = 'idem.identity'::regclass`).Scan(&blocks, &tuples); err != nil {
 		return err
 	}

@@ -35,14 +35,14 @@ func BenchmarkExecute(b *testing.B) {
 		b.Run(fmt.Sprintf("baseline_bare_effect/conns=%d", conns), func(b *testing.B) {
 			// One statement is its own transaction: the same round trips as
 			// idem.Execute on a pooled connection.
-			parallel(b, admin, conns, func(c *pgxpool.Conn) error {
+			dbtest.Parallel(b, admin, conns, func(c *pgxpool.Conn) error {
 				n := seq.Add(1)
 				_, err := c.Exec(ctx, "SELECT demo.transfer_effect($1, $2, $3)", tenant(n), fmt.Sprintf("base-%d", n), payload(n))
 				return err
 			})
 		})
 		b.Run(fmt.Sprintf("applied/conns=%d", conns), func(b *testing.B) {
-			parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+			dbtest.Parallel(b, pool, conns, func(c *pgxpool.Conn) error {
 				n := seq.Add(1)
 				res, err := idem.Execute(ctx, c, idem.Command{
 					Identity: idem.Identity{TenantID: tenant(n), OperationID: fmt.Sprintf("op-%d", n)},
@@ -56,7 +56,7 @@ func BenchmarkExecute(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("already_applied/conns=%d", conns), func(b *testing.B) {
 			// Replays of identities applied above.
-			parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+			dbtest.Parallel(b, pool, conns, func(c *pgxpool.Conn) error {
 				n := 1 + seq.Add(1)%64
 				_, err := idem.Execute(ctx, c, idem.Command{
 					Identity: idem.Identity{TenantID: "replay", OperationID: fmt.Sprintf("op-%d", n)},
@@ -66,46 +66,6 @@ func BenchmarkExecute(b *testing.B) {
 			})
 		})
 	}
-}
-
-// parallel runs fn b.N times spread over conns dedicated connections and
-// reports operations per second.
-func parallel(b *testing.B, pool *pgxpool.Pool, conns int, fn func(*pgxpool.Conn) error) {
-	b.Helper()
-	held := make([]*pgxpool.Conn, conns)
-	for i := range held {
-		c, err := pool.Acquire(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		held[i] = c
-	}
-	defer func() {
-		for _, c := range held {
-			c.Release()
-		}
-	}()
-	var next atomic.Int64
-	errs := make(chan error, conns)
-	b.ResetTimer()
-	for i := 0; i < conns; i++ {
-		go func(c *pgxpool.Conn) {
-			for next.Add(1) <= int64(b.N) {
-				if err := fn(c); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}(held[i])
-	}
-	for i := 0; i < conns; i++ {
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
 // BenchmarkTrustBoundaryCost prices what the database's own enforcement adds
@@ -139,7 +99,7 @@ func BenchmarkTrustBoundaryCost(b *testing.B) {
 		pool := dbtest.PoolAs(b, db.dsn, dbtest.Superuser, 9)
 		for _, conns := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/applied/conns=%d", db.name, conns), func(b *testing.B) {
-				parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+				dbtest.Parallel(b, pool, conns, func(c *pgxpool.Conn) error {
 					n := seq.Add(1)
 					_, err := idem.Execute(ctx, c, idem.Command{
 						Identity: idem.Identity{TenantID: fmt.Sprintf("t-%d", n%64), OperationID: fmt.Sprintf("op-%d", n)},
@@ -148,7 +108,7 @@ func BenchmarkTrustBoundaryCost(b *testing.B) {
 				})
 			})
 			b.Run(fmt.Sprintf("%s/already_applied/conns=%d", db.name, conns), func(b *testing.B) {
-				parallel(b, pool, conns, func(c *pgxpool.Conn) error {
+				dbtest.Parallel(b, pool, conns, func(c *pgxpool.Conn) error {
 					n := 1 + seq.Add(1)%64
 					_, err := idem.Execute(ctx, c, idem.Command{
 						Identity: idem.Identity{TenantID: "replay", OperationID: fmt.Sprintf("op-%d", n)},

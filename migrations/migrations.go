@@ -174,6 +174,13 @@ type Options struct {
 	// table): the migration fails rather than queue every executor call
 	// behind it. 0 means 10s.
 	LockTimeout time.Duration
+	// NoDistribute leaves the tables of a Citus coordinator where they are
+	// (plain tables on the coordinator); a later Apply without it distributes
+	// them. It changes nothing on plain PostgreSQL.
+	NoDistribute bool
+	// ShardCount is the number of shards of the distributed tables when they
+	// are first distributed (0: the cluster's citus.shard_count).
+	ShardCount int
 }
 
 // Report is what Apply did.
@@ -189,6 +196,8 @@ type Report struct {
 	// SchemaVersion and CodeVersion are what the database now holds.
 	SchemaVersion int `json:"schema_version"`
 	CodeVersion   int `json:"code_version"`
+	// Citus is what the run did on a Citus coordinator; nil elsewhere.
+	Citus *CitusReport `json:"citus,omitempty"`
 }
 
 // Apply brings the schema up to date: roles, the numbered migrations, the
@@ -230,6 +239,9 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	if rep.RolesCreated, err = prepare(ctx, conn, o.Roles); err != nil {
 		return rep, err
 	}
+	if rep.Citus, err = citusPrepare(ctx, conn, o.Roles); err != nil {
+		return rep, err
+	}
 	if _, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{o.Roles.Owner}.Sanitize()); err != nil {
 		return rep, fmt.Errorf("%w: SET ROLE %s: %v", ErrNotInstallable, o.Roles.Owner, err)
 	}
@@ -245,8 +257,25 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	if rep.CodeInstalled, rep.CodeDropped, err = installCode(ctx, conn, objs, o.Roles); err != nil {
 		return rep, err
 	}
+	distribute := rep.Citus != nil && !o.NoDistribute
+	if distribute {
+		if err := asSuperuser(ctx, conn, o.Roles, func() error { return citusTables(ctx, conn, o.ShardCount, rep.Citus) }); err != nil {
+			return rep, err
+		}
+		// Again, for the functions citusTables marked.
+		again, _, err := installCode(ctx, conn, objs, o.Roles)
+		if err != nil {
+			return rep, err
+		}
+		rep.CodeInstalled = append(rep.CodeInstalled, again...)
+	}
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		return rep, err
+	}
+	if distribute {
+		if err := citusFunctions(ctx, conn, o.Roles, rep.Citus); err != nil {
+			return rep, err
+		}
 	}
 	problems, err := Check(ctx, conn, o.Roles)
 	if err != nil {
@@ -258,6 +287,19 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	}
 	rep.SchemaVersion, rep.CodeVersion = SchemaVersion(), CodeVersion
 	return rep, nil
+}
+
+// asSuperuser runs fn as the connecting login (RESET ROLE), then acts as the
+// owner role again.
+func asSuperuser(ctx context.Context, conn *pgx.Conn, r Roles, fn func() error) error {
+	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, "SET ROLE "+pgx.Identifier{r.Owner}.Sanitize())
+	return err
 }
 
 func applyMigrations(ctx context.Context, conn *pgx.Conn, all []Migration) ([]Migration, error) {

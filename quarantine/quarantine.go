@@ -236,15 +236,14 @@ func Reject(ctx context.Context, db idem.TxBeginner, id int64, operator, reason 
 	}
 	var rec Record
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, rejectSQL, id, operator, reason); err != nil {
-			return mapError(err)
-		}
-		var err error
-		rec, err = Show(ctx, tx, id)
-		return err
+		_, err := tx.Exec(ctx, rejectSQL, id, operator, reason)
+		return mapError(err)
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("reject quarantine %d: %w", id, err)
+	}
+	if rec, err = readBack(ctx, db, id); err != nil {
+		return Record{}, fmt.Errorf("quarantine %d was rejected; reading it back: %w", id, err)
 	}
 	return rec, nil
 }
@@ -283,14 +282,26 @@ func AcceptAsNew(ctx context.Context, db idem.TxBeginner, id int64, newOperation
 			return mapError(err)
 		}
 		acc.Outcome = idem.Outcome(outcome)
-		var err error
-		acc.Record, err = Show(ctx, tx, id)
-		return err
+		return nil
 	})
 	if err != nil {
 		return Acceptance{}, fmt.Errorf("accept quarantine %d as new operation %q: %w", id, newOperationID, err)
 	}
+	if acc.Record, err = readBack(ctx, db, id); err != nil {
+		return Acceptance{}, fmt.Errorf("quarantine %d was accepted as new operation %q; reading it back: %w", id, newOperationID, err)
+	}
 	return acc, nil
+}
+
+// readBack reads a record after its decision committed, in a transaction of
+// its own: on Citus a transaction may not read, as the operator's login, the
+// shard that the decision function wrote as the schema owner.
+func readBack(ctx context.Context, db idem.TxBeginner, id int64) (rec Record, err error) {
+	err = inTx(ctx, db, func(tx pgx.Tx) error {
+		rec, err = Show(ctx, tx, id)
+		return err
+	})
+	return rec, err
 }
 
 // inTx runs fn in a transaction and commits. A failed commit after the

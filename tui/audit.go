@@ -183,7 +183,12 @@ func (v *auditView) render(w, h int) string {
 	if v.loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
-	const idW, atW, actorW = 6, 20, 10
+	const atW, actorW = 20, 10
+	ids := make([]int64, len(v.rows))
+	for i, r := range v.rows {
+		ids[i] = r.ID
+	}
+	idW := idWidth(ids...)
 	// ACTION takes what its longest value needs, up to half of what is left.
 	actionW := 20
 	for _, r := range v.rows {

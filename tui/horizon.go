@@ -460,7 +460,12 @@ func (v *horizonView) render(w, h int) string {
 			style.Render(pad(orDash(s.Result), resW))+" "+pad(s.Detail, detW))
 	}
 	lines = append(lines, "", st.Label.Render("Plans"))
-	const idW, stateW, countW, byW = 6, 9, 10, 10
+	const stateW, countW, byW = 9, 10, 10
+	ids := make([]int64, len(v.plans))
+	for i, p := range v.plans {
+		ids[i] = p.ID
+	}
+	idW := idWidth(ids...)
 	beforeW := 17
 	scopeW := max(8, w-2-idW-beforeW-stateW-countW-2*byW-6)
 	lines = append(lines, st.Column.Render("  "+padLeft("ID", idW)+" "+pad("SCOPE", scopeW)+" "+pad("BEFORE", beforeW)+" "+

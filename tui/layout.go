@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,17 @@ func pad(s string, w int) string {
 }
 
 // padLeft truncates or left-pads s to exactly w cells.
+// idWidth is the width of an ID column ("#" and the digits) that has room for
+// the widest of ids, at least 6: ids minted on Citus workers start at 2^48
+// (15 digits), a single node's are short.
+func idWidth(ids ...int64) int {
+	w := 6
+	for _, id := range ids {
+		w = max(w, 1+len(strconv.FormatInt(id, 10)))
+	}
+	return w
+}
+
 func padLeft(s string, w int) string {
 	s = trunc(s, w)
 	if n := lipgloss.Width(s); n < w {

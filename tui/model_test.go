@@ -177,6 +177,20 @@ func TestModelQueueShowsEvidence(t *testing.T) {
 	assert.Contains(t, h.view(), "initech/bet-9")
 }
 
+// TestModelQueueHasRoomForWorkerIDs: quarantine ids minted on a Citus
+// worker start at 2^48; the queue shows them whole.
+func TestModelQueueHasRoomForWorkerIDs(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	dbtest.Admin(t, h.dsn, "ALTER TABLE idem.quarantine ALTER COLUMN id RESTART WITH 281474976710657")
+	qid := seedConflict(t, h.pool, "acme", "charge-48", transfer100, transfer1000)
+	require.EqualValues(t, int64(1)<<48+1, qid)
+	h.init()
+	assert.Contains(t, h.view(), "#281474976710657 acme/charge-48")
+	h.keys("enter")
+	assert.Contains(t, h.view(), "#281474976710657")
+}
+
 func TestModelReject(t *testing.T) {
 	t.Parallel()
 	h := setup(t)

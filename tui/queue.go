@@ -661,7 +661,12 @@ func (v *queueView) renderList(w, h int) string {
 	if w >= 110 {
 		clsW = 20
 	}
-	const idW, statusW, seenW, lastW = 6, 8, 5, 9
+	const statusW, seenW, lastW = 8, 5, 9
+	ids := make([]int64, len(vis))
+	for i, s := range vis {
+		ids[i] = s.ID
+	}
+	idW := idWidth(ids...)
 	identW := max(10, w-2-idW-clsW-statusW-seenW-lastW-5)
 	header := st.Column.Render("  " + padLeft("ID", idW) + " " + pad("IDENTITY (tenant/operation)", identW) + " " +
 		pad("CLASS", clsW) + " " + pad("STATUS", statusW) + " " + padLeft("SEEN", seenW) + " " + padLeft("LAST SEEN", lastW))

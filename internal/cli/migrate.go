@@ -20,7 +20,10 @@ type MigrateOptions struct {
 	// RolePrefix names the schema's roles: PREFIX_owner, _app, _operator, _auditor.
 	RolePrefix  string
 	LockTimeout time.Duration
-	f           *Factory
+	// NoDistribute and ShardCount: see migrations.Options.
+	NoDistribute bool
+	ShardCount   int
+	f            *Factory
 }
 
 // NewCmdMigrate builds `idemctl migrate`.
@@ -41,10 +44,22 @@ creates the NOLOGIN roles idem_owner (owns everything; never a superuser),
 idem_app (services), idem_operator (idemctl for a person) and idem_auditor
 (reads), then creates every object as idem_owner. Grant the group roles to
 logins: GRANT idem_operator TO alice_login. A migration changed after it was
-applied (drift), or a schema newer than this binary, stops the run.`,
+applied (drift), or a schema newer than this binary, stops the run.
+
+On a Citus coordinator (the citus extension is installed) it also lays the
+schema out for Citus and says what it did: identity, inbox bodies (still
+partitioned by day), pending claims and quarantine distributed by tenant_id
+and co-located; class policies and purge plans as reference tables; the
+audit chain, persons, sources and corrections as Citus local tables on the
+coordinator; idem.execute, idem.claim and idem.complete delegated to the node
+of their tenant. Tables that already hold rows are copied to the shards, and
+writes to each wait while it is copied (the report gives each table's time):
+see the README's "Scaling out on Citus" for the steps and downtime.
+--no-distribute leaves the tables on the coordinator for now.`,
 		Example: `  idemctl migrate
   idemctl migrate --status
-  idemctl migrate --dsn 'postgres://admin@db-primary:5432/payments' --lock-timeout 30s`,
+  idemctl migrate --dsn 'postgres://admin@db-primary:5432/payments' --lock-timeout 30s
+  idemctl migrate --dsn 'postgres://admin@citus-coordinator:5432/payments' --shard-count 64`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
@@ -57,6 +72,8 @@ applied (drift), or a schema newer than this binary, stops the run.`,
 	cmd.Flags().BoolVar(&opts.Status, "status", false, "show which migrations are applied, change nothing")
 	cmd.Flags().StringVar(&opts.RolePrefix, "role-prefix", "idem", "name the roles PREFIX_owner, PREFIX_app, PREFIX_operator, PREFIX_auditor")
 	cmd.Flags().DurationVar(&opts.LockTimeout, "lock-timeout", 10*time.Second, "fail a statement that waits longer than this for a lock")
+	cmd.Flags().BoolVar(&opts.NoDistribute, "no-distribute", false, "on a Citus coordinator, leave the tables on the coordinator (a later migrate distributes them)")
+	cmd.Flags().IntVar(&opts.ShardCount, "shard-count", 0, "on a Citus coordinator, shards of the distributed tables when first distributed (0: citus.shard_count)")
 	return cmd
 }
 
@@ -80,7 +97,11 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		}
 		return printMigrationStatus(opts, rows)
 	}
-	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout})
+	if opts.ShardCount < 0 {
+		return withCode(ExitUsage, fmt.Errorf("--shard-count: %d is negative", opts.ShardCount))
+	}
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout,
+		NoDistribute: opts.NoDistribute, ShardCount: opts.ShardCount})
 	printMigrateReport(opts, rep)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", opts.f.describeDB(), err)
@@ -100,7 +121,7 @@ func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
 		}
 		_ = printJSONLine(opts.IO.Out, map[string]any{"roles_created": rep.RolesCreated, "applied": applied,
 			"code_installed": rep.CodeInstalled, "code_dropped": rep.CodeDropped,
-			"schema_version": rep.SchemaVersion, "code_version": rep.CodeVersion})
+			"schema_version": rep.SchemaVersion, "code_version": rep.CodeVersion, "citus": rep.Citus})
 		return
 	}
 	for _, r := range rep.RolesCreated {
@@ -112,6 +133,9 @@ func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
 	if n := len(rep.CodeInstalled) + len(rep.CodeDropped); n > 0 {
 		fmt.Fprintf(opts.IO.Out, "code package %d: %d object(s) installed, %d dropped\n", migrations.CodeVersion,
 			len(rep.CodeInstalled), len(rep.CodeDropped))
+	}
+	for _, line := range rep.Citus.Summary() {
+		fmt.Fprintln(opts.IO.Out, line)
 	}
 	if len(rep.RolesCreated)+len(rep.Applied)+len(rep.CodeInstalled)+len(rep.CodeDropped) == 0 && rep.SchemaVersion > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "schema idem is up to date (schema %03d, code package %d)\n", rep.SchemaVersion, rep.CodeVersion)

@@ -24,6 +24,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,4 +433,44 @@ func KeptDatabase(t testing.TB, prefix string) (dsn string, fresh bool) {
 		}
 	}
 	return URLFor(name), !exists
+}
+
+// Parallel runs fn b.N times spread over conns dedicated connections of pool
+// and reports operations per second (the executor benchmarks).
+func Parallel(b *testing.B, pool *pgxpool.Pool, conns int, fn func(*pgxpool.Conn) error) {
+	b.Helper()
+	held := make([]*pgxpool.Conn, conns)
+	for i := range held {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		held[i] = c
+	}
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	var next atomic.Int64
+	errs := make(chan error, conns)
+	b.ResetTimer()
+	for i := 0; i < conns; i++ {
+		go func(c *pgxpool.Conn) {
+			for next.Add(1) <= int64(b.N) {
+				if err := fn(c); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}(held[i])
+	}
+	for i := 0; i < conns; i++ {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }

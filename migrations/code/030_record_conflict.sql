@@ -24,9 +24,12 @@ DECLARE
     v_diff     jsonb;
     v_plan     idem.horizon_plan;
     v_inserted boolean;
+    -- now() as a value: Citus refuses a function call in ON CONFLICT DO
+    -- UPDATE SET on a distributed table (it must be IMMUTABLE there).
+    v_now      timestamptz := now();
 BEGIN
     UPDATE idem.quarantine q
-    SET occurrences = q.occurrences + 1, last_seen = greatest(q.last_seen, now())
+    SET occurrences = q.occurrences + 1, last_seen = greatest(q.last_seen, v_now)
     WHERE q.tenant_id = p_id.tenant_id AND q.operation_id = p_id.operation_id
       AND q.incoming_hash = p_payload_hash AND q.incoming_class = p_op_class
     RETURNING q.id INTO v_qid;
@@ -64,7 +67,7 @@ BEGIN
         nullif(left(regexp_replace(current_setting('idem.operator', true), '[\x01-\x1f\x7f-\x9f]', '?', 'g'), 256), '')
     )
     ON CONFLICT (tenant_id, operation_id, incoming_hash, incoming_class) DO UPDATE
-        SET occurrences = q.occurrences + 1, last_seen = greatest(q.last_seen, now())
+        SET occurrences = q.occurrences + 1, last_seen = greatest(q.last_seen, v_now)
     RETURNING q.id, q.xmax = 0 INTO v_qid, v_inserted;
     IF v_inserted AND v_holds_on = 'body' THEN
         UPDATE idem.inbox_body b SET holds = b.holds + 1

@@ -5,7 +5,10 @@
 -- holds rows for (those stay there), at most 400 days a call. Run by every
 -- installation of this code package and every idemctl horizon command;
 -- schedule `idemctl horizon maintain` daily so that tomorrow always has its
--- partition. Returns how many it created.
+-- partition. Returns how many it created. On Citus a partition made here is
+-- distributed with its parent, and the transaction is switched to Citus's
+-- sequential mode first: DDL on a distributed table may not follow a
+-- parallel read of it (the default partition's range) in one transaction.
 CREATE OR REPLACE FUNCTION idem.inbox_body_ensure(p_from date, p_to date)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
@@ -23,6 +26,9 @@ BEGIN
         RAISE EXCEPTION 'inbox partitions: give a range of at most 400 days' USING ERRCODE = '22023';
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('idem.inbox_body_ensure'));
+    IF idem.citus_distributed() THEN
+        PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
     SELECT min(created_at), max(created_at) INTO v_def_min, v_def_max FROM idem.inbox_body_default;
     WHILE v_day <= p_to LOOP
         v_lo := v_day::timestamp AT TIME ZONE 'UTC';

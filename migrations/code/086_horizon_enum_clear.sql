@@ -3,6 +3,6 @@
 -- horizon_enum_clear forgets what probe run p_run enumerated.
 CREATE OR REPLACE FUNCTION idem.horizon_enum_clear(p_run uuid)
 RETURNS void
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
-AS $$ DELETE FROM idem.horizon_enum WHERE run_id = p_run $$;
+AS $$ BEGIN DELETE FROM idem.horizon_enum WHERE run_id = p_run; END $$;

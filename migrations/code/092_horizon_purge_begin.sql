@@ -18,6 +18,7 @@ DECLARE
     v_p      idem.horizon_plan;
     v_class  idem.op_class;
     v_resume boolean;
+    v_now    timestamptz := now(); -- a value: Citus takes no now() inside COALESCE on a reference table
 BEGIN
     PERFORM idem.check_operator(p_operator, 'purge');
     v_p := idem.horizon_lock_plan(p_plan);
@@ -38,7 +39,7 @@ BEGIN
             USING ERRCODE = 'IX310', HINT = 'wait for it (idemctl horizon status), or abort the plan';
     END IF;
     v_resume := v_p.state = 'purging';
-    UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, now())
+    UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, v_now)
     WHERE id = p_plan
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'horizon.purge.start', 'horizon_plan:' || p_plan, jsonb_build_object(

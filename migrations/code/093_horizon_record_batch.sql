@@ -1,16 +1,23 @@
 -- object: function idem.horizon_record_batch(bigint, text, text, bigint, bigint, timestamptz)
 -- horizon_record_batch counts one purge transaction into its plan and logs it
--- (relation, method, rows removed, rows kept, when it started).
+-- (relation, method, rows removed, rows kept, when it started). The plan's
+-- row lock (the UPDATE) orders the batches' sequence numbers.
 CREATE OR REPLACE FUNCTION idem.horizon_record_batch(
     p_plan bigint, p_part text, p_method text, p_rows bigint, p_kept bigint, p_started timestamptz
 ) RETURNS void
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
-    WITH p AS (
-        UPDATE idem.horizon_plan SET purged = purged + p_rows, batches = batches + 1
-        WHERE id = p_plan RETURNING batches
-    )
+DECLARE
+    v_seq integer;
+BEGIN
+    -- Two statements rather than one with a data-modifying WITH: on Citus
+    -- the plan is a reference table and the batch log a coordinator table,
+    -- which one statement cannot modify together. (PL/pgSQL, not SQL: Citus
+    -- cannot plan a SQL function's statements that use its parameters.)
+    UPDATE idem.horizon_plan SET purged = purged + p_rows, batches = batches + 1 WHERE id = p_plan
+    RETURNING batches INTO v_seq;
     INSERT INTO idem.horizon_batch (plan_id, seq, part, method, rows, kept, started_at)
-    SELECT p_plan, p.batches, p_part, p_method, p_rows, p_kept, p_started FROM p
+    VALUES (p_plan, v_seq, p_part, p_method, p_rows, p_kept, p_started);
+END
 $$;

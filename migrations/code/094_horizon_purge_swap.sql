@@ -15,6 +15,9 @@
 -- idem.body_swap_xid, so that a reader missing a body can tell (see
 -- idem.settle): it reads again in a new snapshot, or gets 40001 under
 -- REPEATABLE READ; it is never told "purged" for a body that was kept.
+-- On Citus there is no swap (swapped false: the caller deletes by batches,
+-- which MVCC covers): a worker's reader cannot judge its snapshot against the
+-- coordinator's transaction id.
 CREATE OR REPLACE FUNCTION idem.horizon_purge_swap(
     p_plan bigint, p_part regclass, p_keep_ratio double precision,
     OUT purged bigint, OUT kept bigint, OUT swapped boolean
@@ -36,6 +39,9 @@ BEGIN
     purged := 0;
     kept := 0;
     swapped := false;
+    IF idem.citus_distributed() THEN
+        RETURN;
+    END IF;
     IF v_hi > now() - coalesce(v_p.min_age, interval '0') THEN
         RETURN;
     END IF;

@@ -1,0 +1,116 @@
+package oncitus_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/migrations"
+)
+
+// TestPurgeOnTheClusterWithARacingReplay: a horizon purge planned, approved
+// (two persons) and run on the coordinator over bodies on both workers, with
+// replays of the same identities racing it: nothing runs twice, every replay
+// is answered already_applied or purged, and afterwards the tombstones
+// answer purged (the executor on the workers, idem.tombstone on the
+// coordinator). On Citus the purge deletes by batches, never by a swap.
+func TestPurgeOnTheClusterWithARacingReplay(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	super := e.superuser(t)
+	const class, n = "proj.citus", 200
+	tenants := e.spread(t, super, "purge", 1)
+	err := migrations.AsOwner(ctx, super, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT idem.register_class($1, NULL, 'horizon')", class); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT idem.inbox_body_ensure((now() - interval '12 days')::date, now()::date)"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			WITH rows AS (
+			    SELECT t, 'op-' || g AS op, '{"n":' || g || '}' AS payload, now() - interval '10 days' + g * interval '1 minute' AS at
+			    FROM unnest($1::text[]) t, generate_series(1, $2::int) g
+			), ident AS (
+			    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
+			    SELECT t, op, $3, sha256(convert_to(payload, 'UTF8')), at FROM rows RETURNING 1
+			)
+			INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
+			SELECT t, op, at, $3, payload, '{"ok":true}' FROM rows`, tenants, n, class)
+		return err
+	})
+	require.NoError(t, err)
+	alice, bob := e.pool(t, loginOperator, 4), e.pool(t, loginOperator2, 4)
+	p, err := horizon.MakePlan(ctx, alice, horizon.PlanOptions{Class: class, Before: time.Now().Add(-24 * time.Hour), Operator: "alice"})
+	require.NoError(t, err)
+	assert.EqualValues(t, len(tenants)*n, p.Candidates)
+	p, err = horizon.Approve(ctx, bob, p.ID, "bob")
+	require.NoError(t, err)
+
+	app := e.pool(t, loginApp, 8)
+	var runs atomic.Int64
+	outcomes := map[idem.Outcome]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for round := 0; round < 2; round++ {
+				for i := 1 + w; i <= n; i += 4 {
+					for _, tenant := range tenants {
+						res, err := idem.ExecuteFunc(ctx, app, idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: fmt.Sprintf("op-%d", i)},
+							Class: class, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))},
+							func(context.Context, pgx.Tx) (json.RawMessage, error) {
+								runs.Add(1)
+								return json.RawMessage(`{"ran":true}`), nil
+							})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						outcomes[res.Outcome]++
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	close(start)
+	r, err := horizon.Purge(ctx, bob, p.ID, horizon.PurgeOptions{Operator: "bob", BatchRows: 500})
+	wg.Wait()
+	require.NoError(t, err)
+	t.Logf("purge: %d rows in %d batches, %d swaps; replays: %v", r.Plan.Purged, r.Batches, r.Swaps, outcomes)
+	assert.EqualValues(t, len(tenants)*n, r.Plan.Purged)
+	assert.Zero(t, r.Swaps, "no swap on Citus")
+	assert.Positive(t, r.Batches)
+	assert.Zero(t, runs.Load(), "no replay ran its effect again")
+	total := 0
+	for o, k := range outcomes {
+		assert.Contains(t, []idem.Outcome{idem.AlreadyApplied, idem.Purged}, o)
+		total += k
+	}
+	assert.Equal(t, 2*n*len(tenants), total)
+	for _, tenant := range tenants {
+		res, err := idem.ExecuteFunc(ctx, app, idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: "op-1"},
+			Class: class, Payload: []byte(`{"n":1}`)}, func(context.Context, pgx.Tx) (json.RawMessage, error) {
+			return nil, fmt.Errorf("ran again")
+		})
+		require.NoError(t, err)
+		assert.Equal(t, idem.Purged, res.Outcome, "%s", tenant)
+		assert.EqualValues(t, n, count(t, super, "SELECT count(*) FROM idem.tombstone WHERE tenant_id = $1 AND purge_plan = $2", tenant, p.ID))
+	}
+}
