@@ -17,17 +17,11 @@
 -- snapshot that saw it keeps seeing it) or swaps its day, which a snapshot
 -- taken before cannot see through (idem.snapshot_predates_swap): such a
 -- reader reads again or gets 40001, never "purged" for a body that was kept.
--- Generic plans: a custom plan of the body's lookup is planned against every
--- day partition on each call (the plan cache keeps choosing it because the
--- generic plan's estimate counts all partitions, though it prunes all but one
--- at executor start); that planning was two thirds of a replay's server time.
--- The SET clause costs a few microseconds a call; it saved 50-70 per replay.
 CREATE OR REPLACE FUNCTION idem.settle(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload text, p_payload_hash text,
     p_transport jsonb, p_with_body boolean, OUT outcome text, OUT response jsonb, OUT quarantine_id bigint
 )
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
