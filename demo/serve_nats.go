@@ -33,7 +33,8 @@ const (
 // acknowledged once its outcome is committed (applied, already applied, or
 // quarantined as a conflict); a failure is redelivered; a bad message is
 // dropped.
-func (s *Service) ConsumeNATS(ctx context.Context, url, stream, subject string) error {
+// ready is called once the consumer receives messages.
+func (s *Service) ConsumeNATS(ctx context.Context, url, stream, subject string, ready func()) error {
 	nc, err := nats.Connect(url, nats.Name("idemctl demo serve"))
 	if err != nil {
 		return fmt.Errorf("connect to NATS %s: %w", url, err)
@@ -57,6 +58,7 @@ func (s *Service) ConsumeNATS(ctx context.Context, url, stream, subject string) 
 		return fmt.Errorf("consume %s: %w", subject, err)
 	}
 	defer cc.Stop()
+	ready()
 	<-ctx.Done()
 	return nil
 }

@@ -140,6 +140,11 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 	if err != nil || found {
 		return out, false, err
 	}
+	if j.redrive.Kind == redrive.KindNATS && errors.Is(sendErr, redrive.ErrNotStored) {
+		out = j.result()
+		out.Outcome, out.Err = Failed, fmt.Errorf("re-drive: %w; the operation is still absent on the primary", sendErr)
+		return out, false, nil
+	}
 	if j.redrive.Kind == redrive.KindNATS || status == 409 {
 		out = j.result()
 		out.Outcome = Pending

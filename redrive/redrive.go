@@ -59,6 +59,8 @@ var (
 	// ErrNotIdempotent: the class does not declare its downstream calls
 	// idempotent, so a re-drive after a crash could charge twice.
 	ErrNotIdempotent = errors.New("the class's downstream calls are not declared idempotent")
+	// ErrNotStored: a NATS publish that no stream stored (nothing to wait for).
+	ErrNotStored = errors.New("nothing was stored")
 )
 
 // Config is a class's re-drive configuration, as stored in idem.op_class.redrive.

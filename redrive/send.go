@@ -233,6 +233,9 @@ func (s *natsSender) Send(ctx context.Context, r Request) (Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
 	defer cancel()
 	ack, err := s.js.PublishMsg(ctx, msg)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return Reply{}, fmt.Errorf("publish to %s: %w (no JetStream stream answered for the subject: create the service's stream first)", s.cfg.Subject, ErrNotStored)
+	}
 	if err != nil {
 		return Reply{}, fmt.Errorf("publish to %s: %w", s.cfg.Subject, err)
 	}

@@ -237,8 +237,11 @@ func demoServe(ctx context.Context, f *Factory, svc *demo.Service, listen, natsU
 		fmt.Fprintf(f.IO.ErrOut, "demo serve: listening on http://%s/transfers\n", ln.Addr())
 	}
 	if natsURL != "" {
-		go func() { errs <- svc.ConsumeNATS(ctx, natsURL, stream, subject) }()
-		fmt.Fprintf(f.IO.ErrOut, "demo serve: consuming %s on %s\n", subject, natsURL)
+		go func() {
+			errs <- svc.ConsumeNATS(ctx, natsURL, stream, subject, func() {
+				fmt.Fprintf(f.IO.ErrOut, "demo serve: consuming %s on %s\n", subject, natsURL)
+			})
+		}()
 	}
 	select {
 	case <-ctx.Done():

@@ -353,7 +353,11 @@ func natsRedriveWorld(t *testing.T) (*redriveWorld, func(faults ...string) *serv
 		for _, f := range faults {
 			args = append(args, "--fault", f)
 		}
-		return startService(t, dsn, args...)
+		svc := startService(t, dsn, args...)
+		// Ready once its stream and consumer exist, not when HTTP answers.
+		require.Eventually(t, func() bool { return strings.Contains(svc.stderr.String(), "demo serve: consuming") },
+			20*time.Second, 20*time.Millisecond, "the service consumes: %s", svc.stderr.String())
+		return svc
 	}
 	return w, start
 }
@@ -410,6 +414,23 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // a second delivery would be processed by now
 	p, c, n := w.ledger("t1", "op-1")
 	assert.Equal(t, [3]int{1, 1, 1}, [3]int{p, c, n}, "the second publish was the same message (Nats-Msg-Id)")
+}
+
+// A publish that no stream stores (the service never created it) is not
+// pending: nothing waits in a stream. The line is an error that says so.
+func TestRedriveThroughNATSWithoutAStream(t *testing.T) {
+	t.Parallel()
+	w, _ := natsRedriveWorld(t)
+	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "1s")
+	assert.Equal(t, ExitInvalid, code, errOut)
+	r := got["t1/op-1"]
+	assert.Equal(t, "error", r.Outcome)
+	if assert.NotNil(t, r.Error) {
+		assert.Contains(t, *r.Error, "nothing was stored")
+		assert.Contains(t, *r.Error, "create the service's stream first")
+	}
+	p, _, _ := w.ledger("t1", "op-1")
+	assert.Zero(t, p)
 }
 
 // deleteStream removes a test's JetStream stream (its consumer with it).
