@@ -4,13 +4,26 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/idemctl/idemctl/idem"
 )
 
-//go:embed sql/history.sql
-var historySQL string
+// One identity's story is read in parts, each one statement over tables
+// that live together (on Citus, the tenant's co-located rows; the
+// coordinator's tables), merged here.
+var (
+	//go:embed sql/history_inbox.sql
+	historyInboxSQL string
+	//go:embed sql/history_local.sql
+	historyLocalSQL string
+	//go:embed sql/history_purge.sql
+	historyPurgeSQL string
+)
+
+// historyAuditSQL finds the audit row of an event recorded by target.
+const historyAuditSQL = "SELECT min(id) FROM idem.audit WHERE target = $1 AND action = $2"
 
 // Event is one thing known about an identity, at one time of the database
 // clock, with the audit row that records it when one does.
@@ -25,18 +38,47 @@ type Event struct {
 // applied, conflicts and their decisions, manual corrections, the purge of
 // its body. Empty when the database knows nothing of it.
 func History(ctx context.Context, db idem.DBTX, id idem.Identity) ([]Event, error) {
-	rows, err := db.Query(ctx, historySQL, id.TenantID, id.OperationID)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", id, err)
+	type row struct {
+		Event
+		ord            int
+		target, action *string
 	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.At, &e.Event, &e.Detail, &e.AuditID); err != nil {
-			return nil, err
+	var all []row
+	for _, q := range []string{historyInboxSQL, historyLocalSQL, historyPurgeSQL} {
+		rows, err := db.Query(ctx, q, id.TenantID, id.OperationID)
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
-		out = append(out, e)
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.At, &r.ord, &r.Event.Event, &r.Detail, &r.AuditID, &r.target, &r.action); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("history of %s: %w", id, err)
+			}
+			all = append(all, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
+		}
 	}
-	return out, rows.Err()
+	for i := range all {
+		if all[i].target == nil {
+			continue
+		}
+		if err := db.QueryRow(ctx, historyAuditSQL, *all[i].target, *all[i].action).Scan(&all[i].AuditID); err != nil {
+			return nil, fmt.Errorf("history of %s: audit of %s: %w", id, *all[i].target, err)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if !all[i].At.Equal(all[j].At) {
+			return all[i].At.Before(all[j].At)
+		}
+		return all[i].ord < all[j].ord
+	})
+	out := make([]Event, len(all))
+	for i, r := range all {
+		out[i] = r.Event
+	}
+	return out, nil
 }

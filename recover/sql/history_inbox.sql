@@ -1,0 +1,30 @@
+-- One identity's story, the part held with its tenant's rows ($1 tenant, $2
+-- operation): applied (with its transport while the body is kept), each
+-- conflict and its decision. On Citus these tables are co-located by tenant:
+-- one node answers. The other parts are history_local.sql and
+-- history_purge.sql (a distributed table and a coordinator table cannot be
+-- read by one statement there); recovery.History merges them.
+SELECT at, ord, event, detail, audit_id, NULL::text AS audit_target, NULL::text AS audit_action FROM (
+    SELECT i.created_at AS at, 1 AS ord, 'applied' AS event,
+           format('class %s, hash jcs-sha256:%s%s', i.op_class, encode(i.payload_digest, 'hex'),
+                  CASE WHEN b.tenant_id IS NULL THEN ', body purged'
+                       ELSE coalesce(', transport ' || b.transport::text, ', no transport') END) AS detail,
+           NULL::bigint AS audit_id
+    FROM idem.identity i
+    LEFT JOIN idem.inbox_body b
+           ON b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at
+    WHERE i.tenant_id = $1 AND i.operation_id = $2
+    UNION ALL
+    SELECT q.first_seen, 2, 'conflict',
+           format('quarantine id %s: incoming %s (class %s), %s occurrence(s), last seen %s%s', q.id, q.incoming_hash,
+                  q.incoming_class, q.occurrences, q.last_seen, coalesce(', transport ' || q.incoming_transport::text, '')),
+           NULL
+    FROM idem.quarantine q WHERE q.tenant_id = $1 AND q.operation_id = $2
+    UNION ALL
+    SELECT q.decided_at, 3, 'decision',
+           format('quarantine id %s %s by %s (person %s): %s', q.id, q.status, q.decided_by, q.decided_person, q.decision_reason)
+               || CASE WHEN q.new_operation_id IS NULL THEN ''
+                       ELSE format(', as operation %s (%s)', q.new_operation_id, q.new_outcome) END,
+           q.decision_audit_id
+    FROM idem.quarantine q WHERE q.tenant_id = $1 AND q.operation_id = $2 AND q.decided_at IS NOT NULL
+) e
