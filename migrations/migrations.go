@@ -269,6 +269,9 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 		}
 		rep.CodeInstalled = append(rep.CodeInstalled, again...)
 	}
+	if err := tunePlans(ctx, conn, rep.Citus == nil); err != nil {
+		return rep, err
+	}
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		return rep, err
 	}
@@ -287,6 +290,31 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	}
 	rep.SchemaVersion, rep.CodeVersion = SchemaVersion(), CodeVersion
 	return rep, nil
+}
+
+// genericPlanFunctions read idem.inbox_body by parameters on every call.
+// The plan cache keeps re-planning such a statement (a custom plan), since
+// the generic plan's estimate counts every day partition although it prunes
+// all but one at executor start; on an inbox with weeks of partitions that
+// planning was two thirds of a replay's server time (BENCHMARKS.md, "Speed").
+var genericPlanFunctions = []string{"idem.settle(text, text, text, text, text, jsonb, boolean)"}
+
+// tunePlans gives genericPlanFunctions generic plans on plain PostgreSQL,
+// after every install of the code package (which replaces their settings).
+// Not on Citus: a delegated function cannot plan a generic plan over
+// distributed tables ("could not create distributed plan"), so there the
+// setting is removed, before the functions are propagated to the workers.
+func tunePlans(ctx context.Context, conn *pgx.Conn, plain bool) error {
+	for _, fn := range genericPlanFunctions {
+		sql := "ALTER FUNCTION " + fn + " SET plan_cache_mode = force_generic_plan"
+		if !plain {
+			sql = "ALTER FUNCTION " + fn + " RESET plan_cache_mode"
+		}
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("plan settings of %s: %w", fn, err)
+		}
+	}
+	return nil
 }
 
 // asSuperuser runs fn as the connecting login (RESET ROLE), then acts as the

@@ -240,3 +240,25 @@ func TestCodeVersion(t *testing.T) {
 	assert.Equal(t, sum, last[1], "the code package changed: bump CodeVersion and add a line after a release, "+
 		"or run go test ./migrations -run TestCodeVersion -update before it")
 }
+
+// TestSettleGetsGenericPlans: on plain PostgreSQL the functions that read
+// the day-partitioned bodies by parameters run with generic plans, and keep
+// them after the code package reinstalls them (which replaces a function's
+// settings).
+func TestSettleGetsGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx, dsn, conn := migrated(t)
+	setting := func() string {
+		var s string
+		require.NoError(t, conn.QueryRow(ctx, `SELECT coalesce(array_to_string(proconfig, ','), '')
+			FROM pg_proc WHERE oid = 'idem.settle(text, text, text, text, text, jsonb, boolean)'::regprocedure`).Scan(&s))
+		return s
+	}
+	assert.Contains(t, setting(), "plan_cache_mode=force_generic_plan")
+	// Reinstalled (its recorded checksum no longer matches): the setting is back.
+	dbtest.Admin(t, dsn, `UPDATE idem.code_object SET checksum = 'changed' WHERE object LIKE 'function idem.settle(%'`)
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.CodeInstalled, 1)
+	assert.Contains(t, setting(), "plan_cache_mode=force_generic_plan")
+}
