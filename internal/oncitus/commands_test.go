@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -106,12 +107,7 @@ func TestTUIServicesOnTheCoordinator(t *testing.T) {
 	app := e.conn(t, loginApp)
 	svc := tui.PoolServices(e.pool(t, loginOperator, 4))
 	tenants := e.spread(t, e.superuser(t), "tui", 2)
-	for _, tenant := range tenants {
-		_, err := idem.Execute(ctx, app, transfer(tenant, "op", 10))
-		require.NoError(t, err)
-		_, err = idem.Execute(ctx, app, transfer(tenant, "op", 12))
-		require.NoError(t, err)
-	}
+	conflictIn(t, app, tenants, 12)
 	f := quarantine.Filter{Status: quarantine.StatusOpen, OpPrefix: "op"}
 	page, err := svc.Quarantine.List(ctx, f)
 	require.NoError(t, err)
@@ -163,12 +159,7 @@ func TestBulkAcceptOnTheCoordinator(t *testing.T) {
 	app := e.conn(t, loginApp)
 	alice, bob := e.pool(t, loginOperator, 2), e.pool(t, loginOperator2, 2)
 	tenants := e.spread(t, e.superuser(t), "bulkacc", 1)
-	for _, tenant := range tenants {
-		_, err := idem.Execute(ctx, app, transfer(tenant, "op", 10))
-		require.NoError(t, err)
-		_, err = idem.Execute(ctx, app, transfer(tenant, "op", 13))
-		require.NoError(t, err)
-	}
+	conflictIn(t, app, tenants, 13)
 	var ids []int64
 	for _, tenant := range tenants {
 		page, err := quarantine.List(ctx, alice, quarantine.Filter{Status: quarantine.StatusOpen, Tenant: tenant})
@@ -185,5 +176,18 @@ func TestBulkAcceptOnTheCoordinator(t *testing.T) {
 	assert.EqualValues(t, len(tenants), res.Decided)
 	for _, tenant := range tenants {
 		assert.EqualValues(t, 1, count(t, e.superuser(t), "SELECT count(*) FROM demo.posting WHERE tenant_id = $1 AND operation_id = 'op-rev2'", tenant))
+	}
+}
+
+// conflictIn applies operation "op" (amount 10) for each tenant and retries
+// it with another amount: one open quarantine record each.
+func conflictIn(t *testing.T, app *pgx.Conn, tenants []string, amount int) {
+	t.Helper()
+	for _, tenant := range tenants {
+		_, err := idem.Execute(context.Background(), app, transfer(tenant, "op", 10))
+		require.NoError(t, err)
+		res, err := idem.Execute(context.Background(), app, transfer(tenant, "op", amount))
+		require.NoError(t, err)
+		require.Equal(t, idem.Conflict, res.Outcome)
 	}
 }
