@@ -129,6 +129,12 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 		out = j.result()
 		out.Outcome, out.Err = Failed, fmt.Errorf("%w (HTTP %d: %s)", ErrRedriveRefused, status, strings.TrimSpace(reply.Body))
 		return out, false, nil
+	case errors.Is(sendErr, redrive.ErrNotStored):
+		// No stream took the message: nothing can apply it, so there is
+		// nothing to wait for on the primary.
+		out = j.result()
+		out.Outcome, out.Err = Failed, fmt.Errorf("re-drive: %w; not sent again", sendErr)
+		return out, false, nil
 	}
 	// Unknown, in flight, throttled, or published to a stream: the primary
 	// decides; send again only while the identity is absent.
@@ -139,11 +145,6 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 	out, found, err := r.poll(ctx, stop, j, sentAt, wait)
 	if err != nil || found {
 		return out, false, err
-	}
-	if j.redrive.Kind == redrive.KindNATS && errors.Is(sendErr, redrive.ErrNotStored) {
-		out = j.result()
-		out.Outcome, out.Err = Failed, fmt.Errorf("re-drive: %w; the operation is still absent on the primary", sendErr)
-		return out, false, nil
 	}
 	if j.redrive.Kind == redrive.KindNATS || status == 409 {
 		out = j.result()
