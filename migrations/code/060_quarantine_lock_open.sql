@@ -2,22 +2,17 @@
 -- quarantine_lock_open locks a record for a decision and returns it, or raises
 -- when it does not exist (IX101) or is already decided (IX103). Two operators
 -- deciding at once queue on the row lock; the second then sees the first's
--- decision and is refused. The record is found by id first and then locked by
--- its key, tenant first, which never changes: on Citus the lock is then taken
--- on the one shard that holds it (a lock across every shard is not possible
--- there).
+-- decision and is refused. The lock is idem.quarantine_lock's (by tenant and
+-- id, one shard on Citus).
 CREATE OR REPLACE FUNCTION idem.quarantine_lock_open(p_id bigint)
 RETURNS idem.quarantine
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_q      idem.quarantine;
-    v_tenant text;
+    v_q idem.quarantine := idem.quarantine_lock(p_id);
 BEGIN
-    SELECT q.tenant_id INTO v_tenant FROM idem.quarantine q WHERE q.id = p_id;
-    SELECT * INTO v_q FROM idem.quarantine q WHERE q.tenant_id = v_tenant AND q.id = p_id FOR UPDATE;
-    IF NOT FOUND THEN
+    IF v_q.id IS NULL THEN
         RAISE EXCEPTION 'no quarantine record %', coalesce(p_id::text, 'NULL')
             USING ERRCODE = 'IX101', HINT = 'idemctl quarantine list shows the records';
     END IF;

@@ -19,7 +19,6 @@ DECLARE
     v_problem text := coalesce(idem.decision_input_problem(p_operator, p_reason),
                                idem.text_problem('the bulk run label', p_run, 128));
     v_id      bigint;
-    v_tenant  text;
     v_q       idem.quarantine;
 BEGIN
     IF v_problem IS NOT NULL THEN
@@ -31,12 +30,8 @@ BEGIN
             USING ERRCODE = 'IX108', HINT = 'idemctl quarantine reject splits the work into batches';
     END IF;
     FOR v_id IN SELECT DISTINCT u FROM unnest(p_ids) u ORDER BY u LOOP
-        -- The tenant first, then the row locked by tenant and id: on Citus a
-        -- lock must name the distribution column (one shard), as in
-        -- quarantine_lock_open.
-        SELECT q.tenant_id INTO v_tenant FROM idem.quarantine q WHERE q.id = v_id;
-        SELECT * INTO v_q FROM idem.quarantine q WHERE q.tenant_id = v_tenant AND q.id = v_id FOR UPDATE;
-        IF NOT FOUND THEN
+        v_q := idem.quarantine_lock(v_id);
+        IF v_q.id IS NULL THEN
             RETURN QUERY SELECT v_id, 'not_found'::text, NULL::bigint;
         ELSIF v_q.status <> 'open' THEN
             RETURN QUERY SELECT v_id, 'already_' || v_q.status, v_q.decision_audit_id;

@@ -18,7 +18,6 @@ DECLARE
     v_person   text := idem.require_person('run a bulk accept-as-new');
     v_p        idem.quarantine_bulk_accept;
     v_id       bigint;
-    v_tenant   text;
     v_q        idem.quarantine;
     v_new      text;
     v_r        record;
@@ -40,9 +39,7 @@ BEGIN
     END IF;
     v_last := v_p.done_through;
     FOR v_id IN SELECT u FROM unnest(v_p.ids) u WHERE u > v_p.done_through ORDER BY u LIMIT p_batch LOOP
-        -- Locked by tenant and id (one shard on Citus), as in quarantine_lock_open.
-        SELECT q.tenant_id INTO v_tenant FROM idem.quarantine q WHERE q.id = v_id;
-        SELECT * INTO v_q FROM idem.quarantine q WHERE q.tenant_id = v_tenant AND q.id = v_id FOR UPDATE;
+        v_q := idem.quarantine_lock(v_id);
         IF v_q.status <> 'open' THEN
             v_skipped := v_skipped + 1;
             RETURN QUERY SELECT v_id, 'already_' || v_q.status, v_q.new_operation_id, v_q.decision_audit_id;
