@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/idemhttp"
 	"github.com/idemctl/idemctl/redrive"
 )
 
@@ -126,8 +126,9 @@ func (s *Service) logf(format string, args ...any) {
 	}
 }
 
-// Transfer handles one transfer request: the whole protocol, in one
-// transaction (idem.ExecuteFunc), with the provider charged inside the effect.
+// Transfer handles one transfer request (the NATS consumer's path): the
+// whole protocol in one transaction (idem.ExecuteFunc), with the provider
+// charged inside the effect.
 func (s *Service) Transfer(ctx context.Context, id idem.Identity, payload []byte) (idem.Result, error) {
 	first := s.firstTime(id)
 	if first && s.Faults.Slow > 0 {
@@ -135,39 +136,52 @@ func (s *Service) Transfer(ctx context.Context, id idem.Identity, payload []byte
 	}
 	cmd := idem.Command{Identity: id, Class: AppClass, Payload: payload}
 	res, err := idem.ExecuteFunc(ctx, s.Pool, cmd, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
-		charge, err := s.charge(ctx, id, payload)
-		if err != nil {
-			return nil, err
-		}
-		if first && s.Faults.CrashAfterProvider {
-			s.logf("fault: crash after the provider charged %s, before the commit", id)
-			_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
-		}
-		var posting map[string]any
-		if err := tx.QueryRow(ctx, "SELECT demo.transfer_effect($1, $2, $3::jsonb)", id.TenantID, id.OperationID, string(payload)).
-			Scan(&posting); err != nil {
-			return nil, err
-		}
-		posting["charge_id"] = charge
-		if first && s.Faults.FailBeforeCommit {
-			return nil, fmt.Errorf("%w: failing %s before the commit, after the provider charged", ErrInjected, id)
-		}
-		return json.Marshal(posting)
+		return s.effect(ctx, tx, id, payload, first)
 	})
 	if err == nil && first && s.Faults.CrashAfterCommit {
-		s.logf("fault: crash after committing %s, before replying", id)
-		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+		s.crashAfterCommit(id)
 	}
 	return res, err
 }
 
+// effect is the transfer: the provider's charge (outside the transaction,
+// with a key derived from the identity), then the posting in tx.
+func (s *Service) effect(ctx context.Context, tx pgx.Tx, id idem.Identity, payload []byte, first bool) (json.RawMessage, error) {
+	charge, err := s.charge(ctx, id, payload)
+	if err != nil {
+		return nil, err
+	}
+	if first && s.Faults.CrashAfterProvider {
+		s.logf("fault: crash after the provider charged %s, before the commit", id)
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+	}
+	var posting map[string]any
+	if err := tx.QueryRow(ctx, "SELECT demo.transfer_effect($1, $2, $3::jsonb)", id.TenantID, id.OperationID, string(payload)).
+		Scan(&posting); err != nil {
+		return nil, err
+	}
+	posting["charge_id"] = charge
+	if first && s.Faults.FailBeforeCommit {
+		return nil, fmt.Errorf("%w: failing %s before the commit, after the provider charged", ErrInjected, id)
+	}
+	return json.Marshal(posting)
+}
+
+func (s *Service) crashAfterCommit(id idem.Identity) {
+	s.logf("fault: crash after committing %s, before replying", id)
+	_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+}
+
 // ProviderKey is the key the service passes to the provider for an
 // identity: derived from it, so that a re-drive reaches the same charge.
-func ProviderKey(id idem.Identity) string { return hex.EncodeToString(sha(id)) }
+func ProviderKey(id idem.Identity) string { return idemhttp.DeriveKey(providerNamespace, id) }
+
+// providerNamespace separates the demo provider's keys (idemhttp.DeriveKey).
+const providerNamespace = "demo-provider"
 
 func sha(id idem.Identity) []byte {
-	sum := sha256.Sum256([]byte("demo-provider\x00" + id.TenantID + "\x00" + id.OperationID))
-	return sum[:]
+	b, _ := hex.DecodeString(ProviderKey(id))
+	return b
 }
 
 // charge asks the fake provider to charge: its own statement, committed at
@@ -196,49 +210,85 @@ func (s *Service) charge(ctx context.Context, id idem.Identity, payload []byte) 
 	return chargeID, nil
 }
 
-// Handler serves POST /transfers (the Idempotency-Key header holds the
-// operation id, Idem-Tenant the tenant, the body the payload) and GET
-// /healthz. Replies: 200 with the outcome and saved response; 422 when the
-// identity holds another payload (quarantined); 400 for a bad request; 500
-// when the transfer failed (nothing recorded).
+// Handler serves POST /transfers through the idemhttp middleware (the
+// Idempotency-Key header holds the operation id, Idem-Tenant the tenant, the
+// body the payload) and GET /healthz. A new transfer is answered 200 with the
+// posting (and the provider's charge id), saved with the identity; a retry
+// gets the saved answer with Idempotent-Replayed: true; 422 when the identity
+// holds another payload (quarantined); 409 while a first attempt is in
+// flight; 400 for a bad request; 500 when the transfer failed (nothing
+// recorded). Every answer names the database in the Idem-Database header.
 func (s *Service) Handler() http.Handler {
+	mw, err := idemhttp.New(idemhttp.Config{
+		DB:           s.Pool,
+		Class:        AppClass,
+		Tenant:       idemhttp.TenantHeader(redrive.DefaultTenantHeader),
+		KeyNamespace: providerNamespace,
+		AfterCommit: func(r *http.Request, _ idem.Result) {
+			if first, _ := r.Context().Value(firstKey{}).(bool); first && s.Faults.CrashAfterCommit {
+				id, _ := idemhttp.Identity(r.Context())
+				s.crashAfterCommit(id)
+			}
+		},
+		Logf: s.Logf,
+	})
+	if err != nil {
+		panic(err) // only a nil pool or class, a programming error
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("POST /transfers", s.serveTransfer)
+	mux.Handle("POST /transfers", s.faults(mw.Wrap(http.HandlerFunc(s.serveTransfer))))
 	return mux
 }
 
+type firstKey struct{}
+
+// faults applies the faults that act before the middleware: an answer
+// without recording, a slow first attempt. It marks whether this is the
+// identity's first request, for the faults inside the handler.
+func (s *Service) faults(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := idem.Identity{TenantID: r.Header.Get(redrive.DefaultTenantHeader),
+			OperationID: redrive.ParseIdempotencyKey(r.Header.Get("Idempotency-Key"))}
+		first := id.Validate() == nil && s.firstTime(id)
+		if first && s.Faults.AckWithoutRecord {
+			s.logf("fault: answering 200 for %s without recording it", id)
+			reply(w, http.StatusOK, map[string]any{"note": "not recorded"})
+			return
+		}
+		if first && s.Faults.Slow > 0 {
+			time.Sleep(s.Faults.Slow)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), firstKey{}, first)))
+	})
+}
+
+// serveTransfer is the handler behind the middleware: it runs only for a new
+// identity, inside the transaction that records it.
 func (s *Service) serveTransfer(w http.ResponseWriter, r *http.Request) {
-	id := idem.Identity{TenantID: r.Header.Get(redrive.DefaultTenantHeader),
-		OperationID: redrive.ParseIdempotencyKey(r.Header.Get("Idempotency-Key"))}
-	payload, err := io.ReadAll(io.LimitReader(r.Body, idem.DefaultMaxPayloadBytes+1))
+	id, _ := idemhttp.Identity(r.Context())
+	first, _ := r.Context().Value(firstKey{}).(bool)
+	payload, err := io.ReadAll(r.Body)
 	if err != nil {
 		reply(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	if err := id.Validate(); err != nil {
-		reply(w, http.StatusBadRequest, map[string]any{"error": err.Error() + " (Idempotency-Key and Idem-Tenant headers)"})
-		return
-	}
-	if s.Faults.AckWithoutRecord && s.firstTime(id) {
-		s.logf("fault: answering 200 for %s without recording it", id)
-		reply(w, http.StatusOK, map[string]any{"outcome": "applied", "response": map[string]any{"note": "not recorded"}})
-		return
-	}
-	res, err := s.Transfer(r.Context(), id, payload)
-	switch {
-	case err != nil && isBadRequest(err):
-		reply(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
-	case err != nil:
+	posting, err := s.effect(r.Context(), idemhttp.Tx(r.Context()), id, payload, first)
+	if err != nil {
 		s.logf("%s: %v", id, err)
 		reply(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
-	case res.Outcome == idem.Conflict:
-		s.logf("%s: conflict, quarantined as #%d", id, res.QuarantineID)
-		reply(w, http.StatusUnprocessableEntity, map[string]any{"outcome": res.Outcome, "quarantine_id": res.QuarantineID})
-	default:
-		s.logf("%s: %s", id, res.Outcome)
-		reply(w, http.StatusOK, map[string]any{"outcome": res.Outcome, "response": res.Response})
+		return
 	}
+	s.logf("%s: applied", id)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(posting)
+}
+
+func reply(w http.ResponseWriter, status int, body map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func isBadRequest(err error) bool {
@@ -249,10 +299,4 @@ func isBadRequest(err error) bool {
 		}
 	}
 	return false
-}
-
-func reply(w http.ResponseWriter, status int, body map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
 }

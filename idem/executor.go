@@ -210,6 +210,12 @@ func ExecuteFunc(ctx context.Context, db TxBeginner, cmd Command, fn EffectFunc)
 	if err != nil {
 		return Result{}, err
 	}
+	return ExecuteFuncPrepared(ctx, db, p, fn)
+}
+
+// ExecuteFuncPrepared is ExecuteFunc for a command already prepared (whose
+// validation errors the caller has answered itself).
+func ExecuteFuncPrepared(ctx context.Context, db TxBeginner, p Prepared, fn EffectFunc) (Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("begin: %w", err)

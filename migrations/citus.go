@@ -94,6 +94,7 @@ var citusLayout = []struct{ table, kind string }{
 	{"idem.horizon_batch", "local"},
 	{"idem.redrive_host", "local"},
 	{"idem.horizon_enum", "local"},
+	{"idem.database_identity", "local"},
 }
 
 // delegatedFunctions run on the node that holds their tenant's shard.

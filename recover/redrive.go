@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/redrive"
 )
 
@@ -91,6 +92,15 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 		reply, sendErr := sender.Send(ctx, req)
 		trace.Attempts++
 		trace.Replies = append(trace.Replies, describeReply(reply, sendErr))
+		if sendErr == nil && reply.Database != "" {
+			if elsewhere, err := r.elsewhere(ctx, j, reply); err != nil || elsewhere != nil {
+				if elsewhere != nil {
+					res.Outcome, res.Err, res.Redrive = Failed, elsewhere, trace
+					trace.Verified = "absent"
+				}
+				return res, err
+			}
+		}
 		out, resend, err := r.afterRedrive(ctx, stop, j, sentAt, reply, sendErr, deadline)
 		if err != nil {
 			return res, err
@@ -309,10 +319,40 @@ func (r *Resolver) closeSenders() {
 	r.byClass = nil
 }
 
-// senders holds the senders of a run, by class.
+// senders holds the senders of a run, by class, and the identity of the
+// database the run reads (idem.database_id), read once.
 type senders struct {
 	sendersMu sync.Mutex
 	byClass   map[string]redrive.Sender
+	primaryDB string
+}
+
+// ErrOtherDatabase: the service that answered records into another database
+// than the primary this run reads (a service of another environment behind
+// the same address, or a run pointed at the wrong primary).
+var ErrOtherDatabase = errors.New("the service records into another database than the one this run reads")
+
+// elsewhere compares the database a service says it recorded into
+// (idem.DatabaseHeader) with the primary this run reads: a mismatch is the
+// error to report (nothing is sent again), nil when they agree.
+func (r *Resolver) elsewhere(ctx context.Context, j job, reply redrive.Reply) (error, error) {
+	r.sendersMu.Lock()
+	primary := r.primaryDB
+	r.sendersMu.Unlock()
+	if primary == "" {
+		id, err := idem.DatabaseID(ctx, r.Pool)
+		if err != nil {
+			return nil, err
+		}
+		r.sendersMu.Lock()
+		r.primaryDB, primary = id, id
+		r.sendersMu.Unlock()
+	}
+	if reply.Database == primary {
+		return nil, nil
+	}
+	return fmt.Errorf("%w: the service at %s records into %s, this run reads %s; nothing is sent again (point the class's re-drive at this environment's service, or run resolve against the service's primary)",
+		ErrOtherDatabase, j.redrive.Target(), reply.Database, primary), nil
 }
 
 func describeReply(reply redrive.Reply, err error) string {

@@ -42,6 +42,9 @@ type Reply struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Body is the start of the reply's body, for the report.
 	Body string `json:"body,omitempty"`
+	// Database is the database the service says it recorded into
+	// (idem.DatabaseHeader), when it says so.
+	Database string `json:"database,omitempty"`
 }
 
 // String says the reply in a few words.
@@ -111,7 +114,8 @@ func (s *httpSender) Send(ctx context.Context, r Request) (Reply, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return Reply{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Body: string(body)}, nil
+	return Reply{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Body: string(body),
+		Database: resp.Header.Get(idem.DatabaseHeader)}, nil
 }
 
 // headers sets the identity's headers and the configured ones, reading
