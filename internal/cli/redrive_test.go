@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/idemhttp"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/internal/lockedbuf"
 	"github.com/idemctl/idemctl/redrive"
@@ -223,12 +225,12 @@ func TestRedriveRacesASlowFirstAttempt(t *testing.T) {
 			return
 		}
 		defer resp.Body.Close()
-		var body struct {
-			Outcome  string          `json:"outcome"`
-			Response json.RawMessage `json:"response"`
+		body, _ := io.ReadAll(resp.Body)
+		outcome := "applied"
+		if resp.Header.Get(idemhttp.ReplayedHeader) == "true" {
+			outcome = "already_applied"
 		}
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		first <- append([]byte(body.Outcome+" "), body.Response...)
+		first <- append([]byte(outcome+" "), body...)
 	}()
 	time.Sleep(300 * time.Millisecond) // the first attempt is in the service
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
@@ -237,7 +239,9 @@ func TestRedriveRacesASlowFirstAttempt(t *testing.T) {
 	assert.Contains(t, []string{"applied", "already_applied"}, r.Outcome)
 	firstReply := <-first
 	assert.True(t, bytes.HasPrefix(firstReply, []byte("already_applied ")), "the slow attempt lost the race: %s", firstReply)
-	assert.JSONEq(t, string(r.Response), string(bytes.TrimPrefix(firstReply, []byte("already_applied "))))
+	var saved struct{ Body json.RawMessage }
+	require.NoError(t, json.Unmarshal(r.Response, &saved))
+	assert.JSONEq(t, string(saved.Body), string(bytes.TrimPrefix(firstReply, []byte("already_applied "))))
 	p, c, _ := w.ledger("t1", "op-1")
 	assert.Equal(t, [2]int{1, 1}, [2]int{p, c})
 }
@@ -255,6 +259,36 @@ func TestRedriveAckWithoutRecord(t *testing.T) {
 	assert.Equal(t, 1, r.Redrive.Attempts)
 	p, c, _ := w.ledger("t1", "op-1")
 	assert.Equal(t, [2]int{0, 0}, [2]int{p, c})
+}
+
+// The service at the class's URL records into another database (a service
+// of another environment on the same address): resolve says so, from the
+// service's Idem-Database header, instead of "does not record atomically",
+// and sends nothing again.
+func TestRedriveServiceOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 4)
+	_, otherDSN := dbtest.NewPool(t, 2)
+	other := startService(t, otherDSN)
+	_, err := redrive.Set(context.Background(), pool, "demo.transfer_app",
+		&redrive.Config{Kind: redrive.KindHTTP, URL: other.url(), TimeoutSeconds: 5}, true, "alice")
+	require.NoError(t, err)
+	w := &redriveWorld{t: t, pool: pool, dsn: dsn, svc: other}
+	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
+	assert.NotEqual(t, ExitOK, code, errOut)
+	r := got["t1/op-1"]
+	assert.Equal(t, "error", r.Outcome)
+	require.NotNil(t, r.Error)
+	assert.Contains(t, *r.Error, "records into")
+	assert.Contains(t, *r.Error, "this run reads")
+	assert.NotContains(t, *r.Error, "without recording")
+	assert.Equal(t, 1, r.Redrive.Attempts, "nothing is sent again")
+	var mine, theirs string
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT idem.database_id()").Scan(&mine))
+	otherPool := dbtest.PoolAs(t, otherDSN, dbtest.Superuser, 1)
+	require.NoError(t, otherPool.QueryRow(context.Background(), "SELECT idem.database_id()").Scan(&theirs))
+	assert.Contains(t, *r.Error, theirs)
+	assert.Contains(t, *r.Error, mine)
 }
 
 // A conflicting payload in the batch is quarantined by the claim and
