@@ -419,3 +419,33 @@ func TestChildService(t *testing.T) {
 	fmt.Println(strings.TrimPrefix(srv.URL, "http://"))
 	select {} // until killed
 }
+
+// A body that is not JSON is saved and replayed byte for byte; a 4xx of the
+// handler is saved like any answer below 500.
+func TestReplayTextAndClientErrors(t *testing.T) {
+	t.Parallel()
+	s := newShop(t)
+	s.extra = func(w http.ResponseWriter, r *http.Request) bool {
+		id, _ := idemhttp.Identity(r.Context())
+		if id.OperationID == "text" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte("queued \x00\xff as  is\n"))
+			return true
+		}
+		return false
+	}
+	first := s.post(`"text"`, "acme", `{"amount":1}`)
+	again := s.post(`"text"`, "acme", `{"amount":1}`)
+	assert.Equal(t, http.StatusAccepted, again.status)
+	assert.Equal(t, first.body, again.body)
+	assert.Equal(t, "queued \x00\xff as  is\n", again.body)
+	assert.Equal(t, "text/plain; charset=utf-8", again.header.Get("Content-Type"))
+
+	bad := s.post(`"bad"`, "acme", `{"amount":"many"}`)
+	require.Equal(t, http.StatusBadRequest, bad.status)
+	again = s.post(`"bad"`, "acme", `{"amount":"many"}`)
+	assert.Equal(t, http.StatusBadRequest, again.status)
+	assert.Equal(t, "true", again.header.Get(idemhttp.ReplayedHeader))
+	assert.EqualValues(t, 2, s.runs.Load(), "each key's handler ran once")
+}
