@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/idemhttp"
 )
 
 // Request is one operation to send again: its identity, class and canonical
@@ -141,9 +142,7 @@ func (s *httpSender) Close() { s.client.CloseIdleConnections() }
 
 // IdempotencyKey is the Idempotency-Key value for an operation id: a
 // structured-field string, as the draft defines it.
-func IdempotencyKey(operationID string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(operationID) + `"`
-}
+func IdempotencyKey(operationID string) string { return idemhttp.FormatKey(operationID) }
 
 // ParseIdempotencyKey reads an Idempotency-Key value (a quoted string, or a
 // bare token from clients that do not quote it).
