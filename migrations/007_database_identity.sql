@@ -1,4 +1,4 @@
--- 014_database_identity: which database a service recorded into. A random id
+-- 007_database_identity: which database a service recorded into. A random id
 -- stamped once, when this migration runs, so that a service can tell resolve
 -- (idem.database_id(), the Idem-Database response header) where it wrote: a
 -- service of another environment listening on the same address records into
