@@ -275,6 +275,9 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
 		return rep, err
 	}
+	if err := grantWALDir(ctx, conn, o.Roles); err != nil {
+		return rep, err
+	}
 	if distribute {
 		if err := citusFunctions(ctx, conn, o.Roles, rep.Citus); err != nil {
 			return rep, err

@@ -3,10 +3,12 @@ package recovery
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -29,6 +31,10 @@ type Request struct {
 	Payload []byte
 	// Transport is optional tracing metadata (a JSON object), never identity.
 	Transport []byte
+	// FirstAttemptAt is when the operation was first attempted, when the
+	// input says so (first_attempt_at, RFC 3339): a line absent on the primary
+	// whose first attempt predates the primary's promotion is noted.
+	FirstAttemptAt time.Time
 }
 
 // Item is what a Source yields: a request, or the reason its line is invalid.
@@ -171,7 +177,8 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 			return syntax(err)
 		}
 		field := name.String()
-		known := field == "tenant" || field == "operation_id" || field == "class" || field == "payload" || field == "transport" || field == "note"
+		known := field == "tenant" || field == "operation_id" || field == "class" || field == "payload" || field == "transport" || field == "note" ||
+			field == "first_attempt_at"
 		if known && seen[field] {
 			// Keep the first value: the answer names that identity.
 			refuse("duplicate field %q", field)
@@ -209,6 +216,17 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 				continue
 			}
 			req.Payload = bytes.Clone(val)
+		case "first_attempt_at":
+			var text string
+			if val.Kind() == '"' {
+				_ = json.Unmarshal(val, &text)
+			}
+			t, err := time.Parse(time.RFC3339Nano, text)
+			if err != nil {
+				refuse("first_attempt_at must be an RFC 3339 time (2026-11-30T08:00:00Z)")
+				continue
+			}
+			req.FirstAttemptAt = t
 		case "note":
 			if val.Kind() != '"' {
 				refuse("note must be a string, got %s", kindName(val.Kind()))
@@ -222,7 +240,7 @@ func (s *ndjson) parse(line []byte) (Request, error) {
 				refuse("transport must be an object, got %s", kindName(val.Kind()))
 			}
 		default:
-			refuse("unknown field %q (want tenant, operation_id, class, payload, transport, note)", field)
+			refuse("unknown field %q (want tenant, operation_id, class, payload, transport, note, first_attempt_at)", field)
 		}
 	}
 	if _, err := s.dec.ReadToken(); err != nil { // the closing brace

@@ -92,6 +92,8 @@ type Result struct {
 	skipped   bool         // dispatched but never answered (interrupted, or refused mid-run)
 	checkedAt primaryClock // the primary's clock when step 1 found it absent (re-drive)
 	unknown   bool         // with no answer, after a connection lost in flight (applyOne)
+	// firstAttempt is the line's first_attempt_at (zero when not given).
+	firstAttempt time.Time
 }
 
 // Counts are the number of results per outcome.
@@ -137,6 +139,8 @@ type RunSummary struct {
 	Interrupted bool
 	// Redriven is how many operations were sent to their class's service.
 	Redriven int
+	// Failover is the primary's last timeline switch, when it could be read.
+	Failover *Failover
 	// WriteErr is the first error writing results (emit or Config.Flush). The
 	// run stopped reading there; Counts still count every answer, written or
 	// not.

@@ -115,6 +115,7 @@ type job struct {
 	req Request
 	p   idem.Prepared
 	classInfo
+	firstAttempt time.Time
 }
 
 // classInfo is what a run knows of a class.
@@ -127,7 +128,8 @@ type classInfo struct {
 }
 
 func (j job) result() Result {
-	return Result{Line: j.line, Tenant: j.p.TenantID, OperationID: j.p.OperationID, Class: j.p.Class, IncomingHash: j.p.Hash}
+	return Result{Line: j.line, Tenant: j.p.TenantID, OperationID: j.p.OperationID, Class: j.p.Class, IncomingHash: j.p.Hash,
+		firstAttempt: j.firstAttempt}
 }
 
 // Run resolves every operation of src and passes each result to emit, in
@@ -165,6 +167,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		return sum, err
 	}
 	sum.StartedAt = started
+	failover := r.failover(ctx, &sum)
 	if cfg.Started != nil {
 		if err := cfg.Started(); err != nil {
 			return sum, err
@@ -189,6 +192,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		seen = newRunIdentities(seed)
 	}
 	win := newWindow(cfg.Window, func(res *Result) {
+		failover.note(res, started, classes[res.Class].sqlEffect)
 		if seen != nil {
 			seen.settle(res)
 		}
@@ -383,7 +387,7 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, win *window,
 		}
 		sum.Read++
 		sum.LastLine = it.Line
-		j := job{pos: pos, line: it.Line, req: it.Request}
+		j := job{pos: pos, line: it.Line, req: it.Request, firstAttempt: it.Request.FirstAttemptAt}
 		pos++
 		if it.Invalid != nil {
 			win.done(j.pos, Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID,

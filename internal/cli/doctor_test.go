@@ -33,7 +33,7 @@ func TestDoctor(t *testing.T) {
 
 	code, order, checks := doctorLines(t, fx.dsn)
 	assert.Equal(t, ExitOK, code, "warnings only: %v", checks)
-	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "quarantine"}, order)
+	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "quarantine", "failover"}, order)
 	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit"} {
 		assert.Equal(t, "ok", checks[name]["verdict"], "%s: %v", name, checks[name])
 	}
@@ -42,6 +42,12 @@ func TestDoctor(t *testing.T) {
 	assert.Contains(t, checks["grants"]["detail"], "acts as operator")
 	assert.Equal(t, "warn", checks["quarantine"]["verdict"])
 	assert.Contains(t, checks["quarantine"]["detail"], "1 open quarantine record(s)")
+	// The test server streams to no synchronous standby, and the demo's
+	// transfers are kept for ever.
+	assert.Equal(t, "warn", checks["failover"]["verdict"], "%v", checks["failover"])
+	assert.Contains(t, checks["failover"]["detail"], "classes kept for ever (demo.transfer")
+	assert.Contains(t, checks["failover"]["detail"], "commit without a synchronous standby")
+	assert.Contains(t, checks["failover"]["action"], "synchronous_standby_names")
 
 	// With the sources probed: only the manual one, so no purge can be proven.
 	code, out, errOut := run(t, fx.dsn, "", "doctor", "-o", "json")

@@ -81,8 +81,11 @@ happened) a safe and final answer, with its original payload:
 One operation from flags, or a batch from --file: NDJSON ("-" for stdin), one
 operation a line, read as a stream:
   {"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
-(transport optional). A bad line is answered "invalid" with the reason and the
-batch goes on.
+(transport optional; "first_attempt_at", an RFC 3339 time, says when the
+operation was first attempted: after a failover, an identity absent on the
+primary whose first attempt predates the primary's promotion is noted "may have
+been acknowledged and lost in the failover at T", docs/resolve-failover.md). A
+bad line is answered "invalid" with the reason and the batch goes on.
 
 Lines of the same identity run in file order, one after the other: the first
 applies, a later one with the same payload is already_applied, one with another

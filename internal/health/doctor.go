@@ -57,7 +57,7 @@ type DoctorOptions struct {
 
 // Doctor runs the checks that need a connection, in order, after the
 // caller has reached the server: primary, replication, schema, grants,
-// partitions, replay sources, audit chain head, quarantine. A check that
+// partitions, replay sources, audit chain head, quarantine, failover. A check that
 // cannot run says so (warn) and the others go on; the schema's absence
 // ends the list (nothing else can be read).
 func Doctor(ctx context.Context, pool *pgxpool.Pool, o DoctorOptions) ([]Check, error) {
@@ -81,7 +81,7 @@ func Doctor(ctx context.Context, pool *pgxpool.Pool, o DoctorOptions) ([]Check, 
 	if o.ProbeSources {
 		out = append(out, sourcesCheck(ctx, pool))
 	}
-	out = append(out, auditCheck(ctx, pool), quarantineCheck(ctx, pool))
+	out = append(out, auditCheck(ctx, pool), quarantineCheck(ctx, pool), failoverCheck(ctx, pool))
 	return out, nil
 }
 
