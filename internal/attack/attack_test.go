@@ -136,7 +136,9 @@ func TestNoRoleWritesATableDirectly(t *testing.T) {
 }
 
 // TestEveryFunctionIsGrantedAsDeclared: PUBLIC executes nothing; the app role
-// executes idem.execute, idem.claim and idem.complete and nothing else; every
+// executes idem.execute, idem.claim and idem.complete, and idem.database_id
+// (which names the database in a service's replies, and reads nothing else),
+// and nothing else; every
 // internal function is refused to every role when called directly.
 func TestEveryFunctionIsGrantedAsDeclared(t *testing.T) {
 	t.Parallel()
@@ -156,8 +158,9 @@ func TestEveryFunctionIsGrantedAsDeclared(t *testing.T) {
 	assert.Equal(t, []string{
 		"idem.claim(text,text,text,text,text,jsonb)",
 		"idem.complete(text,text,jsonb)",
+		"idem.database_id()",
 		"idem.execute(text,text,text,text,text,jsonb)",
-	}, appFns, "the app role executes the executor and nothing else")
+	}, appFns, "the app role executes the executor (and reads the database identity) and nothing else")
 
 	before := w.snapshot()
 	// Every function a role is not granted, called with NULL arguments of
