@@ -86,7 +86,10 @@ func openInbox(ctx context.Context, pool *pgxpool.Pool, p *plan, batch int) (*in
 	if p.until != nil {
 		until = pgtype.Timestamptz{Time: *p.until, Valid: true}
 	}
-	if _, err := tx.Exec(ctx, inboxCursorSQL, p.Class, since, until); err != nil {
+	// A report of one tenant (a fixed --tenant) is compared with that
+	// tenant's operations only: another tenant's are not missing from it.
+	tenant := pgtype.Text{String: p.Tenant, Valid: p.Tenant != ""}
+	if _, err := tx.Exec(ctx, inboxCursorSQL, p.Class, since, until, tenant); err != nil {
 		s.close()
 		return nil, fmt.Errorf("read the inbox of %s: %w", p.Class, err)
 	}
