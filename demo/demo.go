@@ -35,7 +35,9 @@ const OwnerRole = "idem_demo"
 // Install creates the demo ledger and registers demo.transfer. It needs the
 // idem schema migrated, and a login that may create roles (the first time)
 // and act as the schema owner: the one that runs idemctl migrate. It is safe
-// to run again.
+// to run again. The ledger and the registration of its classes are two
+// transactions (Citus sees the ledger's grants on the workers only once they
+// are committed).
 func Install(ctx context.Context, conn *pgx.Conn) error {
 	var migrated bool
 	if err := conn.QueryRow(ctx, "SELECT to_regprocedure('idem.register_class(text,regprocedure,text,text,regclass[])') IS NOT NULL").Scan(&migrated); err != nil {
@@ -78,43 +80,53 @@ func Install(ctx context.Context, conn *pgx.Conn) error {
 			return fmt.Errorf("install demo ledger: %w", err)
 		}
 	}
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		// Serialise concurrent installs the same way migrations are serialised.
-		steps := []string{
-			"SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))",
-		}
-		steps = append(steps,
-			"SET LOCAL ROLE "+owner,
-			installSQL,
-			"GRANT USAGE ON SCHEMA demo TO "+q(r.Owner)+", "+q(r.App)+", "+q(r.Operator)+", "+q(r.Auditor),
-			"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO "+q(r.Owner)+", "+q(r.App),
-			"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO "+q(r.Operator)+", "+q(r.Auditor),
-			// The reference service (an app login) charges the provider.
-			"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO "+q(r.App),
-			"RESET ROLE",
-		)
-		if onCitus {
-			steps = append(steps, citusAfter...)
-		}
-		steps = append(steps,
-			"SET LOCAL ROLE "+q(r.Owner),
-			`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
+	// Serialise concurrent installs the same way migrations are serialised.
+	lock := "SELECT pg_advisory_xact_lock(hashtext('idemctl demo init'))"
+	ledger := []string{lock,
+		"SET LOCAL ROLE " + owner,
+		installSQL,
+		"GRANT USAGE ON SCHEMA demo TO " + q(r.Owner) + ", " + q(r.App) + ", " + q(r.Operator) + ", " + q(r.Auditor),
+		"GRANT EXECUTE ON FUNCTION demo.transfer_effect(text, text, jsonb) TO " + q(r.Owner) + ", " + q(r.App),
+		"GRANT SELECT ON ALL TABLES IN SCHEMA demo TO " + q(r.Operator) + ", " + q(r.Auditor),
+		// The reference service (an app login) charges the provider.
+		"GRANT SELECT, INSERT, UPDATE ON demo.provider_charge TO " + q(r.App),
+		"RESET ROLE",
+	}
+	if onCitus {
+		ledger = append(ledger, citusAfter...)
+	}
+	// The classes are registered in a transaction of their own, once the
+	// ledger and its grants are committed: on Citus, writing the reference
+	// table idem.op_class casts the effect's name on every worker, over the
+	// schema owner's own connections there, which see the GRANT USAGE ON
+	// SCHEMA demo only once it is committed (made over the ledger owner's
+	// connections).
+	register := []string{lock,
+		"SET LOCAL ROLE " + q(r.Owner),
+		`SELECT idem.register_class('demo.transfer', 'demo.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
 				'demo ledger transfer: {"from","to","amount" (integer minor units),"currency"}',
 				ARRAY['demo.account', 'demo.posting']::regclass[])`,
-			`SELECT idem.register_class('demo.transfer_app', NULL, 'forever',
+		`SELECT idem.register_class('demo.transfer_app', NULL, 'forever',
 				'the demo transfer as application code: idemctl demo serve (a provider charge, then the ledger)')`,
-			// Re-drives may go to the reference service on this machine.
-			"SELECT idem.redrive_allow('127.0.0.1')",
-			"SELECT idem.redrive_allow('localhost')",
-			"RESET ROLE",
-		)
-		for _, s := range steps {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("install demo ledger: %w", err)
+		// Re-drives may go to the reference service on this machine.
+		"SELECT idem.redrive_allow('127.0.0.1')",
+		"SELECT idem.redrive_allow('localhost')",
+		"RESET ROLE",
+	}
+	for _, steps := range [][]string{ledger, register} {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, s := range steps {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return fmt.Errorf("install demo ledger: %w", err)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // On a Citus coordinator the ledger's role may log in, as the idem owner does

@@ -288,3 +288,38 @@ func TestSavedMappings(t *testing.T) {
 	assert.Equal(t, "tenant=merchant,operation_id=reference", raw["key"])
 	assert.False(t, errors.Is(err, reconcile.ErrInvalidMapping))
 }
+
+// A report of one tenant (a fixed Tenant) is compared with that tenant's
+// operations only: the other tenants' operations of the class, in the same
+// window, are neither reported, emitted nor pinned as missing_in_report.
+func TestFixedTenantReadsOnlyThatTenant(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var trs []transfer
+	for _, tenant := range []string{"acme", "globex", "shop1", "shop10"} {
+		for i := 1; i <= 3; i++ {
+			trs = append(trs, transfer{tenant: tenant, op: "p-" + string(rune('0'+i)), amount: int64(100 * i), currency: "EUR"})
+		}
+	}
+	f.apply(trs...)
+	report := f.file("shop1.csv", "reference,amount_minor,currency", "p-1,100,EUR", "p-2,200,EUR")
+	batch := filepath.Join(f.dir, "missing.ndjson")
+	m := reconcile.Mapping{Class: "demo.transfer", Report: report, Tenant: "shop1",
+		Key: "operation_id=reference", Compare: "/amount=amount_minor,/currency=currency"}
+
+	sum, found, err := f.run(reconcile.Config{Mapping: m, EmitResolve: batch, Pin: true})
+	require.NoError(t, err)
+	assert.Equal(t, map[reconcile.Status]int64{reconcile.Matched: 2, reconcile.MissingInReport: 1}, sum.Counts, "%+v", found)
+	for _, x := range found {
+		assert.Equal(t, "shop1", x.Tenant, "%+v", x)
+	}
+	assert.EqualValues(t, 1, sum.Emitted)
+	assert.EqualValues(t, 1, sum.Pinned)
+	body, err := os.ReadFile(batch)
+	require.NoError(t, err)
+	reqs := readBatch(t, body)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "shop1/p-3", reqs[0].Tenant+"/"+reqs[0].OperationID)
+	assert.EqualValues(t, 0, f.count("SELECT count(*) FROM idem.horizon_correction WHERE tenant_id <> 'shop1'"))
+	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.horizon_correction WHERE tenant_id = 'shop1' AND operation_id = 'p-3'"))
+}

@@ -87,6 +87,12 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 	trace := &RedriveTrace{Via: j.redrive.Kind, Target: j.redrive.Target()}
 	deadline := time.Now().Add(r.retryFor())
 	req := redrive.Request{Identity: j.p.Identity, Class: j.p.Class, Canonical: j.p.Canonical, Hash: j.p.Hash}
+	// ours is when the first send that may have applied the operation went
+	// out: an identity created before it is an earlier attempt's. A send the
+	// service answered 409 (another attempt holds the key) or 429 applied
+	// nothing, so it does not count: after only such sends, whatever the
+	// primary holds is the first attempt's, however late it committed.
+	ours := noSend
 	for {
 		sentAt := clk.now()
 		reply, sendErr := sender.Send(ctx, req)
@@ -101,13 +107,19 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 				return res, err
 			}
 		}
-		out, resend, err := r.afterRedrive(ctx, stop, j, sentAt, reply, sendErr, deadline)
+		if ours == noSend && (sendErr != nil || (reply.Status != 409 && reply.Status != 429)) {
+			ours = sentAt
+		}
+		out, resend, err := r.afterRedrive(ctx, stop, j, ours, reply, sendErr, deadline)
 		if err != nil {
 			return res, err
 		}
 		if !resend {
 			out.Redrive = trace
 			trace.Verified = verified(out)
+			if out.Outcome == AlreadyApplied && out.Note == "" {
+				out.Note = firstAttemptWon(ours == noSend)
+			}
 			return out, nil
 		}
 		if !sleepUntil(stop, backoffAfter(reply, trace.Attempts), deadline) {
@@ -208,8 +220,23 @@ func (r *Resolver) lookRedriven(ctx context.Context, j job) (res Result, found b
 		return Result{}, false, clk, errStaleSnapshot // the protocol decides
 	}
 	// Created before any send: what is there is an earlier attempt's.
-	res, found, err = r.answerStored(ctx, j, row, time.Time{}.AddDate(9000, 0, 0))
+	res, found, err = r.answerStored(ctx, j, row, noSend)
 	return res, found, clk, err
+}
+
+// noSend stands for "no send of this re-drive may have applied it" where a
+// send time is compared with the identity's creation: every identity was
+// created before it.
+var noSend = time.Time{}.AddDate(9000, 0, 0)
+
+// firstAttemptWon is the note of an operation re-driven and found
+// already_applied: an earlier attempt recorded it, not this re-drive.
+// refused: the service answered every send 409 (in flight) or 429.
+func firstAttemptWon(refused bool) string {
+	if refused {
+		return "the first attempt won: it was in flight when this re-drive was sent (the service answered 409, or 429) and it recorded the identity; the re-drive applied nothing (saved response returned)"
+	}
+	return "the first attempt won: the primary recorded the identity before this re-drive was sent; the re-drive applied nothing (saved response returned)"
 }
 
 // primaryClock reads the primary's clock without a round trip: one reading's

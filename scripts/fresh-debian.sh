@@ -3,11 +3,11 @@
 # sets one up on Debian 12: peer authentication on the socket,
 # scram-sha-256 on TCP, no password for anyone. A scratch cluster (its own
 # directory, socket and port; the machine's clusters are not touched) stands
-# in for it. `make demo` and `make test` (limited to TEST_PACKAGES, default
-# ./internal/cli with -run TestDemoMigrateInspectFlow, to keep it short) must
-# pass against it without pg_hba.conf being edited, and pg_hba.conf must be
-# unchanged afterwards. Needs root (or to be the postgres OS user) and the
-# PostgreSQL server binaries.
+# in for it. `make demo` and the whole `make test` (every package; set
+# TEST_PACKAGES and TEST_ARGS to narrow it by hand) must pass against it
+# without pg_hba.conf being edited, and pg_hba.conf must be unchanged
+# afterwards. Needs root (or to be the postgres OS user) and the PostgreSQL
+# server binaries. Each step says how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,9 +58,13 @@ if PGCONNECT_TIMEOUT=5 psql -w "postgres://postgres@127.0.0.1:$port/postgres" -c
 fi
 
 echo "== make demo" >&2
+started=$SECONDS
 make demo
-echo "== make test (TEST_PACKAGES=${TEST_PACKAGES:-./internal/cli})" >&2
-TEST_PACKAGES=${TEST_PACKAGES:-./internal/cli} make test ARGS="${TEST_ARGS:--run TestDemoMigrateInspectFlow}"
+echo "fresh-debian: make demo took $((SECONDS - started))s" >&2
+echo "== make test${TEST_PACKAGES:+ (TEST_PACKAGES=$TEST_PACKAGES)}" >&2
+started=$SECONDS
+if [ -n "${TEST_ARGS:-}" ]; then make test ARGS="$TEST_ARGS"; else make test; fi
+echo "fresh-debian: make test took $((SECONDS - started))s" >&2
 
 if [ "$(sha256sum "$dir/data/pg_hba.conf")" != "$hba_before" ]; then
 	echo "fresh-debian: pg_hba.conf was changed" >&2

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 
+	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/styles"
 )
@@ -28,6 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	// bubbles components with built-in styles render on the default renderer.
 	lipgloss.SetColorProfile(termenv.Ascii)
+	// The password of the login postgres replay sources read with, named by
+	// the sources (never in their DSN).
+	dbtest.SetSourcePassword()
 	os.Exit(m.Run())
 }
 

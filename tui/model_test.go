@@ -565,7 +565,8 @@ func TestModelHorizonDatabase(t *testing.T) {
 	_, err = horizon.Approve(ctx, bob, plan2.ID, "bob")
 	require.NoError(t, err)
 	require.NoError(t, horizon.AddSource(ctx, pool, horizon.Source{Name: "late-dlq", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: dbtest.As(dsn, dbtest.Superuser), Query: "SELECT now() - interval '30 days'"}}, "carol"))
+		Config: horizon.SourceConfig{DSN: dbtest.SourceDSN(dsn), PasswordEnv: dbtest.SourcePasswordEnv,
+			Query: "SELECT now() - interval '30 days'"}}, "carol"))
 	h = console("bob")
 	h.keys("p", "y")
 	v = h.view()

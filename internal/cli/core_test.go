@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -75,7 +77,7 @@ func TestHashCommand(t *testing.T) {
 
 	code, out, _ = run(t, "", `{"b": 2, "a": [1.50, "x"]}`, "hash", "--canonical")
 	require.Equal(t, ExitOK, code)
-	assert.Equal(t, `{"a":[1.5,"x"],"b":2}`+"\n", out)
+	assert.Equal(t, `{"a":[1.5,"x"],"b":2}`, out)
 
 	file := filepath.Join(t.TempDir(), "p.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"amount": 100}`), 0o600))
@@ -105,6 +107,30 @@ func TestHashCommand(t *testing.T) {
 	code, _, errOut := run(t, "", "", "hash", filepath.Join(t.TempDir(), "missing.json"))
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, errOut, "missing.json")
+}
+
+// TestHashCanonicalBytes: into a pipe, --canonical prints exactly the bytes
+// the hash is computed over (RFC 8785 keeps U+007F, C1 controls, U+2028 and
+// bidirectional controls raw); only a terminal sees them escaped.
+func TestHashCanonicalBytes(t *testing.T) {
+	t.Parallel()
+	payload := "{\"z\": \"del\x7f c1\u0085 ls\u2028 rlo\u202e\", \"a\": \"\U0001F600 \\ud83d\\ude00 \\u007f\"}"
+	want := "{\"a\":\"\U0001F600 \U0001F600 \x7f\",\"z\":\"del\x7f c1\u0085 ls\u2028 rlo\u202e\"}"
+	file := filepath.Join(t.TempDir(), "p.json")
+	require.NoError(t, os.WriteFile(file, []byte(payload), 0o600))
+
+	code, hashOut, _ := run(t, "", "", "hash", file)
+	require.Equal(t, ExitOK, code)
+	code, canonical, _ := run(t, "", "", "hash", "--canonical", file)
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, want, canonical)
+	sum := sha256.Sum256([]byte(canonical))
+	assert.Equal(t, "jcs-sha256:"+hex.EncodeToString(sum[:])+"\n", hashOut, "sha256 of the printed bytes is the hash")
+
+	code, shown, _ := runTTY(t, "", "", "hash", "--canonical", file)
+	require.Equal(t, ExitOK, code)
+	assert.Equal(t, "{\"a\":\"\U0001F600 \U0001F600 \\x7f\",\"z\":\"del\\x7f c1\\x85 ls\u2028 rlo\\u202e\"}\n", shown,
+		"a terminal sees the controls escaped")
 }
 
 func TestUsageErrors(t *testing.T) {

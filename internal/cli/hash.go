@@ -33,10 +33,16 @@ escapes do not change the hash; a different value does.
 Refused, with exit code 5 and nothing printed on stdout: invalid JSON, duplicate
 keys, invalid UTF-8, lone surrogates, numbers that canonicalisation would change
 (9007199254740993, 0.30000000000000001: send such values as strings), payloads
-over --max-bytes, nesting deeper than --max-depth.`,
+over --max-bytes, nesting deeper than --max-depth.
+
+--canonical prints the canonical bytes themselves. Into a pipe or a file they
+are exactly the bytes whose SHA-256 is the hash (no newline added, U+007F and
+other characters a terminal would act on left raw, as RFC 8785 keeps them); on
+a terminal such characters are shown escaped and a newline ends the line.`,
 		Example: `  idemctl hash payload.json
   echo '{"amount": 100, "currency": "EUR"}' | idemctl hash
-  idemctl hash --canonical payload.json > payload.canonical.json`,
+  idemctl hash --canonical payload.json > payload.canonical.json
+  idemctl hash --canonical payload.json | sha256sum   # the hash's 64 hex digits`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Source = "-"
@@ -78,8 +84,11 @@ func hashRun(_ context.Context, opts *HashOptions) error {
 		return withCode(ExitInvalid, err)
 	}
 	switch {
-	case opts.Canonical:
+	case opts.Canonical && opts.IO.IsStdoutTTY():
 		_, err = opts.IO.Out.Write(append(canonical, '\n'))
+	case opts.Canonical:
+		// The exact bytes hashed: escaping or a newline would change them.
+		_, err = opts.IO.RawOut.Write(canonical)
 	case opts.JSON:
 		err = printJSONLine(opts.IO.Out, map[string]any{"hash": hash, "bytes": len(raw), "canonical_bytes": len(canonical)})
 	default:
