@@ -183,11 +183,10 @@ func (s Source) Validate() error {
 			return bad("postgres needs --source-dsn and --query")
 		}
 		if db.HasSecret(c.DSN) {
-			return fmt.Errorf("%w: source %q: the DSN holds a password (%s); secrets are never stored in the database: "+
-				"use --password-env NAME, a libpq service (service=NAME) or a passfile entry", ErrSecretInConfig, s.Name, db.Redact(c.DSN))
+			return s.errSecret("the DSN ("+db.Redact(c.DSN)+")", dsnHint)
 		}
-		if _, err := pgx.ParseConfig(c.DSN); err != nil {
-			return bad("%s", db.Scrub(c.DSN, err.Error()))
+		if err := s.checkDSN(); err != nil {
+			return err
 		}
 		if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
 			return bad("--password-env %q is not an environment variable name", c.PasswordEnv)
@@ -200,13 +199,15 @@ func (s Source) Validate() error {
 		if c.URL == "" || c.Stream == "" {
 			return bad("nats needs --url and --stream")
 		}
-		if db.HasSecret(c.URL) {
-			return fmt.Errorf("%w: source %q: the URL holds credentials; secrets are never stored in the database: "+
-				"use a credentials file the probe reads from its environment", ErrSecretInConfig, s.Name)
+		if err := s.checkNATS(); err != nil {
+			return err
 		}
 	case KindKafka:
 		if len(c.Brokers) == 0 || c.Topic == "" {
 			return bad("kafka needs --brokers and --topic")
+		}
+		if err := s.checkKafka(); err != nil {
+			return err
 		}
 	case KindManual:
 		return bad("manual is built in")
@@ -218,7 +219,10 @@ func (s Source) Validate() error {
 			return bad("mode %q: use bounding or enumerating", c.Mode)
 		}
 	}
-	return nil
+	if err := s.checkFields(); err != nil {
+		return err
+	}
+	return s.checkHeaders()
 }
 
 // AddSource stores a source (idem.horizon_source_add, which refuses a secret

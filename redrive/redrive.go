@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/natsurl"
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -127,45 +128,30 @@ var (
 )
 
 // Servers are the servers a re-drive connects to, parsed the way its client
-// parses them: the URL for http; for nats every entry of the comma-separated
-// server list (nats.go adds nats:// to an entry without a scheme). Each must
-// have a host and no user, password or token.
+// parses them: the URL for http; for nats every server of the
+// comma-separated list (package natsurl). Each must have a host and no user,
+// password or token.
 func (c Config) Servers() ([]*url.URL, error) {
-	entries := []string{c.URL}
+	var servers []*url.URL
 	if c.Kind == KindNATS {
-		entries = natsServers(c.URL)
-	}
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("%w: --url %q names no server", ErrInvalidConfig, c.URL)
-	}
-	out := make([]*url.URL, 0, len(entries))
-	for _, e := range entries {
-		u, err := url.Parse(e)
-		if err != nil || u.Host == "" || u.Hostname() == "" {
-			return nil, fmt.Errorf("%w: --url: %q is not a URL with a host", ErrInvalidConfig, e)
+		list, err := natsurl.Servers(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --url: %w", ErrInvalidConfig, err)
 		}
+		servers = list
+	} else {
+		u, err := url.Parse(c.URL)
+		if err != nil || u.Host == "" || u.Hostname() == "" {
+			return nil, fmt.Errorf("%w: --url is not a URL with a host", ErrInvalidConfig)
+		}
+		servers = []*url.URL{u}
+	}
+	for _, u := range servers {
 		if u.User != nil {
 			return nil, fmt.Errorf("%w: the URL holds credentials; give them as a header reference (--header 'Authorization=env:%sNAME')", ErrSecret, EnvPrefix)
 		}
-		out = append(out, u)
 	}
-	return out, nil
-}
-
-// natsServers splits a NATS URL into its servers as nats.Connect does.
-func natsServers(v string) []string {
-	var out []string
-	for _, e := range strings.Split(v, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if !strings.Contains(e, "://") {
-			e = "nats://" + e
-		}
-		out = append(out, e)
-	}
-	return out
+	return servers, nil
 }
 
 // Hosts are the lower-case hosts of every server (an IPv6 address without
