@@ -80,7 +80,7 @@ func TestRedriveTargetsInSQL(t *testing.T) {
 	w := setup(t)
 	cases := map[string]string{
 		`{"kind":"nats","url":"nats://127.0.0.1:14222,127.0.0.2:14223","subject":"pay"}`:          "IX504",
-		`{"kind":"nats","url":"nats://127.0.0.1:14222, evil.example:4222","subject":"pay"}`:        "IX504",
+		`{"kind":"nats","url":"nats://127.0.0.1:14222, evil.example:4222","subject":"pay"}`:       "IX504",
 		`{"kind":"nats","url":"nats://127.0.0.1:14222,tok@127.0.0.1:14223","subject":"pay"}`:      "IX503",
 		`{"kind":"nats","url":"nats://127.0.0.1:14222,http://127.0.0.1:80","subject":"pay"}`:      "IX502",
 		`{"kind":"http","url":"http://127.0.0.1/x","headers":{"Authorization":"env:PGPASSWORD"}}`: "IX503",
