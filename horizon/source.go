@@ -41,6 +41,11 @@ const (
 	Enumerating Mode = "enumerating"
 )
 
+// PasswordEnvPrefix starts the name of every variable a postgres source's
+// password_env may name: the source is configured by an operator, and the
+// variable is read from the environment of whoever probes it.
+const PasswordEnvPrefix = "IDEMCTL_SOURCE_"
+
 // ManualSource is the name of the built-in source of pending corrections.
 const ManualSource = "manual"
 
@@ -159,7 +164,9 @@ func (c SourceConfig) operationHeader() string {
 
 var (
 	sourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// passwordEnvRE: a source names only a variable set aside for sources,
+	// never PGPASSWORD or a cloud key of whoever probes it.
+	passwordEnvRE = regexp.MustCompile(`^` + PasswordEnvPrefix + `[A-Z0-9_]+$`)
 )
 
 // Validate checks a source definition before it is stored.
@@ -188,8 +195,9 @@ func (s Source) Validate() error {
 		if err := s.checkDSN(); err != nil {
 			return err
 		}
-		if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
-			return bad("--password-env %q is not an environment variable name", c.PasswordEnv)
+		if c.PasswordEnv != "" && !passwordEnvRE.MatchString(c.PasswordEnv) {
+			return bad("--password-env %q: a source's password is read from a variable named %s... (set aside for sources by whoever probes them)",
+				c.PasswordEnv, PasswordEnvPrefix)
 		}
 	case KindArchive:
 		if c.Dir == "" {

@@ -57,6 +57,8 @@ func TestSourceSecretsInSQL(t *testing.T) {
 		{"kafka", map[string]any{"brokers": []any{map[string]any{"sasl_password": secret}}, "topic": "t"}},
 		{"kafka", map[string]any{"brokers": []string{"127.0.0.1:9092"}, "topic": "t", "sasl": map[string]any{"user": "u", "pass": secret}}},
 		{"archive", map[string]any{"dir": "/x", "dsn": "postgres://u:" + secret + "@h/db"}},
+		// Not a secret in the config, but one taken from whoever probes it.
+		{"postgres", map[string]any{"dsn": "host=h", "query": "SELECT 1", "password_env": "PGPASSWORD"}},
 	}
 	require.GreaterOrEqual(t, len(cases), 30)
 	before := w.snapshot()

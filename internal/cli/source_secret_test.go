@@ -86,7 +86,7 @@ func TestSourceSecretSpellings(t *testing.T) {
 	// The ways that remain: the password's variable, a user in the DSN,
 	// servers without credentials.
 	for _, ok := range [][]string{
-		{"pg", "--kind", "postgres", "--query", "SELECT now()", "--source-dsn", "postgres://reader@h1:5432,h2:5432/app?sslmode=verify-full", "--password-env", "DLQ_PASSWORD"},
+		{"pg", "--kind", "postgres", "--query", "SELECT now()", "--source-dsn", "postgres://reader@h1:5432,h2:5432/app?sslmode=verify-full", "--password-env", "IDEMCTL_SOURCE_DLQ_PASSWORD"},
 		{"kv", "--kind", "postgres", "--query", "SELECT now()", "--source-dsn", "host=h user=reader dbname=app connect_timeout=5"},
 		{"n", "--kind", "nats", "--stream", "DLQ", "--url", "nats://127.0.0.1:4222,127.0.0.2:4222"},
 		{"k", "--kind", "kafka", "--topic", "payments.dlq", "--brokers", "127.0.0.1:9092,[::1]:9093,kafka-1"},

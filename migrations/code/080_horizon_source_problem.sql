@@ -14,6 +14,8 @@
 --   no password in a DSN's userinfo (postgres://user:password@, up to the
 --   first '/', as libpq reads it); no userinfo at all (a NATS token is a bare
 --   user@) in any server of a NATS list or in a Kafka broker.
+-- password_env names a variable IDEMCTL_SOURCE_...: it is read from the
+-- environment of whoever probes the source, and sent to the source's host.
 -- idemctl reads each kind with its client's own parser first (package
 -- horizon); this is the database's own guard, for every caller.
 CREATE OR REPLACE FUNCTION idem.horizon_source_problem(p_kind text, p_config jsonb)
@@ -47,6 +49,9 @@ AS $$
         WHERE CASE key WHEN 'brokers'
                   THEN jsonb_typeof(value) <> 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements(value) b WHERE jsonb_typeof(b) <> 'string')
                   ELSE jsonb_typeof(value) <> 'string' END
+        UNION ALL
+        SELECT 3, 'IX308 password_env must name a variable IDEMCTL_SOURCE_... (read from the environment of whoever probes the source)'
+        FROM string WHERE key = 'password_env' AND s !~ '^IDEMCTL_SOURCE_[A-Z0-9_]+$'
         UNION ALL
         SELECT 4, 'IX311 setting ' || key || ' holds a credential; secrets are never stored in the database'
         FROM string
