@@ -204,7 +204,7 @@ func TestPostgresSource(t *testing.T) {
 		Config: horizon.SourceConfig{DSN: "postgres://" + string(dbtest.Nobody) + "@127.0.0.1:1/x?connect_timeout=1",
 			PasswordEnv: sourcePasswordEnv, Query: "SELECT now()"}})
 	nopw := f.pgSource("nopassword", "SELECT now()")
-	nopw.Config.PasswordEnv = "IDEMCTL_TEST_NO_SUCH_VARIABLE"
+	nopw.Config.PasswordEnv = "IDEMCTL_SOURCE_TEST_NO_SUCH_VARIABLE"
 	f.addSource(nopw)
 	f.businessTable("hidden", "ts timestamptz")
 	dbtest.Admin(t, f.dsn, "REVOKE SELECT ON public.hidden FROM "+pgx.Identifier{string(dbtest.Nobody)}.Sanitize())
@@ -212,7 +212,7 @@ func TestPostgresSource(t *testing.T) {
 	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
 	require.NoError(t, err)
 	for name, want := range map[string]string{"broken": "2 columns", "slow": "timed out", "future": "future",
-		"unreachable": "connect", "nopassword": "IDEMCTL_TEST_NO_SUCH_VARIABLE is not set", "forbidden": "permission denied"} {
+		"unreachable": "connect", "nopassword": "IDEMCTL_SOURCE_TEST_NO_SUCH_VARIABLE is not set", "forbidden": "permission denied"} {
 		ev := evidenceOf(t, rep, name)
 		assert.Equal(t, horizon.VerdictFailed, ev.Verdict, name)
 		assert.Contains(t, ev.Reason, want, name)
