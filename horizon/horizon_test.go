@@ -204,7 +204,7 @@ func TestPostgresSource(t *testing.T) {
 		Config: horizon.SourceConfig{DSN: "postgres://" + string(dbtest.Nobody) + "@127.0.0.1:1/x?connect_timeout=1",
 			PasswordEnv: sourcePasswordEnv, Query: "SELECT now()"}})
 	nopw := f.pgSource("nopassword", "SELECT now()")
-	nopw.Config.PasswordEnv = "IDEMCTL_TEST_NO_SUCH_VARIABLE"
+	nopw.Config.PasswordEnv = "IDEMCTL_SOURCE_TEST_NO_SUCH_VARIABLE"
 	f.addSource(nopw)
 	f.businessTable("hidden", "ts timestamptz")
 	dbtest.Admin(t, f.dsn, "REVOKE SELECT ON public.hidden FROM "+pgx.Identifier{string(dbtest.Nobody)}.Sanitize())
@@ -212,7 +212,7 @@ func TestPostgresSource(t *testing.T) {
 	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &early})
 	require.NoError(t, err)
 	for name, want := range map[string]string{"broken": "2 columns", "slow": "timed out", "future": "future",
-		"unreachable": "connect", "nopassword": "IDEMCTL_TEST_NO_SUCH_VARIABLE is not set", "forbidden": "permission denied"} {
+		"unreachable": "connect", "nopassword": "IDEMCTL_SOURCE_TEST_NO_SUCH_VARIABLE is not set", "forbidden": "permission denied"} {
 		ev := evidenceOf(t, rep, name)
 		assert.Equal(t, horizon.VerdictFailed, ev.Verdict, name)
 		assert.Contains(t, ev.Reason, want, name)
@@ -673,7 +673,7 @@ func TestSourceValidation(t *testing.T) {
 		assert.NotContains(t, fmt.Sprint(err), "hunter2")
 	}
 	s := horizon.Source{Name: "pg", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: "postgres://u@h/db", PasswordEnv: "DLQ_PASSWORD", Query: "SELECT now()"}}
+		Config: horizon.SourceConfig{DSN: "postgres://u@h/db", PasswordEnv: "IDEMCTL_SOURCE_DLQ_PASSWORD", Query: "SELECT now()"}}
 	require.NoError(t, s.Validate())
 	// A source that holds a secret anyway (one never validated) is shown redacted.
 	s.Config.DSN = "postgres://u:hunter2@h/db"
@@ -687,7 +687,7 @@ func TestSourcesAreAudited(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.addSource(horizon.Source{Name: "pg", Kind: horizon.KindPostgres,
-		Config: horizon.SourceConfig{DSN: "postgres://u@127.0.0.1/db", PasswordEnv: "DLQ_PASSWORD", Query: "SELECT now()"}})
+		Config: horizon.SourceConfig{DSN: "postgres://u@127.0.0.1/db", PasswordEnv: "IDEMCTL_SOURCE_DLQ_PASSWORD", Query: "SELECT now()"}})
 	err := horizon.AddSource(f.ctx, f.pool, horizon.Source{Name: "pg", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/x"}}, "alice")
 	assert.ErrorIs(t, err, horizon.ErrSourceExists)
 	// A password is refused before anything is stored or audited.
@@ -700,7 +700,7 @@ func TestSourcesAreAudited(t *testing.T) {
 	require.Len(t, list, 2)
 	assert.Equal(t, horizon.ManualSource, list[0].Name)
 	assert.Equal(t, "pg", list[1].Name)
-	assert.Equal(t, "DLQ_PASSWORD", list[1].Config.PasswordEnv)
+	assert.Equal(t, "IDEMCTL_SOURCE_DLQ_PASSWORD", list[1].Config.PasswordEnv)
 	assert.Equal(t, "alice", list[1].CreatedBy)
 	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"))
 	assert.ErrorIs(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"), horizon.ErrSourceNotFound)
@@ -711,7 +711,7 @@ func TestSourcesAreAudited(t *testing.T) {
 	assert.Equal(t, "horizon.source.add", recs[1].Action)
 	for _, r := range recs {
 		assert.NotContains(t, string(r.Details), "hunter2")
-		assert.Contains(t, string(r.Details), "DLQ_PASSWORD", "the record says where the password comes from")
+		assert.Contains(t, string(r.Details), "IDEMCTL_SOURCE_DLQ_PASSWORD", "the record says where the password comes from")
 		assert.Equal(t, dbtest.PersonOperator, r.Person)
 	}
 	assert.True(t, errors.Is(horizon.RemoveSource(f.ctx, f.pool, "nope", "alice"), horizon.ErrSourceNotFound))

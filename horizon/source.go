@@ -41,6 +41,11 @@ const (
 	Enumerating Mode = "enumerating"
 )
 
+// PasswordEnvPrefix starts the name of every variable a postgres source's
+// password_env may name: the source is configured by an operator, and the
+// variable is read from the environment of whoever probes it.
+const PasswordEnvPrefix = "IDEMCTL_SOURCE_"
+
 // ManualSource is the name of the built-in source of pending corrections.
 const ManualSource = "manual"
 
@@ -159,7 +164,9 @@ func (c SourceConfig) operationHeader() string {
 
 var (
 	sourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// passwordEnvRE: a source names only a variable set aside for sources,
+	// never PGPASSWORD or a cloud key of whoever probes it.
+	passwordEnvRE = regexp.MustCompile(`^` + PasswordEnvPrefix + `[A-Z0-9_]+$`)
 )
 
 // Validate checks a source definition before it is stored.
@@ -183,14 +190,14 @@ func (s Source) Validate() error {
 			return bad("postgres needs --source-dsn and --query")
 		}
 		if db.HasSecret(c.DSN) {
-			return fmt.Errorf("%w: source %q: the DSN holds a password (%s); secrets are never stored in the database: "+
-				"use --password-env NAME, a libpq service (service=NAME) or a passfile entry", ErrSecretInConfig, s.Name, db.Redact(c.DSN))
+			return s.errSecret("the DSN ("+db.Redact(c.DSN)+")", dsnHint)
 		}
-		if _, err := pgx.ParseConfig(c.DSN); err != nil {
-			return bad("%s", db.Scrub(c.DSN, err.Error()))
+		if err := s.checkDSN(); err != nil {
+			return err
 		}
-		if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
-			return bad("--password-env %q is not an environment variable name", c.PasswordEnv)
+		if c.PasswordEnv != "" && !passwordEnvRE.MatchString(c.PasswordEnv) {
+			return bad("--password-env %q: a source's password is read from a variable named %s... (set aside for sources by whoever probes them)",
+				c.PasswordEnv, PasswordEnvPrefix)
 		}
 	case KindArchive:
 		if c.Dir == "" {
@@ -200,13 +207,15 @@ func (s Source) Validate() error {
 		if c.URL == "" || c.Stream == "" {
 			return bad("nats needs --url and --stream")
 		}
-		if db.HasSecret(c.URL) {
-			return fmt.Errorf("%w: source %q: the URL holds credentials; secrets are never stored in the database: "+
-				"use a credentials file the probe reads from its environment", ErrSecretInConfig, s.Name)
+		if err := s.checkNATS(); err != nil {
+			return err
 		}
 	case KindKafka:
 		if len(c.Brokers) == 0 || c.Topic == "" {
 			return bad("kafka needs --brokers and --topic")
+		}
+		if err := s.checkKafka(); err != nil {
+			return err
 		}
 	case KindManual:
 		return bad("manual is built in")
@@ -218,7 +227,10 @@ func (s Source) Validate() error {
 			return bad("mode %q: use bounding or enumerating", c.Mode)
 		}
 	}
-	return nil
+	if err := s.checkFields(); err != nil {
+		return err
+	}
+	return s.checkHeaders()
 }
 
 // AddSource stores a source (idem.horizon_source_add, which refuses a secret

@@ -23,8 +23,11 @@ import (
 //
 // Anything else is nonsense and fails the proof.
 func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
-	o := db.Options{}
+	o := db.Options{NoEnvPassword: true}
 	if env := s.Config.PasswordEnv; env != "" {
+		if !passwordEnvRE.MatchString(env) {
+			return observation{}, fmt.Errorf("the source's password variable %s is refused: only variables named %s... are read for a source", env, PasswordEnvPrefix)
+		}
 		pw, ok := os.LookupEnv(env)
 		if !ok {
 			return observation{}, fmt.Errorf("the source's password variable %s is not set in idemctl's environment", env)

@@ -79,7 +79,7 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 			redrive.ErrNotIdempotent, j.p.Class)
 		return res, nil
 	}
-	sender, err := r.sender(j)
+	sender, err := r.sender(ctx, j)
 	if err != nil {
 		res.Outcome, res.Err = Failed, fmt.Errorf("re-drive: %w; nothing sent", err)
 		return res, nil
@@ -151,9 +151,10 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 		out = j.result()
 		out.Outcome, out.Err = Failed, fmt.Errorf("%w (HTTP %d: %s)", ErrRedriveRefused, status, strings.TrimSpace(reply.Body))
 		return out, false, nil
-	case errors.Is(sendErr, redrive.ErrNotStored):
+	case errors.Is(sendErr, redrive.ErrNotStored), errors.Is(sendErr, redrive.ErrRedirected):
 		// No stream took the message: nothing can apply it, so there is
-		// nothing to wait for on the primary.
+		// nothing to wait for on the primary. A redirect is not followed,
+		// and not sent again.
 		out = j.result()
 		out.Outcome, out.Err = Failed, fmt.Errorf("re-drive: %w; not sent again", sendErr)
 		return out, false, nil
@@ -318,15 +319,32 @@ func ignoreAbsent(err error) error {
 	return err
 }
 
-// sender returns the class's sender, made once per run.
-func (r *Resolver) sender(j job) (redrive.Sender, error) {
+// sender returns the class's sender, made once per run, before its first
+// send: its servers checked against the allow-list as it stands now, and its
+// credential references read under the rules of the person running it. A
+// refusal holds for the rest of the run.
+func (r *Resolver) sender(ctx context.Context, j job) (redrive.Sender, error) {
 	r.sendersMu.Lock()
 	defer r.sendersMu.Unlock()
 	if s, ok := r.byClass[j.p.Class]; ok {
 		return s, nil
 	}
-	s, err := redrive.NewSender(*j.redrive)
+	if err, ok := r.refused[j.p.Class]; ok {
+		return nil, err
+	}
+	err := j.redrive.CheckTarget(ctx, r.Pool)
+	var s redrive.Sender
+	if err == nil {
+		s, err = redrive.NewSender(*j.redrive, r.Credentials)
+	}
 	if err != nil {
+		if !refusal(err) {
+			return nil, err // a NATS server down, a lost database: the next operation tries again
+		}
+		if r.refused == nil {
+			r.refused = map[string]error{}
+		}
+		r.refused[j.p.Class] = err
 		return nil, err
 	}
 	if r.byClass == nil {
@@ -336,6 +354,16 @@ func (r *Resolver) sender(j job) (redrive.Sender, error) {
 	return s, nil
 }
 
+// refusal: a configuration refused, which no retry within a run changes.
+func refusal(err error) bool {
+	for _, e := range []error{redrive.ErrHostNotAllowed, redrive.ErrInvalidConfig, redrive.ErrSecret, redrive.ErrReference} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // closeSenders releases the run's senders.
 func (r *Resolver) closeSenders() {
 	r.sendersMu.Lock()
@@ -343,14 +371,15 @@ func (r *Resolver) closeSenders() {
 	for _, s := range r.byClass {
 		s.Close()
 	}
-	r.byClass = nil
+	r.byClass, r.refused = nil, nil
 }
 
-// senders holds the senders of a run, by class, and the identity of the
-// database the run reads (idem.database_id), read once.
+// senders holds the senders of a run, by class, the classes refused, and
+// the identity of the database the run reads (idem.database_id), read once.
 type senders struct {
 	sendersMu sync.Mutex
 	byClass   map[string]redrive.Sender
+	refused   map[string]error
 	primaryDB string
 }
 

@@ -74,6 +74,9 @@ type Config struct {
 	// Flush, when set, is called after the last result has been emitted and
 	// before the run is recorded; an error is a write error, like emit's.
 	Flush func() error
+	// Credentials is what a re-drive's header references may read (the
+	// person running it sets it aside).
+	Credentials redrive.Credentials
 }
 
 // ErrWriteResults wraps an error writing results (emit or Config.Flush): the

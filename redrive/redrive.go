@@ -10,8 +10,11 @@
 //
 // A class's re-drive configuration is stored in idem.op_class and checked by
 // the database (idem.class_redrive_set): allowed hosts only, https (or http to
-// loopback, or an explicit insecure), credentials as references (env:NAME,
-// file:PATH) resolved here at send time, never stored or printed.
+// loopback, or an explicit insecure), credentials as references
+// (env:IDEMCTL_REDRIVE_NAME, file:PATH under the credential directory of the
+// person running resolve) resolved here at send time, never stored or
+// printed. Before a run sends, every server is checked again against the
+// allow-list (CheckTarget), and a redirect is never followed.
 package redrive
 
 import (
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/natsurl"
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -72,8 +77,9 @@ type Config struct {
 	Subject string `json:"subject,omitempty"`
 	// Method is POST (default) or PUT.
 	Method string `json:"method,omitempty"`
-	// Headers are extra headers; a value env:NAME or file:PATH is read at
-	// send time (credentials must be given that way).
+	// Headers are extra headers; a value env:IDEMCTL_REDRIVE_NAME or
+	// file:PATH is a reference, read when a run first sends (credentials
+	// must be given that way; see Credentials).
 	Headers map[string]string `json:"headers,omitempty"`
 	// TenantHeader names the header carrying the tenant (Idem-Tenant).
 	TenantHeader   string  `json:"tenant_header,omitempty"`
@@ -121,21 +127,60 @@ var (
 	credentialRE = regexp.MustCompile(`(?i)(authorization|cookie|token|secret|key|password|credential)`)
 )
 
+// Servers are the servers a re-drive connects to, parsed the way its client
+// parses them: the URL for http; for nats every server of the
+// comma-separated list (package natsurl). Each must have a host and no user,
+// password or token.
+func (c Config) Servers() ([]*url.URL, error) {
+	var servers []*url.URL
+	if c.Kind == KindNATS {
+		list, err := natsurl.Servers(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --url: %w", ErrInvalidConfig, err)
+		}
+		servers = list
+	} else {
+		u, err := url.Parse(c.URL)
+		if err != nil || u.Host == "" || u.Hostname() == "" {
+			return nil, fmt.Errorf("%w: --url is not a URL with a host", ErrInvalidConfig)
+		}
+		servers = []*url.URL{u}
+	}
+	for _, u := range servers {
+		if u.User != nil {
+			return nil, fmt.Errorf("%w: the URL holds credentials; give them as a header reference (--header 'Authorization=env:%sNAME')", ErrSecret, EnvPrefix)
+		}
+	}
+	return servers, nil
+}
+
+// Hosts are the lower-case hosts of every server (an IPv6 address without
+// brackets), as the allow-list holds them.
+func (c Config) Hosts() ([]string, error) {
+	servers, err := c.Servers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(servers))
+	for i, u := range servers {
+		out[i] = strings.ToLower(u.Hostname())
+	}
+	return out, nil
+}
+
 // Validate applies the rules idem.class_redrive_set applies (but the
 // allow-list, which only the database holds), for a precise error first.
 func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
-	u, err := url.Parse(c.URL)
-	if err != nil || u.Host == "" {
-		return bad("--url %q is not a URL with a host", c.URL)
-	}
-	if u.User != nil {
-		return fmt.Errorf("%w: the URL holds credentials; give them as a header reference (--header 'Authorization=env:NAME')", ErrSecret)
+	servers, err := c.Servers()
+	if err != nil {
+		return err
 	}
 	switch c.Kind {
 	case KindHTTP:
+		u := servers[0]
 		loopback := u.Hostname() == "127.0.0.1" || u.Hostname() == "localhost" || u.Hostname() == "::1"
 		if u.Scheme != "https" && !(u.Scheme == "http" && (loopback || c.Insecure)) {
 			return bad("--url must be https (plain http only to a loopback host, or with --allow-insecure)")
@@ -144,8 +189,10 @@ func (c Config) Validate() error {
 			return bad("--method must be POST or PUT")
 		}
 	case KindNATS:
-		if u.Scheme != "nats" && u.Scheme != "tls" {
-			return bad("a NATS re-drive needs a nats:// or tls:// --url")
+		for _, u := range servers {
+			if u.Scheme != "nats" && u.Scheme != "tls" {
+				return bad("a NATS re-drive needs nats:// or tls:// servers in --url (%s)", u.Redacted())
+			}
 		}
 		if !subjectRE.MatchString(c.Subject) {
 			return bad("--subject %q: a NATS subject without wildcards", c.Subject)
@@ -164,14 +211,53 @@ func (c Config) Validate() error {
 			return bad("--header %q: NAME=VALUE with a header name and a value without control characters", name)
 		}
 		if credentialRE.MatchString(name) && !isRef(v) {
-			return fmt.Errorf("%w: header %s carries a credential: give env:NAME or file:PATH, never the value", ErrSecret, name)
+			return fmt.Errorf("%w: header %s carries a credential: give env:%sNAME or file:PATH, never the value", ErrSecret, name, EnvPrefix)
+		}
+		if err := checkRef(v); err != nil {
+			return fmt.Errorf("%w: header %s: %w", ErrSecret, name, err)
 		}
 	}
 	return nil
 }
 
-func isRef(v string) bool {
-	return (strings.HasPrefix(v, "env:") && len(v) > 4) || (strings.HasPrefix(v, "file:") && len(v) > 5)
+// CheckTarget checks, when the configuration is about to be used, that every
+// server it connects to is on the allow-list now (read from q), with the
+// client's own parser, and that the database still accepts the whole
+// configuration (idem.redrive_problem): the allow-list may have shrunk since
+// the class was set, and the database parses URLs its own way.
+func (c Config) CheckTarget(ctx context.Context, q idem.DBTX) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	hosts, err := c.Hosts()
+	if err != nil {
+		return err
+	}
+	allowed, err := Hosts(ctx, q)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if !slices.Contains(allowed, h) {
+			return fmt.Errorf("%w: %s (the schema owner adds it: idemctl redrive allow %s)", ErrHostNotAllowed, h, h)
+		}
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	var problem *string
+	if err := q.QueryRow(ctx, "SELECT idem.redrive_problem($1)", raw).Scan(&problem); err != nil {
+		return fmt.Errorf("check the re-drive target: %w", err)
+	}
+	if problem != nil {
+		code, msg, _ := strings.Cut(*problem, " ")
+		if s, ok := sqlErrors[code]; ok {
+			return fmt.Errorf("%w: %s", s, msg)
+		}
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, *problem)
+	}
+	return nil
 }
 
 // ClassConfig is what idemctl knows of a class's re-drive.

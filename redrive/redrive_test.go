@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 		{"header with newline", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"X-A": "a\r\nb"}}, ErrInvalidConfig},
 		{"credential value", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"Authorization": "Bearer s3cret"}}, ErrSecret},
 		{"api key value", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"X-Api-Key": "k"}}, ErrSecret},
-		{"credential reference", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"Authorization": "env:PAY_TOKEN", "X-Api-Key": "file:/run/secrets/k"}}, nil},
+		{"credential reference", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"Authorization": "env:IDEMCTL_REDRIVE_PAY_TOKEN", "X-Api-Key": "file:payments/k"}}, nil},
 		{"empty reference", Config{Kind: KindHTTP, URL: "https://pay.example/x", Headers: map[string]string{"Authorization": "env:"}}, ErrSecret},
 	}
 	for _, c := range cases {
@@ -88,13 +88,13 @@ func TestHTTPSend(t *testing.T) {
 		_, _ = w.Write([]byte("busy"))
 	}))
 	defer srv.Close()
-	secret := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(secret, []byte("file-secret\n"), 0o600); err != nil {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte("file-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("IDEM_TEST_TOKEN", "Bearer env-secret")
+	t.Setenv("IDEMCTL_REDRIVE_TEST_TOKEN", "Bearer env-secret")
 	s, err := NewSender(Config{Kind: KindHTTP, URL: srv.URL + "/charges", Method: "PUT", TenantHeader: "X-Tenant",
-		Headers: map[string]string{"Authorization": "env:IDEM_TEST_TOKEN", "X-Api-Key": "file:" + secret}})
+		Headers: map[string]string{"Authorization": "env:IDEMCTL_REDRIVE_TEST_TOKEN", "X-Api-Key": "file:key"}}, Credentials{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +120,9 @@ func TestHTTPSend(t *testing.T) {
 		t.Errorf("sent %s %q", got.Method, body)
 	}
 
-	// A reference that cannot be read fails before anything is sent.
-	got = nil
-	s2, _ := NewSender(Config{Kind: KindHTTP, URL: srv.URL, Headers: map[string]string{"Authorization": "env:IDEM_TEST_UNSET"}})
-	defer s2.Close()
-	if _, err := s2.Send(context.Background(), Request{Identity: idem.Identity{TenantID: "t", OperationID: "o"}}); err == nil ||
-		!strings.Contains(err.Error(), "IDEM_TEST_UNSET is not set") || got != nil {
-		t.Errorf("unset reference: err %v, request sent %v", err, got != nil)
+	// A reference that cannot be read: no sender, so nothing is sent.
+	s2, err := NewSender(Config{Kind: KindHTTP, URL: srv.URL, Headers: map[string]string{"Authorization": "env:IDEMCTL_REDRIVE_TEST_UNSET"}}, Credentials{})
+	if err == nil || !strings.Contains(err.Error(), "IDEMCTL_REDRIVE_TEST_UNSET is not set") || s2 != nil {
+		t.Errorf("unset reference: err %v", err)
 	}
 }

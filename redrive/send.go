@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -69,25 +68,39 @@ type Sender interface {
 	Close()
 }
 
+// ErrRedirected: the target answered with a redirect, which a re-drive never
+// follows (the Location may be anywhere, and the request carries the
+// payload and the credentials).
+var ErrRedirected = errors.New("the target redirected the re-drive, which is never followed")
+
 // NewSender returns the sender for c, holding at most c.Concurrency requests
-// in flight.
-func NewSender(c Config) (Sender, error) {
+// in flight. Its header references are read now, with creds: a refused one
+// means no sender, and nothing sent. The caller checks the target against
+// the allow-list first (CheckTarget).
+func NewSender(c Config, creds Credentials) (Sender, error) {
 	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	headers, err := c.resolveHeaders(creds)
+	if err != nil {
 		return nil, err
 	}
 	slots := make(chan struct{}, c.concurrency())
 	if c.Kind == KindNATS {
-		return newNATSSender(c, slots)
+		return newNATSSender(c, headers, slots)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = c.concurrency()
-	return &httpSender{cfg: c, slots: slots, client: &http.Client{Timeout: c.Timeout(), Transport: transport}}, nil
+	client := &http.Client{Timeout: c.Timeout(), Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &httpSender{cfg: c, headers: headers, slots: slots, client: client}, nil
 }
 
 type httpSender struct {
-	cfg    Config
-	slots  chan struct{}
-	client *http.Client
+	cfg     Config
+	headers map[string]string
+	slots   chan struct{}
+	client  *http.Client
 }
 
 // Send posts the canonical payload with the identity's headers.
@@ -106,27 +119,24 @@ func (s *httpSender) Send(ctx context.Context, r Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("re-drive request: %w", err)
 	}
-	if err := s.headers(req.Header, r); err != nil {
-		return Reply{}, err
-	}
+	s.setHeaders(req.Header, r)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return Reply{}, fmt.Errorf("re-drive to %s: %w", s.cfg.URL, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return Reply{}, fmt.Errorf("%w: HTTP %d to Location %q", ErrRedirected, resp.StatusCode, resp.Header.Get("Location"))
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	return Reply{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After")), Body: string(body),
 		Database: resp.Header.Get(idem.DatabaseHeader)}, nil
 }
 
-// headers sets the identity's headers and the configured ones, reading
-// references (env:NAME, file:PATH) now.
-func (s *httpSender) headers(h http.Header, r Request) error {
-	for name, v := range s.cfg.Headers {
-		val, err := resolve(v)
-		if err != nil {
-			return fmt.Errorf("header %s: %w", name, err)
-		}
+// setHeaders sets the configured headers (references read when the sender
+// was made) and the identity's.
+func (s *httpSender) setHeaders(h http.Header, r Request) {
+	for name, val := range s.headers {
 		h.Set(name, val)
 	}
 	h.Set("Content-Type", "application/json")
@@ -134,7 +144,6 @@ func (s *httpSender) headers(h http.Header, r Request) error {
 	h.Set("Idempotency-Key", IdempotencyKey(r.OperationID))
 	h.Set(s.cfg.tenantHeader(), r.TenantID)
 	h.Set("Idem-Payload-Hash", r.Hash)
-	return nil
 }
 
 // Close releases idle connections.
@@ -151,25 +160,6 @@ func ParseIdempotencyKey(v string) string {
 		return strings.NewReplacer(`\\`, `\`, `\"`, `"`).Replace(v[1 : len(v)-1])
 	}
 	return v
-}
-
-// resolve reads a header value: env:NAME, file:PATH, or the value itself.
-func resolve(v string) (string, error) {
-	switch {
-	case strings.HasPrefix(v, "env:"):
-		val, ok := os.LookupEnv(v[4:])
-		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", v[4:])
-		}
-		return val, nil
-	case strings.HasPrefix(v, "file:"):
-		b, err := os.ReadFile(v[5:])
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", v[5:], errors.Unwrap(err))
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return v, nil
 }
 
 // retryAfter reads Retry-After in seconds (an HTTP date is taken as 1s).
@@ -191,14 +181,27 @@ func MsgID(id idem.Identity) string {
 }
 
 type natsSender struct {
-	cfg   Config
-	slots chan struct{}
-	nc    *nats.Conn
-	js    jetstream.JetStream
+	cfg     Config
+	headers map[string]string
+	slots   chan struct{}
+	nc      *nats.Conn
+	js      jetstream.JetStream
 }
 
-func newNATSSender(c Config, slots chan struct{}) (Sender, error) {
-	nc, err := nats.Connect(c.URL, nats.Timeout(c.Timeout()), nats.Name("idemctl resolve"))
+// newNATSSender connects to the configured servers and to no other: the
+// servers a cluster advertises (INFO connect_urls) are not on the
+// allow-list, so they are ignored.
+func newNATSSender(c Config, headers map[string]string, slots chan struct{}) (Sender, error) {
+	servers, err := c.Servers()
+	if err != nil {
+		return nil, err
+	}
+	urls := make([]string, len(servers))
+	for i, u := range servers {
+		urls[i] = u.String()
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(c.Timeout()), nats.Name("idemctl resolve"),
+		nats.IgnoreDiscoveredServers())
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS %s: %w", c.URL, err)
 	}
@@ -207,7 +210,7 @@ func newNATSSender(c Config, slots chan struct{}) (Sender, error) {
 		nc.Close()
 		return nil, fmt.Errorf("JetStream: %w", err)
 	}
-	return &natsSender{cfg: c, slots: slots, nc: nc, js: js}, nil
+	return &natsSender{cfg: c, headers: headers, slots: slots, nc: nc, js: js}, nil
 }
 
 // Send publishes the canonical payload to the subject; the stream's
@@ -226,11 +229,7 @@ func (s *natsSender) Send(ctx context.Context, r Request) (Reply, error) {
 	msg.Header.Set(OperationHeader, r.OperationID)
 	msg.Header.Set("Idem-Class", r.Class)
 	msg.Header.Set("Idem-Payload-Hash", r.Hash)
-	for name, v := range s.cfg.Headers {
-		val, err := resolve(v)
-		if err != nil {
-			return Reply{}, fmt.Errorf("header %s: %w", name, err)
-		}
+	for name, val := range s.headers {
 		msg.Header.Set(name, val)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())

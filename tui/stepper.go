@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/redrive"
 )
 
 // ResolveInput is one ambiguous operation typed into the resolve view.
@@ -145,6 +146,7 @@ func (s *ProtocolStepper) Execute(ctx context.Context, p idem.Prepared, operator
 func (s *ProtocolStepper) runOne(ctx context.Context, p idem.Prepared, operator string, dryRun, record bool) (recovery.Result, error) {
 	r := &recovery.Resolver{Pool: s.Pool, Config: recovery.Config{
 		Concurrency: 1, DryRun: dryRun, Operator: operator, Source: Source,
+		Credentials: redrive.CredentialsFromEnv(),
 	}}
 	if record {
 		r.RecordRun = func(ctx context.Context, sum recovery.RunSummary) error { return recovery.AuditRun(ctx, s.Pool, sum) }

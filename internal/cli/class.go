@@ -138,11 +138,15 @@ confirmation: asked on a terminal, --yes without one.
 --redrive http|nats sets how idemctl resolve re-drives an absent operation of a
 class whose effect lives in a service (step 3 of the protocol): an HTTP
 endpoint (https; plain http only to loopback, or with --allow-insecure) or a
-NATS JetStream subject. The request carries the operation's own identity
-(Idempotency-Key and a tenant header; Nats-Msg-Id derived from it). The
-target's host must be on the re-drive allow-list (idemctl redrive allow, by
-the schema owner). Credentials are references, never values:
---header 'Authorization=env:PAYMENTS_TOKEN' or file:PATH. A class is re-driven
+NATS JetStream subject (a server list nats://a:4222,b:4222 too). The request
+carries the operation's own identity (Idempotency-Key and a tenant header;
+Nats-Msg-Id derived from it). Every host of the target (each server of a
+list) must be on the re-drive allow-list (idemctl redrive allow, by the schema
+owner); resolve checks it again before it sends. Credentials are references,
+never values, and name only what the person running resolve sets aside:
+--header 'Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN' (a variable named
+IDEMCTL_REDRIVE_...) or file:PATH (a path relative to resolve's
+--credential-dir, without ".."). A class is re-driven
 only with --downstream-idempotent: its service passes a key derived from the
 identity to every downstream call (a payment provider), so that a re-drive
 after a crash between that call and its commit cannot charge twice.
@@ -154,7 +158,7 @@ host not on the allow-list.`,
   idemctl class set payments.charge --retention forever
   idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"
   idemctl class set payments.charge --redrive http --url https://payments.internal/v1/charges \
-      --header 'Authorization=env:PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
+      --header 'Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
   idemctl class set payments.charge --redrive nats --url nats://nats.internal:4222 --subject payments.charge --downstream-idempotent`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -149,7 +149,7 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 
 --timeout bounds every probe of the source (default 30s).`,
 		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
-  idemctl horizon source add outbox --kind postgres --source-dsn "postgres://reader@db1/app" --password-env OUTBOX_PASSWORD --query "SELECT min(created_at) FROM app.outbox"
+  idemctl horizon source add outbox --kind postgres --source-dsn "postgres://reader@db1/app" --password-env IDEMCTL_SOURCE_OUTBOX_PASSWORD --query "SELECT min(created_at) FROM app.outbox"
   idemctl horizon source add js-dlq --kind nats --url nats://127.0.0.1:4222 --stream PAYMENTS_DLQ --mode enumerating`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -192,7 +192,7 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 	// --dsn is idemctl's own database (a persistent flag); the source's DSN is
 	// --source-dsn.
 	fl.StringVar(&c.DSN, "source-dsn", "", "postgres: the source database's DSN, without a password (stored)")
-	fl.StringVar(&c.PasswordEnv, "password-env", "", "postgres: the environment variable holding the source's password when idemctl probes it (its name is stored, never the password)")
+	fl.StringVar(&c.PasswordEnv, "password-env", "", "postgres: the environment variable (named IDEMCTL_SOURCE_...) holding the source's password when idemctl probes it (its name is stored, never the password)")
 	return cmd
 }
 

@@ -60,8 +60,8 @@ func TestHorizonCommandOptions(t *testing.T) {
 	assert.Equal(t, horizon.Enumerating, add.Source.Config.Mode)
 	assert.Equal(t, 5*time.Second, add.Source.Timeout)
 	require.Equal(t, ExitOK, execSub(t, addCmd(), "outbox", "--kind", "postgres", "--source-dsn", "postgres://reader@db1/app",
-		"--password-env", "OUTBOX_PASSWORD", "--query", "SELECT now()"))
-	assert.Equal(t, "OUTBOX_PASSWORD", add.Source.Config.PasswordEnv)
+		"--password-env", "IDEMCTL_SOURCE_OUTBOX_PASSWORD", "--query", "SELECT now()"))
+	assert.Equal(t, "IDEMCTL_SOURCE_OUTBOX_PASSWORD", add.Source.Config.PasswordEnv)
 
 	var class *ClassSetOptions
 	classCmd := func() *cobra.Command {
@@ -172,18 +172,18 @@ func TestHorizonEndToEnd(t *testing.T) {
 	// It names the variable that holds the password instead; this one is not
 	// set, so the source cannot be probed.
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u@127.0.0.1:5432/x",
-		"--password-env", "IDEMCTL_TEST_NEVER_SET_PASSWORD", "--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
+		"--password-env", "IDEMCTL_SOURCE_NEVER_SET_PASSWORD", "--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
 	require.Equal(t, ExitOK, code, errOut)
 	code, out, _ = runQ(t, dsn, "horizon", "source", "list", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, `"name":"archive"`)
-	assert.Contains(t, out, `"password_env":"IDEMCTL_TEST_NEVER_SET_PASSWORD"`)
+	assert.Contains(t, out, `"password_env":"IDEMCTL_SOURCE_NEVER_SET_PASSWORD"`)
 
 	// The pg source cannot be probed: not proven (exit 5), and it says why.
 	code, out, errOut = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "table")
 	assert.Equal(t, ExitInvalid, code)
 	assert.Contains(t, out, "NOT proven")
-	assert.Contains(t, out+errOut, "IDEMCTL_TEST_NEVER_SET_PASSWORD")
+	assert.Contains(t, out+errOut, "IDEMCTL_SOURCE_NEVER_SET_PASSWORD")
 	code, _, _ = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
 	require.Equal(t, ExitOK, code)
 

@@ -27,7 +27,7 @@ func (r *redriveFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&r.url, "url", "", "the service's endpoint (http), or the NATS server (nats)")
 	fl.StringVar(&r.subject, "subject", "", "the NATS subject (a JetStream stream must take it)")
 	fl.StringVar(&r.method, "method", "", "HTTP method: POST (default) or PUT")
-	fl.StringArrayVar(&r.headers, "header", nil, "extra header NAME=VALUE; credentials as NAME=env:VAR or NAME=file:PATH (repeatable)")
+	fl.StringArrayVar(&r.headers, "header", nil, "extra header NAME=VALUE; credentials as NAME=env:IDEMCTL_REDRIVE_VAR or NAME=file:PATH (under resolve's --credential-dir) (repeatable)")
 	fl.StringVar(&r.tenantHeader, "tenant-header", "", "header carrying the tenant (default Idem-Tenant)")
 	fl.DurationVar(&r.timeout, "timeout", 0, "timeout of one request (default 10s)")
 	fl.IntVar(&r.concurrency, "concurrency", 0, "re-drives in flight to this service at most (default 8)")

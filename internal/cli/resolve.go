@@ -21,6 +21,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/redrive"
 )
 
 // maxAttentionRows bounds the rows needing attention shown on a terminal; the
@@ -55,6 +56,8 @@ type ResolveOptions struct {
 	ProgressInterval time.Duration
 	// RecordRun records the run; nil means the audit log (action resolve.run).
 	RecordRun func(ctx context.Context, s recovery.RunSummary) error
+	// CredentialDir is where a re-drive's file: references are read.
+	CredentialDir string
 
 	f *Factory
 }
@@ -90,6 +93,14 @@ bad line is answered "invalid" with the reason and the batch goes on.
 Lines of the same identity run in file order, one after the other: the first
 applies, a later one with the same payload is already_applied, one with another
 payload is a conflict.
+
+A class re-driven through its service (idemctl class set --redrive) is sent
+only to servers on the re-drive allow-list as it stands when the run first
+sends to it, and a redirect is never followed (an error naming its Location).
+Its header references read only what the person running resolve set aside:
+env:IDEMCTL_REDRIVE_* variables, and file:PATH under --credential-dir, a
+regular file only its owner may read, reached without ".." or a symbolic link
+out of the directory; any other reference is refused before anything is sent.
 
 Outcomes: applied, already_applied, conflict, purged, invalid (the line is bad,
 nothing written), error (not settled: the error says why; an effect that failed
@@ -148,6 +159,11 @@ by an unreachable database or a failed write of its results.`,
   # from a pipe, JSON lines out; conflicts only
   zcat ambiguous.ndjson.gz | idemctl resolve --file - -o json | jq 'select(.outcome == "conflict")'
 
+  # re-drive with credentials the class references (env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN,
+  # file:payments/token under the credential directory)
+  IDEMCTL_REDRIVE_PAYMENTS_TOKEN="Bearer $(pass show payments)" \
+    idemctl resolve --file ambiguous.ndjson --credential-dir ~/.config/idemctl/credentials
+
   # always through the primary, whichever host it is now
   idemctl resolve --file ambiguous.ndjson \
     --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
@@ -181,6 +197,8 @@ by an unreachable database or a failed write of its results.`,
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
 	fl.DurationVar(&opts.ProgressInterval, "progress-interval", DefaultProgressInterval, "without a terminal on stderr, log a progress line this often (0: never)")
 	fl.DurationVar(&opts.RetryFor, "retry-for", recovery.DefaultRetryFor, "how long to retry an operation whose connection failed (a failover) before stopping the run")
+	fl.StringVar(&opts.CredentialDir, "credential-dir", os.Getenv(redrive.CredentialDirEnv),
+		"the only directory a re-drive's file: references are read under (default $"+redrive.CredentialDirEnv+"; none: file: references are refused)")
 	return cmd
 }
 
@@ -454,6 +472,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
 		RetryFor: opts.RetryFor, Started: started, Flush: closeSinks,
+		Credentials: redrive.Credentials{Dir: opts.CredentialDir},
 	}}
 
 	var attention []recovery.Result

@@ -55,7 +55,11 @@ func ResolveDSN(flag string) (string, Source) {
 type Options struct {
 	// Password, when set, is used instead of any in the DSN or the
 	// environment (a replay source's password from its environment variable).
-	Password         string
+	Password string
+	// NoEnvPassword: the DSN's server was chosen by someone else (a replay
+	// source), so PGPASSWORD, the password of whoever runs idemctl for their
+	// own database, is never sent to it.
+	NoEnvPassword    bool
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration
 	MaxConns         int32
@@ -71,6 +75,8 @@ func Config(dsn string, o Options) (*pgxpool.Config, error) {
 	}
 	if o.Password != "" {
 		cfg.ConnConfig.Password = o.Password
+	} else if env := os.Getenv("PGPASSWORD"); o.NoEnvPassword && env != "" && cfg.ConnConfig.Password == env {
+		cfg.ConnConfig.Password = ""
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["application_name"]; !ok {

@@ -382,7 +382,7 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // SourcePasswordEnv names the environment variable that holds, in tests, the
 // password of the login postgres replay sources read with (Nobody): a
 // source's DSN never carries a password, it names where the password is.
-const SourcePasswordEnv = "IDEMCTL_TEST_SOURCE_PASSWORD"
+const SourcePasswordEnv = "IDEMCTL_SOURCE_TEST_PASSWORD"
 
 // SetSourcePassword sets SourcePasswordEnv for the whole test binary: call it
 // from TestMain (t.Setenv would forbid parallel tests).

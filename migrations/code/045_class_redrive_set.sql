@@ -8,9 +8,13 @@
 --     with "insecure": true (the operator said so; recorded); method POST or
 --     PUT; headers a JSON object of strings, where a header that carries a
 --     credential (authorization, cookie, *token*, *secret*, *key*, *password*)
---     must be a reference, env:NAME or file:PATH, never a value;
---   kind nats: url nats:// or tls://, and a subject without wildcards;
---   the URL's host on the allow-list (idem.redrive_allow; IX504), no
+--     must be a reference, never a value, and every reference names only
+--     what the person running resolve sets aside (env:IDEMCTL_REDRIVE_NAME,
+--     or file:PATH relative to their credential directory;
+--     idem.redrive_reference_problem);
+--   kind nats: url nats:// or tls:// (every server of a comma-separated
+--     list), and a subject without wildcards;
+--   every host of the URL on the allow-list (idem.redrive_allow; IX504), no
 --   credentials in the URL (IX503), timeout_seconds in (0, 300],
 --   concurrency in [1, 256], no other key (IX502).
 -- Only a class without a SQL effect is re-driven (resolve runs SQL effects
