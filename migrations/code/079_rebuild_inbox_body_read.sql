@@ -24,6 +24,8 @@ DECLARE
     v_los   timestamptz[];
     v_his   timestamptz[];
     v_sig   text;
+    v_n     integer;
+    v_tree  text;
 BEGIN
     SELECT coalesce(array_agg(p.part::text ORDER BY p.lower_bound), '{}'),
            coalesce(array_agg(p.lower_bound ORDER BY p.lower_bound), '{}'),
@@ -34,6 +36,19 @@ BEGIN
     v_sig := 'partitions ' || md5(array_to_string(v_parts, ',') || array_to_string(v_los, ',') || array_to_string(v_his, ','));
     IF obj_description(to_regprocedure('idem.inbox_body_read(text, text, timestamptz)'), 'pg_proc') = v_sig THEN
         RETURN false;
+    END IF;
+    -- Replays are mostly of the last days: the newest 16 partitions (the
+    -- week ahead among them) are searched apart, in four steps, whatever
+    -- the number of older ones.
+    v_n := cardinality(v_parts);
+    IF v_n > 32 THEN
+        v_tree := format($t$
+    IF p_created_at >= %L THEN %s
+    ELSE %s
+    END IF;$t$, v_los[v_n - 15], idem.inbox_body_read_tree(v_parts, v_los, v_his, v_n - 15, v_n),
+            idem.inbox_body_read_tree(v_parts, v_los, v_his, 1, v_n - 16));
+    ELSE
+        v_tree := idem.inbox_body_read_tree(v_parts, v_los, v_his, 1, v_n);
     END IF;
     EXECUTE format($fn$
 CREATE OR REPLACE FUNCTION idem.inbox_body_read(
@@ -54,7 +69,7 @@ BEGIN%s
     LEFT JOIN idem.inbox_body b
            ON b.tenant_id = p_tenant_id AND b.operation_id = p_operation_id AND b.created_at = p_created_at;
 END
-$body$$fn$, idem.inbox_body_read_tree(v_parts, v_los, v_his, 1, cardinality(v_parts)));
+$body$$fn$, v_tree);
     EXECUTE format('COMMENT ON FUNCTION idem.inbox_body_read(text, text, timestamptz) IS %L', v_sig);
     REVOKE ALL ON FUNCTION idem.inbox_body_read(text, text, timestamptz) FROM PUBLIC;
     RETURN true;
