@@ -151,9 +151,10 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		digests[i] = d
 	}
 	hits = make(map[int32]found, n/2)
-	// One round trip: a read-only transaction whose plans are probes.
+	// One round trip: a transaction whose plans are probes (not READ ONLY:
+	// the primary check reads transaction_read_only).
 	var batch pgx.Batch
-	batch.Queue("BEGIN READ ONLY")
+	batch.Queue("BEGIN")
 	batch.Queue(probeOnlySQL)
 	batch.Queue(primarySQL)
 	batch.Queue(lookupSQL, tenants, ops, digests, classes, !r.DryRun)
