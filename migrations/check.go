@@ -10,7 +10,10 @@ import (
 )
 
 // generated are the functions the code package generates rather than holds.
-var generated = map[string]bool{"function idem.run_effect(text,text,text,jsonb)": true}
+var generated = map[string]bool{
+	"function idem.run_effect(text,text,text,jsonb)":                    true,
+	"function idem.inbox_body_read(text,text,timestamp with time zone)": true,
+}
 
 // Check compares every privilege in schema idem with what the code package
 // declares and returns what differs, one line each (none when all is as

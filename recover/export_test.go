@@ -13,3 +13,7 @@ import (
 func SetAfterSend(r *Resolver, f func(ctx context.Context, conn *pgx.Conn, id idem.Identity)) {
 	r.afterSend = f
 }
+
+// LookupSQL is the batched lookup, and ProbeOnlySQL what runs before it in
+// its transaction, for plan tests.
+var LookupSQL, ProbeOnlySQL = lookupSQL, probeOnlySQL

@@ -15,8 +15,12 @@ import (
 	"github.com/idemctl/idemctl/idem"
 )
 
-//go:embed sql/lookup.sql
-var lookupSQL string
+var (
+	//go:embed sql/lookup.sql
+	lookupSQL string
+	//go:embed sql/probe_only.sql
+	probeOnlySQL string
+)
 
 // found is what the lookup says of an identity that exists.
 type found struct {
@@ -147,11 +151,21 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		digests[i] = d
 	}
 	hits = make(map[int32]found, n/2)
+	// One round trip: a transaction whose plans are probes (not READ ONLY:
+	// the primary check reads transaction_read_only).
 	var batch pgx.Batch
+	batch.Queue("BEGIN")
+	batch.Queue(probeOnlySQL)
 	batch.Queue(primarySQL)
 	batch.Queue(lookupSQL, tenants, ops, digests, classes, !r.DryRun)
+	batch.Queue("COMMIT")
 	br := c.Conn().SendBatch(ctx, &batch)
 	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
+		}
+	}
 	if clock, err = CheckPrimary(ctx, batchRow{br}); err != nil {
 		return nil, clock, err
 	}
@@ -172,6 +186,9 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
 	rows.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
+	}
 	if err := br.Close(); err != nil {
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}

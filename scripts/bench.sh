@@ -44,6 +44,14 @@ for c in 1 8; do
 		"WAL per op: bare $(metric "$out/pgb.txt" "bare_effect/conns=$c" WAL_B/op) B, applied $(metric "$out/pgb.txt" "/applied/conns=$c" WAL_B/op) B"
 done
 
+echo
+echo "== replays and applied calls on 1,000 day partitions vs 10 (target: both >= 0.9x)"
+bench "$out/parts.txt" go test ./idem -run '^$' -bench 'BenchmarkExecutePartitions$' -benchtime 1x -count 1
+for p in already_applied applied; do
+	x=$(metric "$out/parts.txt" "/$p" x_10)
+	echo "$p 1000/10 partitions: ${x}x [$(check "$x" '>=' 0.9)]"
+done
+
 for extra in scripts/bench-*.sh; do
 	[ -x "$extra" ] || continue
 	echo

@@ -30,26 +30,7 @@ func TestPurgeOnTheClusterWithARacingReplay(t *testing.T) {
 	super := e.superuser(t)
 	const class, n = "proj.citus", 200
 	tenants := e.spread(t, super, "purge", 1)
-	err := migrations.AsOwner(ctx, super, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT idem.register_class($1, NULL, 'horizon')", class); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "SELECT idem.inbox_body_ensure((now() - interval '12 days')::date, now()::date)"); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
-			WITH rows AS (
-			    SELECT t, 'op-' || g AS op, '{"n":' || g || '}' AS payload, now() - interval '10 days' + g * interval '1 minute' AS at
-			    FROM unnest($1::text[]) t, generate_series(1, $2::int) g
-			), ident AS (
-			    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
-			    SELECT t, op, $3, sha256(convert_to(payload, 'UTF8')), at FROM rows RETURNING 1
-			)
-			INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
-			SELECT t, op, at, $3, payload, '{"ok":true}' FROM rows`, tenants, n, class)
-		return err
-	})
-	require.NoError(t, err)
+	seedHorizonRows(t, super, class, tenants, n, "12 days", "10 days", "1 minute")
 	alice, bob := e.pool(t, loginOperator, 4), e.pool(t, loginOperator2, 4)
 	p, err := horizon.MakePlan(ctx, alice, horizon.PlanOptions{Class: class, Before: time.Now().Add(-24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
@@ -113,4 +94,84 @@ func TestPurgeOnTheClusterWithARacingReplay(t *testing.T) {
 		assert.Equal(t, idem.Purged, res.Outcome, "%s", tenant)
 		assert.EqualValues(t, n, count(t, super, "SELECT count(*) FROM idem.tombstone WHERE tenant_id = $1 AND purge_plan = $2", tenant, p.ID))
 	}
+}
+
+// TestMonthPartitionsOnTheCluster: history old enough to get a partition a
+// month (idem.inbox_body_ensure) is distributed like a day's, the executor
+// on the workers reads its bodies through the generated body reader, and a
+// purge of part of it leaves tombstones the workers answer purged while the
+// rest answers already_applied.
+func TestMonthPartitionsOnTheCluster(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	super := e.superuser(t)
+	const class, n = "proj.months", 60
+	tenants := e.spread(t, super, "months", 1)
+	seedHorizonRows(t, super, class, tenants, n, "200 days", "190 days", "1 day")
+	assert.Zero(t, count(t, super, "SELECT count(*) FROM ONLY idem.inbox_body_default"))
+	assert.Positive(t, count(t, super, `SELECT count(*) FROM idem.inbox_body_partitions()
+		WHERE upper_bound - lower_bound >= interval '28 days'`))
+	assert.Positive(t, count(t, super, `SELECT count(*) FROM pg_dist_partition d JOIN idem.inbox_body_partitions() p ON p.part = d.logicalrelid
+		WHERE p.upper_bound - p.lower_bound >= interval '28 days'`), "month partitions are distributed")
+
+	alice, bob := e.pool(t, loginOperator, 4), e.pool(t, loginOperator2, 4)
+	p, err := horizon.MakePlan(ctx, alice, horizon.PlanOptions{Class: class, Before: time.Now().Add(-160 * 24 * time.Hour), Operator: "alice", AcceptUnbounded: true})
+	require.NoError(t, err)
+	p, err = horizon.Approve(ctx, bob, p.ID, "bob")
+	require.NoError(t, err)
+	r, err := horizon.Purge(ctx, bob, p.ID, horizon.PurgeOptions{Operator: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, p.Candidates, r.Plan.Purged)
+	assert.Positive(t, r.Plan.Purged)
+
+	app := e.pool(t, loginApp, 4)
+	for _, c := range []struct {
+		op   string
+		want idem.Outcome
+	}{{"op-2", idem.Purged}, {"op-50", idem.AlreadyApplied}} {
+		for _, tenant := range tenants {
+			var g int
+			_, _ = fmt.Sscanf(c.op, "op-%d", &g)
+			res, err := idem.ExecuteFunc(ctx, app, idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: c.op},
+				Class: class, Payload: []byte(fmt.Sprintf(`{"n":%d}`, g))}, func(context.Context, pgx.Tx) (json.RawMessage, error) {
+				return nil, fmt.Errorf("ran again")
+			})
+			require.NoError(t, err)
+			assert.Equal(t, c.want, res.Outcome, "%s %s", tenant, c.op)
+		}
+	}
+	var tombs int64
+	for _, tenant := range tenants {
+		tombs += count(t, super, "SELECT count(*) FROM idem.tombstone WHERE tenant_id = $1 AND purge_plan = $2", tenant, p.ID)
+	}
+	assert.Equal(t, p.Candidates, tombs)
+}
+
+// seedHorizonRows registers class (horizon retention, its effect in Go) and,
+// as the schema owner, creates the partitions from since ago to today and
+// writes n applied identities op-1..op-n a tenant, payload {"n":g}, created
+// age ago plus g times step (history no API would backdate).
+func seedHorizonRows(t *testing.T, super *pgx.Conn, class string, tenants []string, n int, since, age, step string) {
+	t.Helper()
+	ctx := context.Background()
+	err := migrations.AsOwner(ctx, super, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT idem.register_class($1, NULL, 'horizon')", class); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT idem.inbox_body_ensure((now() - $1::interval)::date, now()::date)", since); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			WITH rows AS (
+			    SELECT t, 'op-' || g AS op, '{"n":' || g || '}' AS payload, now() - $4::interval + g * $5::interval AS at
+			    FROM unnest($1::text[]) t, generate_series(1, $2::int) g
+			), ident AS (
+			    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at)
+			    SELECT t, op, $3, sha256(convert_to(payload, 'UTF8')), at FROM rows RETURNING 1
+			)
+			INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response)
+			SELECT t, op, at, $3, payload, '{"ok":true}' FROM rows`, tenants, n, class, age, step)
+		return err
+	})
+	require.NoError(t, err)
 }

@@ -67,13 +67,11 @@ BEGIN
             RETURN;
         END IF;
         -- The body and, in the same snapshot, whether that snapshot predates
-        -- the last purge swap (which it could not see through).
+        -- the last purge swap (which it could not see through), read from
+        -- its partition alone (idem.rebuild_inbox_body_read).
         FOR reread IN 1..3 LOOP
-            SELECT b.response, b.tenant_id IS NOT NULL, b.tenant_id IS NULL AND idem.snapshot_predates_swap()
-            INTO response, v_found, v_stale
-            FROM (SELECT) AS one
-            LEFT JOIN idem.inbox_body b
-                   ON b.tenant_id = p_tenant_id AND b.operation_id = p_operation_id AND b.created_at = v_id.created_at;
+            SELECT r.response, r.present, r.stale INTO response, v_found, v_stale
+            FROM idem.inbox_body_read(p_tenant_id, p_operation_id, v_id.created_at) AS r;
             EXIT WHEN NOT v_stale;
             IF current_setting('transaction_isolation') <> 'read committed' THEN
                 RAISE EXCEPTION 'identity (%, %): this transaction''s snapshot predates a purge of its day and cannot see its body; retry the transaction', p_tenant_id, p_operation_id
