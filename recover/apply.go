@@ -76,6 +76,9 @@ func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Res
 	serial := 0
 	maybeCommitted := false // a lost attempt had sent its pipeline
 	for {
+		if !r.ops.wait(stop) {
+			return Result{unknown: maybeCommitted}, errStopped
+		}
 		res, err := r.applyTx(ctx, j)
 		var lost *lostError
 		var committed *committedConflict

@@ -43,7 +43,9 @@ const (
 	WouldRedrive Outcome = "would_redrive"
 	// Pending: re-driven through a message stream (NATS) that took it, but
 	// not recorded on the primary within --retry-for: the service has not
-	// processed it yet. Running the input again settles it, never twice.
+	// processed it yet; or re-driven to a service that asked to be sent it
+	// again later than --retry-for allows (Retry-After; Result.Note says
+	// when). Running the input again settles it, never twice.
 	Pending Outcome = "pending"
 )
 

@@ -46,8 +46,18 @@ type Config struct {
 	// Concurrency is the number of operations (or dry-run batches) in flight,
 	// each on its own connection: the pool needs at least this many.
 	Concurrency int
-	// MaxRate caps operations per second; 0 means no cap.
+	// MaxRate caps the operations that reach the primary's executor or a
+	// class's service (every executor call, retries included, and every
+	// request to a service), per second over any sliding one-second window,
+	// spaced evenly (pacer); 0 means no cap. Lookups, which send no
+	// operation, are MaxLookupRate's.
 	MaxRate float64
+	// MaxLookupRate caps the identities looked up per second (a dry run's
+	// lookups, a real run's batched reads of what is already there, the read
+	// before a re-drive), in bursts of up to one second's worth; 0 means no
+	// cap, except in a dry run, whose lookups MaxRate then caps. The reads
+	// that verify a re-drive after each request are not capped.
+	MaxLookupRate float64
 	// DryRun looks identities up without writing anything.
 	DryRun bool
 	// BatchSize is how many identities one dry-run round trip looks up.
@@ -88,6 +98,10 @@ type Resolver struct {
 	answered atomic.Int64
 	consumed atomic.Int64
 	senders
+
+	// ops paces executor calls and service requests; lookups paces lookups.
+	ops     *pacer
+	lookups *limiter
 
 	// afterSend, for tests, runs between sending an operation's pipeline and
 	// reading its results.
@@ -198,8 +212,12 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		}
 		r.answered.Add(1)
 	}, emit, func(error) { stop() })
-	pl := &runPipeline{r: r, classes: classes, win: win, limit: newLimiter(cfg.MaxRate),
-		stopCtx: stopCtx, workCtx: workCtx, fail: fail}
+	lookupRate := cfg.MaxLookupRate
+	if cfg.DryRun && lookupRate == 0 {
+		lookupRate = cfg.MaxRate
+	}
+	r.ops, r.lookups = newPacer(cfg.MaxRate), newLimiter(lookupRate)
+	pl := &runPipeline{r: r, classes: classes, win: win, stopCtx: stopCtx, workCtx: workCtx, fail: fail}
 	var send func(job) bool
 	var closeQueues func()
 	if cfg.DryRun {
@@ -239,13 +257,12 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 }
 
 // runPipeline is what a run's workers share: the classes, the window of
-// answers, the rate limit, and the contexts (stopCtx ends reading, workCtx
+// answers, and the contexts (stopCtx ends reading, workCtx
 // outlives a Ctrl-C so that no transaction is cut in half).
 type runPipeline struct {
 	r       *Resolver
 	classes map[string]classInfo
 	win     *window
-	limit   *limiter
 	stopCtx context.Context
 	workCtx context.Context
 	fail    func(error)
@@ -288,7 +305,7 @@ func (p *runPipeline) startLookups(concurrency, batchSize int) (send func(job) b
 		go func() {
 			defer p.workers.Done()
 			for b := range batches {
-				if p.stopCtx.Err() != nil || !p.limit.wait(p.stopCtx, len(b)) {
+				if p.stopCtx.Err() != nil || !p.r.lookups.wait(p.stopCtx, len(b)) {
 					for _, j := range b {
 						p.win.done(j.pos, Result{skipped: true})
 					}
@@ -333,7 +350,7 @@ func (p *runPipeline) startWorkers(concurrency int, seed maphash.Seed) (send fun
 					}
 				}
 				if len(valid) > 0 {
-					p.r.runGroup(p.workCtx, p.stopCtx, valid, &ahead, p.limit, p.win, p.fail, &p.unknown)
+					p.r.runGroup(p.workCtx, p.stopCtx, valid, &ahead, p.win, p.fail, &p.unknown)
 				}
 				if !more {
 					return

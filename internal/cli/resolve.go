@@ -42,9 +42,11 @@ type ResolveOptions struct {
 	Report      string
 	Concurrency int
 	MaxRate     float64
-	BatchSize   int
-	Limits      idem.PayloadLimits
-	Operator    string
+	// MaxLookupRate caps the identities looked up per second.
+	MaxLookupRate float64
+	BatchSize     int
+	Limits        idem.PayloadLimits
+	Operator      string
 	// RetryFor is how long an operation caught in a connection failure is
 	// retried before the run stops as unreachable.
 	RetryFor time.Duration
@@ -112,6 +114,14 @@ class, outcome, response, stored_hash, incoming_hash, quarantine_id, error, and
 note when there is one). --report FILE writes the JSON lines to a file as well;
 it is created only once the database has passed the primary check, and never
 over an existing file unless --overwrite is given (a report is evidence).
+--max-rate N protects a busy primary: every executor call (retries
+included) and every request to a class's service is spaced 1/N s apart, so
+that no one-second window, sliding, holds more than N of them (timing may add
+a burst of at most N/10, rounded down). Lookups, which send no operation,
+are capped by --max-lookup-rate (identities a second, in bursts of up to one
+second's worth; a dry run takes --max-rate when it is not given); the reads
+that verify a re-drive after each request are not capped.
+
 A progress bar goes to stderr when it is a terminal; without one, a progress
 line every --progress-interval (10s; 0 for none). If results cannot be
 written (a closed pipe, a full disk), the run stops reading, what is in flight
@@ -172,7 +182,8 @@ by an unreachable database or a failed write of its results.`,
 	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file (a new file unless --overwrite)")
 	fl.BoolVar(&opts.OverwriteReport, "overwrite", false, "let --report replace an existing file")
 	fl.IntVar(&opts.Concurrency, "concurrency", recovery.DefaultConcurrency, "operations (dry run: lookup batches) in flight, one connection each")
-	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations per second (0: no limit)")
+	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations (executor calls, service requests) in any one-second window, spaced evenly (0: no limit)")
+	fl.Float64Var(&opts.MaxLookupRate, "max-lookup-rate", 0, "at most this many identities looked up per second (0: no limit; a dry run takes --max-rate)")
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
@@ -210,8 +221,8 @@ func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport strin
 	if opts.Concurrency < 1 || opts.Concurrency > 64 {
 		return usageErr("--concurrency must be between 1 and 64")
 	}
-	if opts.MaxRate < 0 {
-		return usageErr("--max-rate must be positive (0: no limit)")
+	if opts.MaxRate < 0 || opts.MaxLookupRate < 0 {
+		return usageErr("--max-rate and --max-lookup-rate must be positive (0: no limit)")
 	}
 	if opts.BatchSize < 1 || opts.BatchSize > 100000 {
 		return usageErr("--batch-size must be between 1 and 100000")
@@ -448,7 +459,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		return startReport()
 	}
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
-		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
+		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, MaxLookupRate: opts.MaxLookupRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
 		RetryFor: opts.RetryFor, Started: started, Flush: closeSinks,
 	}}
@@ -613,7 +624,7 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Applied:        "was absent; applied now, once",
 	recovery.WouldApply:     "absent; a real run would apply it",
 	recovery.WouldRedrive:   "absent; a real run would send it to its class's service (nothing sent)",
-	recovery.Pending:        "sent to its service's stream, not recorded yet: run it again later",
+	recovery.Pending:        "sent to its service (its stream, or it asked to wait), not recorded yet: run it again later",
 	recovery.Purged:         "purged under a proven replay horizon",
 	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
 	recovery.WouldConflict:  "another payload under this identity; a real run would quarantine it",
