@@ -43,6 +43,9 @@ var ErrNoSavedResponse = errors.New("identity exists without a saved response (c
 // design (the executor answers already_applied, or applies what did not
 // commit), with backoff, for Config.RetryFor at most.
 func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job, absent *primaryClock) (Result, error) {
+	if j.inputOther != 0 {
+		return r.answerAmbiguous(ctx, stop, j)
+	}
 	if j.redrive != nil && j.idempotent {
 		if absent != nil {
 			return r.redriveOne(ctx, stop, j, *absent)
@@ -72,7 +75,7 @@ func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job, ab
 // identity is absent and the class's effect is application code it returns
 // errAppEffect, nothing written (the claim it made was rolled back).
 func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
-	wait := backoff{budget: r.retryFor()}
+	wait := r.backoff()
 	serial := 0
 	maybeCommitted := false // a lost attempt had sent its pipeline
 	for {
@@ -82,6 +85,9 @@ func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Res
 		res, err := r.applyTx(ctx, j)
 		var lost *lostError
 		var committed *committedConflict
+		if !errors.As(err, &lost) {
+			r.reachable()
+		}
 		switch {
 		case err == nil:
 			if wait.lost > 0 {

@@ -90,6 +90,12 @@ type Result struct {
 	Note string
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *RedriveTrace
+	// Conditional (dry run) says the prediction holds unless the operation's
+	// own effect refuses it, when the real run answers error (rolled back,
+	// nothing written): would_apply, would_redrive, and already_applied for
+	// a later line of the same identity and payload as a would_apply line.
+	// Every other prediction is exactly what the real run answers.
+	Conditional bool
 
 	skipped   bool         // dispatched but never answered (interrupted, or refused mid-run)
 	checkedAt primaryClock // the primary's clock when step 1 found it absent (re-drive)

@@ -74,8 +74,7 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 	res := j.result()
 	if !j.idempotent {
 		res.Outcome = Failed
-		res.Err = fmt.Errorf("%w: class %s is not re-driven, since a crash between its service's downstream call and its commit would charge twice on a re-drive (declare it with --downstream-idempotent once its calls carry a key derived from the identity)",
-			redrive.ErrNotIdempotent, j.p.Class)
+		res.Err = cannotRun(j)
 		return res, nil
 	}
 	sender, err := r.sender(j)

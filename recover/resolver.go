@@ -97,11 +97,16 @@ type Resolver struct {
 
 	answered atomic.Int64
 	consumed atomic.Int64
+	// downSince is when the database stopped answering (UnixNano), 0 while
+	// it answers.
+	downSince atomic.Int64
 	senders
 
 	// ops paces executor calls and service requests; lookups paces lookups.
 	ops     *pacer
 	lookups *limiter
+	// input is what the input holds per identity (scanInput).
+	input *inputPayloads
 
 	// afterSend, for tests, runs between sending an operation's pipeline and
 	// reading its results.
@@ -115,10 +120,35 @@ func (r *Resolver) retryFor() time.Duration {
 	return DefaultRetryFor
 }
 
-// Progress returns how many operations have been answered so far and how many
-// input bytes have been consumed; safe to call while Run runs.
+// Progress returns how many lines have been answered so far (as they are
+// answered, lookups and applies alike, before they are emitted in input
+// order) and how many input bytes have been consumed; safe to call while Run
+// runs.
 func (r *Resolver) Progress() (answered int64, bytes int64) {
 	return r.answered.Load(), r.consumed.Load()
+}
+
+// Outage says whether the database has stopped answering, for how long, and
+// how long the run keeps retrying (Config.RetryFor) before it stops; safe to
+// call while Run runs.
+func (r *Resolver) Outage() (down bool, since time.Duration, retryFor time.Duration) {
+	at := r.downSince.Load()
+	if at == 0 {
+		return false, 0, r.retryFor()
+	}
+	return true, time.Since(time.Unix(0, at)), r.retryFor()
+}
+
+// backoff is the retry pacing of one operation, which marks the outage.
+func (r *Resolver) backoff() backoff {
+	return backoff{budget: r.retryFor(), down: &r.downSince}
+}
+
+// reachable clears the outage mark: the database answered.
+func (r *Resolver) reachable() {
+	if r.downSince.Load() != 0 {
+		r.downSince.Store(0)
+	}
 }
 
 // job is one prepared operation on its way to a worker.
@@ -129,6 +159,7 @@ type job struct {
 	req Request
 	p   idem.Prepared
 	classInfo
+	jobInput
 }
 
 // classInfo is what a run knows of a class.
@@ -138,6 +169,13 @@ type classInfo struct {
 	// service; idempotent is its downstream_idempotent.
 	redrive    *redrive.Config
 	idempotent bool
+}
+
+// jobInput is what the whole input says of a job's identity.
+type jobInput struct {
+	// inputOther is the first line of the input holding this identity with
+	// another payload; 0 when there is none.
+	inputOther int
 }
 
 func (j job) result() Result {
@@ -179,6 +217,10 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		return sum, err
 	}
 	sum.StartedAt = started
+	seed := maphash.MakeSeed()
+	if r.input, err = r.scanInput(ctx, src, classes, seed); err != nil {
+		return sum, fmt.Errorf("read the input before the run: %w", err)
+	}
 	if cfg.Started != nil {
 		if err := cfg.Started(); err != nil {
 			return sum, err
@@ -197,7 +239,6 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		stop()
 	}
 
-	seed := maphash.MakeSeed()
 	var seen *runIdentities
 	if cfg.DryRun {
 		seen = newRunIdentities(seed)
@@ -210,8 +251,8 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		if res.Redrive != nil {
 			sum.Redriven++
 		}
-		r.answered.Add(1)
 	}, emit, func(error) { stop() })
+	win.settled = &r.answered
 	lookupRate := cfg.MaxLookupRate
 	if cfg.DryRun && lookupRate == 0 {
 		lookupRate = cfg.MaxRate
@@ -434,6 +475,7 @@ func (r *Resolver) prepare(j *job, classes map[string]classInfo, win *window) bo
 		return false
 	}
 	j.p, j.classInfo, j.req = p, info, Request{}
+	j.inputOther = r.input.other(p.TenantID, p.OperationID, p.Hash, p.Class)
 	if r.DryRun {
 		j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
 	}

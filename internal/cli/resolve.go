@@ -289,6 +289,9 @@ type resolveRecord struct {
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
 	Note         string          `json:"note,omitempty"`
+	// Conditional (dry run): the prediction holds unless the operation's own
+	// effect refuses it (then error, nothing written).
+	Conditional bool `json:"conditional,omitempty"`
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *recovery.RedriveTrace `json:"redrive,omitempty"`
 }
@@ -296,7 +299,8 @@ type resolveRecord struct {
 func newResolveRecord(r recovery.Result) resolveRecord {
 	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
-		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive}
+		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive,
+		Conditional: r.Conditional}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
 	}
