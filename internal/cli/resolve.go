@@ -80,24 +80,32 @@ happened) a safe and final answer, with its original payload:
   4. if it exists with another hash: conflict, nothing runs, the request is
      quarantined (its quarantine id is reported).
 
-One operation from flags, or a batch from --file: NDJSON ("-" for stdin), one
-operation a line, read as a stream:
+One operation from flags, or a batch from --file: NDJSON ("-" for stdin, read
+to its end first), one operation a line:
   {"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
 (transport optional). A bad line is answered "invalid" with the reason and the
 batch goes on.
 
-Lines of the same identity run in file order, one after the other: the first
-applies, a later one with the same payload is already_applied, one with another
-payload is a conflict.
+Lines of the same identity and payload run in file order, one after the
+other: the first applies, a later one is already_applied. An input that holds
+one identity with two payloads does not say which is true, so none of them is
+applied: every line of that identity is a conflict ("the input holds this
+identity with another payload at line N"), nothing is sent for it, and the
+exit code is 3; when the primary already holds the identity, each line is
+answered against the primary as usual (already_applied, or conflict and
+quarantined). The whole input is read once before the run to find them.
 
 Outcomes: applied, already_applied, conflict, purged, invalid (the line is bad,
 nothing written), error (not settled: the error says why; an effect that failed
 was rolled back and wrote nothing). --dry-run checks steps 1, 2 and 4 with
 batched read-only lookups and writes nothing: already_applied, would_apply,
-would_conflict, invalid, error (a dry run does not fetch saved responses). A
-dry run answers a later line of an identity it found absent as the real run
-would: already_applied (same payload) or would_conflict, with a note naming
-the earlier line.
+would_redrive, would_conflict, conflict (the input's own), invalid, error (a
+dry run does not fetch saved responses). It predicts exactly what the real run
+answers each line, would_* standing for what the real run writes, except that
+a prediction marked "conditional" (would_apply, would_redrive, and
+already_applied for a later line of the same identity and payload, with a note
+naming the earlier line) holds unless the operation's own effect refuses it,
+when the real run answers error and writes nothing.
 
 A connection that breaks (a failover, a restart, a killed backend) never turns
 into an "error" line: the operation may have committed, so it is settled again
@@ -123,7 +131,10 @@ second's worth; a dry run takes --max-rate when it is not given); the reads
 that verify a re-drive after each request are not capped.
 
 A progress bar goes to stderr when it is a terminal; without one, a progress
-line every --progress-interval (10s; 0 for none). If results cannot be
+line every --progress-interval (10s; 0 for none). Both count the lines
+answered (blank lines are not counted), show the rate of the last 10 seconds,
+and say "reconnecting (down 8s, retrying until 20s)" while the database does
+not answer. If results cannot be
 written (a closed pipe, a full disk), the run stops reading, what is in flight
 finishes and is counted, the run is recorded, and exit code 1 names the error.
 
@@ -132,8 +143,7 @@ never half, and the summary so far is printed. Running the same file again is
 safe: what was applied is reported already_applied. Each run is recorded in the
 audit log twice: resolve.start before it reads anything (so that a run an
 outage cuts short still leaves a trace) and resolve.run at its end (operator,
-database clock, counts), both naming the input by path and SHA-256 (stdin's
-is known once read to its end).
+database clock, counts), both naming the input by path and SHA-256.
 
 Exit codes: 0 every operation converged (applied, already_applied, purged, or
 would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
@@ -365,14 +375,16 @@ func openResolveInput(opts *ResolveOptions) (resolveInput, error) {
 	switch {
 	case opts.File == "":
 		in.src = recovery.Single(opts.Request)
-	case opts.File == "-":
-		in.name = "stdin"
-		h := sha256.New()
-		in.src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
-		in.sha256 = func() string { return hex.EncodeToString(h.Sum(nil)) }
 	default:
 		in.name = opts.File
-		file, err := os.Open(opts.File)
+		var file *os.File
+		var err error
+		if opts.File == "-" {
+			in.name = "stdin"
+			file, err = spoolStdin(opts.IO.In)
+		} else {
+			file, err = os.Open(opts.File)
+		}
 		if err != nil {
 			return in, withCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
@@ -438,18 +450,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	record, recordStart := opts.RecordRun, func() error { return nil }
 	if record == nil {
 		record = func(ctx context.Context, s recovery.RunSummary) error {
-			if !s.Interrupted || opts.File != "-" {
-				s.InputSHA256 = inputSHA()
-			}
+			s.InputSHA256 = inputSHA()
 			return recovery.AuditRun(ctx, pool, s)
 		}
 		recordStart = func() error {
-			sum := ""
-			if opts.File != "-" { // stdin's digest is known at the end only
-				sum = inputSHA()
-			}
 			err := recovery.AuditRunStart(ctx, pool, recovery.RunSummary{Operator: opts.Operator, Source: sourceName,
-				DryRun: opts.DryRun, InputSHA256: sum})
+				DryRun: opts.DryRun, InputSHA256: inputSHA()})
 			if err != nil {
 				return fmt.Errorf("record the run's start in the audit log: %w", err)
 			}
@@ -495,6 +501,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	var bar *progressBar
 	if !single {
 		bar = startProgress(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, opts.ProgressInterval)
+		bar.setStatus(func() string {
+			if down, since, budget := r.Outage(); down {
+				return fmt.Sprintf("reconnecting (down %s, retrying until %s)", since.Round(time.Second), budget)
+			}
+			return ""
+		})
 	}
 	sum, runErr := r.Run(ctx, src, emit)
 	bar.Stop()
@@ -514,7 +526,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 				return err
 			}
 		} else if !single {
-			if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention); err != nil {
+			if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention, opts.Report); err != nil {
 				return err
 			}
 		}
@@ -636,7 +648,7 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Failed:         "not settled; the error says why (a failed effect wrote nothing)",
 }
 
-func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int) error {
+func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int, report string) error {
 	var rows [][]string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
@@ -660,7 +672,11 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
+		if report != "" {
+			fmt.Fprintf(w, "... and %s more: every row is in %s.\n", humanCount(int64(more)), report)
+		} else {
+			fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
+		}
 	}
 	return nil
 }
@@ -730,33 +746,55 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 }
 
 // digestFile reads an input file once, before the run: its number of lines
-// (the progress total; a last line without a newline counts) and its
-// SHA-256 (hex), then rewinds it.
+// that are not blank (the progress total: a run skips blank lines, and
+// answers every other one) and its SHA-256 (hex), then rewinds it.
 func digestFile(file *os.File) (lines int64, sum string, err error) {
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	var last byte = '\n'
+	r := bufio.NewReaderSize(io.TeeReader(file, h), 1<<20)
+	blank := true // the line read so far holds only white space
 	for {
-		k, rerr := file.Read(buf)
-		h.Write(buf[:k])
-		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
-		if k > 0 {
-			last = buf[k-1]
+		chunk, rerr := r.ReadSlice('\n')
+		if len(bytes.TrimSpace(chunk)) > 0 {
+			blank = false
+		}
+		ended := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if ended || (rerr == io.EOF && len(chunk) > 0) {
+			if !blank {
+				lines++
+			}
+			blank = true
 		}
 		if rerr == io.EOF {
 			break
 		}
-		if rerr != nil {
+		if rerr != nil && rerr != bufio.ErrBufferFull {
 			return 0, "", rerr
 		}
-	}
-	if last != '\n' {
-		lines++
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
 		return 0, "", err
 	}
 	return lines, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// spoolStdin copies stdin to a temporary file (removed at once: it lives
+// while open), since a run reads its input twice: once to find the
+// identities it holds with two payloads, once to answer them.
+func spoolStdin(in io.Reader) (*os.File, error) {
+	file, err := os.CreateTemp("", "idemctl-resolve-*.ndjson")
+	if err != nil {
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	_ = os.Remove(file.Name())
+	if _, err := io.Copy(file, in); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	return file, nil
 }
 
 // createReport creates the --report file; an existing file is kept unless
