@@ -151,8 +151,10 @@ func (r *Resolver) readConflict(ctx context.Context, stop <-chan struct{}, j job
 	res.Outcome = Conflict
 	for {
 		var storedClass string
-		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass)
+		var diff []byte
+		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass, &diff)
 		if err == nil {
+			res.Changes = changesFrom(diff)
 			if storedClass != j.p.Class {
 				res.StoredClass = storedClass
 			}
@@ -243,7 +245,8 @@ func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.R
 	case Conflict:
 		res.Outcome, res.QuarantineID = Conflict, out.QuarantineID
 		var storedClass string
-		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
+		var diff []byte
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass, &diff); err != nil {
 			if committed {
 				return &committedConflict{err}
 			}
@@ -252,6 +255,7 @@ func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.R
 		if storedClass != j.p.Class {
 			res.StoredClass = storedClass
 		}
+		res.Changes = changesFrom(diff)
 	default:
 		return fmt.Errorf("the executor answered %q, which this idemctl does not know; upgrade idemctl", out.Outcome)
 	}

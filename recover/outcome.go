@@ -90,6 +90,10 @@ type Result struct {
 	Note string
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *RedriveTrace
+	// Changes are the values that differ between the stored payload and
+	// this one, in document order (a real run's conflict, from its
+	// quarantine record; a dry run keeps no payloads and has none).
+	Changes []Change
 	// Conditional (dry run) says the prediction holds unless the operation's
 	// own effect refuses it, when the real run answers error (rolled back,
 	// nothing written): would_apply, would_redrive, and already_applied for
@@ -164,4 +168,33 @@ func (s RunSummary) Problems() int { return s.Counts[Invalid] + s.Counts[Failed]
 // converged.
 func (s RunSummary) Converged() bool {
 	return !s.Interrupted && s.Conflicts() == 0 && s.Problems() == 0 && s.Pending() == 0
+}
+
+// Change is one value that differs between the stored payload and the
+// incoming one.
+type Change struct {
+	// Pointer is the RFC 6901 JSON Pointer of the value ("" is the whole
+	// payload).
+	Pointer string `json:"pointer"`
+	// Stored and Incoming are the two values; an absent side is JSON null.
+	Stored   json.RawMessage `json:"stored"`
+	Incoming json.RawMessage `json:"incoming"`
+}
+
+// changesFrom reads a quarantine record's diff (idem.json_diff); nil when
+// it cannot.
+func changesFrom(diff []byte) []Change {
+	var raw []struct {
+		Path     string          `json:"path"`
+		Stored   json.RawMessage `json:"stored"`
+		Incoming json.RawMessage `json:"incoming"`
+	}
+	if len(diff) == 0 || json.Unmarshal(diff, &raw) != nil {
+		return nil
+	}
+	out := make([]Change, len(raw))
+	for i, c := range raw {
+		out[i] = Change{Pointer: c.Path, Stored: c.Stored, Incoming: c.Incoming}
+	}
+	return out
 }

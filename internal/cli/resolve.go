@@ -12,8 +12,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -302,6 +304,9 @@ type resolveRecord struct {
 	// Conditional (dry run): the prediction holds unless the operation's own
 	// effect refuses it (then error, nothing written).
 	Conditional bool `json:"conditional,omitempty"`
+	// Changes are the values that differ from the stored payload (a
+	// conflict of a real run).
+	Changes []recovery.Change `json:"changes,omitempty"`
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *recovery.RedriveTrace `json:"redrive,omitempty"`
 }
@@ -310,7 +315,7 @@ func newResolveRecord(r recovery.Result) resolveRecord {
 	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
 		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive,
-		Conditional: r.Conditional}
+		Conditional: r.Conditional, Changes: r.Changes}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
 	}
@@ -666,7 +671,7 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 	fmt.Fprintln(w, "Needs attention:")
 	rows = rows[:0]
 	for _, r := range attention {
-		rows = append(rows, []string{fmt.Sprint(r.Line), r.Tenant, r.OperationID, string(r.Outcome), attentionDetail(r)})
+		rows = append(rows, []string{fmt.Sprint(r.Line), escapeControl(r.Tenant), escapeControl(r.OperationID), string(r.Outcome), attentionDetail(r)})
 	}
 	if err := printTable(w, []string{"line", "tenant", "operation_id", "outcome", "detail"}, rows); err != nil {
 		return err
@@ -688,6 +693,9 @@ func attentionDetail(r recovery.Result) string {
 			return r.Note
 		}
 		d := "stored " + shortHash(r.StoredHash) + ", incoming " + shortHash(r.IncomingHash)
+		if len(r.Changes) > 0 {
+			d = describeChanges(r.Changes)
+		}
 		if r.StoredClass != "" {
 			d = "stored class " + r.StoredClass + ", " + d
 		}
@@ -704,6 +712,59 @@ func attentionDetail(r recovery.Result) string {
 		return msg
 	}
 	return ""
+}
+
+// maxChangesShown is how many changed values a conflict's row names.
+const maxChangesShown = 3
+
+// describeChanges names the values that changed, "/amount 1101 -> 2101",
+// at most maxChangesShown, then "+N more".
+func describeChanges(changes []recovery.Change) string {
+	var parts []string
+	for i, c := range changes {
+		if i == maxChangesShown {
+			parts = append(parts, fmt.Sprintf("+%d more", len(changes)-maxChangesShown))
+			break
+		}
+		ptr := c.Pointer
+		if ptr == "" {
+			ptr = "(whole payload)"
+		}
+		parts = append(parts, escapeControl(ptr)+" "+changeValue(c.Stored)+" -> "+changeValue(c.Incoming))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changeValue is one side of a change, compact, cut to 40 characters.
+func changeValue(v json.RawMessage) string {
+	var b bytes.Buffer
+	if len(v) == 0 || json.Compact(&b, v) != nil {
+		return "null"
+	}
+	s := []rune(escapeControl(b.String()))
+	if len(s) > 40 {
+		return string(s[:39]) + "…"
+	}
+	return string(s)
+}
+
+// escapeControl writes the control characters of s as Go escapes (\t,
+// \x1b, \u0085), so that an id holding one cannot move the cursor or break
+// a table's columns, which are measured after.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func shortHash(h string) string {
