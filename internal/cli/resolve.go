@@ -777,8 +777,8 @@ func shortHash(h string) string {
 func printResolveResult(w io.Writer, r recovery.Result) error {
 	rows := [][]string{
 		{"outcome", string(r.Outcome)},
-		{"tenant", r.Tenant},
-		{"operation_id", r.OperationID},
+		{"tenant", escapeControl(r.Tenant)},
+		{"operation_id", escapeControl(r.OperationID)},
 		{"class", r.Class},
 		{"response", orDash(string(r.Response))},
 		{"incoming_hash", orDash(r.IncomingHash)},
@@ -789,6 +789,9 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	}
 	if r.QuarantineID != 0 {
 		rows = append(rows, []string{"quarantine_id", fmt.Sprint(r.QuarantineID)})
+	}
+	if len(r.Changes) > 0 {
+		rows = append(rows, []string{"changed", describeChanges(r.Changes)})
 	}
 	if r.Err != nil {
 		rows = append(rows, []string{"error", oneLine(r.Err.Error())})
