@@ -52,14 +52,6 @@ type progressSample struct {
 // steady, short enough that a run that stalls shows it within seconds.
 const recentWindow = 10 * time.Second
 
-// setStatus sets what the bar shows while something holds the run up; safe
-// on nil, before the first draw only.
-func (p *progressBar) setStatus(f func() string) {
-	if p != nil {
-		p.status = f
-	}
-}
-
 // recentRate is the rate over the last recentWindow, counting this sample.
 func (p *progressBar) recentRate(done int64, elapsed time.Duration) float64 {
 	p.samples = append(p.samples, progressSample{at: elapsed, done: done})
@@ -81,7 +73,14 @@ const DefaultProgressInterval = 10 * time.Second
 // a terminal, a line every interval otherwise (none when interval is 0).
 // It returns nil when there is none; Stop on nil does nothing.
 func startProgress(ios *IOStreams, label string, total int64, read func() int64, interval time.Duration) *progressBar {
+	return startProgressWith(ios, label, total, read, nil, interval)
+}
+
+// startProgressWith is startProgress with what holds the run up, when
+// something does (status returns "" otherwise).
+func startProgressWith(ios *IOStreams, label string, total int64, read func() int64, status func() string, interval time.Duration) *progressBar {
 	p := newProgressBar(ios.ErrOut, label, total, read)
+	p.status = status
 	if !ios.IsStderrTTY() {
 		if interval <= 0 {
 			return nil

@@ -505,13 +505,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 
 	var bar *progressBar
 	if !single {
-		bar = startProgress(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, opts.ProgressInterval)
-		bar.setStatus(func() string {
+		bar = startProgressWith(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, func() string {
 			if down, since, budget := r.Outage(); down {
 				return fmt.Sprintf("reconnecting (down %s, retrying until %s)", since.Round(time.Second), budget)
 			}
 			return ""
-		})
+		}, opts.ProgressInterval)
 	}
 	sum, runErr := r.Run(ctx, src, emit)
 	bar.Stop()
