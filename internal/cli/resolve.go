@@ -164,6 +164,9 @@ by an unreachable database or a failed write of its results.`,
   # settle the batch gently on a busy primary, keep a JSON report
   idemctl resolve --file ambiguous.ndjson --concurrency 2 --max-rate 200 --report resolve-report.ndjson
 
+  # at most 40 operations in any second, and 2,000 identities looked up a second
+  idemctl resolve --file ambiguous.ndjson --max-rate 40 --max-lookup-rate 2000
+
   # from a pipe, JSON lines out; conflicts only
   zcat ambiguous.ndjson.gz | idemctl resolve --file - -o json | jq 'select(.outcome == "conflict")'
 
