@@ -43,6 +43,9 @@ var ErrNoSavedResponse = errors.New("identity exists without a saved response (c
 // design (the executor answers already_applied, or applies what did not
 // commit), with backoff, for Config.RetryFor at most.
 func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job, absent *primaryClock) (Result, error) {
+	if j.inputOther != 0 {
+		return r.answerAmbiguous(ctx, stop, j)
+	}
 	if j.redrive != nil && j.idempotent {
 		if absent != nil {
 			return r.redriveOne(ctx, stop, j, *absent)
@@ -72,13 +75,19 @@ func (r *Resolver) applyOne(ctx context.Context, stop <-chan struct{}, j job, ab
 // identity is absent and the class's effect is application code it returns
 // errAppEffect, nothing written (the claim it made was rolled back).
 func (r *Resolver) settle(ctx context.Context, stop <-chan struct{}, j job) (Result, error) {
-	wait := backoff{budget: r.retryFor()}
+	wait := r.backoff()
 	serial := 0
 	maybeCommitted := false // a lost attempt had sent its pipeline
 	for {
+		if !r.ops.wait(stop) {
+			return Result{unknown: maybeCommitted}, errStopped
+		}
 		res, err := r.applyTx(ctx, j)
 		var lost *lostError
 		var committed *committedConflict
+		if !errors.As(err, &lost) {
+			r.reachable()
+		}
 		switch {
 		case err == nil:
 			if wait.lost > 0 {
@@ -142,8 +151,10 @@ func (r *Resolver) readConflict(ctx context.Context, stop <-chan struct{}, j job
 	res.Outcome = Conflict
 	for {
 		var storedClass string
-		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass)
+		var diff []byte
+		err := r.Pool.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass, &diff)
 		if err == nil {
+			res.Changes = changesFrom(diff)
 			if storedClass != j.p.Class {
 				res.StoredClass = storedClass
 			}
@@ -234,7 +245,8 @@ func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.R
 	case Conflict:
 		res.Outcome, res.QuarantineID = Conflict, out.QuarantineID
 		var storedClass string
-		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass); err != nil {
+		var diff []byte
+		if err := conn.QueryRow(ctx, conflictEvidenceSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&res.QuarantineID, &res.StoredHash, &storedClass, &diff); err != nil {
 			if committed {
 				return &committedConflict{err}
 			}
@@ -243,6 +255,7 @@ func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.R
 		if storedClass != j.p.Class {
 			res.StoredClass = storedClass
 		}
+		res.Changes = changesFrom(diff)
 	default:
 		return fmt.Errorf("the executor answered %q, which this idemctl does not know; upgrade idemctl", out.Outcome)
 	}

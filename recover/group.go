@@ -86,13 +86,13 @@ func (la *lookAhead) saw(looked, hits int) {
 // runGroup answers one worker's group: one lookup when it pays, then the
 // protocol for each operation the lookup did not answer.
 func (r *Resolver) runGroup(ctx context.Context, stopCtx context.Context, g []job, ahead *lookAhead,
-	limit *limiter, win *window, fail func(error), unknown *atomic.Int64) {
+	win *window, fail func(error), unknown *atomic.Int64) {
 	skipFrom := func(i int) {
 		for _, j := range g[i:] {
 			win.done(j.pos, Result{skipped: true})
 		}
 	}
-	if stopCtx.Err() != nil || !limit.wait(stopCtx, len(g)) {
+	if stopCtx.Err() != nil {
 		skipFrom(0)
 		return
 	}
@@ -100,6 +100,10 @@ func (r *Resolver) runGroup(ctx context.Context, stopCtx context.Context, g []jo
 	var clk primaryClock
 	looked := false
 	if ahead.want(g) {
+		if !r.lookups.wait(stopCtx, len(g)) {
+			skipFrom(0)
+			return
+		}
 		var err error
 		var at time.Time
 		hits, at, err = r.lookupOnce(ctx, g)

@@ -77,8 +77,8 @@ func (s *runIdentities) settle(res *Result) {
 		return
 	}
 	if first.hash == h {
-		res.Outcome, res.StoredHash = AlreadyApplied, res.IncomingHash
-		res.Note = fmt.Sprintf("same identity and payload as line %d of this input, which a real run applies first", first.line)
+		res.Outcome, res.StoredHash, res.Conditional = AlreadyApplied, res.IncomingHash, true
+		res.Note = fmt.Sprintf("same identity and payload as line %d of this input, which a real run applies first (if its effect refuses, this line's refuses too: error)", first.line)
 		return
 	}
 	res.Outcome = WouldConflict

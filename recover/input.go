@@ -62,6 +62,12 @@ type single struct {
 	done bool
 }
 
+// Rewind starts over.
+func (s *single) Rewind() error {
+	s.done = false
+	return nil
+}
+
 func (s *single) Next() (Item, error) {
 	if s.done {
 		return Item{}, io.EOF
@@ -79,17 +85,44 @@ func (s *single) Next() (Item, error) {
 // Blank lines are skipped. A line longer than maxLine
 // bytes is reported invalid without being held in memory, and reading goes on
 // at the next line.
+//
+// When r is also an io.Seeker (a file), the source can be read again from its
+// start, which Resolver.Run needs (it reads the input once to find the
+// identities it holds with two payloads).
 func NDJSON(r io.Reader, maxLine int) Source {
-	return &ndjson{r: bufio.NewReaderSize(r, 256<<10), max: maxLine}
+	return &ndjson{r: bufio.NewReaderSize(r, 256<<10), src: r, max: maxLine}
 }
 
+// rewinder is a Source that can be read again from its start.
+type rewinder interface {
+	Rewind() error
+}
+
+// ErrNotRewindable: Resolver.Run was given an input it cannot read twice.
+var ErrNotRewindable = errors.New("the input cannot be read twice (give a file, or a reader that can seek)")
+
 type ndjson struct {
+	src  io.Reader
 	r    *bufio.Reader
 	max  int
 	line int
 	buf  []byte
 	dec  jsontext.Decoder
 	rd   bytes.Reader
+}
+
+// Rewind starts over at the first line, if the reader can seek.
+func (s *ndjson) Rewind() error {
+	seeker, ok := s.src.(io.Seeker)
+	if !ok {
+		return ErrNotRewindable
+	}
+	if _, err := seeker.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read input again: %w", err)
+	}
+	s.r.Reset(s.src)
+	s.line = 0
+	return nil
 }
 
 func (s *ndjson) Next() (Item, error) {

@@ -44,7 +44,7 @@ var errStaleSnapshot = errors.New("the lookup's snapshot kept predating a purge 
 // unreachable, is returned as an error with the batch unanswered. Any other
 // failed query fails the batch's operations.
 func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, win *window) error {
-	wait := backoff{budget: r.retryFor()}
+	wait := r.backoff()
 	skip := func() {
 		for _, j := range b {
 			win.done(j.pos, Result{skipped: true})
@@ -63,6 +63,7 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 			continue // a new statement, a new snapshot
 		}
 		if !errors.As(err, &lost) {
+			r.reachable()
 			break
 		}
 		if werr := wait.again(lost.err, stop); werr != nil {
@@ -84,10 +85,14 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		switch {
 		case f.stale:
 			res.Outcome, res.Err = Failed, errStaleSnapshot
+		case !ok && j.inputOther != 0:
+			res.Outcome, res.Note = Conflict, inputConflictNote(j.inputOther)
+		case !ok && cannotRun(j) != nil:
+			res.Outcome, res.Err = Failed, cannotRun(j)
 		case !ok && j.redrive != nil:
-			res.Outcome = WouldRedrive
+			res.Outcome, res.Conditional = WouldRedrive, true
 		case !ok:
-			res.Outcome = WouldApply
+			res.Outcome, res.Conditional = WouldApply, true
 		case f.answers(&res):
 		default:
 			res.Outcome, res.StoredHash = WouldConflict, res.IncomingHash

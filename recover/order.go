@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // window hands out positions to dispatched items and emits their results in
@@ -26,6 +27,9 @@ type window struct {
 	onEmitErr func(error)
 	emitErr   error
 	skipped   int // dispatched, never answered
+	// settled, when set, counts answers as they come, in any order (the
+	// progress a run shows), before they are emitted in input order.
+	settled *atomic.Int64
 }
 
 func newWindow(size int, answer func(*Result), emit func(Result) error, onEmitErr func(error)) *window {
@@ -53,6 +57,9 @@ func (w *window) acquire(ctx context.Context) bool {
 // that is now next in order. Skipped results free their slot without being
 // counted or emitted.
 func (w *window) done(pos int, r Result) {
+	if w.settled != nil && !r.skipped {
+		w.settled.Add(1)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := pos % len(w.ring)

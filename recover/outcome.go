@@ -43,7 +43,9 @@ const (
 	WouldRedrive Outcome = "would_redrive"
 	// Pending: re-driven through a message stream (NATS) that took it, but
 	// not recorded on the primary within --retry-for: the service has not
-	// processed it yet. Running the input again settles it, never twice.
+	// processed it yet; or re-driven to a service that asked to be sent it
+	// again later than --retry-for allows (Retry-After; Result.Note says
+	// when). Running the input again settles it, never twice.
 	Pending Outcome = "pending"
 )
 
@@ -88,6 +90,16 @@ type Result struct {
 	Note string
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *RedriveTrace
+	// Changes are the values that differ between the stored payload and
+	// this one, in document order (a real run's conflict, from its
+	// quarantine record; a dry run keeps no payloads and has none).
+	Changes []Change
+	// Conditional (dry run) says the prediction holds unless the operation's
+	// own effect refuses it, when the real run answers error (rolled back,
+	// nothing written): would_apply, would_redrive, and already_applied for
+	// a later line of the same identity and payload as a would_apply line.
+	// Every other prediction is exactly what the real run answers.
+	Conditional bool
 
 	skipped   bool         // dispatched but never answered (interrupted, or refused mid-run)
 	checkedAt primaryClock // the primary's clock when step 1 found it absent (re-drive)
@@ -160,4 +172,33 @@ func (s RunSummary) Problems() int { return s.Counts[Invalid] + s.Counts[Failed]
 // converged.
 func (s RunSummary) Converged() bool {
 	return !s.Interrupted && s.Conflicts() == 0 && s.Problems() == 0 && s.Pending() == 0
+}
+
+// Change is one value that differs between the stored payload and the
+// incoming one.
+type Change struct {
+	// Pointer is the RFC 6901 JSON Pointer of the value ("" is the whole
+	// payload).
+	Pointer string `json:"pointer"`
+	// Stored and Incoming are the two values; an absent side is JSON null.
+	Stored   json.RawMessage `json:"stored"`
+	Incoming json.RawMessage `json:"incoming"`
+}
+
+// changesFrom reads a quarantine record's diff (idem.json_diff); nil when
+// it cannot.
+func changesFrom(diff []byte) []Change {
+	var raw []struct {
+		Path     string          `json:"path"`
+		Stored   json.RawMessage `json:"stored"`
+		Incoming json.RawMessage `json:"incoming"`
+	}
+	if len(diff) == 0 || json.Unmarshal(diff, &raw) != nil {
+		return nil
+	}
+	out := make([]Change, len(raw))
+	for i, c := range raw {
+		out[i] = Change{Pointer: c.Path, Stored: c.Stored, Incoming: c.Incoming}
+	}
+	return out
 }

@@ -2,12 +2,64 @@ package recovery
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// limiter paces operations: perSecond a second, bursts of up to one second's
-// worth (golang.org/x/time/rate). A nil limiter never waits.
+// pacer spaces operations (executor calls and requests to a class's
+// service, Config.MaxRate) evenly: each starts at least 1/perSecond after
+// the one before, whichever worker sends it, so that no one-second window,
+// sliding, holds more than perSecond of them. There is no burst by design:
+// an operation that waited for its turn does not let the next one go early.
+// What timing adds (a worker scheduled late, then the next on time) is at
+// most a tenth of the rate, rounded down (the documented burst). A nil
+// pacer never waits.
+type pacer struct {
+	gap  time.Duration
+	turn chan struct{} // holds the right to send next
+	last time.Time
+}
+
+func newPacer(perSecond float64) *pacer {
+	if perSecond <= 0 {
+		return nil
+	}
+	p := &pacer{gap: time.Duration(float64(time.Second) / perSecond), turn: make(chan struct{}, 1)}
+	p.turn <- struct{}{}
+	return p
+}
+
+// wait blocks until one more operation may start; false if stop closes first
+// (a nil stop never does).
+func (p *pacer) wait(stop <-chan struct{}) bool {
+	if p == nil {
+		return true
+	}
+	select {
+	case <-p.turn:
+	case <-stop:
+		return false
+	}
+	defer func() { p.turn <- struct{}{} }()
+	if !p.last.IsZero() {
+		if d := time.Until(p.last.Add(p.gap)); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-stop:
+				return false
+			}
+		}
+	}
+	p.last = time.Now()
+	return true
+}
+
+// limiter paces lookups (Config.MaxLookupRate), which send no operation:
+// perSecond identities a second, in bursts of up to one second's worth
+// (golang.org/x/time/rate). A nil limiter never waits.
 type limiter struct{ r *rate.Limiter }
 
 func newLimiter(perSecond float64) *limiter {

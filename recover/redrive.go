@@ -75,8 +75,7 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 	res := j.result()
 	if !j.idempotent {
 		res.Outcome = Failed
-		res.Err = fmt.Errorf("%w: class %s is not re-driven, since a crash between its service's downstream call and its commit would charge twice on a re-drive (declare it with --downstream-idempotent once its calls carry a key derived from the identity)",
-			redrive.ErrNotIdempotent, j.p.Class)
+		res.Err = cannotRun(j)
 		return res, nil
 	}
 	sender, err := r.sender(ctx, j)
@@ -94,6 +93,14 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 	// primary holds is the first attempt's, however late it committed.
 	ours := noSend
 	for {
+		if !r.ops.wait(stop) {
+			if trace.Attempts == 0 {
+				return res, errStopped
+			}
+			res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
+			trace.Verified = "absent"
+			return res, nil
+		}
 		sentAt := clk.now()
 		reply, sendErr := sender.Send(ctx, req)
 		trace.Attempts++
@@ -122,12 +129,27 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 			}
 			return out, nil
 		}
-		if !sleepUntil(stop, backoffAfter(reply, trace.Attempts), deadline) {
+		wait := backoffAfter(reply, trace.Attempts)
+		if reply.RetryAfter > 0 && time.Now().Add(wait).After(deadline) {
+			return throttled(res, trace, reply.RetryAfter, r.retryFor()), nil
+		}
+		if !sleepUntil(stop, wait, deadline) {
 			res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
 			trace.Verified = "absent"
 			return res, nil
 		}
 	}
+}
+
+// throttled is the answer when the service asked to be sent the operation
+// again later than --retry-for allows (Retry-After): nothing failed and the
+// identity is absent, so it is pending, and the note says when to run again.
+func throttled(res Result, trace *RedriveTrace, after, budget time.Duration) Result {
+	res.Outcome, res.Redrive = Pending, trace
+	trace.Verified = "absent"
+	res.Note = fmt.Sprintf("the service asked to wait %s (Retry-After), beyond --retry-for %s; nothing failed and nothing is recorded: run it again after %s (or with --retry-for %s)",
+		after.Round(time.Second), budget, time.Now().Add(after).UTC().Format("15:04:05 UTC"), (after + 10*time.Second).Round(time.Second))
+	return res
 }
 
 // afterRedrive reads the primary after one send and says what the operation's
@@ -205,6 +227,7 @@ func (r *Resolver) poll(ctx context.Context, stop <-chan struct{}, j job, sentAt
 // this payload is already_applied; with another, the protocol runs and
 // records the conflict; absent (found false) is for step 3, the re-drive.
 func (r *Resolver) lookRedriven(ctx context.Context, j job) (res Result, found bool, clk primaryClock, err error) {
+	r.lookups.wait(ctx, 1)
 	var b pgx.Batch
 	var row storedRow
 	b.Queue(beginOperationSQL, r.Operator).QueryRow(func(q pgx.Row) error {

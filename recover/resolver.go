@@ -46,8 +46,18 @@ type Config struct {
 	// Concurrency is the number of operations (or dry-run batches) in flight,
 	// each on its own connection: the pool needs at least this many.
 	Concurrency int
-	// MaxRate caps operations per second; 0 means no cap.
+	// MaxRate caps the operations that reach the primary's executor or a
+	// class's service (every executor call, retries included, and every
+	// request to a service), per second over any sliding one-second window,
+	// spaced evenly (pacer); 0 means no cap. Lookups, which send no
+	// operation, are MaxLookupRate's.
 	MaxRate float64
+	// MaxLookupRate caps the identities looked up per second (a dry run's
+	// lookups, a real run's batched reads of what is already there, the read
+	// before a re-drive), in bursts of up to one second's worth; 0 means no
+	// cap, except in a dry run, whose lookups MaxRate then caps. The reads
+	// that verify a re-drive after each request are not capped.
+	MaxLookupRate float64
 	// DryRun looks identities up without writing anything.
 	DryRun bool
 	// BatchSize is how many identities one dry-run round trip looks up.
@@ -90,7 +100,16 @@ type Resolver struct {
 
 	answered atomic.Int64
 	consumed atomic.Int64
+	// downSince is when the database stopped answering (UnixNano), 0 while
+	// it answers.
+	downSince atomic.Int64
 	senders
+
+	// ops paces executor calls and service requests; lookups paces lookups.
+	ops     *pacer
+	lookups *limiter
+	// input is what the input holds per identity (scanInput).
+	input *inputPayloads
 
 	// afterSend, for tests, runs between sending an operation's pipeline and
 	// reading its results.
@@ -104,10 +123,35 @@ func (r *Resolver) retryFor() time.Duration {
 	return DefaultRetryFor
 }
 
-// Progress returns how many operations have been answered so far and how many
-// input bytes have been consumed; safe to call while Run runs.
+// Progress returns how many lines have been answered so far (as they are
+// answered, lookups and applies alike, before they are emitted in input
+// order) and how many input bytes have been consumed; safe to call while Run
+// runs.
 func (r *Resolver) Progress() (answered int64, bytes int64) {
 	return r.answered.Load(), r.consumed.Load()
+}
+
+// Outage says whether the database has stopped answering, for how long, and
+// how long the run keeps retrying (Config.RetryFor) before it stops; safe to
+// call while Run runs.
+func (r *Resolver) Outage() (down bool, since time.Duration, retryFor time.Duration) {
+	at := r.downSince.Load()
+	if at == 0 {
+		return false, 0, r.retryFor()
+	}
+	return true, time.Since(time.Unix(0, at)), r.retryFor()
+}
+
+// backoff is the retry pacing of one operation, which marks the outage.
+func (r *Resolver) backoff() backoff {
+	return backoff{budget: r.retryFor(), down: &r.downSince}
+}
+
+// reachable clears the outage mark: the database answered.
+func (r *Resolver) reachable() {
+	if r.downSince.Load() != 0 {
+		r.downSince.Store(0)
+	}
 }
 
 // job is one prepared operation on its way to a worker.
@@ -119,6 +163,7 @@ type job struct {
 	p   idem.Prepared
 	classInfo
 	firstAttempt time.Time
+	jobInput
 }
 
 // classInfo is what a run knows of a class.
@@ -128,6 +173,13 @@ type classInfo struct {
 	// service; idempotent is its downstream_idempotent.
 	redrive    *redrive.Config
 	idempotent bool
+}
+
+// jobInput is what the whole input says of a job's identity.
+type jobInput struct {
+	// inputOther is the first line of the input holding this identity with
+	// another payload; 0 when there is none.
+	inputOther int
 }
 
 func (j job) result() Result {
@@ -171,6 +223,10 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	}
 	sum.StartedAt = started
 	failover := r.failover(ctx, &sum)
+	seed := maphash.MakeSeed()
+	if r.input, err = r.scanInput(ctx, src, classes, seed); err != nil {
+		return sum, fmt.Errorf("read the input before the run: %w", err)
+	}
 	if cfg.Started != nil {
 		if err := cfg.Started(); err != nil {
 			return sum, err
@@ -189,7 +245,6 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		stop()
 	}
 
-	seed := maphash.MakeSeed()
 	var seen *runIdentities
 	if cfg.DryRun {
 		seen = newRunIdentities(seed)
@@ -203,10 +258,14 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		if res.Redrive != nil {
 			sum.Redriven++
 		}
-		r.answered.Add(1)
 	}, emit, func(error) { stop() })
-	pl := &runPipeline{r: r, classes: classes, win: win, limit: newLimiter(cfg.MaxRate),
-		stopCtx: stopCtx, workCtx: workCtx, fail: fail}
+	win.settled = &r.answered
+	lookupRate := cfg.MaxLookupRate
+	if cfg.DryRun && lookupRate == 0 {
+		lookupRate = cfg.MaxRate
+	}
+	r.ops, r.lookups = newPacer(cfg.MaxRate), newLimiter(lookupRate)
+	pl := &runPipeline{r: r, classes: classes, win: win, stopCtx: stopCtx, workCtx: workCtx, fail: fail}
 	var send func(job) bool
 	var closeQueues func()
 	if cfg.DryRun {
@@ -246,13 +305,12 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 }
 
 // runPipeline is what a run's workers share: the classes, the window of
-// answers, the rate limit, and the contexts (stopCtx ends reading, workCtx
+// answers, and the contexts (stopCtx ends reading, workCtx
 // outlives a Ctrl-C so that no transaction is cut in half).
 type runPipeline struct {
 	r       *Resolver
 	classes map[string]classInfo
 	win     *window
-	limit   *limiter
 	stopCtx context.Context
 	workCtx context.Context
 	fail    func(error)
@@ -295,7 +353,7 @@ func (p *runPipeline) startLookups(concurrency, batchSize int) (send func(job) b
 		go func() {
 			defer p.workers.Done()
 			for b := range batches {
-				if p.stopCtx.Err() != nil || !p.limit.wait(p.stopCtx, len(b)) {
+				if p.stopCtx.Err() != nil || !p.r.lookups.wait(p.stopCtx, len(b)) {
 					for _, j := range b {
 						p.win.done(j.pos, Result{skipped: true})
 					}
@@ -340,7 +398,7 @@ func (p *runPipeline) startWorkers(concurrency int, seed maphash.Seed) (send fun
 					}
 				}
 				if len(valid) > 0 {
-					p.r.runGroup(p.workCtx, p.stopCtx, valid, &ahead, p.limit, p.win, p.fail, &p.unknown)
+					p.r.runGroup(p.workCtx, p.stopCtx, valid, &ahead, p.win, p.fail, &p.unknown)
 				}
 				if !more {
 					return
@@ -424,6 +482,7 @@ func (r *Resolver) prepare(j *job, classes map[string]classInfo, win *window) bo
 		return false
 	}
 	j.p, j.classInfo, j.req = p, info, Request{}
+	j.inputOther = r.input.other(p.TenantID, p.OperationID, p.Hash, p.Class)
 	if r.DryRun {
 		j.p.Payload, j.p.Canonical, j.p.Transport = nil, nil, nil
 	}

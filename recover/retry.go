@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -96,6 +97,9 @@ type backoff struct {
 	since  time.Time
 	next   time.Duration
 	lost   int // attempts that failed on the connection
+	// down, when set, is marked with the time of the first failure of an
+	// outage (Resolver.Outage).
+	down *atomic.Int64
 }
 
 // again waits before another attempt after err, a connection failure. It
@@ -103,6 +107,9 @@ type backoff struct {
 // the run stops while waiting.
 func (b *backoff) again(err error, stop <-chan struct{}) error {
 	now := time.Now()
+	if b.down != nil {
+		b.down.CompareAndSwap(0, now.UnixNano())
+	}
 	if b.since.IsZero() {
 		b.since, b.next = now, retryFirst
 	}

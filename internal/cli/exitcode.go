@@ -22,7 +22,7 @@ const (
 	ExitConflict   = 3 // at least one conflict (quarantined)
 	ExitNotPrimary = 4 // refused: the server is a standby or the session is read-only
 	ExitInvalid    = 5 // invalid input or data, or a rule refused it (nothing written for it)
-	ExitPending    = 6 // re-driven through a stream, not recorded yet: run it again later
+	ExitPending    = 6 // re-driven, not recorded yet (a stream, or the service asked to wait): run it again later
 	ExitNotFound   = 7 // the record, plan, correction, source or identity named does not exist
 	ExitSchema     = 8 // schema idem is missing, older or newer than this binary
 )
@@ -35,7 +35,7 @@ var exitMeaning = map[int]string{
 	ExitConflict:   "at least one conflict (the request was quarantined, nothing ran)",
 	ExitNotPrimary: "refused: the server is a standby or the session is read-only (nothing written)",
 	ExitInvalid:    "invalid input or data, or refused by a rule (nothing was written for it)",
-	ExitPending:    "pending: re-driven through a stream and not recorded yet (run it again later)",
+	ExitPending:    "pending: re-driven and not recorded yet, through a stream or by a service that asked to wait (run it again later)",
 	ExitNotFound:   "not found: the record, plan, correction, source or identity named does not exist",
 	ExitSchema:     "schema idem is missing, older or newer than this binary (the message says what to run)",
 }

@@ -34,6 +34,35 @@ type progressBar struct {
 	done     chan struct{}
 	width    int  // of the last line drawn, to clear it
 	lines    bool // one line per interval, no bar, no carriage return
+
+	// status, when set, says what holds the run up ("reconnecting ..."),
+	// shown after the counts; "" when nothing does.
+	status func() string
+	// samples are the counts of the last recentWindow, for the recent rate.
+	samples []progressSample
+}
+
+// progressSample is a count at a moment of the run.
+type progressSample struct {
+	at   time.Duration
+	done int64
+}
+
+// recentWindow is how far back the rate shown looks: long enough to be
+// steady, short enough that a run that stalls shows it within seconds.
+const recentWindow = 10 * time.Second
+
+// recentRate is the rate over the last recentWindow, counting this sample.
+func (p *progressBar) recentRate(done int64, elapsed time.Duration) float64 {
+	p.samples = append(p.samples, progressSample{at: elapsed, done: done})
+	for len(p.samples) > 2 && elapsed-p.samples[1].at >= recentWindow {
+		p.samples = p.samples[1:]
+	}
+	first := p.samples[0]
+	if dt := (elapsed - first.at).Seconds(); dt > 0 {
+		return float64(done-first.done) / dt
+	}
+	return 0
 }
 
 // DefaultProgressInterval is how often a run without a terminal logs its
@@ -44,7 +73,14 @@ const DefaultProgressInterval = 10 * time.Second
 // a terminal, a line every interval otherwise (none when interval is 0).
 // It returns nil when there is none; Stop on nil does nothing.
 func startProgress(ios *IOStreams, label string, total int64, read func() int64, interval time.Duration) *progressBar {
+	return startProgressWith(ios, label, total, read, nil, interval)
+}
+
+// startProgressWith is startProgress with what holds the run up, when
+// something does (status returns "" otherwise).
+func startProgressWith(ios *IOStreams, label string, total int64, read func() int64, status func() string, interval time.Duration) *progressBar {
 	p := newProgressBar(ios.ErrOut, label, total, read)
+	p.status = status
 	if !ios.IsStderrTTY() {
 		if interval <= 0 {
 			return nil
@@ -63,6 +99,7 @@ func newProgressBar(w io.Writer, label string, total int64, read func() int64) *
 // Start draws the bar until Stop.
 func (p *progressBar) Start() {
 	p.start = time.Now()
+	p.samples = []progressSample{{at: 0, done: 0}}
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(p.every)
@@ -93,11 +130,16 @@ func (p *progressBar) Stop() {
 }
 
 func (p *progressBar) draw(now time.Time) {
+	done, elapsed := p.read(), now.Sub(p.start)
+	rate, status := p.recentRate(done, elapsed), ""
+	if p.status != nil {
+		status = p.status()
+	}
 	if p.lines {
-		fmt.Fprintln(p.w, p.renderLine(p.read(), now.Sub(p.start)))
+		fmt.Fprintln(p.w, p.renderLine(done, elapsed, rate, status))
 		return
 	}
-	line := p.render(p.read(), now.Sub(p.start))
+	line := p.render(done, rate, status)
 	pad := ""
 	if n := p.width - len(line); n > 0 {
 		pad = strings.Repeat(" ", n)
@@ -106,12 +148,9 @@ func (p *progressBar) draw(now time.Time) {
 	fmt.Fprint(p.w, "\r"+line+pad)
 }
 
-// render formats one state of the bar; pure, for tests.
-func (p *progressBar) render(done int64, elapsed time.Duration) string {
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(done) / s
-	}
+// render formats one state of the bar: done, the recent rate (per second)
+// and what holds the run up, if anything; pure, for tests.
+func (p *progressBar) render(done int64, rate float64, status string) string {
 	var b strings.Builder
 	b.WriteString(p.label)
 	b.WriteByte(' ')
@@ -130,16 +169,15 @@ func (p *progressBar) render(done int64, elapsed time.Duration) string {
 		}
 		b.WriteString("  ETA " + eta)
 	}
+	if status != "" {
+		b.WriteString("  " + status)
+	}
 	return b.String()
 }
 
 // renderLine is one progress line for a log: label, done/total and percent,
-// rate, elapsed and ETA, without a bar.
-func (p *progressBar) renderLine(done int64, elapsed time.Duration) string {
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(done) / s
-	}
+// recent rate, elapsed and ETA, and what holds the run up, without a bar.
+func (p *progressBar) renderLine(done int64, elapsed time.Duration, rate float64, status string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: progress %s", p.label, humanCount(done))
 	if p.total > 0 {
@@ -148,6 +186,9 @@ func (p *progressBar) renderLine(done int64, elapsed time.Duration) string {
 	fmt.Fprintf(&b, ", %s/s, elapsed %s", humanCount(int64(rate)), formatClock(elapsed))
 	if p.total > 0 && rate > 0 && done <= p.total {
 		fmt.Fprintf(&b, ", ETA %s", formatClock(time.Duration(float64(p.total-done)/rate*float64(time.Second))))
+	}
+	if status != "" {
+		b.WriteString(", " + status)
 	}
 	return b.String()
 }

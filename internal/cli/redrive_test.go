@@ -300,18 +300,22 @@ func TestRedriveConflictDryRunAndRefusal(t *testing.T) {
 	lines := []string{appLine("t1", "op-1", 100), appLine("t1", "op-1", 999), appLine("t1", "op-2", 5)}
 	code, got, _ := w.resolve(lines, "--dry-run")
 	assert.Equal(t, ExitConflict, code)
-	assert.Equal(t, "would_redrive", got["t1/op-1#1"].Outcome)
-	assert.Equal(t, "would_conflict", got["t1/op-1#2"].Outcome)
+	assert.Equal(t, "conflict", got["t1/op-1#1"].Outcome, "the input holds op-1 with two payloads")
+	assert.Equal(t, "conflict", got["t1/op-1#2"].Outcome)
+	assert.Equal(t, "would_redrive", got["t1/op-2"].Outcome)
 	p, _, _ := w.ledger("t1", "op-1")
 	assert.Zero(t, p, "a dry run sends nothing")
 
 	code, got, _ = w.resolve(lines)
 	assert.Equal(t, ExitConflict, code)
-	assert.Equal(t, "applied", got["t1/op-1#1"].Outcome)
-	c := got["t1/op-1#2"]
-	assert.Equal(t, "conflict", c.Outcome)
-	require.NotNil(t, c.QuarantineID)
-	assert.Nil(t, c.Redrive, "a conflict is answered by the primary, nothing is sent")
+	for _, k := range []string{"t1/op-1#1", "t1/op-1#2"} {
+		c := got[k]
+		assert.Equal(t, "conflict", c.Outcome, k)
+		assert.Nil(t, c.QuarantineID, "%s: the primary holds no payload to quarantine against", k)
+		assert.Nil(t, c.Redrive, "%s: nothing is sent for an identity of two payloads", k)
+	}
+	p, _, _ = w.ledger("t1", "op-1")
+	assert.Zero(t, p, "neither payload applied")
 	assert.Equal(t, "applied", got["t1/op-2"].Outcome)
 
 	_, err := redrive.Set(context.Background(), w.pool, "demo.transfer_app",
@@ -528,16 +532,18 @@ func TestRedriveMixedBatch(t *testing.T) {
 			counts[r.Outcome]++
 		}
 	}
-	assert.Equal(t, 500, counts["conflict"], "%v", counts)
-	assert.Equal(t, distinct, counts["applied"], "%v", counts)
-	assert.Equal(t, 2000+pre, counts["already_applied"], "%v", counts)
+	// The 500 identities the input holds with two payloads are a conflict
+	// on each of their three lines, and none of them is applied.
+	assert.Equal(t, 3*500, counts["conflict"], "%v", counts)
+	assert.Equal(t, distinct-500, counts["applied"], "%v", counts)
+	assert.Equal(t, 2000-500+pre, counts["already_applied"], "%v", counts)
 	var postings, charges, wrong int
 	ctx := context.Background()
 	require.NoError(t, w.pool.QueryRow(ctx, "SELECT count(*) FROM demo.posting").Scan(&postings))
 	require.NoError(t, w.pool.QueryRow(ctx, "SELECT count(*) FROM demo.provider_charge").Scan(&charges))
 	require.NoError(t, w.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT tenant_id, operation_id FROM demo.posting
 		GROUP BY 1, 2 HAVING count(*) <> 1) d`).Scan(&wrong))
-	assert.Equal(t, distinct+pre, postings, "one posting per operation")
-	assert.Equal(t, distinct+pre, charges, "one provider charge per operation")
+	assert.Equal(t, distinct-500+pre, postings, "one posting per operation")
+	assert.Equal(t, distinct-500+pre, charges, "one provider charge per operation")
 	assert.Zero(t, wrong)
 }

@@ -12,8 +12,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -43,9 +45,11 @@ type ResolveOptions struct {
 	Report      string
 	Concurrency int
 	MaxRate     float64
-	BatchSize   int
-	Limits      idem.PayloadLimits
-	Operator    string
+	// MaxLookupRate caps the identities looked up per second.
+	MaxLookupRate float64
+	BatchSize     int
+	Limits        idem.PayloadLimits
+	Operator      string
 	// RetryFor is how long an operation caught in a connection failure is
 	// retried before the run stops as unreachable.
 	RetryFor time.Duration
@@ -81,8 +85,8 @@ happened) a safe and final answer, with its original payload:
   4. if it exists with another hash: conflict, nothing runs, the request is
      quarantined (its quarantine id is reported).
 
-One operation from flags, or a batch from --file: NDJSON ("-" for stdin), one
-operation a line, read as a stream:
+One operation from flags, or a batch from --file: NDJSON ("-" for stdin, read
+to its end first), one operation a line:
   {"tenant": "...", "operation_id": "...", "class": "...", "payload": {...}, "transport": {...}}
 (transport optional; "first_attempt_at", an RFC 3339 time, says when the
 operation was first attempted: after a failover, an identity absent on the
@@ -90,9 +94,14 @@ primary whose first attempt predates the primary's promotion is noted "may have
 been acknowledged and lost in the failover at T", docs/resolve-failover.md). A
 bad line is answered "invalid" with the reason and the batch goes on.
 
-Lines of the same identity run in file order, one after the other: the first
-applies, a later one with the same payload is already_applied, one with another
-payload is a conflict.
+Lines of the same identity and payload run in file order, one after the
+other: the first applies, a later one is already_applied. An input that holds
+one identity with two payloads does not say which is true, so none of them is
+applied: every line of that identity is a conflict ("the input holds this
+identity with another payload at line N"), nothing is sent for it, and the
+exit code is 3; when the primary already holds the identity, each line is
+answered against the primary as usual (already_applied, or conflict and
+quarantined). The whole input is read once before the run to find them.
 
 A class re-driven through its service (idemctl class set --redrive) is sent
 only to servers on the re-drive allow-list as it stands when the run first
@@ -106,10 +115,13 @@ Outcomes: applied, already_applied, conflict, purged, invalid (the line is bad,
 nothing written), error (not settled: the error says why; an effect that failed
 was rolled back and wrote nothing). --dry-run checks steps 1, 2 and 4 with
 batched read-only lookups and writes nothing: already_applied, would_apply,
-would_conflict, invalid, error (a dry run does not fetch saved responses). A
-dry run answers a later line of an identity it found absent as the real run
-would: already_applied (same payload) or would_conflict, with a note naming
-the earlier line.
+would_redrive, would_conflict, conflict (the input's own), invalid, error (a
+dry run does not fetch saved responses). It predicts exactly what the real run
+answers each line, would_* standing for what the real run writes, except that
+a prediction marked "conditional" (would_apply, would_redrive, and
+already_applied for a later line of the same identity and payload, with a note
+naming the earlier line) holds unless the operation's own effect refuses it,
+when the real run answers error and writes nothing.
 
 A connection that breaks (a failover, a restart, a killed backend) never turns
 into an "error" line: the operation may have committed, so it is settled again
@@ -126,8 +138,19 @@ class, outcome, response, stored_hash, incoming_hash, quarantine_id, error, and
 note when there is one). --report FILE writes the JSON lines to a file as well;
 it is created only once the database has passed the primary check, and never
 over an existing file unless --overwrite is given (a report is evidence).
+--max-rate N protects a busy primary: every executor call (retries
+included) and every request to a class's service is spaced 1/N s apart, so
+that no one-second window, sliding, holds more than N of them (timing may add
+a burst of at most N/10, rounded down). Lookups, which send no operation,
+are capped by --max-lookup-rate (identities a second, in bursts of up to one
+second's worth; a dry run takes --max-rate when it is not given); the reads
+that verify a re-drive after each request are not capped.
+
 A progress bar goes to stderr when it is a terminal; without one, a progress
-line every --progress-interval (10s; 0 for none). If results cannot be
+line every --progress-interval (10s; 0 for none). Both count the lines
+answered (blank lines are not counted), show the rate of the last 10 seconds,
+and say "reconnecting (down 8s, retrying until 20s)" while the database does
+not answer. If results cannot be
 written (a closed pipe, a full disk), the run stops reading, what is in flight
 finishes and is counted, the run is recorded, and exit code 1 names the error.
 
@@ -136,8 +159,7 @@ never half, and the summary so far is printed. Running the same file again is
 safe: what was applied is reported already_applied. Each run is recorded in the
 audit log twice: resolve.start before it reads anything (so that a run an
 outage cuts short still leaves a trace) and resolve.run at its end (operator,
-database clock, counts), both naming the input by path and SHA-256 (stdin's
-is known once read to its end).
+database clock, counts), both naming the input by path and SHA-256.
 
 Exit codes: 0 every operation converged (applied, already_applied, purged, or
 would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
@@ -155,6 +177,9 @@ by an unreachable database or a failed write of its results.`,
 
   # settle the batch gently on a busy primary, keep a JSON report
   idemctl resolve --file ambiguous.ndjson --concurrency 2 --max-rate 200 --report resolve-report.ndjson
+
+  # at most 40 operations in any second, and 2,000 identities looked up a second
+  idemctl resolve --file ambiguous.ndjson --max-rate 40 --max-lookup-rate 2000
 
   # from a pipe, JSON lines out; conflicts only
   zcat ambiguous.ndjson.gz | idemctl resolve --file - -o json | jq 'select(.outcome == "conflict")'
@@ -191,7 +216,8 @@ by an unreachable database or a failed write of its results.`,
 	fl.StringVar(&opts.Report, "report", "", "also write the JSON lines to this file (a new file unless --overwrite)")
 	fl.BoolVar(&opts.OverwriteReport, "overwrite", false, "let --report replace an existing file")
 	fl.IntVar(&opts.Concurrency, "concurrency", recovery.DefaultConcurrency, "operations (dry run: lookup batches) in flight, one connection each")
-	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations per second (0: no limit)")
+	fl.Float64Var(&opts.MaxRate, "max-rate", 0, "at most this many operations (executor calls, service requests) in any one-second window, spaced evenly (0: no limit)")
+	fl.Float64Var(&opts.MaxLookupRate, "max-lookup-rate", 0, "at most this many identities looked up per second (0: no limit; a dry run takes --max-rate)")
 	fl.IntVar(&opts.BatchSize, "batch-size", recovery.DefaultBatchSize, "identities per dry-run lookup round trip")
 	fl.IntVar(&opts.Limits.MaxBytes, "max-bytes", idem.DefaultMaxPayloadBytes, "largest payload accepted, in bytes")
 	fl.IntVar(&opts.Limits.MaxDepth, "max-depth", idem.DefaultMaxDepth, "deepest payload nesting accepted")
@@ -231,8 +257,8 @@ func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport strin
 	if opts.Concurrency < 1 || opts.Concurrency > 64 {
 		return usageErr("--concurrency must be between 1 and 64")
 	}
-	if opts.MaxRate < 0 {
-		return usageErr("--max-rate must be positive (0: no limit)")
+	if opts.MaxRate < 0 || opts.MaxLookupRate < 0 {
+		return usageErr("--max-rate and --max-lookup-rate must be positive (0: no limit)")
 	}
 	if opts.BatchSize < 1 || opts.BatchSize > 100000 {
 		return usageErr("--batch-size must be between 1 and 100000")
@@ -299,6 +325,12 @@ type resolveRecord struct {
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
 	Note         string          `json:"note,omitempty"`
+	// Conditional (dry run): the prediction holds unless the operation's own
+	// effect refuses it (then error, nothing written).
+	Conditional bool `json:"conditional,omitempty"`
+	// Changes are the values that differ from the stored payload (a
+	// conflict of a real run).
+	Changes []recovery.Change `json:"changes,omitempty"`
 	// Redrive is what was sent to the class's service, when it was re-driven.
 	Redrive *recovery.RedriveTrace `json:"redrive,omitempty"`
 }
@@ -306,7 +338,8 @@ type resolveRecord struct {
 func newResolveRecord(r recovery.Result) resolveRecord {
 	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
-		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive}
+		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive,
+		Conditional: r.Conditional, Changes: r.Changes}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
 	}
@@ -371,14 +404,16 @@ func openResolveInput(opts *ResolveOptions) (resolveInput, error) {
 	switch {
 	case opts.File == "":
 		in.src = recovery.Single(opts.Request)
-	case opts.File == "-":
-		in.name = "stdin"
-		h := sha256.New()
-		in.src = recovery.NDJSON(io.TeeReader(opts.IO.In, h), maxLine)
-		in.sha256 = func() string { return hex.EncodeToString(h.Sum(nil)) }
 	default:
 		in.name = opts.File
-		file, err := os.Open(opts.File)
+		var file *os.File
+		var err error
+		if opts.File == "-" {
+			in.name = "stdin"
+			file, err = spoolStdin(opts.IO.In)
+		} else {
+			file, err = os.Open(opts.File)
+		}
 		if err != nil {
 			return in, withCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
@@ -444,18 +479,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	record, recordStart := opts.RecordRun, func() error { return nil }
 	if record == nil {
 		record = func(ctx context.Context, s recovery.RunSummary) error {
-			if !s.Interrupted || opts.File != "-" {
-				s.InputSHA256 = inputSHA()
-			}
+			s.InputSHA256 = inputSHA()
 			return recovery.AuditRun(ctx, pool, s)
 		}
 		recordStart = func() error {
-			sum := ""
-			if opts.File != "-" { // stdin's digest is known at the end only
-				sum = inputSHA()
-			}
 			err := recovery.AuditRunStart(ctx, pool, recovery.RunSummary{Operator: opts.Operator, Source: sourceName,
-				DryRun: opts.DryRun, InputSHA256: sum})
+				DryRun: opts.DryRun, InputSHA256: inputSHA()})
 			if err != nil {
 				return fmt.Errorf("record the run's start in the audit log: %w", err)
 			}
@@ -469,7 +498,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		return startReport()
 	}
 	r := &recovery.Resolver{Pool: pool, Config: recovery.Config{
-		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, DryRun: opts.DryRun,
+		Limits: opts.Limits, Concurrency: opts.Concurrency, MaxRate: opts.MaxRate, MaxLookupRate: opts.MaxLookupRate, DryRun: opts.DryRun,
 		BatchSize: opts.BatchSize, Operator: opts.Operator, Source: sourceName, RecordRun: record,
 		RetryFor: opts.RetryFor, Started: started, Flush: closeSinks,
 		Credentials: redrive.Credentials{Dir: opts.CredentialDir},
@@ -501,7 +530,12 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 
 	var bar *progressBar
 	if !single {
-		bar = startProgress(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, opts.ProgressInterval)
+		bar = startProgressWith(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, func() string {
+			if down, since, budget := r.Outage(); down {
+				return fmt.Sprintf("reconnecting (down %s, retrying until %s)", since.Round(time.Second), budget)
+			}
+			return ""
+		}, opts.ProgressInterval)
 	}
 	sum, runErr := r.Run(ctx, src, emit)
 	bar.Stop()
@@ -521,7 +555,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 				return err
 			}
 		} else if !single {
-			if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention); err != nil {
+			if err := printResolveSummary(opts.IO.Out, sum, attention, moreAttention, opts.Report); err != nil {
 				return err
 			}
 		}
@@ -635,7 +669,7 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Applied:        "was absent; applied now, once",
 	recovery.WouldApply:     "absent; a real run would apply it",
 	recovery.WouldRedrive:   "absent; a real run would send it to its class's service (nothing sent)",
-	recovery.Pending:        "sent to its service's stream, not recorded yet: run it again later",
+	recovery.Pending:        "sent to its service (its stream, or it asked to wait), not recorded yet: run it again later",
 	recovery.Purged:         "purged under a proven replay horizon",
 	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
 	recovery.WouldConflict:  "another payload under this identity; a real run would quarantine it",
@@ -643,7 +677,7 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Failed:         "not settled; the error says why (a failed effect wrote nothing)",
 }
 
-func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int) error {
+func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int, report string) error {
 	var rows [][]string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
@@ -661,13 +695,17 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 	fmt.Fprintln(w, "Needs attention:")
 	rows = rows[:0]
 	for _, r := range attention {
-		rows = append(rows, []string{fmt.Sprint(r.Line), r.Tenant, r.OperationID, string(r.Outcome), attentionDetail(r)})
+		rows = append(rows, []string{fmt.Sprint(r.Line), escapeControl(r.Tenant), escapeControl(r.OperationID), string(r.Outcome), attentionDetail(r)})
 	}
 	if err := printTable(w, []string{"line", "tenant", "operation_id", "outcome", "detail"}, rows); err != nil {
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
+		if report != "" {
+			fmt.Fprintf(w, "... and %s more: every row is in %s.\n", humanCount(int64(more)), report)
+		} else {
+			fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
+		}
 	}
 	return nil
 }
@@ -679,6 +717,9 @@ func attentionDetail(r recovery.Result) string {
 			return r.Note
 		}
 		d := "stored " + shortHash(r.StoredHash) + ", incoming " + shortHash(r.IncomingHash)
+		if len(r.Changes) > 0 {
+			d = describeChanges(r.Changes)
+		}
 		if r.StoredClass != "" {
 			d = "stored class " + r.StoredClass + ", " + d
 		}
@@ -697,6 +738,59 @@ func attentionDetail(r recovery.Result) string {
 	return ""
 }
 
+// maxChangesShown is how many changed values a conflict's row names.
+const maxChangesShown = 3
+
+// describeChanges names the values that changed, "/amount 1101 -> 2101",
+// at most maxChangesShown, then "+N more".
+func describeChanges(changes []recovery.Change) string {
+	var parts []string
+	for i, c := range changes {
+		if i == maxChangesShown {
+			parts = append(parts, fmt.Sprintf("+%d more", len(changes)-maxChangesShown))
+			break
+		}
+		ptr := c.Pointer
+		if ptr == "" {
+			ptr = "(whole payload)"
+		}
+		parts = append(parts, escapeControl(ptr)+" "+changeValue(c.Stored)+" -> "+changeValue(c.Incoming))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changeValue is one side of a change, compact, cut to 40 characters.
+func changeValue(v json.RawMessage) string {
+	var b bytes.Buffer
+	if len(v) == 0 || json.Compact(&b, v) != nil {
+		return "null"
+	}
+	s := []rune(escapeControl(b.String()))
+	if len(s) > 40 {
+		return string(s[:39]) + "…"
+	}
+	return string(s)
+}
+
+// escapeControl writes the control characters of s as Go escapes (\t,
+// \x1b, \u0085), so that an id holding one cannot move the cursor or break
+// a table's columns, which are measured after.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 func shortHash(h string) string {
 	if len(h) > len(idem.HashPrefix)+12 {
 		return h[:len(idem.HashPrefix)+12] + "…"
@@ -707,8 +801,8 @@ func shortHash(h string) string {
 func printResolveResult(w io.Writer, r recovery.Result) error {
 	rows := [][]string{
 		{"outcome", string(r.Outcome)},
-		{"tenant", r.Tenant},
-		{"operation_id", r.OperationID},
+		{"tenant", escapeControl(r.Tenant)},
+		{"operation_id", escapeControl(r.OperationID)},
 		{"class", r.Class},
 		{"response", orDash(string(r.Response))},
 		{"incoming_hash", orDash(r.IncomingHash)},
@@ -719,6 +813,9 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	}
 	if r.QuarantineID != 0 {
 		rows = append(rows, []string{"quarantine_id", fmt.Sprint(r.QuarantineID)})
+	}
+	if len(r.Changes) > 0 {
+		rows = append(rows, []string{"changed", describeChanges(r.Changes)})
 	}
 	if r.Err != nil {
 		rows = append(rows, []string{"error", oneLine(r.Err.Error())})
@@ -737,33 +834,55 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 }
 
 // digestFile reads an input file once, before the run: its number of lines
-// (the progress total; a last line without a newline counts) and its
-// SHA-256 (hex), then rewinds it.
+// that are not blank (the progress total: a run skips blank lines, and
+// answers every other one) and its SHA-256 (hex), then rewinds it.
 func digestFile(file *os.File) (lines int64, sum string, err error) {
 	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	var last byte = '\n'
+	r := bufio.NewReaderSize(io.TeeReader(file, h), 1<<20)
+	blank := true // the line read so far holds only white space
 	for {
-		k, rerr := file.Read(buf)
-		h.Write(buf[:k])
-		lines += int64(bytes.Count(buf[:k], []byte{'\n'}))
-		if k > 0 {
-			last = buf[k-1]
+		chunk, rerr := r.ReadSlice('\n')
+		if len(bytes.TrimSpace(chunk)) > 0 {
+			blank = false
+		}
+		ended := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if ended || (rerr == io.EOF && len(chunk) > 0) {
+			if !blank {
+				lines++
+			}
+			blank = true
 		}
 		if rerr == io.EOF {
 			break
 		}
-		if rerr != nil {
+		if rerr != nil && rerr != bufio.ErrBufferFull {
 			return 0, "", rerr
 		}
-	}
-	if last != '\n' {
-		lines++
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
 		return 0, "", err
 	}
 	return lines, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// spoolStdin copies stdin to a temporary file (removed at once: it lives
+// while open), since a run reads its input twice: once to find the
+// identities it holds with two payloads, once to answer them.
+func spoolStdin(in io.Reader) (*os.File, error) {
+	file, err := os.CreateTemp("", "idemctl-resolve-*.ndjson")
+	if err != nil {
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	_ = os.Remove(file.Name())
+	if _, err := io.Copy(file, in); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	return file, nil
 }
 
 // createReport creates the --report file; an existing file is kept unless

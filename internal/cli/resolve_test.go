@@ -518,10 +518,14 @@ func TestResolveSIGINTThenRerun(t *testing.T) {
 func TestProgressBarRender(t *testing.T) {
 	t.Parallel()
 	p := newProgressBar(nil, "resolve", 200_000, nil)
-	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  10,000/s  ETA 00:10", p.render(100_000, 10*time.Second))
-	assert.Equal(t, "resolve [                        ] 0/200,000   0%  0/s  ETA --:--", p.render(0, 0))
+	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  10,000/s  ETA 00:10", p.render(100_000, 10_000, ""))
+	assert.Equal(t, "resolve [                        ] 0/200,000   0%  0/s  ETA --:--", p.render(0, 0, ""))
+	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  0/s  ETA --:--  reconnecting (down 8s, retrying until 20s)",
+		p.render(100_000, 0, "reconnecting (down 8s, retrying until 20s)"))
+	assert.Equal(t, "resolve: progress 100,000/200,000 (50%), 0/s, elapsed 00:30, reconnecting (down 8s, retrying until 20s)",
+		p.renderLine(100_000, 30*time.Second, 0, "reconnecting (down 8s, retrying until 20s)"))
 	unknown := newProgressBar(nil, "resolve", 0, nil)
-	assert.Equal(t, "resolve 1,234,567  123,456/s", unknown.render(1_234_567, 10*time.Second))
+	assert.Equal(t, "resolve 1,234,567  123,456/s", unknown.render(1_234_567, 123_456, ""))
 	assert.Equal(t, "1:01:01", formatClock(time.Hour+time.Minute+time.Second))
 }
 

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+	recovery "github.com/idemctl/idemctl/recover"
+)
+
+func sayLine(tenant, op, from, to string, amount int, currency string) string {
+	return fmt.Sprintf(`{"tenant":%q,"operation_id":%q,"class":"demo.transfer","payload":{"from":%q,"to":%q,"amount":%d,"currency":%q}}`,
+		tenant, op, from, to, amount, currency)
+}
+
+// A conflict names the values that changed, not the hashes: at most three,
+// then "+N more", in the table; every one in the JSON line (pointer, stored,
+// incoming). An id holding a control character is escaped, so that it cannot
+// break the table.
+func TestResolveConflictShowsWhatChanged(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.ndjson")
+	require.NoError(t, os.WriteFile(first, []byte(sayLine("shop", "pay-1", "alice", "bob", 1101, "EUR")+"\n"+
+		sayLine("shop", "pay-2", "alice", "bob", 5, "EUR")+"\n"), 0o600))
+	code, _, errOut := run(t, dsn, "", "resolve", "--file", first)
+	require.Equal(t, ExitOK, code, errOut)
+
+	again := filepath.Join(dir, "again.ndjson")
+	require.NoError(t, os.WriteFile(again, []byte(sayLine("shop", "pay-1", "alice", "bob", 2101, "EUR")+"\n"+
+		sayLine("shop", "pay-2", "carol", "dave", 6, "USD")+"\n"+
+		`{"tenant":"sh\u001bop","operation_id":"x\ty","class":"demo.transfer"}`+"\n"), 0o600))
+	code, out, errOut := runTTY(t, dsn, "", "resolve", "--file", again, "-o", "wide")
+	require.Equal(t, ExitConflict, code, errOut)
+	assert.Contains(t, out, "/amount 1101 -> 2101")
+	assert.Contains(t, out, `/amount 5 -> 6, /currency "EUR" -> "USD", /from "alice" -> "carol", +1 more`)
+	assert.NotContains(t, out, "jcs-sha256:", "the changes, not the hashes")
+	assert.NotContains(t, out, "\x1b")
+	assert.NotContains(t, out, "x\ty")
+	assert.Contains(t, out, `sh\x1bop`)
+	assert.Contains(t, out, `x\ty`)
+	var width int
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, `sh\x1bop`) {
+			width = len([]rune(l))
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "pay-1") {
+			assert.Equal(t, width, len([]rune(l)), "the escaped id keeps the columns:\n%s", out)
+		}
+	}
+
+	code, out, errOut = run(t, dsn, "", "resolve", "--file", again, "-o", "json")
+	require.Equal(t, ExitConflict, code, errOut)
+	var rec struct {
+		Changes []recovery.Change `json:"changes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.Split(out, "\n")[1]), &rec))
+	require.Len(t, rec.Changes, 4)
+	assert.Equal(t, "/to", rec.Changes[3].Pointer)
+	assert.JSONEq(t, `"bob"`, string(rec.Changes[3].Stored))
+	assert.JSONEq(t, `"dave"`, string(rec.Changes[3].Incoming))
+}
+
+// The input holds one identity with two payloads: every line of it is a
+// conflict naming the other line, nothing is written, exit 3; the dry run
+// says the same.
+func TestResolveInputWithTwoPayloadsAppliesNeither(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	file := filepath.Join(t.TempDir(), "batch.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(sayLine("shop", "pay-1", "a", "a", 100, "EUR")+"\n"+
+		sayLine("shop", "pay-1", "a", "b", 9999, "EUR")+"\n"), 0o600))
+	for _, dry := range []bool{true, false} {
+		args := []string{"resolve", "--file", file, "-o", "json"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		code, out, errOut := run(t, dsn, "", args...)
+		require.Equal(t, ExitConflict, code, errOut)
+		recs := rsvJSON(t, out)
+		require.Len(t, recs, 2)
+		assert.Equal(t, "conflict", recs[0]["outcome"])
+		assert.Equal(t, "conflict", recs[1]["outcome"])
+		assert.Contains(t, recs[0]["note"], "another payload at line 2")
+		assert.Contains(t, recs[1]["note"], "another payload at line 1")
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT (SELECT count(*) FROM idem.inbox) + (SELECT count(*) FROM demo.posting) + (SELECT count(*) FROM idem.quarantine)").Scan(&n))
+	assert.Zero(t, n, "nothing sent")
+
+	// From stdin, the same.
+	in, err := os.ReadFile(file)
+	require.NoError(t, err)
+	code, out, errOut := run(t, dsn, string(in), "resolve", "--file", "-", "-o", "json")
+	require.Equal(t, ExitConflict, code, errOut)
+	assert.Equal(t, 2, strings.Count(out, `"outcome":"conflict"`))
+}
+
+// The summary names the --report file for the rows it does not show, and
+// the progress total does not count blank lines.
+func TestResolveSummaryAndProgressTotal(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	dir := t.TempDir()
+	var in strings.Builder
+	for i := range maxAttentionRows + 3 {
+		fmt.Fprintf(&in, "%s\n\n  \n", sayLine("shop", fmt.Sprint("bad-", i), "a", "a", 1, "EUR")) // each fails
+	}
+	file := filepath.Join(dir, "batch.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(in.String()), 0o600))
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	lines, _, err := digestFile(f)
+	require.NoError(t, err)
+	assert.Equal(t, int64(maxAttentionRows+3), lines, "blank lines are not counted")
+
+	report := filepath.Join(dir, "report.ndjson")
+	code, out, errOut := runTTY(t, dsn, "", "resolve", "--file", file, "--report", report)
+	require.Equal(t, ExitInvalid, code, errOut)
+	assert.Contains(t, out, "... and 3 more: every row is in "+report)
+	assert.NotContains(t, out, "--report FILE")
+	code, out, _ = runTTY(t, dsn, "", "resolve", "--file", file)
+	require.Equal(t, ExitInvalid, code)
+	assert.Contains(t, out, "use -o json or --report FILE")
+}
