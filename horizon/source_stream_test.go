@@ -208,7 +208,7 @@ func TestKafkaSource(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "kafka-bound").Verdict)
 	assert.EqualValues(t, 3, evidenceOf(t, rep, "kafka-enum").Pinned)
-	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "kafka-bound", "alice"))
+	f.removeSource("kafka-bound")
 	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, p.Pinned)
