@@ -211,6 +211,8 @@ func TestKafkaSource(t *testing.T) {
 	f.removeSource("kafka-bound")
 	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
+	require.Len(t, p.RemovedSources, 1, "the plan shows the source removed since the class's last purge")
+	assert.Equal(t, "kafka-bound", p.RemovedSources[0].Target)
 	assert.EqualValues(t, 3, p.Pinned)
 	assert.EqualValues(t, 7, p.Candidates)
 

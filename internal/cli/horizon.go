@@ -556,6 +556,16 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 	if p.AbortReason != "" {
 		rows = append(rows, []string{"aborted", p.AbortReason})
 	}
+	removed := "none since the class's last purge"
+	if len(p.RemovedSources) > 0 {
+		var names []string
+		for _, c := range p.RemovedSources {
+			names = append(names, fmt.Sprintf("%s (change %d, planned by %s, approved by %s)", c.Target, c.ID,
+				personLogin(c.PlannedPerson, c.PlannedDBUser), personLogin(deref(c.ApprovedPerson), deref(c.ApprovedDBUser))))
+		}
+		removed = strings.Join(names, "; ")
+	}
+	rows = append(rows, []string{"sources removed", removed})
 	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
