@@ -54,7 +54,7 @@ CREATE INDEX governed_change_target_idx ON idem.governed_change (kind, target, i
 CREATE TABLE idem.bulk_preview (
     token      text PRIMARY KEY CHECK (token ~ '^pv-[0-9a-f]{32}$'),
     action     text NOT NULL CHECK (action IN ('reject', 'accept')),
-    ids        bigint[] NOT NULL CHECK (cardinality(ids) BETWEEN 1 AND 10000),
+    ids        bigint[] NOT NULL CHECK (cardinality(ids) BETWEEN 1 AND 1000000),
     selection  jsonb NOT NULL,
     person     text NOT NULL,
     db_user    text NOT NULL,
