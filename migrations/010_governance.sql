@@ -111,7 +111,8 @@ CREATE TABLE idem.entry_plan (
 -- entry_item: one identity of an entry plan, with its canonical payload
 -- (the text its hash was computed over), the response in the service's own
 -- shape and the evidence (e.g. the provider's reference). outcome is set by
--- the run: entered, or left alone (the identity appeared meanwhile).
+-- the run: entered; exists (the identity appeared meanwhile: left alone);
+-- refused (a claim on it was pending or a quarantine record of it open).
 CREATE TABLE idem.entry_item (
     plan_id      bigint NOT NULL REFERENCES idem.entry_plan (id),
     seq          integer NOT NULL CHECK (seq >= 1),
@@ -123,7 +124,7 @@ CREATE TABLE idem.entry_item (
     response     jsonb NOT NULL,
     evidence     text NOT NULL CHECK (btrim(evidence) <> '' AND octet_length(evidence) <= 1024
                                       AND evidence !~ '[\x01-\x1f\x7f-\x9f]'),
-    outcome      text CHECK (outcome IN ('entered', 'exists')),
+    outcome      text CHECK (outcome IN ('entered', 'exists', 'refused')),
     PRIMARY KEY (plan_id, seq),
     UNIQUE (plan_id, tenant_id, operation_id)
 );
