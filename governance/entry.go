@@ -127,3 +127,20 @@ func EntryOutcomes(ctx context.Context, db DBTX, id int64) (map[string]string, e
 	_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil })
 	return out, err
 }
+
+// Origin says how an identity entered the inbox: "executed" (its effect
+// ran), or "recorded by hand" / "imported" with the entry plan and the two
+// persons. Empty when there is no such identity.
+func Origin(ctx context.Context, db DBTX, tenant, operation string) (string, error) {
+	var origin string
+	err := db.QueryRow(ctx, `SELECT CASE WHEN i.entry_plan IS NULL THEN 'executed'
+			ELSE format('%s under entry plan %s: planned by %s (%s), approved by %s (%s)',
+			            CASE p.kind WHEN 'import' THEN 'imported' ELSE 'recorded by hand' END, p.id,
+			            p.planned_person, p.planned_db_user, p.approved_person, p.approved_db_user) END
+		FROM idem.identity i LEFT JOIN idem.entry_plan p ON p.id = i.entry_plan
+		WHERE i.tenant_id = $1 AND i.operation_id = $2`, tenant, operation).Scan(&origin)
+	if err == pgx.ErrNoRows {
+		return "", nil
+	}
+	return origin, err
+}

@@ -182,6 +182,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 	ro := readOnly(t, fx.dsn)
 	roSuper := readOnly(t, dbtest.As(fx.dsn, dbtest.Superuser))
 	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "none.ndjson"), []byte(`{"tenant_id":"t","operation_id":"o","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"e"}`+"\n"), 0o644))
 	args := map[string][]string{
 		"demo init":                {"demo", "init"},
 		"demo run":                 {"demo", "run"},
@@ -196,6 +197,9 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"horizon source remove":    {"horizon", "source", "remove", "arch", "--reason", "x"},
 		"change approve":           {"change", "approve", "1"},
 		"change abort":             {"change", "abort", "1", "--reason", "x"},
+		"record plan":              {"record", "plan", "--file", filepath.Join(dir, "none.ndjson"), "--reason", "x"},
+		"record approve":           {"record", "approve", "1"},
+		"record run":               {"record", "run", "1"},
 		"horizon plan":             {"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C"},
 		"horizon approve":          {"horizon", "approve", "1", "--yes"},
 		"horizon cancel":           {"horizon", "cancel", "1", "--reason", "x"},
