@@ -3,7 +3,6 @@ package horizon_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
@@ -60,6 +60,15 @@ func setup(t *testing.T) *fixture {
 	dbtest.RegisterAppClass(t, dsn, projClass, "horizon")
 	f.exec("SELECT idem.inbox_body_ensure(current_date - 20, current_date)")
 	return f
+}
+
+// removeSource removes a replay source: alice plans it, bob approves.
+func (f *fixture) removeSource(name string) {
+	f.t.Helper()
+	c, err := horizon.RemoveSource(f.ctx, f.pool, name, "alice", "retired")
+	require.NoError(f.t, err)
+	_, err = governance.ApproveChange(f.ctx, f.bob, c.ID, "bob")
+	require.NoError(f.t, err)
 }
 
 // exec runs sql as the operator alice.
@@ -702,8 +711,9 @@ func TestSourcesAreAudited(t *testing.T) {
 	assert.Equal(t, "pg", list[1].Name)
 	assert.Equal(t, "IDEMCTL_SOURCE_DLQ_PASSWORD", list[1].Config.PasswordEnv)
 	assert.Equal(t, "alice", list[1].CreatedBy)
-	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"))
-	assert.ErrorIs(t, horizon.RemoveSource(f.ctx, f.pool, "pg", "alice"), horizon.ErrSourceNotFound)
+	f.removeSource("pg")
+	_, err = horizon.RemoveSource(f.ctx, f.pool, "pg", "alice", "gone")
+	assert.ErrorIs(t, err, horizon.ErrSourceNotFound)
 	recs, err := audit.List(f.ctx, f.pool, audit.Filter{Action: "horizon.source"})
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
@@ -712,9 +722,11 @@ func TestSourcesAreAudited(t *testing.T) {
 	for _, r := range recs {
 		assert.NotContains(t, string(r.Details), "hunter2")
 		assert.Contains(t, string(r.Details), "IDEMCTL_SOURCE_DLQ_PASSWORD", "the record says where the password comes from")
-		assert.Equal(t, dbtest.PersonOperator, r.Person)
 	}
-	assert.True(t, errors.Is(horizon.RemoveSource(f.ctx, f.pool, "nope", "alice"), horizon.ErrSourceNotFound))
+	assert.Equal(t, dbtest.PersonOperator2, recs[0].Person, "the approval removes the source")
+	assert.Equal(t, dbtest.PersonOperator, recs[1].Person)
+	_, err = horizon.RemoveSource(f.ctx, f.pool, "nope", "alice", "gone")
+	assert.ErrorIs(t, err, horizon.ErrSourceNotFound)
 	// A service's login cannot manage sources at all.
 	err = horizon.AddSource(f.ctx, f.app, horizon.Source{Name: "app", Kind: horizon.KindArchive, Config: horizon.SourceConfig{Dir: "/x"}}, "svc")
 	assert.Error(t, err)

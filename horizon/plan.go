@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemctl/idemctl/governance"
+
 	"github.com/idemctl/idemctl/idem"
 )
 
@@ -129,6 +131,9 @@ type Plan struct {
 	// ExpiresAt is when the plan can no longer be approved or started (nil:
 	// a plan made before plans expired).
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// RemovedSources are the replay sources removed since the class's last
+	// finished purge before this plan was made: a proof no longer asks them.
+	RemovedSources []governance.Change `json:"removed_sources"`
 }
 
 // Margin returns the plan's safety margin.
@@ -156,6 +161,14 @@ func GetPlan(ctx context.Context, q DBTX, id int64) (Plan, error) {
 	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("read plan %d: %w", id, err)
+	}
+	var since time.Time
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(finished_at), 'epoch') FROM idem.horizon_plan
+		WHERE op_class = $1 AND state = 'done' AND id <> $2 AND finished_at < $3`, p.Class, p.ID, p.PlannedAt).Scan(&since); err != nil {
+		return Plan{}, fmt.Errorf("read plan %d: the class's last purge: %w", id, err)
+	}
+	if p.RemovedSources, err = governance.SourcesRemovedSince(ctx, q, since); err != nil {
+		return Plan{}, fmt.Errorf("read plan %d: sources removed: %w", id, err)
 	}
 	return p, nil
 }

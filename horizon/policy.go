@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/governance"
 )
 
 // Retention says what a purge of a class needs.
@@ -40,6 +42,8 @@ type ClassPolicy struct {
 	MinAge      time.Duration `json:"-"`
 	SQLEffect   bool          `json:"sql_effect"`
 	Description string        `json:"description,omitempty"`
+	// Money is where a money class's amount is; nil: it moves no money.
+	Money *governance.Money `json:"money"`
 }
 
 // MarshalJSON renders min_age in seconds.
@@ -51,13 +55,13 @@ func (p ClassPolicy) MarshalJSON() ([]byte, error) {
 	}{plain(p), p.MinAge.Seconds()})
 }
 
-const classColumns = `name, retention, coalesce(extract(epoch FROM min_age), 0)::float8, effect IS NOT NULL, coalesce(description, '')`
+const classColumns = `name, retention, coalesce(extract(epoch FROM min_age), 0)::float8, effect IS NOT NULL, coalesce(description, ''), money`
 
 func scanClass(row pgx.Row) (ClassPolicy, error) {
 	var p ClassPolicy
 	var ret string
 	var secs float64
-	if err := row.Scan(&p.Name, &ret, &secs, &p.SQLEffect, &p.Description); err != nil {
+	if err := row.Scan(&p.Name, &ret, &secs, &p.SQLEffect, &p.Description, &p.Money); err != nil {
 		return ClassPolicy{}, err
 	}
 	p.Retention = Retention(ret)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/internal/db"
 )
 
@@ -261,21 +262,19 @@ func AddSource(ctx context.Context, pool *pgxpool.Pool, s Source, operator strin
 	return nil
 }
 
-// RemoveSource deletes a source (idem.horizon_source_remove, which writes the
-// audit row).
-func RemoveSource(ctx context.Context, pool *pgxpool.Pool, name, operator string) error {
+// RemoveSource plans removing a source (idem.horizon_source_remove): a
+// purge plan made without it would prove the horizon without it, so another
+// person's approval (governance.ApproveChange) removes it. Returns the
+// planned change.
+func RemoveSource(ctx context.Context, pool *pgxpool.Pool, name, operator, reason string) (governance.Change, error) {
 	if err := checkOperator(operator); err != nil {
-		return err
+		return governance.Change{}, err
 	}
-	_, err := pool.Exec(ctx, "SELECT idem.horizon_source_remove($1, $2)", name, operator)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "IX308" {
-		return fmt.Errorf("%w: %s", ErrSourceNotFound, name)
+	c, err := governance.RemoveSource(ctx, pool, name, operator, reason)
+	if errors.Is(err, governance.ErrSourceNotFound) {
+		return c, fmt.Errorf("%w: %s", ErrSourceNotFound, name)
 	}
-	if err != nil {
-		return fmt.Errorf("remove source %s: %w", name, mapPlanError(err))
-	}
-	return nil
+	return c, err
 }
 
 // ListSources returns every source, the built-in manual one first. Configs

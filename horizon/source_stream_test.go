@@ -208,9 +208,11 @@ func TestKafkaSource(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, horizon.VerdictOpen, evidenceOf(t, rep, "kafka-bound").Verdict)
 	assert.EqualValues(t, 3, evidenceOf(t, rep, "kafka-enum").Pinned)
-	require.NoError(t, horizon.RemoveSource(f.ctx, f.pool, "kafka-bound", "alice"))
+	f.removeSource("kafka-bound")
 	p, err := horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: late, Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
+	require.Len(t, p.RemovedSources, 1, "the plan shows the source removed since the class's last purge")
+	assert.Equal(t, "kafka-bound", p.RemovedSources[0].Target)
 	assert.EqualValues(t, 3, p.Pinned)
 	assert.EqualValues(t, 7, p.Candidates)
 

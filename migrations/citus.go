@@ -95,6 +95,10 @@ var citusLayout = []struct{ table, kind string }{
 	{"idem.redrive_host", "local"},
 	{"idem.horizon_enum", "local"},
 	{"idem.database_identity", "local"},
+	{"idem.governed_change", "local"},
+	{"idem.bulk_preview", "local"},
+	{"idem.entry_plan", "local"},
+	{"idem.entry_item", "local"},
 }
 
 // delegatedFunctions run on the node that holds their tenant's shard.

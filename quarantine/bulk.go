@@ -61,6 +61,8 @@ type Preview struct {
 	Sample []Summary `json:"sample"`
 	// Filter is the filter (nil for an explicit list).
 	Filter *Filter `json:"filter,omitempty"`
+	// IDs are the open records counted, the exact set a token stores.
+	IDs []int64 `json:"-"`
 }
 
 // PreviewBulk counts and samples what a bulk decision would decide. It
@@ -92,7 +94,7 @@ func PreviewBulk(ctx context.Context, db idem.DBTX, sel Selection) (Preview, err
 	if len(ids) == 0 {
 		return Preview{}, fmt.Errorf("%w: nothing open matches the filter", ErrNothingToDecide)
 	}
-	p.Open, p.MaxID = int64(len(ids)), ids[len(ids)-1]
+	p.Open, p.MaxID, p.IDs = int64(len(ids)), ids[len(ids)-1], ids
 	f.Limit = SampleSize
 	page, err := List(ctx, db, f)
 	if err != nil {
@@ -128,6 +130,7 @@ func previewIDs(ctx context.Context, db idem.DBTX, ids []int64) (Preview, error)
 		case st == StatusOpen:
 			p.Open++
 			p.MaxID = max(p.MaxID, id)
+			p.IDs = append(p.IDs, id)
 		default:
 			p.Decided++
 		}

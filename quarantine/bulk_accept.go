@@ -40,6 +40,9 @@ var (
 	ErrBadPlan = errors.New("bulk accept-as-new plan refused")
 	// ErrNoPerson: the login maps to no person (IX313).
 	ErrNoPerson = errors.New("this login maps to no person")
+	// ErrNeedsSecondPerson: accepting a record of a money class as new
+	// needs a plan another person approves (IX125); PlanAcceptOne makes it.
+	ErrNeedsSecondPerson = errors.New("a money class: another person must approve")
 )
 
 // MaxAccept is the most records one bulk accept-as-new plan holds.
@@ -123,6 +126,20 @@ func PlanAccept(ctx context.Context, db idem.DBTX, sel Selection, maxID int64, r
 	if err := CheckRule(rule); err != nil {
 		return AcceptPlan{}, err
 	}
+	return planAccept(ctx, db, sel, maxID, rule, max, operator, reason)
+}
+
+// PlanAcceptOne plans accepting one record as new operation newOperationID:
+// the single accept-as-new of a money class, which another person approves
+// (ApproveAccept) before RunAccept runs it.
+func PlanAcceptOne(ctx context.Context, db idem.DBTX, id int64, newOperationID, operator, reason string) (AcceptPlan, error) {
+	if err := checkDecision(operator, reason); err != nil {
+		return AcceptPlan{}, err
+	}
+	return planAccept(ctx, db, Selection{IDs: []int64{id}}, 0, newOperationID, 1, operator, reason)
+}
+
+func planAccept(ctx context.Context, db idem.DBTX, sel Selection, maxID int64, rule string, max int, operator, reason string) (AcceptPlan, error) {
 	if max < 1 || max > MaxAccept {
 		return AcceptPlan{}, fmt.Errorf("%w: --max must be between 1 and %d", ErrBadPlan, MaxAccept)
 	}

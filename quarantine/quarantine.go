@@ -347,6 +347,8 @@ func mapError(err error) error {
 		sentinel = ErrCannotExecute
 	case "IX108":
 		sentinel = ErrInvalidFilter
+	case "IX125":
+		sentinel = ErrNeedsSecondPerson
 	default:
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/redrive"
@@ -30,7 +31,10 @@ needs (idemctl horizon):
            horizon is proven.
 
 --min-age is a floor: nothing younger is ever purged, whatever --before says.
-Every change is recorded in the audit log.`,
+
+--money declares that a class moves money and where its amount is in the
+payload; displays then total amounts per currency, and accept-as-new of it
+needs a second person. Every change is recorded in the audit log.`,
 		Example: `  idemctl class list
   idemctl class set reporting.daily_totals --retention horizon --min-age 30d`,
 	}
@@ -90,13 +94,17 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		if c.SQLEffect {
 			effect = "sql"
 		}
-		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, clipText(c.Description, 60)})
+		money := "-"
+		if c.Money != nil {
+			money = c.Money.String()
+		}
+		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, money, clipText(c.Description, 60)})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
 		return nil
 	}
-	return printTable(opts.IO.Out, []string{"class", "retention", "min age", "effect", "description"}, rows)
+	return printTable(opts.IO.Out, []string{"class", "retention", "min age", "effect", "money", "description"}, rows)
 }
 
 // ClassSetOptions are the flags of `idemctl class set`.
@@ -117,23 +125,35 @@ type ClassSetOptions struct {
 	Redrive              *redrive.Config
 	ClearRedrive         bool
 	DownstreamIdempotent bool
-	f                    *Factory
+	// MoneySet is true when --money was given; Money is then the
+	// declaration (nil: the class moves no money).
+	MoneySet bool
+	Money    *governance.Money
+	f        *Factory
 }
 
 // NewCmdClassSet builds `idemctl class set`.
 func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Command {
 	opts := &ClassSetOptions{IO: f.IO, f: f}
-	var retention, minAge string
+	var retention, minAge, money string
 	var rd redriveFlags
 	cmd := &cobra.Command{
-		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--redrive http|nats ...]",
-		Short: "Set a class's retention and min-age, or its re-drive (audited)",
+		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--money AMOUNT,CURRENCY,UNIT] [--redrive http|nats ...]",
+		Short: "Set a class's retention and min-age, its money declaration or its re-drive (audited)",
 		Long: `Set the retention of an operation class, and optionally its min-age floor
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
 with the policy before and after. It applies to plans made from now on; a purge
 re-reads it and aborts when the class became forever and its plan cites no
 contract. Making a forever class (money) horizon needs --reason, and a
 confirmation: asked on a terminal, --yes without one.
+
+--money /amount,/currency,minor declares that the class moves money: JSON
+Pointers to the amount and the currency in the payload, and whether amounts
+are in minor units (cents) or major ones. Accept-as-new of a money class then
+needs a second person, and approvals show the total per currency. One person
+declares it; changing or removing it (--money none) switches those four eyes
+off, so it needs --reason and plans a change that another person approves
+(idemctl change approve).
 
 --redrive http|nats sets how idemctl resolve re-drives an absent operation of a
 class whose effect lives in a service (step 3 of the protocol): an HTTP
@@ -156,6 +176,8 @@ Exit codes: 2 bad flags, 5 unknown class, invalid policy or re-drive, or a
 host not on the allow-list.`,
 		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
   idemctl class set payments.charge --retention forever
+  idemctl class set payments.charge --money /amount,/currency,minor
+  idemctl class set payments.charge --money none --reason "moved to the ledger service (CHG-301)"
   idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"
   idemctl class set payments.charge --redrive http --url https://payments.internal/v1/charges \
       --header 'Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
@@ -173,8 +195,8 @@ host not on the allow-list.`,
 			case horizon.Forever, horizon.Horizon:
 				opts.Retention = horizon.Retention(retention)
 			case "":
-				if opts.Redrive == nil && !opts.ClearRedrive {
-					return usageErr("--retention or --redrive is required")
+				if opts.Redrive == nil && !opts.ClearRedrive && !cmd.Flags().Changed("money") {
+					return usageErr("--retention, --money or --redrive is required")
 				}
 			default:
 				return usageErr("--retention must be forever or horizon")
@@ -186,6 +208,13 @@ host not on the allow-list.`,
 				}
 				opts.MinAge = &d
 			}
+			if cmd.Flags().Changed("money") {
+				m, err := governance.ParseMoney(money)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				opts.MoneySet, opts.Money = true, m
+			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -196,7 +225,8 @@ host not on the allow-list.`,
 	}
 	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
-	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon)")
+	cmd.Flags().StringVar(&money, "money", "", "the class moves money: AMOUNT_POINTER,CURRENCY_POINTER,minor|major (none: it does not)")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, or to change a money declaration)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon")
 	rd.register(cmd)
 	return cmd
@@ -228,6 +258,11 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 			fmt.Fprintf(opts.IO.Out, "class %s: retention %s, min age %s\n", pol.Name, pol.Retention, formatAge(pol.MinAge))
 		}
 	}
+	if opts.MoneySet {
+		if err := classMoneyRun(ctx, opts, pool); err != nil {
+			return err
+		}
+	}
 	if opts.Redrive == nil && !opts.ClearRedrive {
 		return nil
 	}
@@ -249,6 +284,28 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "class %s: re-driven via %s to %s (downstream idempotent: %v)\n", rc.Class, rc.Redrive.Kind,
 		rc.Redrive.Target(), rc.DownstreamIdempotent)
+	return nil
+}
+
+// classMoneyRun declares (or plans changing) the class's money.
+func classMoneyRun(ctx context.Context, opts *ClassSetOptions, db governance.DBTX) error {
+	res, err := governance.SetMoney(ctx, db, opts.Name, opts.Money, opts.Operator, opts.Reason)
+	if err != nil {
+		return governanceErr(err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, res)
+	}
+	switch {
+	case !res.Applied:
+		fmt.Fprintf(opts.IO.Out, "class %s: changing its money declaration is planned as change %d: another person approves it with idemctl change approve %d\n",
+			opts.Name, res.ChangeID, res.ChangeID)
+	case opts.Money == nil:
+		fmt.Fprintf(opts.IO.Out, "class %s: moves no money\n", opts.Name)
+	default:
+		fmt.Fprintf(opts.IO.Out, "class %s: moves money (amount %s, currency %s, %s units)\n", opts.Name,
+			opts.Money.Amount, opts.Money.Currency, opts.Money.Unit)
+	}
 	return nil
 }
 

@@ -269,22 +269,31 @@ type HorizonSourceRemoveOptions struct {
 	IO       *IOStreams
 	Name     string
 	Operator string
+	Reason   string
 	f        *Factory
 }
 
 // NewCmdHorizonSourceRemove builds `idemctl horizon source remove`.
 func NewCmdHorizonSourceRemove(f *Factory, runF func(*HorizonSourceRemoveOptions) error) *cobra.Command {
 	opts := &HorizonSourceRemoveOptions{IO: f.IO, f: f}
-	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a replay source (audited)",
-		Long: `Remove a replay source. A purge whose plan's proof includes it aborts: make a new
-plan. Recorded in the audit log.`,
-		Example: `  idemctl horizon source remove old-archive`,
-		Args:    maxArgs(1),
+	cmd := &cobra.Command{
+		Use:   "remove NAME --reason TEXT",
+		Short: "Plan removing a replay source; another person approves (audited)",
+		Long: `Plan removing a replay source. A purge plan made without a source proves the
+horizon without it, so removing one needs a second person: this plans a
+governed change, and another person's idemctl change approve removes the
+source. A purge whose plan's proof includes it then aborts: make a new plan.
+Every purge plan shows the sources removed since its class's last purge.
+Recorded in the audit log.`,
+		Example: `  idemctl horizon source remove old-archive --reason "archive decommissioned (CHG-2211)"
+  idemctl change approve 7   # by another person`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("a source name is required")
+			}
+			if opts.Reason == "" {
+				return usageErr("--reason is required")
 			}
 			opts.Name = args[0]
 			opts.Operator = f.Operator()
@@ -295,13 +304,17 @@ plan. Recorded in the audit log.`,
 			if err != nil {
 				return err
 			}
-			if err := horizon.RemoveSource(cmd.Context(), pool, opts.Name, opts.Operator); err != nil {
-				return horizonErr(err)
+			c, err := horizon.RemoveSource(cmd.Context(), pool, opts.Name, opts.Operator, opts.Reason)
+			if err != nil {
+				return horizonErr(governanceErr(err))
 			}
-			fmt.Fprintf(opts.IO.Out, "source %s removed\n", opts.Name)
+			fmt.Fprintf(opts.IO.Out, "removal of source %s planned as change %d: another person approves it with idemctl change approve %d\n",
+				opts.Name, c.ID, c.ID)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why the source no longer replays anything")
+	return cmd
 }
 
 // HorizonCheckOptions are the flags of `idemctl horizon check`.
@@ -543,6 +556,16 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 	if p.AbortReason != "" {
 		rows = append(rows, []string{"aborted", p.AbortReason})
 	}
+	removed := "none since the class's last purge"
+	if len(p.RemovedSources) > 0 {
+		var names []string
+		for _, c := range p.RemovedSources {
+			names = append(names, fmt.Sprintf("%s (change %d, planned by %s, approved by %s)", c.Target, c.ID,
+				personLogin(c.PlannedPerson, c.PlannedDBUser), personLogin(deref(c.ApprovedPerson), deref(c.ApprovedDBUser))))
+		}
+		removed = strings.Join(names, "; ")
+	}
+	rows = append(rows, []string{"sources removed", removed})
 	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
 		return err
 	}

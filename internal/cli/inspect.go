@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 	recovery "github.com/idemctl/idemctl/recover"
 )
@@ -97,8 +98,15 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	if err != nil {
 		return err
 	}
+	origin, err := governance.Origin(ctx, pool, opts.Identity.TenantID, opts.Identity.OperationID)
+	if err != nil {
+		return err
+	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rec)
+		return printJSONLine(opts.IO.Out, struct {
+			recovery.InboxRecord
+			Origin string `json:"origin"`
+		}{rec, origin})
 	}
 	conflicts := "none"
 	if len(rec.Conflicts) > 0 {
@@ -118,6 +126,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		{"response", string(rec.Response)},
 		{"transport", orDash(string(rec.Transport))},
 		{"quarantine ids", conflicts},
+		{"origin", origin},
 	}
 	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
 }

@@ -96,6 +96,15 @@ var policies = map[string]commandPolicy{
 	"redrive allow":    {need: needWrite, codes: []int{ExitInvalid}},
 	"redrive disallow": {need: needWrite, codes: []int{ExitInvalid}},
 	"redrive list":     {need: needSchema},
+
+	"change list":    {need: needSchema},
+	"change show":    {need: needSchema, codes: []int{ExitNotFound}},
+	"change approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"change abort":   {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+
+	"record plan":    {need: needWrite, codes: []int{ExitInvalid}},
+	"record approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"record run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 }
 
 // commandKey is cmd's path without the root's name: "quarantine reject".

@@ -182,6 +182,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 	ro := readOnly(t, fx.dsn)
 	roSuper := readOnly(t, dbtest.As(fx.dsn, dbtest.Superuser))
 	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "none.ndjson"), []byte(`{"tenant_id":"t","operation_id":"o","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"e"}`+"\n"), 0o644))
 	args := map[string][]string{
 		"demo init":                {"demo", "init"},
 		"demo run":                 {"demo", "run"},
@@ -193,7 +194,12 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"quarantine bulk run":      {"quarantine", "bulk", "run", "1", "--yes"},
 		"quarantine bulk abort":    {"quarantine", "bulk", "abort", "1", "--reason", "x"},
 		"horizon source add":       {"horizon", "source", "add", "arch", "--kind", "archive", "--dir", dir},
-		"horizon source remove":    {"horizon", "source", "remove", "arch"},
+		"horizon source remove":    {"horizon", "source", "remove", "arch", "--reason", "x"},
+		"change approve":           {"change", "approve", "1"},
+		"change abort":             {"change", "abort", "1", "--reason", "x"},
+		"record plan":              {"record", "plan", "--file", filepath.Join(dir, "none.ndjson"), "--reason", "x"},
+		"record approve":           {"record", "approve", "1"},
+		"record run":               {"record", "run", "1"},
 		"horizon plan":             {"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C"},
 		"horizon approve":          {"horizon", "approve", "1", "--yes"},
 		"horizon cancel":           {"horizon", "cancel", "1", "--reason", "x"},

@@ -302,6 +302,9 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 		return err
 	}
 	acc, err := quarantine.AcceptAsNew(ctx, pool, opts.ID, opts.NewOperationID, opts.Operator, opts.Reason)
+	if errors.Is(err, quarantine.ErrNeedsSecondPerson) {
+		return acceptMoneyPlanRun(ctx, opts, pool)
+	}
 	if err != nil {
 		return quarantineErr(err, ExitInvalid)
 	}
@@ -318,6 +321,22 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d accepted by %s: operation %s/%s %s.\nResponse: %s\nAudit row %d.\n",
 		acc.Record.ID, acc.Record.Decision.By, acc.Record.Tenant, opts.NewOperationID, what, acc.Response, acc.Record.Decision.AuditID)
+	return err
+}
+
+// acceptMoneyPlanRun plans the single accept-as-new of a money class: it
+// runs the payload again (a second charge), so another person approves it.
+func acceptMoneyPlanRun(ctx context.Context, opts *QuarantineAcceptOptions, pool idem.DBTX) error {
+	p, err := quarantine.PlanAcceptOne(ctx, pool, opts.ID, opts.NewOperationID, opts.Operator, opts.Reason)
+	if err != nil {
+		return bulkPlanErr(err)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, p)
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "Record %d is of a money class: running it again needs a second person.\n"+
+		"Planned as accept-as-new plan %d, nothing ran. Another person approves it: idemctl quarantine bulk approve %d\n"+
+		"then it runs: idemctl quarantine bulk run %d\n", opts.ID, p.ID, p.ID, p.ID)
 	return err
 }
 

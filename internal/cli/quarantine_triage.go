@@ -396,7 +396,9 @@ type QuarantineRejectOptions struct {
 	DryRun   bool
 	Yes      bool
 	Batch    int
-	f        *Factory
+	// Token is a bulk preview's token: the run decides exactly its set.
+	Token string
+	f     *Factory
 }
 
 // NewCmdQuarantineReject builds `idemctl quarantine reject`.
@@ -420,25 +422,32 @@ One record: reject ID; on a terminal it shows the record and asks first
   reject -              the ids on stdin, one a line ("42", "#42", or the JSON
                         lines of quarantine list -o json)
 
-A bulk reject first prints a preview: how many open records it will decide,
-a sample, and the filter; --dry-run stops there. It then asks on a terminal
-(--yes skips the question and is required without one), and decides in
-transactions of --batch records, with progress on stderr. Records arriving
-after the preview are left for another run. Ctrl-C stops it between batches:
-what was committed stays, and running the same command again decides what is
-left, never a record twice (already decided ones are counted as skipped).
-Every audit row of one run carries its label (details.bulk_run).
+A bulk reject acts only on what its preview showed. Without --token it only
+previews: how many open records it would decide, a sample, and the filter;
+the exact set of record ids is stored on the server and a token printed
+(single use, yours only, valid for an hour; --dry-run stores none). The real
+run is reject --token TOKEN --reason TEXT: it decides those records still
+open, names the ones left out (decided meanwhile) and the ones that joined the
+selection since (not decided), asks on a terminal (--yes skips the question
+and is required without one), and decides in transactions of --batch records,
+with progress on stderr. --yes without --token is refused (exit 2), so a
+command line from shell history decides nothing; so is an unknown, used,
+expired or another person's token. Ctrl-C stops it between batches: what was
+committed stays; preview again to decide what is left. Every audit row of one
+run carries its label (details.bulk_run).
 
 ` + quarantineFilterHelp + `
 
-Exit codes: 0 done (or nothing left to decide); 1 interrupted (run it again),
-declined or failed; 2 bad flags, filter or stdin, nothing written; 5 a record
+Exit codes: 0 done (or nothing left to decide); 1 interrupted (preview again),
+declined or failed; 2 bad flags, filter or stdin, --yes without --token, a
+refused token, nothing written; 5 a record
 already decided (single record), nothing written; 7 an unknown id, nothing
 written.`,
 		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
-  idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881" --dry-run
-  idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881" --yes
-  idemctl quarantine list --op-prefix s-06 -o json | idemctl quarantine reject - --reason "INC-881" --yes`,
+  idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881"
+  idemctl quarantine reject --token pv-0f3c... --reason "mobile 4.2 amount bug, INC-881" --yes
+  idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881"
+  idemctl quarantine list --op-prefix s-06 -o json | idemctl quarantine reject - --reason "INC-881"`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := ff.build(f.Now())
@@ -452,6 +461,19 @@ written.`,
 				return usageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
 			}
 			bulk := filter.Narrowed() || opts.Group != ""
+			if opts.Token != "" {
+				if bulk || len(args) > 0 {
+					return usageErr("--token decides the set its preview stored: give no record ID, -, --group or filters with it")
+				}
+				if err := needYes(f.IO, opts.Yes, "reject is final"); err != nil {
+					return err
+				}
+				opts.Operator, opts.JSON = f.Operator(), f.JSON()
+				if runF != nil {
+					return runF(opts)
+				}
+				return quarantineTokenRejectRun(cmd.Context(), opts)
+			}
 			switch {
 			case len(args) == 1 && args[0] == "-":
 				if bulk {
@@ -477,7 +499,10 @@ written.`,
 			if opts.Group != "" && !quarantine.ValidGroupID(opts.Group) {
 				return usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
 			}
-			if !opts.DryRun {
+			if opts.ID == 0 && opts.Yes {
+				return usageErr("--yes without --token decides nothing: a bulk reject previews first, then runs with the --token it prints")
+			}
+			if opts.ID != 0 && !opts.DryRun {
 				if err := needYes(f.IO, opts.Yes, "reject is final (or preview it with --dry-run)"); err != nil {
 					return err
 				}
@@ -498,6 +523,7 @@ written.`,
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the preview and change nothing")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	cmd.Flags().IntVar(&opts.Batch, "batch", quarantine.DefaultBatch, "records decided per transaction")
+	cmd.Flags().StringVar(&opts.Token, "token", "", "decide exactly what the preview that printed this token showed")
 	return cmd
 }
 
@@ -571,34 +597,87 @@ func quarantineBulkRejectRun(ctx context.Context, opts *QuarantineRejectOptions)
 		}
 		return nil
 	}
-	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Reject these %s open record(s) with reason %q?", humanCount(preview.Open), opts.Reason)) {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
+	token, err := quarantine.StorePreview(ctx, pool, quarantine.PreviewReject, preview)
+	if err != nil {
+		return quarantineErr(bulkPlanErr(err), ExitInvalid)
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "token": token, "decided": 0})
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "Preview token %s (yours, single use, valid for an hour). Nothing decided. To reject these %s record(s):\n"+
+		"  idemctl quarantine reject --token %s --reason %q --yes\n", token, humanCount(preview.Open), token, opts.Reason)
+	return err
+}
+
+// quarantineTokenRejectRun rejects exactly the records a preview's token
+// stored, naming those left out and those that joined since.
+func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions) error {
+	pool, err := opts.f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	taken, err := quarantine.TakePreview(ctx, pool, opts.Token, quarantine.PreviewReject)
+	if errors.Is(err, quarantine.ErrToken) {
+		return withCode(ExitUsage, err)
+	}
+	if err != nil {
+		return quarantineErr(bulkPlanErr(err), ExitInvalid)
+	}
+	joined, err := quarantine.Joined(ctx, pool, taken)
+	if err != nil {
+		return quarantineErr(err, ExitInvalid)
+	}
+	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Reject the %s record(s) of the preview with reason %q?", humanCount(int64(len(taken.IDs))), opts.Reason)) {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing done (the token is used: preview again)")
 		return silentExit{ExitFailure}
 	}
-	res, err := quarantine.RejectBulk(ctx, pool, sel, quarantine.BulkOptions{
-		Operator: opts.Operator, Reason: opts.Reason, MaxID: preview.MaxID, Batch: opts.Batch,
+	res, err := quarantine.RejectBulk(ctx, pool, quarantine.Selection{IDs: taken.IDs}, quarantine.BulkOptions{
+		Operator: opts.Operator, Reason: opts.Reason, Batch: opts.Batch,
 		Progress: func(r quarantine.BulkResult) {
-			fmt.Fprintf(opts.IO.ErrOut, "rejected %s of %s (%s skipped, %d batch(es))\n",
-				humanCount(r.Decided), humanCount(preview.Open), humanCount(r.Skipped), r.Batches)
+			fmt.Fprintf(opts.IO.ErrOut, "rejected %s of %s (%s left out, %d batch(es))\n",
+				humanCount(r.Decided), humanCount(int64(len(taken.IDs))), humanCount(r.Skipped), r.Batches)
 		},
 	})
 	if opts.JSON {
-		if jerr := printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "result": res}); jerr != nil && err == nil {
+		if jerr := printJSONLine(opts.IO.Out, map[string]any{"previewed": len(taken.IDs), "joined": joined, "result": res}); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
-		fmt.Fprintf(opts.IO.Out, "Rejected %s record(s) (%s already decided, skipped) in %d transaction(s); run %s, audit rows %d-%d.\n",
+		fmt.Fprintf(opts.IO.Out, "Rejected %s record(s) of the preview (%s decided meanwhile, left out) in %d transaction(s); run %s, audit rows %d-%d.\n",
 			humanCount(res.Decided), humanCount(res.Skipped), res.Batches, res.Run, res.FirstAudit, res.LastAudit)
+		if len(joined) > 0 {
+			what := "selection"
+			if taken.Filter.Group != nil {
+				what = "group"
+			}
+			fmt.Fprintf(opts.IO.Out, "%d records joined the %s after the preview: not decided (%s)\n", len(joined), what, joinIDs(joined, 20))
+		}
 	}
 	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "stopped after %s decision(s), all committed; run the same command again to finish\n", humanCount(res.Decided))
+		fmt.Fprintf(opts.IO.ErrOut, "stopped after %s decision(s), all committed; preview again to decide what is left\n", humanCount(res.Decided))
 		return quarantineErr(err, ExitFailure)
 	}
 	if res.Interrupted {
-		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s decision(s), all committed; run the same command again to finish\n", humanCount(res.Decided))
+		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s decision(s), all committed; preview again to decide what is left\n", humanCount(res.Decided))
 		return silentExit{ExitFailure}
 	}
 	return nil
+}
+
+// joinIDs lists ids, at most n, saying how many more there are.
+func joinIDs(ids []int64, n int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i == n {
+			fmt.Fprintf(&b, " and %d more", len(ids)-n)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "#%d", id)
+	}
+	return b.String()
 }
 
 // printBulkPreview prints what a bulk decision will decide, on stderr (the

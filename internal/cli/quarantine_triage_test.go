@@ -48,12 +48,17 @@ func TestQuarantineTriageOptions(t *testing.T) {
 	assert.Equal(t, "g-0123456789ab", reject.Group)
 	assert.True(t, reject.DryRun)
 	assert.Zero(t, reject.ID)
-	require.Equal(t, ExitOK, execSub(t, rejectCmd(), "--changed", "/amount", "--class", "c", "--reason", "INC-1", "--yes", "--batch", "50"))
+	require.Equal(t, ExitOK, execSub(t, rejectCmd(), "--changed", "/amount", "--class", "c", "--reason", "INC-1", "--batch", "50"))
 	assert.Equal(t, "/amount", reject.Selection.Filter.Changed)
 	assert.Equal(t, 50, reject.Batch)
 	in.WriteString("42\n#43\n\n{\"id\":44,\"tenant\":\"t\"}\n")
-	require.Equal(t, ExitOK, execSub(t, rejectCmd(), "-", "--reason", "INC-1", "--yes"))
+	require.Equal(t, ExitOK, execSub(t, rejectCmd(), "-", "--reason", "INC-1"))
 	assert.Equal(t, []int64{42, 43, 44}, reject.Selection.IDs)
+	require.Equal(t, ExitOK, execSub(t, rejectCmd(), "--token", "pv-0123", "--reason", "INC-1", "--yes", "--batch", "50"))
+	assert.Equal(t, "pv-0123", reject.Token)
+	// A command line from shell history decides nothing: --yes needs a token.
+	assert.Equal(t, ExitUsage, execSub(t, rejectCmd(), "--group", "g-0123456789ab", "--reason", "INC-1", "--yes"))
+	assert.Equal(t, ExitUsage, execSub(t, rejectCmd(), "--token", "pv-0123", "--group", "g-0123456789ab", "--reason", "INC-1", "--yes"))
 
 	var accept *QuarantineAcceptOptions
 	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineAccept(f, func(o *QuarantineAcceptOptions) error { accept = o; return nil }),
@@ -145,7 +150,12 @@ func TestQuarantineTriageCommands(t *testing.T) {
 	assert.Contains(t, errOut, "dry run: nothing decided")
 	assert.Equal(t, 0, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"))
 
-	code, out, errOut = runQ(t, fx.dsn, "quarantine", "reject", "--group", web, "--reason", "web bug", "--yes", "--batch", "7", "-o", "json")
+	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", "--group", web, "--reason", "web bug", "--yes")
+	assert.Equal(t, ExitUsage, code, "--yes without a token decides nothing")
+	assert.Contains(t, errOut, "--token")
+	token := previewToken(t, fx.dsn, "", "quarantine", "reject", "--group", web, "--reason", "web bug")
+	assert.Equal(t, 0, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"), "a preview decides nothing")
+	code, out, errOut = runQ(t, fx.dsn, "quarantine", "reject", "--token", token, "--reason", "web bug", "--yes", "--batch", "7", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, `"decided":20`)
 	assert.Contains(t, errOut, "rejected 7 of 20")
@@ -158,7 +168,7 @@ func TestQuarantineTriageCommands(t *testing.T) {
 
 	// Ids on stdin: an unknown id refuses the whole run.
 	ids := dbtest.Column[string](t, fx.pool, "SELECT id::text FROM idem.quarantine WHERE operation_id LIKE 'm-%' ORDER BY id LIMIT 3")
-	code, _, errOut = run(t, fx.dsn, strings.Join(append(ids, "999999"), "\n"), "quarantine", "reject", "-", "--reason", "x", "--yes")
+	code, _, errOut = run(t, fx.dsn, strings.Join(append(ids, "999999"), "\n"), "quarantine", "reject", "-", "--reason", "x")
 	assert.Equal(t, ExitNotFound, code)
 	assert.Contains(t, errOut, "999999")
 	assert.Equal(t, 20, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"))
@@ -166,11 +176,12 @@ func TestQuarantineTriageCommands(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, errOut, "dry run: would reject record "+ids[0])
 	assert.Equal(t, 20, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"), "a dry run decides nothing")
-	code, _, errOut = run(t, fx.dsn, strings.Join(ids, "\n"), "quarantine", "reject", "-", "--reason", "dupes", "--yes")
+	token = previewToken(t, fx.dsn, strings.Join(ids, "\n"), "quarantine", "reject", "-", "--reason", "dupes")
+	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", "--token", token, "--reason", "dupes", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Equal(t, 23, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"))
 	// Again: nothing left to decide, exit 0.
-	code, _, errOut = run(t, fx.dsn, strings.Join(ids, "\n"), "quarantine", "reject", "-", "--reason", "dupes", "--yes")
+	code, _, errOut = run(t, fx.dsn, strings.Join(ids, "\n"), "quarantine", "reject", "-", "--reason", "dupes")
 	assert.Equal(t, ExitOK, code)
 	assert.Contains(t, errOut, "nothing to reject")
 
@@ -178,6 +189,52 @@ func TestQuarantineTriageCommands(t *testing.T) {
 	code, _, errOut = runQ(t, fx.dsn, "audit", "list", "--limit", "5", "-o", "json")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, errOut, "add --after ")
+}
+
+// previewToken runs a bulk preview and returns the token it printed.
+func previewToken(t *testing.T, dsn, stdin string, args ...string) string {
+	t.Helper()
+	code, out, errOut := run(t, dsn, stdin, append(args, "-o", "json")...)
+	require.Equal(t, ExitOK, code, errOut)
+	token, _ := jsonLines(t, out)[0]["token"].(string)
+	require.Regexp(t, `^pv-[0-9a-f]{32}$`, token, out)
+	return token
+}
+
+// A bulk reject acts only on what its preview showed: records that joined
+// the group since are named and left open; an unknown, used, expired or
+// another person's token exits 2 and decides nothing.
+func TestBulkRejectActsOnlyOnThePreview(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	dbtest.SeedConflicts(t, fx.dsn, dbtest.ClientBug{Prefix: "g-", N: 9, Change: "amount", Source: "mobile"})
+	code, out, _ := runQ(t, fx.dsn, "quarantine", "groups", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	group := jsonLines(t, out)[0]["id"].(string)
+	bob := dbtest.As(fx.dsn, dbtest.Operator2)
+	token := previewToken(t, fx.dsn, "", "quarantine", "reject", "--group", group, "--reason", "INC-7")
+	// Five unrelated records of the same cause arrive after the preview.
+	dbtest.SeedConflicts(t, fx.dsn, dbtest.ClientBug{Prefix: "late-", N: 5, Change: "amount", Source: "mobile"})
+	require.Equal(t, 14, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+
+	refused := func(name, dsn, token string) {
+		t.Helper()
+		open := fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'")
+		code, _, errOut := runQ(t, dsn, "quarantine", "reject", "--token", token, "--reason", "INC-7", "--yes")
+		assert.Equal(t, ExitUsage, code, "%s: %s", name, errOut)
+		assert.Equal(t, open, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), name)
+	}
+	refused("unknown", fx.dsn, "pv-00000000000000000000000000000000")
+	refused("another person's", bob, token)
+	code, out, errOut := runQ(t, fx.dsn, "quarantine", "reject", "--token", token, "--reason", "INC-7", "--yes", "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "Rejected 9 record(s) of the preview")
+	assert.Contains(t, out, "5 records joined the group after the preview: not decided")
+	assert.Equal(t, 5, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open' AND operation_id LIKE 'late-%'"))
+	refused("used", fx.dsn, token)
+	expired := previewToken(t, fx.dsn, "", "quarantine", "reject", "--group", group, "--reason", "INC-7")
+	dbtest.Admin(t, fx.dsn, "UPDATE idem.bulk_preview SET expires_at = now() - interval '1 second' WHERE token = $1", expired)
+	refused("expired", fx.dsn, expired)
 }
 
 // TestQuarantineBulkAcceptCommands: a bulk accept-as-new is a plan that runs

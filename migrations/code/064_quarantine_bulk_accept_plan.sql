@@ -3,7 +3,9 @@
 -- quarantine_bulk_accept_plan plans accepting many records as new operations:
 -- the records (p_ids, every one open, at most p_max), the rule naming each new
 -- operation ({operation_id} is replaced by the record's operation id; every
--- resulting id must be valid and differ from the conflicting one), one
+-- resulting id must be valid and differ from the conflicting one; a plan of
+-- one record may name its new operation outright, as the single
+-- accept-as-new of a money class does), one
 -- reason, and p_selection (how the records were chosen, for the record). The
 -- planner must be a person (IX313); nothing runs until another person
 -- approves (quarantine_bulk_accept_approve). Recorded in the audit log.
@@ -25,15 +27,16 @@ BEGIN
         RAISE EXCEPTION 'bulk accept-as-new: %', v_problem
             USING ERRCODE = 'IX104', HINT = 'pass --reason and --operator (or set IDEMCTL_OPERATOR)';
     END IF;
-    IF p_rule IS NULL OR strpos(p_rule, '{operation_id}') = 0 OR octet_length(p_rule) > 256 THEN
-        RAISE EXCEPTION 'bulk accept-as-new: the rule % must contain {operation_id}', coalesce(quote_literal(p_rule), 'NULL')
-            USING ERRCODE = 'IX123', HINT = 'e.g. --rule ''{operation_id}-rev2'': each record runs under its own new id';
-    END IF;
     IF p_max IS NULL OR p_max < 1 OR p_max > 10000 THEN
         RAISE EXCEPTION 'bulk accept-as-new: the cap (--max) must be between 1 and 10000, not %', coalesce(p_max::text, 'NULL')
             USING ERRCODE = 'IX124';
     END IF;
     SELECT array_agg(DISTINCT u ORDER BY u) INTO v_ids FROM unnest(p_ids) u;
+    IF p_rule IS NULL OR octet_length(p_rule) > 256
+       OR (strpos(p_rule, '{operation_id}') = 0 AND coalesce(cardinality(v_ids), 0) <> 1) THEN
+        RAISE EXCEPTION 'bulk accept-as-new: the rule % must contain {operation_id}', coalesce(quote_literal(p_rule), 'NULL')
+            USING ERRCODE = 'IX123', HINT = 'e.g. --rule ''{operation_id}-rev2'': each record runs under its own new id';
+    END IF;
     IF v_ids IS NULL OR cardinality(v_ids) > p_max THEN
         RAISE EXCEPTION 'bulk accept-as-new: % record(s), the cap is %', coalesce(cardinality(v_ids), 0), p_max
             USING ERRCODE = 'IX124', HINT = 'narrow the selection, or raise --max after checking what runs';

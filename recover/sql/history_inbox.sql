@@ -1,12 +1,17 @@
 -- One identity's story, the part held with its tenant's rows ($1 tenant, $2
--- operation): applied (with its transport while the body is kept), each
+-- operation): applied, or recorded by hand / imported under an entry plan
+-- (with its transport while the body is kept), each
 -- conflict and its decision. On Citus these tables are co-located by tenant:
 -- one node answers. The other parts are history_local.sql and
 -- history_purge.sql (a distributed table and a coordinator table cannot be
 -- read by one statement there); recovery.History merges them.
 SELECT at, ord, event, detail, audit_id, NULL::text AS audit_target, NULL::text AS audit_action FROM (
-    SELECT i.created_at AS at, 1 AS ord, 'applied' AS event,
-           format('class %s, hash jcs-sha256:%s%s', i.op_class, encode(i.payload_digest, 'hex'),
+    SELECT i.created_at AS at, 1 AS ord,
+           CASE WHEN i.entry_plan IS NULL THEN 'applied'
+                WHEN b.transport ->> 'entered_by' = 'import' THEN 'imported'
+                ELSE 'recorded by hand' END AS event,
+           format('class %s, hash jcs-sha256:%s%s%s', i.op_class, encode(i.payload_digest, 'hex'),
+                  CASE WHEN i.entry_plan IS NULL THEN '' ELSE format(', entry plan %s, its effect not run', i.entry_plan) END,
                   CASE WHEN b.tenant_id IS NULL THEN ', body purged'
                        ELSE coalesce(', transport ' || b.transport::text, ', no transport') END) AS detail,
            NULL::bigint AS audit_id

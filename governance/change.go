@@ -1,0 +1,165 @@
+package governance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors of governance, mapped from the database's SQLSTATEs.
+var (
+	// ErrNotFound: no governed change or entry plan with that id (IX330, IX340).
+	ErrNotFound = errors.New("not found")
+	// ErrState: the change or plan is not in a state that allows this (IX331, IX341).
+	ErrState = errors.New("not in the right state")
+	// ErrSamePerson: the planner cannot approve their own plan (IX332, IX342).
+	ErrSamePerson = errors.New("four-eyes: another person must approve")
+	// ErrStale: the target changed since the change was planned (IX333).
+	ErrStale = errors.New("the target changed since it was planned")
+	// ErrRefused: the input is refused (IX306, IX343).
+	ErrRefused = errors.New("refused")
+	// ErrNoPerson: the login maps to no person (IX313).
+	ErrNoPerson = errors.New("this login maps to no person")
+	// ErrUnknownClass: no registered class of that name (IX003).
+	ErrUnknownClass = errors.New("unknown operation class")
+	// ErrSourceNotFound: no replay source of that name (IX308).
+	ErrSourceNotFound = errors.New("no such replay source")
+	// ErrInvalidOperator: an unusable --operator label (IX015).
+	ErrInvalidOperator = errors.New("invalid operator label")
+)
+
+var codes = map[string]error{
+	"IX330": ErrNotFound, "IX340": ErrNotFound,
+	"IX331": ErrState, "IX341": ErrState,
+	"IX332": ErrSamePerson, "IX342": ErrSamePerson,
+	"IX333": ErrStale,
+	"IX306": ErrRefused, "IX343": ErrRefused,
+	"IX313": ErrNoPerson,
+	"IX003": ErrUnknownClass,
+	"IX308": ErrSourceNotFound,
+	"IX015": ErrInvalidOperator,
+}
+
+// mapError maps the database's refusal to its sentinel, keeping the message.
+func mapError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if s, ok := codes[pgErr.Code]; ok {
+			return fmt.Errorf("%w: %s", s, pgErr.Message)
+		}
+	}
+	return err
+}
+
+// Kinds of governed change.
+const (
+	KindClassMoney   = "class_money"
+	KindSourceRemove = "source_remove"
+)
+
+// Change is a governed change: one person planned it, another's approval
+// applies it.
+type Change struct {
+	ID             int64           `json:"id"`
+	Kind           string          `json:"kind"`
+	Target         string          `json:"target"`
+	Before         json.RawMessage `json:"before"`
+	After          json.RawMessage `json:"after"`
+	Reason         string          `json:"reason"`
+	State          string          `json:"state"`
+	PlannedAt      time.Time       `json:"planned_at"`
+	PlannedBy      string          `json:"planned_by"`
+	PlannedPerson  string          `json:"planned_person"`
+	PlannedDBUser  string          `json:"planned_db_user"`
+	ApprovedAt     *time.Time      `json:"approved_at"`
+	ApprovedBy     *string         `json:"approved_by"`
+	ApprovedPerson *string         `json:"approved_person"`
+	ApprovedDBUser *string         `json:"approved_db_user"`
+	AbortReason    *string         `json:"abort_reason"`
+}
+
+func scanChanges(rows pgx.Rows, err error) ([]Change, error) {
+	if err != nil {
+		return nil, mapError(err)
+	}
+	raw, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]Change, 0, len(raw))
+	for _, r := range raw {
+		var c Change
+		if err := json.Unmarshal(r, &c); err != nil {
+			return nil, fmt.Errorf("decode governed change: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func oneChange(rows pgx.Rows, err error) (Change, error) {
+	cs, err := scanChanges(rows, err)
+	if err != nil {
+		return Change{}, err
+	}
+	if len(cs) == 0 {
+		return Change{}, ErrNotFound
+	}
+	return cs[0], nil
+}
+
+// ApproveChange is the second person's approval, which applies the change.
+func ApproveChange(ctx context.Context, db DBTX, id int64, operator string) (Change, error) {
+	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.governed_change_approve($1, $2) c", id, operator))
+	if err != nil {
+		return Change{}, fmt.Errorf("approve change %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// AbortChange withdraws a planned change.
+func AbortChange(ctx context.Context, db DBTX, id int64, operator, reason string) (Change, error) {
+	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.governed_change_abort($1, $2, $3) c", id, operator, reason))
+	if err != nil {
+		return Change{}, fmt.Errorf("abort change %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// GetChange returns one governed change.
+func GetChange(ctx context.Context, db DBTX, id int64) (Change, error) {
+	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.governed_change c WHERE id = $1", id))
+	if err != nil {
+		return Change{}, fmt.Errorf("change %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListChanges returns governed changes, newest first; only the planned
+// ones unless all.
+func ListChanges(ctx context.Context, db DBTX, all bool) ([]Change, error) {
+	return scanChanges(db.Query(ctx, `SELECT to_jsonb(c) FROM idem.governed_change c
+		WHERE $1 OR state = 'planned' ORDER BY id DESC`, all))
+}
+
+// SourcesRemovedSince returns the replay sources removed (approved removals)
+// after since; the zero time means ever.
+func SourcesRemovedSince(ctx context.Context, db DBTX, since time.Time) ([]Change, error) {
+	return scanChanges(db.Query(ctx, `SELECT to_jsonb(c) FROM idem.governed_change c
+		WHERE kind = 'source_remove' AND state = 'approved' AND approved_at > $1 ORDER BY approved_at, id`, since))
+}
+
+// RemoveSource plans removing replay source name (idem.horizon_source_remove):
+// a second person's approval removes it.
+func RemoveSource(ctx context.Context, db DBTX, name, operator, reason string) (Change, error) {
+	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.horizon_source_remove($1, $2, $3) c", name, operator, reason))
+	if err != nil {
+		return Change{}, fmt.Errorf("remove source %s: %w", name, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,146 @@
+package governance
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Kinds of entry plan: identities that enter the inbox without their effect.
+const (
+	// EntryRecord: outcomes known from outside, recorded by hand.
+	EntryRecord = "record"
+	// EntryImport: an existing idempotency store adopted.
+	EntryImport = "import"
+)
+
+// EntryItem is one identity of an entry plan: its canonical payload and hash,
+// the response in the service's own shape, and the evidence.
+type EntryItem struct {
+	TenantID    string          `json:"tenant_id"`
+	OperationID string          `json:"operation_id"`
+	Class       string          `json:"class"`
+	Payload     string          `json:"payload"`
+	PayloadHash string          `json:"payload_hash"`
+	Response    json.RawMessage `json:"response"`
+	Evidence    string          `json:"evidence"`
+}
+
+// EntryPlan is a four-eyes plan of identities that enter without their effect.
+type EntryPlan struct {
+	ID             int64           `json:"id"`
+	Kind           string          `json:"kind"`
+	Source         string          `json:"source"`
+	SourceDigest   string          `json:"source_digest"`
+	Items          int             `json:"items"`
+	Counts         json.RawMessage `json:"counts"`
+	Sample         json.RawMessage `json:"sample"`
+	Reason         string          `json:"reason"`
+	Contract       *string         `json:"contract"`
+	Correction     *string         `json:"correction"`
+	State          string          `json:"state"`
+	PlannedAt      time.Time       `json:"planned_at"`
+	PlannedPerson  string          `json:"planned_person"`
+	PlannedDBUser  string          `json:"planned_db_user"`
+	ApprovedPerson *string         `json:"approved_person"`
+	ApprovedDBUser *string         `json:"approved_db_user"`
+	Entered        int             `json:"entered"`
+	LeftAlone      int             `json:"left_alone"`
+}
+
+// EntryOptions are what a planner states besides the items.
+type EntryOptions struct {
+	Kind, Source, Operator, Reason string
+	// SourceDigest is "sha256:<hex>" of the source; DigestOf computes it.
+	SourceDigest string
+	// Contract is required for money classes; Correction (who writes the
+	// ledger rows) for classes with a SQL effect.
+	Contract, Correction string
+}
+
+// DigestOf returns the source digest of raw bytes: "sha256:<hex>".
+func DigestOf(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func oneEntry(rows pgx.Rows, err error) (EntryPlan, error) {
+	if err != nil {
+		return EntryPlan{}, mapError(err)
+	}
+	raw, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return EntryPlan{}, mapError(err)
+	}
+	var p EntryPlan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return EntryPlan{}, fmt.Errorf("decode entry plan: %w", err)
+	}
+	return p, nil
+}
+
+// PlanEntry plans items entering without their effect (idem.entry_plan_create).
+func PlanEntry(ctx context.Context, db DBTX, o EntryOptions, items []EntryItem) (EntryPlan, error) {
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return EntryPlan{}, err
+	}
+	p, err := oneEntry(db.Query(ctx, `SELECT to_jsonb(p) FROM idem.entry_plan_create($1, $2, $3, $4, $5, $6,
+		nullif($7, ''), nullif($8, '')) p`, o.Kind, o.Source, o.SourceDigest, string(raw), o.Operator, o.Reason, o.Contract, o.Correction))
+	if err != nil {
+		return EntryPlan{}, fmt.Errorf("plan %s: %w", o.Kind, err)
+	}
+	return p, nil
+}
+
+// ApproveEntry is the second person's approval of an entry plan.
+func ApproveEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPlan, error) {
+	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_approve($1, $2) p", id, operator))
+	if err != nil {
+		return EntryPlan{}, fmt.Errorf("approve entry plan %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// RunEntry enters an approved plan's identities; their effects do not run.
+func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPlan, error) {
+	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_run($1, $2) p", id, operator))
+	if err != nil {
+		return EntryPlan{}, fmt.Errorf("run entry plan %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// EntryOutcomes returns each item's outcome after a run, by "tenant/op".
+func EntryOutcomes(ctx context.Context, db DBTX, id int64) (map[string]string, error) {
+	rows, err := db.Query(ctx, "SELECT tenant_id || '/' || operation_id, coalesce(outcome, '') FROM idem.entry_item WHERE plan_id = $1", id)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var k, v string
+	_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil })
+	return out, err
+}
+
+// Origin says how an identity entered the inbox: "executed" (its effect
+// ran), or "recorded by hand" / "imported" with the entry plan and the two
+// persons. Empty when there is no such identity.
+func Origin(ctx context.Context, db DBTX, tenant, operation string) (string, error) {
+	var origin string
+	err := db.QueryRow(ctx, `SELECT CASE WHEN i.entry_plan IS NULL THEN 'executed'
+			ELSE format('%s under entry plan %s: planned by %s (%s), approved by %s (%s)',
+			            CASE p.kind WHEN 'import' THEN 'imported' ELSE 'recorded by hand' END, p.id,
+			            p.planned_person, p.planned_db_user, p.approved_person, p.approved_db_user) END
+		FROM idem.identity i LEFT JOIN idem.entry_plan p ON p.id = i.entry_plan
+		WHERE i.tenant_id = $1 AND i.operation_id = $2`, tenant, operation).Scan(&origin)
+	if err == pgx.ErrNoRows {
+		return "", nil
+	}
+	return origin, err
+}

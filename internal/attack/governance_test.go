@@ -1,0 +1,90 @@
+package attack_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// Four eyes: the one internal step that stamps an approval is granted to
+// nobody; no user stamps a plan through it.
+func TestFourEyesStepIsInternal(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	before := w.snapshot()
+	forge := `SELECT idem.four_eyes_approve('idem.horizon_plan', '{"id":1,"state":"planned","planned_person":"x"}',
+		'purge plan', 'alice', 'horizon.approve', '{}', ARRAY['IX302', 'IX303'])`
+	for name, pool := range map[string]*pgxpool.Pool{"app": w.app, "operator": w.operator, "auditor": w.auditor} {
+		_, err := pool.Exec(w.ctx, forge)
+		assert.Equal(t, "42501", code(err), name)
+	}
+	assert.Equal(t, before, w.snapshot())
+}
+
+// Identities that enter without their effect: no app login and no single
+// operator can create one. A service cannot plan, approve or run an entry
+// plan, nor write an identity or its marker; an operator cannot approve their
+// own plan (through any login of theirs), run it unapproved, approve it by
+// hand, or write an identity directly.
+func TestNoSingleUserEntersAnIdentityWithoutItsEffect(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	payload := `{"amount":5,"currency":"EUR","from":"a","to":"b"}`
+	items := fmt.Sprintf(`[{"tenant_id":"t1","operation_id":"forged-1","class":%q,"payload":%q,"payload_hash":%q,"response":{"ok":true},"evidence":"x"}]`,
+		projClass, payload, hashOf(payload))
+	digest := "sha256:" + strings.Repeat("0", 64)
+	create := "SELECT (idem.entry_plan_create('record', 'file', $1, $2::jsonb, 'x', 'because', NULL, NULL)).id"
+	_, err := w.app.Exec(w.ctx, create, digest, items)
+	assert.Equal(t, "42501", code(err), "a service plans nothing")
+	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 2)
+	_, err = unmapped.Exec(w.ctx, create, digest, items)
+	assert.Equal(t, "IX313", code(err), "a login without a person plans nothing")
+	for _, sql := range []string{
+		"INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, entry_plan) VALUES ('t1', 'forged-2', 'proj.view', decode(repeat('00', 32), 'hex'), 1)",
+		"INSERT INTO idem.entry_plan (kind, source, source_digest, items, counts, sample, reason, planned_by, planned_person, planned_db_user, state, approved_person, approved_at) VALUES ('record', 'f', '" + digest + "', 1, '{}', '[]', 'r', 'a', 'alice', 'a', 'approved', 'bob', now())",
+	} {
+		_, err = w.app.Exec(w.ctx, sql)
+		assert.Equal(t, "42501", code(err), "app: %s", sql)
+		_, err = w.operator.Exec(w.ctx, sql)
+		assert.Equal(t, "42501", code(err), "operator: %s", sql)
+	}
+
+	var id int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, create, digest, items).Scan(&id))
+	require.NoError(t, dbtest.Owner(w.dsn, "SELECT idem.person_add('alice', 'idemctl_test_unmapped')"))
+	before := w.snapshot()
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+	assert.Equal(t, "IX341", code(err), "not approved: nothing enters")
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	assert.Equal(t, "IX342", code(err), "alice approves nothing of hers, whatever the label")
+	_, err = unmapped.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'carol')", id)
+	assert.Equal(t, "IX342", code(err), "nor through a second login")
+	_, err = w.operator.Exec(w.ctx, "UPDATE idem.entry_plan SET state = 'approved', approved_person = 'bob', approved_at = now()")
+	assert.Equal(t, "42501", code(err), "nor by hand")
+	for _, pool := range []*pgxpool.Pool{w.app, w.auditor} {
+		_, err = pool.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+		assert.Equal(t, "42501", code(err))
+		_, err = pool.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'bob')", id)
+		assert.Equal(t, "42501", code(err))
+	}
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_lock($1)", id)
+	assert.Equal(t, "42501", code(err), "the internal lock is granted to nobody")
+	assert.Equal(t, before, w.snapshot(), "nothing entered, nothing written")
+	var n int
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan IS NOT NULL").Scan(&n))
+	assert.Zero(t, n)
+
+	// Two persons: then it enters.
+	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	require.NoError(t, err)
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+	require.NoError(t, err)
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", id).Scan(&n))
+	assert.Equal(t, 1, n)
+}

@@ -1,0 +1,61 @@
+-- object: function idem.entry_plan_run(bigint, text)
+-- grant: operator
+-- entry_plan_run enters an approved plan's identities (IX341 otherwise), in
+-- one transaction, each with its payload and response, marked with the plan
+-- (identity.entry_plan) and its transport naming the plan, the evidence and
+-- both persons; the effect is not run. The unique key settles a race: an
+-- identity that appeared meanwhile is left alone ('exists'); one with a
+-- pending claim or an open quarantine record is refused ('refused'). The
+-- runner must be a person (IX313). Audited. Returns the plan.
+CREATE OR REPLACE FUNCTION idem.entry_plan_run(p_id bigint, p_operator text)
+RETURNS idem.entry_plan
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_person text := idem.require_person('run an entry plan');
+    v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_i      idem.entry_item;
+    v_out    text;
+    v_n      integer;
+BEGIN
+    PERFORM idem.check_operator(p_operator, 'run');
+    IF v_p.state <> 'approved' THEN
+        RAISE EXCEPTION 'entry plan % is %: only an approved plan runs', p_id, v_p.state USING ERRCODE = 'IX341';
+    END IF;
+    FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id ORDER BY seq LOOP
+        IF EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
+           OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = v_i.tenant_id
+                      AND q.operation_id = v_i.operation_id AND q.status = 'open') THEN
+            v_out := 'refused';
+        ELSE
+            INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, entry_plan)
+            VALUES (v_i.tenant_id, v_i.operation_id, v_i.op_class, decode(substr(v_i.payload_hash, 12), 'hex'), p_id)
+            ON CONFLICT DO NOTHING;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            IF v_n = 1 THEN
+                INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
+                VALUES (v_i.tenant_id, v_i.operation_id, now(), v_i.op_class, v_i.payload, v_i.response,
+                        jsonb_build_object('entered_by', v_p.kind, 'entry_plan', p_id, 'evidence', v_i.evidence,
+                                           'planned_person', v_p.planned_person, 'approved_person', v_p.approved_person));
+                v_out := 'entered';
+            ELSE
+                v_out := 'exists';
+            END IF;
+        END IF;
+        UPDATE idem.entry_item SET outcome = v_out WHERE plan_id = p_id AND seq = v_i.seq;
+    END LOOP;
+    UPDATE idem.entry_plan
+    SET state = 'done', started_at = now(), finished_at = now(),
+        entered = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'entered'),
+        left_alone = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome <> 'entered')
+    WHERE id = p_id
+    RETURNING * INTO v_p;
+    PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
+        jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone,
+                           'exists', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'exists'),
+                           'refused', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'refused'),
+                           'person', v_person)::text);
+    RETURN v_p;
+END
+$$;
