@@ -90,7 +90,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		if c.SQLEffect {
 			effect = "sql"
 		}
-		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, clipText(c.Description, 60)})
+		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, c.Description})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")

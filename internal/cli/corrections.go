@@ -150,7 +150,7 @@ func correctionsListRun(ctx context.Context, opts *CorrectionsListOptions) error
 		if c.DoneAt != nil {
 			done = "done " + formatStamp(*c.DoneAt) + " by " + c.DoneBy
 		}
-		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Tenant, c.Operation, clipText(c.Reason, 50),
+		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Tenant, c.Operation, c.Reason,
 			c.CreatedBy, formatStamp(c.CreatedAt), done})
 	}
 	return printTable(opts.IO.Out, []string{"id", "tenant", "operation", "reason", "by", "added", "state"}, rows)

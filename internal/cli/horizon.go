@@ -409,7 +409,7 @@ func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
 			mode = "-"
 		}
 		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, humanCount(ev.Pinned),
-			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), clipText(ev.Reason, 80)})
+			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), ev.Reason})
 	}
 	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
 }
@@ -869,7 +869,7 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 			note = p.AbortReason
 		}
 		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), formatStamp(p.Cutoff),
-			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), clipText(orDash(note), 60)})
+			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), orDash(note)})
 	}
 	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged", "planned by", "approved by", "contract / abort"}, rows)
 }

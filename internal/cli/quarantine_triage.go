@@ -379,7 +379,7 @@ func groupFields(fields []string) string {
 	if len(fields) == 0 {
 		return "(class only)"
 	}
-	return clipText(strings.Join(fields, " "), 60)
+	return strings.Join(fields, " ")
 }
 
 // QuarantineRejectOptions are the flags of `idemctl quarantine reject`.
