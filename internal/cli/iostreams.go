@@ -27,6 +27,8 @@ type IOStreams struct {
 	// width is the terminal's width in cells (0 when stdout is not one);
 	// errWidth the same for stderr, where previews and reports go.
 	width, errWidth int
+	// color: stdout is a terminal that takes colour (NO_COLOR unset).
+	color bool
 }
 
 // System returns the process's streams.
@@ -38,6 +40,7 @@ func System() *IOStreams {
 		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 		width:     termWidth(os.Stdout),
 		errWidth:  termWidth(os.Stderr),
+		color:     colorWanted(term.IsTerminal(int(os.Stdout.Fd())), os.Getenv),
 	}
 }
 
@@ -68,6 +71,18 @@ func testWidth(tty bool) int {
 	}
 	return 0
 }
+
+// colorWanted reports whether a terminal gets colour: never without one,
+// nor with NO_COLOR set (https://no-color.org) or TERM=dumb.
+func colorWanted(tty bool, getenv func(string) string) bool {
+	return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
+}
+
+// ColorEnabled reports whether standard output takes colour.
+func (s *IOStreams) ColorEnabled() bool { return s.color }
+
+// SetColor turns colour on or off (tests).
+func (s *IOStreams) SetColor(on bool) { s.color = on }
 
 // SetWidth sets the width of the terminal the streams act as (tests).
 func (s *IOStreams) SetWidth(w int) { s.width, s.errWidth = w, w }

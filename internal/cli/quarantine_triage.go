@@ -522,6 +522,9 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		if err != nil {
 			return quarantineErr(err, ExitInvalid)
 		}
+		if err := decidedAlready(rec); err != nil {
+			return err
+		}
 		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
 			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
 		if !confirmAction(opts.IO, question) {
