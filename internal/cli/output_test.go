@@ -146,3 +146,17 @@ func TestProgressLinesWithoutATerminal(t *testing.T) {
 	var none *progressBar
 	none.Stop()
 }
+
+// Wrapping breaks at spaces, never inside an identifier at its hyphens.
+func TestWrapWordsKeepsIdentifiers(t *testing.T) {
+	t.Parallel()
+	s := "review them: idemctl quarantine list --group g-e33185e2ef13 (or idemctl tui)"
+	for width := 16; width <= 40; width++ {
+		got := wrapWords(s, width)
+		assert.LessOrEqual(t, maxLineWidth(got), width, got)
+		assert.Contains(t, got, "g-e33185e2ef13", "width %d: %s", width, got)
+		assert.Equal(t, strings.Fields(s), strings.Fields(got))
+	}
+	assert.Equal(t, "abcde\nfghij\nk", wrapWords("abcdefghijk", 5), "a word wider than the line is cut")
+	assert.Equal(t, "東京\n決済", wrapWords("東京決済", 4), "by cells, not bytes")
+}

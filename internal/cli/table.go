@@ -124,7 +124,7 @@ func printTable(w io.Writer, header []string, rows [][]string) error {
 			noun = "column"
 		}
 		line := fmt.Sprintf("%d %s hidden (%s): -o wide", len(fit.hidden), noun, strings.Join(fit.hidden, ", "))
-		_, err := fmt.Fprintln(w, ansi.Wrap(line, l.Width, ""))
+		_, err := fmt.Fprintln(w, wrapWords(line, l.Width))
 		return err
 	}
 	return nil
@@ -207,14 +207,12 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		switch {
 		case role.identifier:
 			floor[i], wrapTo[i] = natural[i], natural[i]
-		case !role.explains && role.drop == 0:
-			floor[i], wrapTo[i] = natural[i], natural[i] // a short word of state: whole
 		case role.explains:
 			floor[i] = min(natural[i], max(floor[i], 12))
 			wrapTo[i] = min(natural[i], max(floor[i], 30))
 		default:
-			floor[i] = min(natural[i], max(floor[i], 8))
-			wrapTo[i] = natural[i]
+			// a time, an age, a count: whole, or hidden
+			floor[i], wrapTo[i] = natural[i], natural[i]
 		}
 	}
 	kept := make([]bool, n)
@@ -259,18 +257,20 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 	if sum(floor) > width {
 		return fittedTable{}, false
 	}
-	// Give the room left to the wrapping columns: start from their floor,
-	// then the explaining ones grow to their natural width, then the rest.
+	// Give the room left to the explaining columns, from their floor up to
+	// their natural width (the others are whole already).
 	widths := append([]int(nil), floor...)
 	room := width - sum(floor)
-	for _, explains := range []bool{true, false} {
+	// Explaining columns share it a cell at a time, so that two of them
+	// (a detail and what to do) both stay readable.
+	for grew := true; grew && room > 0; {
+		grew = false
 		for i, h := range header {
-			if !kept[i] || roleOf(h).identifier || roleOf(h).explains != explains || room == 0 {
-				continue
+			if kept[i] && roleOf(h).explains && widths[i] < natural[i] && room > 0 {
+				widths[i]++
+				room--
+				grew = true
 			}
-			grow := min(natural[i]-widths[i], room)
-			widths[i] += grow
-			room -= grow
 		}
 	}
 	out := fittedTable{}
@@ -294,7 +294,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 				c = r[i]
 			}
 			if cellWidth(c) > widths[i] {
-				c = ansi.Wrap(c, widths[i], "")
+				c = wrapWords(c, widths[i])
 			}
 			cells = append(cells, c)
 		}
@@ -348,10 +348,42 @@ func printVertical(w io.Writer, header []string, rows [][]string, width int) err
 			case isIdentifierCell(header, r, i) || room < 12:
 				b.WriteString(strings.TrimRight(prefix, " ") + "\n" + v + "\n")
 			default:
-				b.WriteString(prefix + strings.ReplaceAll(ansi.Wrap(v, room, ""), "\n", "\n"+indent) + "\n")
+				b.WriteString(prefix + strings.ReplaceAll(wrapWords(v, room), "\n", "\n"+indent) + "\n")
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// wrapWords wraps s at spaces into lines at most width cells wide. Unlike
+// ansi.Wrap it never breaks at a hyphen, so an identifier in a sentence
+// ("--group g-e33185e2ef13") stays whole on one line; only a word wider than
+// the line is cut.
+func wrapWords(s string, width int) string {
+	if width <= 0 {
+		return s
+	}
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line, lineW := "", 0
+		for _, word := range strings.Fields(para) {
+			ww := ansi.StringWidth(word)
+			switch {
+			case lineW > 0 && lineW+1+ww <= width:
+				line, lineW = line+" "+word, lineW+1+ww
+				continue
+			case lineW > 0:
+				out = append(out, line)
+			}
+			for ww > width {
+				out = append(out, ansi.Truncate(word, width, ""))
+				word = ansi.TruncateLeft(word, width, "")
+				ww = ansi.StringWidth(word)
+			}
+			line, lineW = word, ww
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
