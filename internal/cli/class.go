@@ -146,10 +146,7 @@ the schema owner). Credentials are references, never values:
 only with --downstream-idempotent: its service passes a key derived from the
 identity to every downstream call (a payment provider), so that a re-drive
 after a crash between that call and its commit cannot charge twice.
---redrive none removes it. Recorded in the audit log with before and after.
-
-Exit codes: 2 bad flags, 5 unknown class, invalid policy or re-drive, or a
-host not on the allow-list.`,
+--redrive none removes it. Recorded in the audit log with before and after.`,
 		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
   idemctl class set payments.charge --retention forever
   idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"

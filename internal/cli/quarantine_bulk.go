@@ -192,7 +192,7 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 	cmd := &cobra.Command{
 		Use:     action + " PLAN",
 		Short:   short,
-		Long:    short + ".\n\n" + bulkActionHelp[action] + "Exit codes: 0 done; 1 interrupted (run again), declined or failed; 2 bad arguments; 5 refused (wrong state, same person), nothing written; 7 unknown plan.",
+		Long:    short + ".\n\n" + strings.TrimSuffix(bulkActionHelp[action], "\n\n"),
 		Example: "  idemctl quarantine bulk " + action + " 3",
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -429,12 +429,7 @@ what was committed stays, and running the same command again decides what is
 left, never a record twice (already decided ones are counted as skipped).
 Every audit row of one run carries its label (details.bulk_run).
 
-` + quarantineFilterHelp + `
-
-Exit codes: 0 done (or nothing left to decide); 1 interrupted (run it again),
-declined or failed; 2 bad flags, filter or stdin, nothing written; 5 a record
-already decided (single record), nothing written; 7 an unknown id, nothing
-written.`,
+` + quarantineFilterHelp + ``,
 		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
   idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881" --dry-run
   idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881" --yes
