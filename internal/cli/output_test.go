@@ -11,6 +11,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 func maxLineWidth(s string) int {
@@ -159,4 +161,13 @@ func TestWrapWordsKeepsIdentifiers(t *testing.T) {
 	}
 	assert.Equal(t, "abcde\nfghij\nk", wrapWords("abcdefghijk", 5), "a word wider than the line is cut")
 	assert.Equal(t, "東京\n決済", wrapWords("東京決済", 4), "by cells, not bytes")
+}
+
+// One operation is "1 operation", not "1 operations".
+func TestSummaryLineCounts(t *testing.T) {
+	t.Parallel()
+	one := summaryLine(recovery.RunSummary{Counts: recovery.Counts{recovery.AlreadyApplied: 1}})
+	assert.True(t, strings.HasPrefix(one, "1 operation: 1 already_applied"), one)
+	many := summaryLine(recovery.RunSummary{Counts: recovery.Counts{recovery.AlreadyApplied: 1, recovery.Applied: 1203}})
+	assert.True(t, strings.HasPrefix(many, "1,204 operations:"), many)
 }
