@@ -48,19 +48,9 @@ func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int,
 func runnableCommands() map[string]*cobra.Command {
 	ios, _, _, _ := Test(false)
 	out := map[string]*cobra.Command{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
-				continue
-			}
-			if sub.Runnable() {
-				out[commandKey(sub)] = sub
-			}
-			walk(sub)
-		}
+	for _, c := range runnableOf(NewCmdRoot(NewFactory(ios))) {
+		out[commandKey(c)] = c
 	}
-	walk(NewCmdRoot(NewFactory(ios)))
 	return out
 }
 

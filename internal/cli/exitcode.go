@@ -153,20 +153,7 @@ func exitCodesMarkdown(root *cobra.Command) string {
 		fmt.Fprintf(&b, "| %d | %s |\n", c, exitMeaning[c])
 	}
 	b.WriteString("\nWhich command can return which, and what a code means for it:\n\n| command | exit codes | what they mean here |\n|---|---|---|\n")
-	var cmds []*cobra.Command
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
-				continue
-			}
-			if sub.Runnable() {
-				cmds = append(cmds, sub)
-			}
-			walk(sub)
-		}
-	}
-	walk(root)
+	cmds := runnableOf(root)
 	sort.Slice(cmds, func(i, j int) bool { return commandKey(cmds[i]) < commandKey(cmds[j]) })
 	for _, c := range cmds {
 		var codes, notes []string
@@ -232,4 +219,24 @@ func codeOf(err error) int {
 		return e.Code
 	}
 	return ExitFailure
+}
+
+// runnableOf lists every command of the tree a user can run (not hidden,
+// not help or completion), depth first.
+func runnableOf(root *cobra.Command) []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Runnable() {
+				out = append(out, sub)
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
 }
