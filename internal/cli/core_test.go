@@ -209,6 +209,6 @@ func TestUnreachableDatabase(t *testing.T) {
 	code, out, errOut := run(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2", "", "inspect", "--tenant", "a", "--op", "b")
 	assert.Equal(t, ExitFailure, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "cannot connect")
+	assert.Contains(t, errOut, "idemctl: connection refused at 127.0.0.1:1 (DSN from --dsn")
 	assert.NotContains(t, errOut, "hunter2")
 }

@@ -166,7 +166,7 @@ func TestDoctorColour(t *testing.T) {
 		} else {
 			assert.NotContains(t, out.String(), "\x1b[")
 		}
-		assert.Contains(t, out.String(), "open quarantine record")
+		assert.Contains(t, out.String(), "review them: idemctl")
 	}
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	assert.True(t, colorWanted(true, env(nil)))
