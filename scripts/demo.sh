@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-go build -o bin/idemctl ./cmd/idemctl
+make --no-print-directory build # with the version flags: idemctl version names the commit
 
 admin=${IDEMCTL_DEMO_ADMIN_DSN:-}
 if [ -z "$admin" ]; then

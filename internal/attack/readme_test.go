@@ -16,17 +16,17 @@ import (
 
 var sqlBlockRE = regexp.MustCompile("(?s)```sql\n(.*?)```")
 
-// readmeBlock returns the README's SQL example that starts with first.
+// readmeBlock returns the SQL contract's example (docs/sql-contract.md) that starts with first.
 func readmeBlock(t *testing.T, first string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/sql-contract.md")
 	require.NoError(t, err)
 	for _, m := range sqlBlockRE.FindAllStringSubmatch(string(raw), -1) {
 		if strings.HasPrefix(m[1], first) {
 			return m[1]
 		}
 	}
-	t.Fatalf("README has no SQL example starting with %q", first)
+	t.Fatalf("docs/sql-contract.md has no SQL example starting with %q", first)
 	return ""
 }
 

@@ -98,7 +98,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		if c.Money != nil {
 			money = c.Money.String()
 		}
-		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, money, clipText(c.Description, 60)})
+		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, money, c.Description})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
@@ -170,10 +170,7 @@ IDEMCTL_REDRIVE_...) or file:PATH (a path relative to resolve's
 only with --downstream-idempotent: its service passes a key derived from the
 identity to every downstream call (a payment provider), so that a re-drive
 after a crash between that call and its commit cannot charge twice.
---redrive none removes it. Recorded in the audit log with before and after.
-
-Exit codes: 2 bad flags, 5 unknown class, invalid policy or re-drive, or a
-host not on the allow-list.`,
+--redrive none removes it. Recorded in the audit log with before and after.`,
 		Example: `  idemctl class set reporting.daily_totals --retention horizon --min-age 30d
   idemctl class set payments.charge --retention forever
   idemctl class set payments.charge --money /amount,/currency,minor

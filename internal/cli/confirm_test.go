@@ -32,4 +32,11 @@ func TestRejectAsksFirst(t *testing.T) {
 	}
 	code, _, _ = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "-y", "--reason", "again")
 	assert.Equal(t, ExitInvalid, code, "-y is --yes; an already decided record is refused")
+	// On a terminal, a decided record is refused before the question.
+	for verb, extra := range map[string][]string{"reject": nil, "accept-as-new": {"--new-operation-id", "ask-1-rev2"}} {
+		code, _, errOut = runTTY(t, fx.dsn, "y\n", append([]string{"quarantine", verb, fmt.Sprint(q), "--reason", "again"}, extra...)...)
+		assert.Equal(t, ExitInvalid, code, verb)
+		assert.Contains(t, errOut, "is already rejected", verb)
+		assert.NotContains(t, errOut, "?", "%s asked first: %s", verb, errOut)
+	}
 }

@@ -50,19 +50,9 @@ func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int,
 func runnableCommands() map[string]*cobra.Command {
 	ios, _, _, _ := Test(false)
 	out := map[string]*cobra.Command{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
-				continue
-			}
-			if sub.Runnable() {
-				out[commandKey(sub)] = sub
-			}
-			walk(sub)
-		}
+	for _, c := range runnableOf(NewCmdRoot(NewFactory(ios))) {
+		out[commandKey(c)] = c
 	}
-	walk(NewCmdRoot(NewFactory(ios)))
 	return out
 }
 
@@ -245,6 +235,6 @@ func TestUnreachableDatabase(t *testing.T) {
 	code, out, errOut := run(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2", "", "inspect", "--tenant", "a", "--op", "b")
 	assert.Equal(t, ExitFailure, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "cannot connect")
+	assert.Contains(t, errOut, "idemctl: connection refused at 127.0.0.1:1 (DSN from --dsn")
 	assert.NotContains(t, errOut, "hunter2")
 }

@@ -48,9 +48,7 @@ func NewCmdCorrectionsAdd(f *Factory, runF func(*CorrectionsAddOptions) error) *
 		Use:   "add --tenant T --op OP --reason TEXT",
 		Short: "Record a pending manual correction (pins its identity)",
 		Long: `Record a pending manual correction of one identity. It pins the identity
-against purges until "idemctl corrections done". Prints its id.
-
-Exit codes: 2 missing flags, 5 invalid identity or reason.`,
+against purges until "idemctl corrections done". Prints its id.`,
 		Example: `  idemctl corrections add --tenant acme --op charge-42 --reason "refund REF-9 awaiting sign-off"`,
 		Args:    maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -150,7 +148,7 @@ func correctionsListRun(ctx context.Context, opts *CorrectionsListOptions) error
 		if c.DoneAt != nil {
 			done = "done " + formatStamp(*c.DoneAt) + " by " + c.DoneBy
 		}
-		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Tenant, c.Operation, clipText(c.Reason, 50),
+		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Tenant, c.Operation, c.Reason,
 			c.CreatedBy, formatStamp(c.CreatedAt), done})
 	}
 	return printTable(opts.IO.Out, []string{"id", "tenant", "operation", "reason", "by", "added", "state"}, rows)
@@ -172,9 +170,7 @@ func NewCmdCorrectionsDone(f *Factory, runF func(*CorrectionsDoneOptions) error)
 		Use:   "done ID",
 		Short: "Mark a correction applied: it no longer pins its identity",
 		Long: `Mark a pending correction applied. Its identity is no longer pinned by the manual
-source. Recorded in the audit log.
-
-Exit codes: 2 bad ID, 7 no pending correction with that id.`,
+source. Recorded in the audit log.`,
 		Example: `  idemctl corrections done 7`,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/health"
+	"github.com/idemctl/idemctl/internal/term"
 )
 
 // DoctorOptions are the flags of `idemctl doctor`.
@@ -73,7 +76,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		rows = append(rows, []string{c.Name, string(c.Verdict), c.Detail, orDash(c.Action)})
 	}
 	if !opts.JSON {
-		if err := printTable(opts.IO.Out, []string{"check", "verdict", "detail", "what to do"}, rows); err != nil {
+		if err := printDoctorTable(opts.IO, rows); err != nil {
 			return err
 		}
 	}
@@ -105,4 +108,32 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 		return append(checks, health.Check{Name: "primary", Verdict: health.Fail, Detail: oneLine(err.Error())})
 	}
 	return append(checks, more...)
+}
+
+// verdictCell finds a fail or warn verdict in a rendered doctor table (a
+// cell of the verdict column, or its line in the vertical layout).
+var verdictCell = regexp.MustCompile(`(│ |verdict: +)(fail|warn)\b`)
+
+// printDoctorTable prints the checks; on a terminal that takes colour, a
+// fail is red and a warn yellow. The table is escaped as any output is,
+// then coloured, then written raw.
+func printDoctorTable(ios *IOStreams, rows [][]string) error {
+	header := []string{"check", "verdict", "detail", "what to do"}
+	if !ios.ColorEnabled() {
+		return printTable(ios.Out, header, rows)
+	}
+	var b strings.Builder
+	if err := printTable(&layoutWriter{Writer: term.Writer(&b, false), layout: layoutOf(ios.Out)}, header, rows); err != nil {
+		return err
+	}
+	colored := verdictCell.ReplaceAllStringFunc(b.String(), func(m string) string {
+		sub := verdictCell.FindStringSubmatch(m)
+		code := "31" // red
+		if sub[2] == "warn" {
+			code = "33" // yellow
+		}
+		return sub[1] + "\x1b[" + code + "m" + sub[2] + "\x1b[0m"
+	})
+	_, err := io.WriteString(ios.RawOut, colored)
+	return err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -150,4 +151,32 @@ func TestStatus(t *testing.T) {
 	code, _, errOut = run(t, fx.dsn, "", "quarantine", "list", "-o", "prometheus")
 	assert.Equal(t, ExitUsage, code)
 	assert.Contains(t, errOut, "idemctl status only")
+}
+
+// On a terminal that takes colour, doctor's warn is yellow (and a fail
+// red); NO_COLOR, TERM=dumb or a pipe turn colour off.
+func TestDoctorColour(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	fx.conflict(t, "acme", "doc-1", 1, 2)
+	for _, color := range []bool{true, false} {
+		ios, _, out, errOut := Test(true)
+		ios.SetColor(color)
+		f := NewFactory(ios)
+		code := Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.dsn})
+		f.Close()
+		require.Equal(t, ExitOK, code, errOut.String())
+		if color {
+			assert.Contains(t, out.String(), "\x1b[33mwarn\x1b[0m", out.String())
+			assert.NotContains(t, out.String(), "\x1b[31m", "no fail, no red")
+		} else {
+			assert.NotContains(t, out.String(), "\x1b[")
+		}
+		assert.Contains(t, out.String(), "review them: idemctl")
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	assert.True(t, colorWanted(true, env(nil)))
+	assert.False(t, colorWanted(true, env(map[string]string{"NO_COLOR": "1"})))
+	assert.False(t, colorWanted(true, env(map[string]string{"TERM": "dumb"})))
+	assert.False(t, colorWanted(false, env(nil)))
 }

@@ -40,6 +40,48 @@ var exitMeaning = map[int]string{
 	ExitSchema:     "schema idem is missing, older or newer than this binary (the message says what to run)",
 }
 
+// exitWhy says, per command (or per family: "horizon" holds for every
+// horizon command), what a code means for it. --help and docs/exit-codes.md
+// print it under the code's general meaning.
+var exitWhy = map[string]map[int]string{
+	"horizon": {
+		ExitFailure: "an interrupted purge: run it again to resume",
+		ExitInvalid: "horizon not proven (a source failed, timed out, returned nonsense or can replay before the cutoff), a forever class without --contract, approval by the planner's person or by a login with no person, a plan not in a state for the step, a purge running elsewhere, or a purge aborted by its re-probe",
+	},
+	"horizon source add": {ExitUsage: "also a secret in the source's DSN (name the variable that holds it: --password-env)"},
+	"horizon cancel":     {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
+	"class set":          {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},
+	"corrections add":    {ExitInvalid: "invalid identity or reason"},
+	"corrections done":   {ExitNotFound: "no pending correction with that id"},
+	"quarantine bulk": {
+		ExitFailure:  "interrupted (run it again), declined or failed",
+		ExitInvalid:  "refused (the plan's state, the same person), nothing written",
+		ExitNotFound: "unknown plan",
+	},
+	"quarantine reject": {
+		ExitOK:       "done, or nothing left to decide",
+		ExitFailure:  "interrupted (run it again), declined or failed",
+		ExitUsage:    "bad flags, filter or stdin, nothing written",
+		ExitInvalid:  "a record already decided (single record), nothing written",
+		ExitNotFound: "an unknown id (one on stdin refuses the whole run), nothing written",
+	},
+}
+
+// exitReason is what code means for cmd: its own note, else its family's.
+func exitReason(cmd *cobra.Command, code int) string {
+	for key := commandKey(cmd); key != ""; {
+		if why, ok := exitWhy[key][code]; ok {
+			return why
+		}
+		i := strings.LastIndexByte(key, ' ')
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return ""
+}
+
 // exitCodesOf returns the codes cmd can return: 0, 1 and 2 for every
 // command, 8 for those that need the schema, 4 for those that write, and the
 // codes its policy adds.
@@ -92,6 +134,36 @@ func exitCodesHelp(cmd *cobra.Command) string {
 	b.WriteString("\nExit codes:\n")
 	for _, c := range codes {
 		fmt.Fprintf(&b, "  %d  %s\n", c, exitMeaning[c])
+		if why := exitReason(cmd, c); why != "" && cmd.HasParent() {
+			fmt.Fprintf(&b, "     here: %s\n", why)
+		}
+	}
+	return b.String()
+}
+
+// exitCodesMarkdown renders docs/exit-codes.md from the definitions above:
+// every code with its meaning, then every runnable command's codes and what
+// they mean for it.
+func exitCodesMarkdown(root *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString("# Exit codes\n\n<!-- Generated from internal/cli/exitcode.go: go test ./internal/cli -run TestExitCodesDoc -update -->\n\n")
+	b.WriteString("Defined once and used the same way by every command; each command's `--help`\nlists its own.\n\n")
+	b.WriteString("| code | meaning |\n|---|---|\n")
+	for _, c := range allExitCodes() {
+		fmt.Fprintf(&b, "| %d | %s |\n", c, exitMeaning[c])
+	}
+	b.WriteString("\nWhich command can return which, and what a code means for it:\n\n| command | exit codes | what they mean here |\n|---|---|---|\n")
+	cmds := runnableOf(root)
+	sort.Slice(cmds, func(i, j int) bool { return commandKey(cmds[i]) < commandKey(cmds[j]) })
+	for _, c := range cmds {
+		var codes, notes []string
+		for _, code := range exitCodesOf(c) {
+			codes = append(codes, fmt.Sprint(code))
+			if why := exitReason(c, code); why != "" {
+				notes = append(notes, fmt.Sprintf("%d: %s", code, why))
+			}
+		}
+		fmt.Fprintf(&b, "| `idemctl %s` | %s | %s |\n", commandKey(c), strings.Join(codes, " "), strings.Join(notes, "; "))
 	}
 	return b.String()
 }
@@ -147,4 +219,24 @@ func codeOf(err error) int {
 		return e.Code
 	}
 	return ExitFailure
+}
+
+// runnableOf lists every command of the tree a user can run (not hidden,
+// not help or completion), depth first.
+func runnableOf(root *cobra.Command) []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			if sub.Runnable() {
+				out = append(out, sub)
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
 }

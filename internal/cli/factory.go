@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"time"
@@ -163,18 +164,25 @@ func (f *Factory) validateOutput(cmd *cobra.Command) error {
 	return usageErr("invalid --output %q: use table, wide or json", f.Output)
 }
 
-// setLayout makes standard output carry the table layout of -o and
-// --no-headers.
+// setLayout makes standard output and standard error (bulk previews, run
+// reports) carry the table layout of -o and --no-headers.
 func (f *Factory) setLayout() {
 	l := tableLayout{Width: f.IO.width, NoHeaders: f.NoHeaders}
+	le := tableLayout{Width: f.IO.errWidth}
 	if f.Output == "wide" {
-		l.Width = 0
+		l.Width, le.Width = 0, 0
 	}
-	if lw, ok := f.IO.Out.(*layoutWriter); ok {
+	f.IO.Out = withLayout(f.IO.Out, l)
+	f.IO.ErrOut = withLayout(f.IO.ErrOut, le)
+}
+
+// withLayout returns w carrying layout l.
+func withLayout(w io.Writer, l tableLayout) io.Writer {
+	if lw, ok := w.(*layoutWriter); ok {
 		lw.layout = l
-		return
+		return lw
 	}
-	f.IO.Out = &layoutWriter{Writer: f.IO.Out, layout: l}
+	return &layoutWriter{Writer: w, layout: l}
 }
 
 // describeDB names the database in use for messages, without the password.

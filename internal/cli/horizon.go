@@ -14,13 +14,6 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 )
 
-// horizonExitHelp documents the exit codes the horizon commands use.
-const horizonExitHelp = `Exit codes: 0 done; 1 failure (database unreachable, purge interrupted: run it
-again to resume); 2 bad flags or arguments; 5 refused: horizon not proven (a
-source failed, timed out, returned nonsense or can replay before the cutoff), a
-forever class without --contract, approval by the planner (four-eyes), a plan
-not in a state for the step, or a purge aborted by its re-probe.`
-
 // NewCmdHorizon builds `idemctl horizon` and its subcommands.
 func NewCmdHorizon(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
@@ -49,9 +42,7 @@ plan, time; no payload, no response): a late replay of it is answered "purged"
 (same payload) or quarantined as a conflict, and never runs again.
 
 Times come from the primary's clock. --before takes an RFC 3339 time or a
-duration ago (30d, 12h).
-
-` + horizonExitHelp,
+duration ago (30d, 12h).`,
 		Example: `  idemctl horizon source add payments-dlq --kind postgres --source-dsn "$DLQ_DSN" \
       --query "SELECT min(failed_at) FROM dlq.payments"
   idemctl horizon check --class reporting.daily_totals --before 30d
@@ -422,7 +413,7 @@ func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
 			mode = "-"
 		}
 		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, humanCount(ev.Pinned),
-			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), clipText(ev.Reason, 80)})
+			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), ev.Reason})
 	}
 	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
 }
@@ -659,10 +650,7 @@ func NewCmdHorizonCancel(f *Factory) *cobra.Command {
 		Short: "Abort a plan that is planned, approved or purging (a running purge stops at its next batch)",
 		Long: `Abort a purge plan: it can no longer be approved or purged. A purge of it that
 is running stops at its next transaction (what it removed so far stays
-removed, and is recorded). Recorded in the audit log with the reason.
-
-Exit codes: 0 cancelled; 2 usage; 7 unknown plan; 5 a plan already done or
-aborted.`,
+removed, and is recorded). Recorded in the audit log with the reason.`,
 		Example: `  idemctl horizon cancel 12 --reason "the DLQ owner found older messages"`,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -892,7 +880,7 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 			note = p.AbortReason
 		}
 		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), formatStamp(p.Cutoff),
-			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), clipText(orDash(note), 60)})
+			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), orDash(note)})
 	}
 	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged", "planned by", "approved by", "contract / abort"}, rows)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 func maxLineWidth(s string) int {
@@ -21,8 +23,9 @@ func maxLineWidth(s string) int {
 	return w
 }
 
-// A table wider than the terminal fits it: the explanatory column wraps
-// (nothing of it is lost), the others are shortened with "…".
+// A table wider than the terminal fits it: identifiers stay whole, the
+// explanatory column wraps (nothing of it is lost), and the columns that do
+// not fit are hidden in their declared order and named.
 func TestTableFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	header := []string{"line", "tenant", "operation_id", "outcome", "detail"}
@@ -41,8 +44,9 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	for _, word := range strings.Fields(why) {
 		assert.Contains(t, flat, word, "the explanatory column wraps, whole")
 	}
-	assert.Contains(t, fit.String(), "…", "a shortened column says so")
-	assert.Contains(t, fit.String(), "12")
+	assert.NotContains(t, fit.String(), "…", "nothing is shortened")
+	assert.Contains(t, fit.String(), "charge-2026-11-30-000000000042-retry")
+	assert.Contains(t, fit.String(), "acme-payments-eu-west")
 
 	var bare bytes.Buffer
 	require.NoError(t, printTable(&layoutWriter{Writer: &bare, layout: tableLayout{NoHeaders: true}}, header, rows))
@@ -51,7 +55,49 @@ func TestTableFitsTheTerminal(t *testing.T) {
 
 	// A table that fits is left alone.
 	small := [][]string{{"1", "acme", "c-1", "applied", "ok"}}
-	assert.Equal(t, small, fitTable(header, small, 80))
+	got, ok := fitTable(header, small, 80)
+	assert.True(t, ok)
+	assert.Equal(t, small, got.rows)
+	assert.Empty(t, got.hidden)
+}
+
+// Columns are hidden in their declared order, absolute times first, then
+// counts, and the last line names them; an identifier wider than the
+// terminal turns the table vertical, the identifier whole on its own line.
+func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
+	t.Parallel()
+	header := []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"}
+	row := []string{"1042", "acme-payments-eu-west", "job-0414-settlement-retry-after-timeout", "demo.transfer", "open", "3", "2",
+		"2026-11-30 03:12:09", "2026-11-30 03:14:41"}
+	var out bytes.Buffer
+	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 130}}, header, [][]string{row}))
+	s := out.String()
+	assert.LessOrEqual(t, maxLineWidth(s), 130, s)
+	assert.Contains(t, s, "2 columns hidden (first seen, last seen): -o wide")
+	assert.Contains(t, s, "job-0414-settlement-retry-after-timeout")
+	assert.Contains(t, s, "1042")
+
+	row[2] = "job-0414-settlement"
+	out.Reset()
+	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 80}}, header, [][]string{row}))
+	s = out.String()
+	assert.LessOrEqual(t, maxLineWidth(s), 80, s)
+	assert.Contains(t, s, "job-0414-settlement ")
+	assert.Contains(t, s, "4 columns hidden (seen, changes, first seen, last seen): -o wide")
+
+	long := strings.Repeat("x", 100)
+	row[2] = long
+	out.Reset()
+	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 80}}, header, [][]string{row, row}))
+	s = out.String()
+	assert.Contains(t, s, "\n"+long+"\n", "the identifier whole on its own line")
+	assert.Contains(t, s, "tenant:     acme-payments-eu-west\n")
+	assert.Contains(t, s, "first seen: 2026-11-30 03:12:09\n", "vertical hides nothing")
+	for _, l := range strings.Split(s, "\n") {
+		if l != long {
+			assert.LessOrEqual(t, ansi.StringWidth(l), 80, l)
+		}
+	}
 }
 
 // -o wide and --no-headers reach the tables of a real command; -o accepts
@@ -101,4 +147,27 @@ func TestProgressLinesWithoutATerminal(t *testing.T) {
 	assert.Nil(t, startProgress(ios, "resolve", 1, n.Load, 0))
 	var none *progressBar
 	none.Stop()
+}
+
+// Wrapping breaks at spaces, never inside an identifier at its hyphens.
+func TestWrapWordsKeepsIdentifiers(t *testing.T) {
+	t.Parallel()
+	s := "review them: idemctl quarantine list --group g-e33185e2ef13 (or idemctl tui)"
+	for width := 16; width <= 40; width++ {
+		got := wrapWords(s, width)
+		assert.LessOrEqual(t, maxLineWidth(got), width, got)
+		assert.Contains(t, got, "g-e33185e2ef13", "width %d: %s", width, got)
+		assert.Equal(t, strings.Fields(s), strings.Fields(got))
+	}
+	assert.Equal(t, "abcde\nfghij\nk", wrapWords("abcdefghijk", 5), "a word wider than the line is cut")
+	assert.Equal(t, "東京\n決済", wrapWords("東京決済", 4), "by cells, not bytes")
+}
+
+// One operation is "1 operation", not "1 operations".
+func TestSummaryLineCounts(t *testing.T) {
+	t.Parallel()
+	one := summaryLine(recovery.RunSummary{Counts: recovery.Counts{recovery.AlreadyApplied: 1}})
+	assert.True(t, strings.HasPrefix(one, "1 operation: 1 already_applied"), one)
+	many := summaryLine(recovery.RunSummary{Counts: recovery.Counts{recovery.AlreadyApplied: 1, recovery.Applied: 1203}})
+	assert.True(t, strings.HasPrefix(many, "1,204 operations:"), many)
 }

@@ -100,7 +100,7 @@ func TestNoDSNIsAnError(t *testing.T) {
 	t.Setenv("PGCONNECT_TIMEOUT", "2")
 	code, _, errOut := run(t, "", "", "quarantine", "list")
 	assert.Equal(t, ExitFailure, code, errOut)
-	assert.Contains(t, errOut, "cannot connect")
+	assert.Contains(t, errOut, "connection refused at 127.0.0.1:1 (DSN from PGHOST")
 }
 
 // A database without schema idem: every command says which database it

@@ -217,3 +217,11 @@ func formatClock(d time.Duration) string {
 	}
 	return fmt.Sprintf("%02d:%02d", m, s)
 }
+
+// countOf is n and its noun, singular for one: "1 operation", "1,204 operations".
+func countOf(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return humanCount(n) + " " + noun + "s"
+}

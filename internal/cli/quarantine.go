@@ -515,11 +515,24 @@ func confirmDecision(ctx context.Context, io *IOStreams, db idem.DBTX, id int64,
 	if err != nil {
 		return quarantineErr(err, ExitInvalid)
 	}
+	if err := decidedAlready(rec); err != nil {
+		return err
+	}
 	if !confirmAction(io, question(rec)) {
 		fmt.Fprintln(io.ErrOut, "nothing done")
 		return silentExit{ExitFailure}
 	}
 	return nil
+}
+
+// decidedAlready refuses, before any question, a record that is no longer
+// open: the database would refuse the decision after the answer anyway.
+func decidedAlready(rec quarantine.Record) error {
+	if rec.Status == quarantine.StatusOpen {
+		return nil
+	}
+	return withCode(ExitInvalid, fmt.Errorf("record %d (%s/%s) is already %s: %w", rec.ID, rec.Tenant, rec.OperationID,
+		rec.Status, quarantine.ErrAlreadyDecided))
 }
 
 // needYes refuses a confirming command without a terminal to ask on and

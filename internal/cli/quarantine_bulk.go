@@ -192,7 +192,7 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 	cmd := &cobra.Command{
 		Use:     action + " PLAN",
 		Short:   short,
-		Long:    short + ".\n\n" + bulkActionHelp[action] + "Exit codes: 0 done; 1 interrupted (run again), declined or failed; 2 bad arguments; 5 refused (wrong state, same person), nothing written; 7 unknown plan.",
+		Long:    short + ".\n\n" + strings.TrimSuffix(bulkActionHelp[action], "\n\n"),
 		Example: "  idemctl quarantine bulk " + action + " 3",
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -281,7 +281,7 @@ var bulkActionHelp = map[string]string{
 func printBulkPlan(w io.Writer, plan quarantine.AcceptPlan) error {
 	rows := [][]string{
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
-		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, clipText(fmt.Sprint(plan.IDs), 60))},
+		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
 		{"planned", fmt.Sprintf("by %s (person %s) at %s", plan.PlannedBy, plan.PlannedPerson, formatStamp(plan.PlannedAt))},
 		{"approved", orDash(plan.ApprovedPerson)},
@@ -327,4 +327,17 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 		return silentExit{ExitFailure}
 	}
 	return nil
+}
+
+// idList lists ids whole, the first n of them, and says how many more.
+func idList(ids []int64, n int) string {
+	parts := make([]string, 0, min(len(ids), n)+1)
+	for i, id := range ids {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more (-o json lists them)", len(ids)-n))
+			break
+		}
+		parts = append(parts, strconv.FormatInt(id, 10))
+	}
+	return strings.Join(parts, " ")
 }

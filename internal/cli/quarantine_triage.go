@@ -379,7 +379,7 @@ func groupFields(fields []string) string {
 	if len(fields) == 0 {
 		return "(class only)"
 	}
-	return clipText(strings.Join(fields, " "), 60)
+	return strings.Join(fields, " ")
 }
 
 // QuarantineRejectOptions are the flags of `idemctl quarantine reject`.
@@ -436,16 +436,10 @@ expired or another person's token. Ctrl-C stops it between batches: what was
 committed stays; preview again to decide what is left. Every audit row of one
 run carries its label (details.bulk_run).
 
-` + quarantineFilterHelp + `
-
-Exit codes: 0 done (or nothing left to decide); 1 interrupted (preview again),
-declined or failed; 2 bad flags, filter or stdin, --yes without --token, a
-refused token, nothing written; 5 a record
-already decided (single record), nothing written; 7 an unknown id, nothing
-written.`,
+` + quarantineFilterHelp + ``,
 		Example: `  idemctl quarantine reject 42 --reason "amount tampering, ticket PAY-123"
   idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881"
-  idemctl quarantine reject --token pv-0f3c... --reason "mobile 4.2 amount bug, INC-881" --yes
+  idemctl quarantine reject --token pv-3f9c1e2a7b4d4c0e9a8f6b5d4c3b2a19 --reason "mobile 4.2 amount bug, INC-881" --yes
   idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881"
   idemctl quarantine list --op-prefix s-06 -o json | idemctl quarantine reject - --reason "INC-881"`,
 		Args: maxArgs(1),
@@ -547,6 +541,9 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		rec, err := quarantine.Show(ctx, pool, opts.ID)
 		if err != nil {
 			return quarantineErr(err, ExitInvalid)
+		}
+		if err := decidedAlready(rec); err != nil {
+			return err
 		}
 		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
 			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))

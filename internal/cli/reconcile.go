@@ -308,7 +308,7 @@ func printReconcile(opts *ReconcileOptions, sum reconcile.Summary, shown []recon
 func printReconcileActions(w io.Writer, sum reconcile.Summary) error {
 	var lines []string
 	if sum.EmitFile != "" {
-		lines = append(lines, fmt.Sprintf("Resolve batch: %s (%d operations): idemctl resolve --file %s --dry-run", sum.EmitFile, sum.Emitted, sum.EmitFile))
+		lines = append(lines, fmt.Sprintf("Resolve batch: %s (%s): idemctl resolve --file %s --dry-run", sum.EmitFile, countOf(int64(sum.Emitted), "operation"), sum.EmitFile))
 	}
 	if sum.Pinned > 0 || sum.AlreadyPinned > 0 {
 		lines = append(lines, fmt.Sprintf("Pinned %d discrepancies as manual corrections (%d were pinned already): idemctl corrections list", sum.Pinned, sum.AlreadyPinned))

@@ -575,8 +575,8 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		code = ExitFailure
 	}
 	if sum.Interrupted && fatal == nil {
-		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %s operations (%s read); the transactions in flight finished; %s.\n",
-			humanCount(int64(sum.Counts.Total())), humanCount(int64(sum.Read)), stoppedAt(sum))
+		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %s (%s read); the transactions in flight finished; %s.\n",
+			countOf(int64(sum.Counts.Total()), "operation"), humanCount(int64(sum.Read)), stoppedAt(sum))
 	}
 	if recordErr != nil {
 		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
@@ -647,7 +647,7 @@ func summaryLine(s recovery.RunSummary) string {
 			parts = append(parts, humanCount(int64(n))+" "+string(o))
 		}
 	}
-	line := humanCount(int64(s.Counts.Total())) + " operations"
+	line := countOf(int64(s.Counts.Total()), "operation")
 	if s.DryRun {
 		line += " (dry run, nothing written)"
 	}

@@ -7,13 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -135,9 +138,107 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// connectError says why the server could not be reached, cause first, in
+// one line: "password authentication failed for user "alice" at
+// db1:5432", then where the DSN came from and what to check. The TLS
+// attempt libpq's sslmode=prefer makes first is left out, and an unknown
+// host is named once.
 func connectError(dsn string, err error) error {
-	return fmt.Errorf("%w at %s: %s (check --dsn, IDEMCTL_DSN or DATABASE_URL, and that the server is up)",
-		ErrConnect, Describe(dsn), oneLine(Scrub(dsn, err.Error())))
+	cause, hint := connectCause(err)
+	where := "?"
+	if cfg, perr := pgx.ParseConfig(dsn); perr == nil {
+		where = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	}
+	msg := fmt.Sprintf("%s at %s (%s: %s; %s)", cause, where, DSNOrigin(dsn), Describe(dsn), hint)
+	return &ConnectError{msg: Scrub(dsn, msg), err: err}
+}
+
+// ConnectError is a failure to reach the database, its cause first. It
+// matches ErrConnect (errors.Is).
+type ConnectError struct {
+	msg string
+	err error
+}
+
+func (e *ConnectError) Error() string        { return e.msg }
+func (e *ConnectError) Unwrap() error        { return e.err }
+func (e *ConnectError) Is(target error) bool { return target == ErrConnect }
+
+// connectCause finds the cause in pgx's error (which joins one error per
+// host and TLS attempt) and what to check about it.
+func connectCause(err error) (cause, hint string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "28P01", "28000":
+			return pgErr.Message, "the password comes from the DSN, PGPASSWORD or ~/.pgpass"
+		case "3D000":
+			return pgErr.Message, "check the database name"
+		}
+		return pgErr.Message, "the server refused the session"
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Sprintf("unknown host %q", dnsErr.Name), "check the host name"
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return "connection refused", "is the server up and listening there?"
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return "no answer (timed out)", "is the host reachable, and the port open?"
+	}
+	return lastAttempt(err.Error()), "check the DSN, and that the server is up"
+}
+
+// lastAttempt is the last line of pgx's multi-line connect error that is
+// not about the TLS attempt, without pgx's "failed to connect to" prefix.
+func lastAttempt(msg string) string {
+	last := ""
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.Contains(line, "tls error") || strings.Contains(line, "server refused TLS") ||
+			strings.HasPrefix(line, "failed to connect to") && strings.HasSuffix(line, ":") {
+			continue
+		}
+		last = line
+	}
+	if last == "" {
+		return oneLine(msg)
+	}
+	return last
+}
+
+// DSNOrigin says where the DSN in use came from, for messages: the --dsn
+// flag, IDEMCTL_DSN, DATABASE_URL, or libpq's PG* variables (named, with the
+// service file when a service is used).
+func DSNOrigin(dsn string) string {
+	origin := "DSN from --dsn"
+	switch {
+	case dsn == "":
+		var set []string
+		for _, env := range append(targetEnv, "PGSERVICEFILE", "PGSSLMODE") {
+			if os.Getenv(env) != "" {
+				set = append(set, env)
+			}
+		}
+		origin = "DSN from libpq's defaults (no PG* variable set)"
+		if len(set) > 0 {
+			origin = "DSN from " + strings.Join(set, ", ")
+		}
+	case dsn == os.Getenv("IDEMCTL_DSN"):
+		origin = "DSN from IDEMCTL_DSN"
+	case dsn == os.Getenv("DATABASE_URL"):
+		origin = "DSN from DATABASE_URL"
+	}
+	if svc := ServiceName(dsn); svc != "" {
+		file := os.Getenv("PGSERVICEFILE")
+		if file == "" {
+			file = "~/.pg_service.conf"
+		}
+		origin += fmt.Sprintf(", service %s from %s", svc, file)
+	}
+	return origin
 }
 
 // oneLine folds pgx's multi-line connect errors (one line per host and TLS

@@ -2,10 +2,13 @@ package db_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -122,4 +125,89 @@ func TestInvalidDSNNeverEchoesIt(t *testing.T) {
 		assert.NotContains(t, err.Error(), "Hunter2", dsn)
 		assert.NotContains(t, db.Describe(dsn), "Hunter2", dsn)
 	}
+}
+
+// refusingServer is a PostgreSQL server that refuses TLS (as a Debian
+// cluster without certificates does) and fails every login with the
+// password error; it returns its address.
+func refusingServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				for {
+					msg, err := be.ReceiveStartupMessage()
+					if err != nil {
+						return
+					}
+					if _, ok := msg.(*pgproto3.SSLRequest); ok {
+						if _, err := c.Write([]byte("N")); err != nil {
+							return
+						}
+						continue
+					}
+					user := msg.(*pgproto3.StartupMessage).Parameters["user"]
+					be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01",
+						Message: fmt.Sprintf("password authentication failed for user %q", user)})
+					_ = be.Flush()
+					return
+				}
+			}(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A connection error leads with its cause, in one line, where the DSN came
+// from in the hint; the TLS attempt before it is not reported, and an
+// unknown host is named once.
+func TestConnectErrorLeadsWithTheCause(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr := refusingServer(t)
+	_, err := db.Open(ctx, "postgres://alice:wrong@"+addr+"/payments", db.Options{})
+	require.Error(t, err)
+	msg := err.Error()
+	assert.True(t, strings.HasPrefix(msg, `password authentication failed for user "alice" at `+addr+" ("), msg)
+	assert.Contains(t, msg, "DSN from --dsn")
+	assert.Contains(t, msg, "PGPASSWORD or ~/.pgpass")
+	assert.NotContains(t, msg, "TLS")
+	assert.NotContains(t, msg, "tls")
+	assert.NotContains(t, msg, "wrong")
+	assert.ErrorIs(t, err, db.ErrConnect)
+
+	_, err = db.Open(ctx, "postgres://alice@no-such-host.invalid:5432/payments?connect_timeout=3", db.Options{})
+	require.Error(t, err)
+	msg = err.Error()
+	assert.True(t, strings.HasPrefix(msg, `unknown host "no-such-host.invalid" at no-such-host.invalid:5432`), msg)
+	assert.Equal(t, 1, strings.Count(msg, "unknown host"), "once: %s", msg)
+	assert.NotContains(t, msg, "lookup")
+
+	_, err = db.Open(ctx, "postgres://alice@127.0.0.1:1/payments?connect_timeout=2", db.Options{})
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "connection refused at 127.0.0.1:1 ("), err.Error())
+}
+
+// The hint names where the DSN came from.
+func TestDSNOrigin(t *testing.T) {
+	t.Setenv("IDEMCTL_DSN", "postgres://a@db1/x")
+	t.Setenv("DATABASE_URL", "postgres://b@db2/y")
+	t.Setenv("PGSERVICE", "")
+	t.Setenv("PGHOST", "db3")
+	t.Setenv("PGSERVICEFILE", "")
+	assert.Equal(t, "DSN from IDEMCTL_DSN", db.DSNOrigin("postgres://a@db1/x"))
+	assert.Equal(t, "DSN from DATABASE_URL", db.DSNOrigin("postgres://b@db2/y"))
+	assert.Equal(t, "DSN from --dsn", db.DSNOrigin("postgres://c@db4/z"))
+	assert.Equal(t, "DSN from PGHOST", db.DSNOrigin(""))
+	assert.Equal(t, "DSN from --dsn, service prod from ~/.pg_service.conf", db.DSNOrigin("service=prod"))
 }
