@@ -6,6 +6,6 @@ RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
-    SELECT lower(coalesce(m[2], m[3]))
+    SELECT lower(coalesce(m[1], m[2]))
     FROM regexp_match(p_url, '^[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^@/?#]*@)?(?:\[([0-9a-fA-F:.]+)\]|([^:/?#\[\]]+))') AS m(m)
 $$;
