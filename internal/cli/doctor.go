@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
@@ -16,7 +18,11 @@ type DoctorOptions struct {
 	IO          *IOStreams
 	JSON        bool
 	SkipSources bool
-	f           *Factory
+	// AnchorFile and AnchorMaxAge: the audit anchor audit verify keeps, and
+	// how old it may be before doctor warns.
+	AnchorFile   string
+	AnchorMaxAge time.Duration
+	f            *Factory
 }
 
 // NewCmdDoctor builds `idemctl doctor`.
@@ -39,6 +45,10 @@ func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
   partitions   daily inbox partitions ahead (idemctl horizon maintain)
   sources      every replay source probed (--skip-sources to leave them)
   audit        the audit chain's head agrees with the log's last row
+  anchor       idemctl audit verify kept an anchor for this database (in
+               --anchor-file, as audit verify finds it) no older than
+               --anchor-max-age: without one, a rewrite of the whole log by
+               its owner or a superuser goes unseen
   quarantine   open quarantine records and the oldest one's age
 
 Nothing is written. Exit code 0 when nothing fails (warnings allowed), 1
@@ -55,6 +65,8 @@ otherwise.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.SkipSources, "skip-sources", false, "do not probe the replay sources")
+	cmd.Flags().StringVar(&opts.AnchorFile, "anchor-file", "", "the audit anchor file (default as audit verify finds it)")
+	cmd.Flags().DurationVar(&opts.AnchorMaxAge, "anchor-max-age", 7*24*time.Hour, "warn when the audit anchor is older than this")
 	return cmd
 }
 
@@ -91,6 +103,11 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 		return []health.Check{{Name: "dsn", Verdict: health.Fail, Detail: err.Error(),
 			Action: "idemctl --dsn 'postgres://user@primary:5432/db' doctor, or export IDEMCTL_DSN"}}
 	}
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		// pgx's message quotes the DSN; say only that it does not parse.
+		return []health.Check{{Name: "dsn", Verdict: health.Fail, Detail: fmt.Sprintf("the DSN (from %s) cannot be parsed", source),
+			Action: "give a URL (postgres://user@host:5432/db) or key=value pairs (host=... dbname=...); idemctl never prints a DSN's password"}}
+	}
 	checks := []health.Check{{Name: "dsn", Verdict: health.OK, Detail: fmt.Sprintf("%s (from %s)", db.Describe(dsn), source)}}
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
@@ -104,5 +121,37 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	if err != nil {
 		return append(checks, health.Check{Name: "primary", Verdict: health.Fail, Detail: oneLine(err.Error())})
 	}
-	return append(checks, more...)
+	checks = append(checks, more...)
+	anchor := anchorCheck(opts, anchorKey(pool), time.Now())
+	for i, c := range checks {
+		if c.Name == "audit" {
+			return append(checks[:i+1], append([]health.Check{anchor}, checks[i+1:]...)...)
+		}
+	}
+	return append(checks, anchor)
+}
+
+// anchorCheck says whether audit verify keeps an anchor for this database,
+// and how old it is.
+func anchorCheck(opts *DoctorOptions, key string, now time.Time) health.Check {
+	c := health.Check{Name: "anchor", Verdict: health.Warn, Action: "idemctl audit verify (it keeps the anchor; keep a copy of the file elsewhere too)"}
+	store, err := anchorStore(opts.AnchorFile)
+	if err != nil {
+		c.Detail = oneLine(err.Error())
+		return c
+	}
+	kept, err := store.Load(key)
+	switch {
+	case err != nil:
+		c.Verdict, c.Detail = health.Fail, oneLine(err.Error())
+		c.Action = "look at the file (it may be the evidence of a rewrite), then move it aside or chmod 600 it"
+	case kept == nil:
+		c.Detail = fmt.Sprintf("no audit anchor kept for %s in %s: a rewrite of the whole log would go unseen", key, store.Path)
+	case now.Sub(kept.VerifiedAt) > opts.AnchorMaxAge:
+		c.Detail = fmt.Sprintf("the audit anchor (row %d) was kept %s ago, more than %s", kept.ID, now.Sub(kept.VerifiedAt).Round(time.Minute), opts.AnchorMaxAge)
+	default:
+		c.Verdict, c.Action = health.OK, ""
+		c.Detail = fmt.Sprintf("row %d verified %s ago (%s)", kept.ID, now.Sub(kept.VerifiedAt).Round(time.Second), store.Path)
+	}
+	return c
 }
