@@ -14,3 +14,9 @@ ALTER TABLE idem.horizon_plan
     ADD COLUMN runner_person text,
     ADD CONSTRAINT plan_runner CHECK ((runner_pid IS NULL) = (runner_login IS NULL) AND (runner_pid IS NULL) = (runner_person IS NULL)
                                       AND (runner_pid IS NULL OR state = 'purging'));
+
+-- An IPv6 address is a re-drive host too (written without its brackets, as
+-- idem.redrive_host_of returns it: ::1).
+ALTER TABLE idem.redrive_host DROP CONSTRAINT redrive_host_host_check;
+ALTER TABLE idem.redrive_host ADD CONSTRAINT redrive_host_host_check
+    CHECK (host ~ '^([a-z0-9]([a-z0-9.-]*[a-z0-9])?|[0-9a-f.]*:[0-9a-f:.]*)$' AND octet_length(host) <= 253);

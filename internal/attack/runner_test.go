@@ -78,3 +78,52 @@ func TestPurgeRunnerIsAPersonsSession(t *testing.T) {
 	assert.Equal(t, dbtest.PersonOperator, person)
 	assert.Equal(t, string(dbtest.Operator), login)
 }
+
+// Finding (trust boundary, round two, 6): idem.redrive_host_of read the
+// wrong capture groups, so every IPv6 re-drive URL was refused, and
+// idem.redrive_allow refused "::1" itself. An IPv6 host is allowed by the
+// owner and then named by an operator's URL; another IPv6 host is not.
+func TestRedriveIPv6Host(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	dbtest.RegisterAppClass(t, w.dsn, "pay.v6", "forever")
+	require.NoError(t, dbtest.Owner(w.dsn, "SELECT idem.redrive_allow('::1')"))
+	set := func(url string) error {
+		_, err := w.operator.Exec(w.ctx, "SELECT idem.class_redrive_set('pay.v6', $1, false, 'alice')",
+			fmt.Sprintf(`{"kind":"http","url":%q}`, url))
+		return err
+	}
+	require.NoError(t, set("http://[::1]:8089/transfers"), "a loopback IPv6 URL on the allow-list")
+	assert.Equal(t, "IX504", code(set("https://[2001:db8::1]/transfers")), "an IPv6 host not on the allow-list")
+	err := set("https://[::1].evil.example/x")
+	assert.Equal(t, "IX502", code(err), "not an IPv6 literal: %v", err)
+}
+
+// Finding (trust boundary, round two, 2): an app login claimed an identity
+// of demo.transfer (a class with a SQL effect), completed it with a forged
+// response and committed: a marker without its effect, answered
+// already_applied ever after. claim refuses such a class (IX013), and so
+// does complete, for a claim made before the class was given a SQL effect.
+func TestClaimRefusesASQLEffectClass(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	payload := `{"amount":100,"currency":"EUR","from":"a","to":"b"}`
+	before := w.snapshot()
+	tx, err := w.app.Begin(w.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(w.ctx, "SELECT * FROM idem.claim('t1', 'forged', 'demo.transfer', $1, $2)", payload, hashOf(payload))
+	assert.Equal(t, "IX013", code(err), "%v", err)
+	require.NoError(t, tx.Rollback(w.ctx))
+	assert.Equal(t, before, w.snapshot(), "no marker was written")
+
+	// A class given a SQL effect between the claim and the complete.
+	dbtest.RegisterAppClass(t, w.dsn, "late.effect", "forever")
+	tx, err = w.app.Begin(w.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(w.ctx)
+	_, err = tx.Exec(w.ctx, "SELECT * FROM idem.claim('t1', 'late', 'late.effect', $1, $2)", payload, hashOf(payload))
+	require.NoError(t, err)
+	dbtest.RegisterEffect(t, w.dsn, "late.effect", "forever", "late_fx", "SELECT '{}'::jsonb")
+	_, err = tx.Exec(w.ctx, `SELECT idem.complete('t1', 'late', '{"posting_id":"forged"}')`)
+	assert.Equal(t, "IX013", code(err), "%v", err)
+}
