@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/health"
+	"github.com/idemctl/idemctl/migrations"
 )
 
 // DoctorOptions are the flags of `idemctl doctor`.
@@ -45,6 +47,8 @@ func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
   partitions   daily inbox partitions ahead (idemctl horizon maintain)
   sources      every replay source probed (--skip-sources to leave them)
   audit        the audit chain's head agrees with the log's last row
+  effects      every registered SQL effect still passes its registration's
+               checks (one changed since does not run: IX016)
   anchor       idemctl audit verify kept an anchor for this database (in
                --anchor-file, as audit verify finds it) no older than
                --anchor-max-age: without one, a rewrite of the whole log by
@@ -125,11 +129,32 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	// After the audit chain's own check, when there is one (a schema).
 	for i, c := range checks {
 		if c.Name == "audit" {
-			anchor := anchorCheck(opts, anchorKey(pool), time.Now())
-			return append(checks[:i+1], append([]health.Check{anchor}, checks[i+1:]...)...)
+			more := []health.Check{anchorCheck(opts, anchorKey(pool), time.Now()), effectsCheck(ctx, pool)}
+			return append(checks[:i+1], append(more, checks[i+1:]...)...)
 		}
 	}
 	return checks
+}
+
+// effectsCheck re-checks every registered SQL effect: one that drifted since
+// its registration does not run.
+func effectsCheck(ctx context.Context, pool *pgxpool.Pool) health.Check {
+	c := health.Check{Name: "effects"}
+	drifted, err := migrations.DriftedEffects(ctx, pool)
+	switch {
+	case err != nil:
+		c.Verdict, c.Detail = health.Warn, "cannot check (an operator or auditor login can): "+oneLine(err.Error())
+	case len(drifted) > 0:
+		lines := make([]string, len(drifted))
+		for i, d := range drifted {
+			lines[i] = d.String()
+		}
+		c.Verdict, c.Detail = health.Fail, strings.Join(lines, "; ")
+		c.Action = "idem.execute refuses these (IX016): undo the change to the effect or its owner, or register the class again once it passes"
+	default:
+		c.Verdict, c.Detail = health.OK, "every registered effect passes its registration's checks"
+	}
+	return c
 }
 
 // anchorCheck says whether audit verify keeps an anchor for this database,

@@ -33,10 +33,10 @@ func TestDoctor(t *testing.T) {
 
 	code, order, checks := doctorLines(t, fx.dsn)
 	assert.Equal(t, ExitOK, code, "warnings only: %v", checks)
-	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "anchor", "quarantine"}, order)
+	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "anchor", "effects", "quarantine"}, order)
 	assert.Equal(t, "warn", checks["anchor"]["verdict"], "no audit anchor kept yet: %v", checks["anchor"])
 	assert.Contains(t, checks["anchor"]["detail"], "no audit anchor kept")
-	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit"} {
+	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit", "effects"} {
 		assert.Equal(t, "ok", checks[name]["verdict"], "%s: %v", name, checks[name])
 	}
 	assert.Contains(t, checks["dsn"]["detail"], string(dbtest.Operator)+"@")
