@@ -63,7 +63,7 @@ BEGIN
     ELSIF v_fn.powerful THEN
         RETURN pg_catalog.format('is owned by %s, a superuser or a role with CREATEROLE, BYPASSRLS or REPLICATION', v_fn.owner);
     ELSIF v_fn.idem_rights THEN
-        RETURN pg_catalog.format('is owned by %s, which is the schema owner, a member of it, or holds rights on schema idem (an idem role)', v_fn.owner);
+        RETURN pg_catalog.format('is owned by %s, which is the schema owner, a member of it, or holds rights on this schema (one of its roles)', v_fn.owner);
     ELSIF v_fn.predefined THEN
         RETURN pg_catalog.format('is owned by %s, a member of pg_write_all_data, pg_read_all_data, pg_execute_server_program, pg_write_server_files or pg_read_server_files', v_fn.owner);
     ELSIF NOT v_fn.callable THEN

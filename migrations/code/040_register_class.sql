@@ -54,7 +54,7 @@ BEGIN
             RAISE EXCEPTION 'effect % %', p_effect, v_bad
                 USING ERRCODE = 'IX008',
                       HINT = format('an effect is SECURITY DEFINER with SET search_path = pg_catalog, <its schema>, pg_temp, owned by a dedicated NOLOGIN role '
-                                    'with rights on its own tables only (no CREATEROLE, BYPASSRLS, idem or pg_* role), and the schema owner may execute it: '
+                                    'with rights on its own tables only (no CREATEROLE, BYPASSRLS, role of this schema or pg_* role), and the schema owner may execute it: '
                                     'GRANT EXECUTE ON FUNCTION %s TO %I (and USAGE on its schema)', p_effect, v_owner);
         END IF;
     END IF;
