@@ -282,6 +282,7 @@ func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
 	for _, a := range anchors {
 		want[a.ID] = a.Hash
 	}
+	var unchanged int64 // the last anchored row found unchanged
 	rows, err := db.Query(ctx, chainSQL)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify audit log: %w", err)
@@ -299,7 +300,13 @@ func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
 		}
 		if h, ok := want[rec.ID]; ok && h != rec.Hash {
 			rows.Close()
-			return r.broken(rec.ID, fmt.Sprintf("its hash %s differs from the anchor %s: the log was rewritten from this row on", rec.Hash, h))
+			after := ""
+			if unchanged > 0 {
+				after = fmt.Sprintf(" after row %d (anchored, unchanged) and", unchanged)
+			}
+			return r.broken(rec.ID, fmt.Sprintf("its hash %s differs from the anchor %s: rows were rewritten%s at or before this row, and every row from there on re-hashed", rec.Hash, h, after))
+		} else if ok {
+			unchanged = rec.ID
 		}
 		delete(want, rec.ID)
 	}

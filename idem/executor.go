@@ -58,6 +58,13 @@ var (
 	// ErrClaimedNotCompleted: the identity was claimed in this very
 	// transaction and is not completed yet.
 	ErrClaimedNotCompleted = errors.New("identity claimed in this transaction and not completed")
+	// ErrSQLEffectClass: claim and complete refuse a class whose effect is
+	// SQL; only idem.execute records its identity, with its effect.
+	ErrSQLEffectClass = errors.New("class has a SQL effect: only idem.execute records it")
+	// ErrEffectRefused: the class's effect no longer passes the checks of
+	// its registration (changed, dropped, or its owner given more rights);
+	// nothing ran.
+	ErrEffectRefused = errors.New("effect no longer passes its registration checks")
 )
 
 // Command is one request to the executor, as received.
@@ -346,8 +353,12 @@ func mapError(p Prepared, err error) error {
 		sentinel = ErrPayloadLimit
 	case "IX012":
 		sentinel = ErrInvalidTransport
+	case "IX013":
+		sentinel = ErrSQLEffectClass
 	case "IX014":
 		sentinel = ErrClaimedNotCompleted
+	case "IX016":
+		sentinel = ErrEffectRefused
 	case "40001", "40P01":
 		sentinel = ErrSerialization
 	default:

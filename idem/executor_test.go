@@ -614,10 +614,24 @@ func TestReplayWritesNothing(t *testing.T) {
 	first, err := idem.Execute(b.ctx, app, cmd)
 	require.NoError(t, err)
 	require.Equal(t, idem.Applied, first.Outcome)
-	p, err := idem.Prepare(cmd, idem.PayloadLimits{})
+	// claim replays a class whose effect is application code (a SQL
+	// effect's class is refused by claim, IX013).
+	dbtest.RegisterAppClass(t, b.dsn, "app.ship", "forever")
+	appCmd := idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "op-2"}, Class: "app.ship", Payload: []byte(`{"box":1}`)}
+	firstApp, err := idem.ExecuteFunc(b.ctx, app, appCmd, func(ctx context.Context, tx pgx.Tx) (json.RawMessage, error) {
+		return json.RawMessage(`{"shipped":true}`), nil
+	})
 	require.NoError(t, err)
+	require.Equal(t, idem.Applied, firstApp.Outcome)
+	prepared := map[string]idem.Prepared{}
+	saved := map[string]json.RawMessage{"execute": first.Response, "claim": firstApp.Response}
+	for fn, c := range map[string]idem.Command{"execute": cmd, "claim": appCmd} {
+		prepared[fn], err = idem.Prepare(c, idem.PayloadLimits{})
+		require.NoError(t, err)
+	}
 	for _, iso := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead} {
 		for _, fn := range []string{"execute", "claim"} {
+			p := prepared[fn]
 			tx, err := app.BeginTx(b.ctx, pgx.TxOptions{IsoLevel: iso})
 			require.NoError(t, err)
 			var outcome string
@@ -625,7 +639,7 @@ func TestReplayWritesNothing(t *testing.T) {
 			require.NoError(t, tx.QueryRow(b.ctx, "SELECT outcome, response FROM idem."+fn+"($1, $2, $3, $4, $5, NULL)",
 				p.TenantID, p.OperationID, p.Class, string(p.Canonical), p.Hash).Scan(&outcome, &response))
 			assert.Equal(t, "already_applied", outcome)
-			assert.JSONEq(t, string(first.Response), string(response), "the saved response")
+			assert.JSONEq(t, string(saved[fn]), string(response), "the saved response")
 			var xid *string
 			require.NoError(t, tx.QueryRow(b.ctx, "SELECT pg_current_xact_id_if_assigned()::text").Scan(&xid))
 			assert.Nil(t, xid, "%s under %s took a transaction id: it wrote something", fn, iso)

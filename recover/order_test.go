@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -114,8 +113,8 @@ func TestEmitErrorEndsRun(t *testing.T) {
 }
 
 // An identity claimed without an effect (a misbehaving service calling
-// idem.claim and COMMIT) cannot be committed: the database refuses the
-// commit, nothing is written, and resolve would apply it. A body without a
+// idem.claim on a class whose effect is SQL) is refused at once: nothing is
+// written, and resolve would apply it. A body without a
 // saved response can then only be damage done behind the database's back
 // (a superuser with triggers disabled, a hand-edited restore): it is not
 // reported as converged, in a real run or a dry run, and nothing is written.
@@ -134,25 +133,32 @@ func TestAlreadyAppliedWithoutResponse(t *testing.T) {
 		return tx.Commit(b.ctx)
 	}
 
-	// The service, with the app role's login: the commit is refused.
+	// The service, with the app role's login: the claim is refused.
 	app, err := pgx.Connect(b.ctx, dbtest.As(b.dsn, dbtest.App))
 	require.NoError(t, err)
 	defer app.Close(context.Background())
-	var pgErr *pgconn.PgError
-	require.ErrorAs(t, claimThenCommit(app), &pgErr)
-	assert.Equal(t, "IX009", pgErr.Code, pgErr.Message)
+	tx, err := app.Begin(b.ctx)
+	require.NoError(t, err)
+	_, _, err = idem.Claim(b.ctx, tx, p)
+	assert.ErrorIs(t, err, idem.ErrSQLEffectClass)
+	require.NoError(t, tx.Rollback(b.ctx))
 	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "no marker without its effect")
 	_, res, err := b.resolve(t, recovery.Config{DryRun: true}, line("acme", "half", 5))
 	require.NoError(t, err)
 	assert.Equal(t, []recovery.Outcome{recovery.WouldApply}, outcomes(res))
 
-	// Damage: the same, committed with the guard's trigger disabled.
+	// Damage: a claim committed with the guards' triggers disabled, the
+	// class's effect taken off for it by hand.
 	admin, err := pgx.Connect(b.ctx, dbtest.As(b.dsn, dbtest.Superuser))
 	require.NoError(t, err)
 	defer admin.Close(context.Background())
 	_, err = admin.Exec(b.ctx, "SET session_replication_role = replica")
 	require.NoError(t, err)
+	_, err = admin.Exec(b.ctx, "UPDATE idem.op_class SET effect = NULL WHERE name = 'demo.transfer'")
+	require.NoError(t, err)
 	require.NoError(t, claimThenCommit(admin))
+	_, err = admin.Exec(b.ctx, "UPDATE idem.op_class SET effect = 'demo.transfer_effect(text,text,jsonb)'::regprocedure WHERE name = 'demo.transfer'")
+	require.NoError(t, err)
 	before := b.rowCounts(t)
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'half' AND response IS NULL"))
 

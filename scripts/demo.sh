@@ -7,9 +7,12 @@
 #
 # It uses its own local database, idemctl_demo, on the local PostgreSQL
 # (started or created if needed), never IDEMCTL_DSN; IDEMCTL_DEMO_ADMIN_DSN
-# names another admin connection explicitly. Connections are written to
-# bin/demo.pg_service.conf (mode 600, passwords included), so that every
-# command it prints can be pasted as it is.
+# names another admin connection explicitly. The schema's roles and the
+# demo's logins are its own, named after its database (DB_role_owner, ...,
+# DB_alice, ...), never the default idem_* roles other databases of the
+# cluster may use; each run gives the logins new random passwords, kept only
+# in bin/demo.pg_service.conf (mode 600), so that every command it prints can
+# be pasted as it is. It prints how to remove them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +27,8 @@ if [ -z "$admin" ]; then
 	admin="$base/idemctl_demo?sslmode=disable"
 	# The local demo database is ours: if another idemctl made it with a
 	# schema this one cannot take, start it afresh.
-	if ! bin/idemctl migrate --status -o json --dsn "$admin" >/dev/null 2>&1 ||
-		bin/idemctl migrate --status -o json --dsn "$admin" | grep -q '"state":"DRIFTED"'; then
+	if ! bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" >/dev/null 2>&1 ||
+		bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" | grep -q '"state":"DRIFTED"'; then
 		echo "demo: idemctl_demo was made by another version of idemctl; recreating it" >&2
 		psql -w "$server" -qc "DROP DATABASE idemctl_demo WITH (FORCE)" -c "CREATE DATABASE idemctl_demo"
 	fi
@@ -36,43 +39,43 @@ demo_port=$(sed -n 's#^[a-z]*://[^@]*@[^:/]*:\([0-9]*\).*#\1#p' <<<"$admin")
 demo_db=$(sed -n 's#^[a-z]*://[^/]*/\([^?]*\).*#\1#p' <<<"$admin")
 : "${demo_host:=127.0.0.1}" "${demo_port:=5432}" "${demo_db:=idemctl_demo}"
 echo "demo: database $demo_db on $demo_host:$demo_port (never IDEMCTL_DSN)" >&2
+# Roles of the demo's own: the schema's group roles (migrate --role-prefix)
+# and one login per kind of user, named after the database.
+prefix="${demo_db}_role"
+login() { echo "${demo_db}_$1"; }
 
 echo "== as the admin: idemctl migrate, idemctl demo init, logins and persons"
-if ! bin/idemctl migrate -o table --dsn "$admin"; then
-	echo "demo: idemctl_demo holds a schema this idemctl cannot take; recreating it" >&2
+if ! bin/idemctl migrate -o table --role-prefix "$prefix" --dsn "$admin"; then
+	echo "demo: $demo_db holds a schema this idemctl cannot take (or one owned by other roles); recreating it" >&2
 	psql "$admin" -qc "DROP SCHEMA IF EXISTS idem CASCADE; DROP SCHEMA IF EXISTS demo CASCADE"
-	bin/idemctl migrate -o table --dsn "$admin"
+	bin/idemctl migrate -o table --role-prefix "$prefix" --dsn "$admin"
 fi
 bin/idemctl demo init --dsn "$admin"
-# Demo logins, one per kind of user (the group roles come from migrate).
-psql "$admin" -v ON_ERROR_STOP=1 -q <<'SQL'
-DO $$
-DECLARE r record;
-BEGIN
-    FOR r IN SELECT * FROM (VALUES ('idemctl_demo_alice', 'idem_operator'), ('idemctl_demo_bob', 'idem_operator'),
-                                   ('idemctl_demo_auditor', 'idem_auditor'), ('idemctl_demo_app', 'idem_app')) v(login, grp)
-    LOOP
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r.login) THEN
-            EXECUTE format('CREATE ROLE %I LOGIN PASSWORD %L', r.login, r.login || '-demo-password');
-        END IF;
-        EXECUTE format('GRANT %I TO %I', r.grp, r.login);
-    END LOOP;
-END $$;
-SQL
+# Demo logins, one per kind of user (the group roles come from migrate),
+# each run with a new random password that only the service file keeps. The
+# SQL goes to psql on its standard input, never on a command line.
+services=bin/demo.pg_service.conf
+rm -f "$services"
+(
+	umask 077
+	for who in alice:operator bob:operator auditor:auditor app:app; do
+		name=$(login "${who%%:*}")
+		pw=$(od -An -tx1 -N18 /dev/urandom | tr -d ' \n')
+		printf "SELECT format('CREATE ROLE %%I LOGIN', '%s') WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%s')\n\\gexec\n" "$name" "$name"
+		printf "ALTER ROLE %s LOGIN PASSWORD '%s';\nGRANT %s_%s TO %s;\n" "$name" "$pw" "$prefix" "${who#*:}" "$name"
+		# Any other membership (the default idem_* roles of an older demo) goes.
+		printf "SELECT format('REVOKE %%I FROM %%I', r.rolname, '%s') FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = '%s'::regrole AND r.rolname <> '%s_%s'\n\\gexec\n" \
+			"$name" "$name" "$prefix" "${who#*:}"
+		printf '[demo-%s]\nhost=%s\nport=%s\ndbname=%s\nuser=%s\npassword=%s\nsslmode=disable\n\n' \
+			"${who%%:*}" "$demo_host" "$demo_port" "$demo_db" "$name" "$pw" >>"$services"
+	done | psql "$admin" -v ON_ERROR_STOP=1 -q
+)
+chmod 600 "$services"
 for p in alice bob; do
-	bin/idemctl person list -o json --dsn "$admin" | grep -q "\"login\":\"idemctl_demo_$p\"" ||
-		bin/idemctl person add "$p" --login "idemctl_demo_$p" --dsn "$admin"
+	bin/idemctl person list -o json --dsn "$admin" | grep -q "\"login\":\"$(login "$p")\"" ||
+		bin/idemctl person add "$p" --login "$(login "$p")" --dsn "$admin"
 done
 
-services=bin/demo.pg_service.conf
-umask 077
-{
-	for who in alice bob auditor app; do
-		printf '[demo-%s]\nhost=%s\nport=%s\ndbname=%s\nuser=idemctl_demo_%s\npassword=idemctl_demo_%s-demo-password\nsslmode=disable\n\n' \
-			"$who" "$demo_host" "$demo_port" "$demo_db" "$who" "$who"
-	done
-} >"$services"
-umask 022
 as() { echo "service=demo-$1 servicefile=$services"; }
 
 echo
@@ -157,4 +160,12 @@ Try next (each command works pasted as it is, from this directory):
   bin/idemctl redrive list --dsn '$(as alice)'
   bin/idemctl audit list --dsn '$(as auditor)'
   bin/idemctl tui --dsn '$(as alice)' --operator alice
+
+The demo's roles are its own ($(login alice), $(login bob), $(login auditor), $(login app) and
+${prefix}_owner, _app, _operator, _auditor); to remove them with the demo:
+  psql '$admin' -c 'DROP SCHEMA demo CASCADE' -c 'DROP SCHEMA idem CASCADE'
+  psql '$admin' -c 'DROP OWNED BY $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_owner, ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, idem_demo'
+  psql '$admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner, idem_demo'
+  rm -f $services
+(or drop the database $demo_db first, then run the DROP ROLE line against another database)
 HINTS

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/audit"
@@ -149,7 +151,9 @@ type AuditVerifyOptions struct {
 	IO      *IOStreams
 	JSON    bool
 	Anchors []audit.Anchor
-	f       *Factory
+	// AnchorFile is where the last verified head of each database is kept.
+	AnchorFile string
+	f          *Factory
 }
 
 // NewCmdAuditVerify builds `idemctl audit verify`.
@@ -157,8 +161,8 @@ func NewCmdAuditVerify(f *Factory, runF func(*AuditVerifyOptions) error) *cobra.
 	opts := &AuditVerifyOptions{IO: f.IO, f: f}
 	var anchors []string
 	cmd := &cobra.Command{
-		Use:   "verify [--anchor ID:HASH]...",
-		Short: "Check the whole audit chain; exit 5 at the first broken row",
+		Use:   "verify [--anchor ID:HASH]... [--anchor-file PATH]",
+		Short: "Check the whole audit chain against the anchor kept last time; exit 5 at the first broken row",
 		Long: `Walk the whole audit log and check, row by row: ids run 1, 2, 3... without a
 gap (a gap is a deleted row); each prev_hash is the previous row's hash; each
 hash recomputes from the row's content; the chain's head (idem.audit_head)
@@ -168,14 +172,25 @@ records the last row. The first broken row is named, with why:
 
 A row changed, removed or inserted behind the log's back (for example by a
 superuser with the triggers disabled) is found. Someone with full control could
-still rewrite every row from some point on, recomputing hashes and head: keep
-the "anchor" printed here somewhere else (a ticket, a chat) and pass it back
-with --anchor to prove that the log still holds that row unchanged.
+still rewrite every row from some point on, recomputing hashes and head, or cut
+the log's end: so verify keeps the head it verified (its anchor) in a file of
+yours, outside the database, and checks every later run against it, saying
+what moved: rows rewritten (an anchored row's hash changed), rows missing and
+the head behind the anchor (the log ends before the kept head). The file is
+--anchor-file, else $IDEMCTL_AUDIT_ANCHOR_FILE, else
+$XDG_STATE_HOME/idemctl/audit-anchors.json (~/.local/state/...), written mode
+600, one entry per database; keep a copy elsewhere too. A missing file or entry
+is a first run (said so, and the head is kept); an unreadable or corrupt file,
+or one others may read or write, is an error (exit 2) and is never replaced.
+Only an intact chain moves the anchor. --anchor checks rows recorded elsewhere
+(a ticket, a chat) as well.
 
 Exit code 0: the chain is intact. Exit code 5: it is broken (the report names
-the first broken row). Exit code 1: it could not be read (the database is
-unreachable). Nothing is written.`,
+the first broken row and what moved). Exit code 2: the anchor file is
+unusable. Exit code 1: it could not be read (the database is unreachable).
+Nothing is written to the database.`,
 		Example: `  idemctl audit verify
+  idemctl audit verify --anchor-file /secure/idemctl-anchors.json
   idemctl audit verify --anchor 1200:sha256:3f5c...e9 -o json`,
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -194,7 +209,27 @@ unreachable). Nothing is written.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "a row hash recorded elsewhere, ID:sha256:<hex> (repeatable)")
+	cmd.Flags().StringVar(&opts.AnchorFile, "anchor-file", "", "where verified heads are kept (default $"+audit.AnchorFileEnv+", else ~/.local/state/idemctl/audit-anchors.json)")
 	return cmd
+}
+
+// anchorStore is the verifier's anchor file: path, else the default.
+func anchorStore(path string) (audit.AnchorStore, error) {
+	if path != "" {
+		return audit.AnchorStore{Path: path}, nil
+	}
+	p, err := audit.DefaultAnchorPath()
+	if err != nil {
+		return audit.AnchorStore{}, withCode(ExitUsage, err)
+	}
+	return audit.AnchorStore{Path: p}, nil
+}
+
+// anchorKey names the database in the anchor file: host, port and database
+// as the connection reached them.
+func anchorKey(pool *pgxpool.Pool) string {
+	c := pool.Config().ConnConfig
+	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
 }
 
 func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
@@ -202,12 +237,32 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := audit.Verify(ctx, pool, opts.Anchors...)
+	store, err := anchorStore(opts.AnchorFile)
 	if err != nil {
 		return err
 	}
+	key := anchorKey(pool)
+	kept, err := store.Load(key)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	r, err := audit.VerifyKept(ctx, pool, kept, opts.Anchors...)
+	if err != nil {
+		return err
+	}
+	out := verifyOutput{Report: r, AnchorFile: store.Path, FirstRun: kept == nil}
+	if kept != nil {
+		prev := kept.Anchor()
+		out.KeptBefore, out.KeptAt = &prev, kept.VerifiedAt.Format(time.RFC3339)
+	}
+	if r.Intact && r.LastID > 0 {
+		if _, err := store.Keep(key, audit.Anchor{ID: r.LastID, Hash: r.LastHash}, time.Now()); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		out.Kept = true
+	}
 	if opts.JSON {
-		if err := printJSONLine(opts.IO.Out, r); err != nil {
+		if err := printJSONLine(opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else if r.Intact {
@@ -217,8 +272,28 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		}
 		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", humanCount(int64(r.Rows)), len(opts.Anchors), anchor)
 	}
+	switch {
+	case out.FirstRun && out.Kept:
+		fmt.Fprintf(opts.IO.ErrOut, "first run for %s: no anchor was kept for it in %s; row %d kept now\n", key, store.Path, r.LastID)
+	case out.FirstRun:
+		fmt.Fprintf(opts.IO.ErrOut, "first run for %s: no anchor was kept for it in %s\n", key, store.Path)
+	case out.Kept:
+		fmt.Fprintf(opts.IO.ErrOut, "checked against row %d verified on %s; row %d kept in %s\n", kept.ID, out.KeptAt, r.LastID, store.Path)
+	default:
+		fmt.Fprintf(opts.IO.ErrOut, "checked against row %d verified on %s (%s); the anchor did not move\n", kept.ID, out.KeptAt, store.Path)
+	}
 	if !r.Intact {
 		return withCode(ExitInvalid, r.Err())
 	}
 	return nil
+}
+
+// verifyOutput is audit verify's JSON line: the report and the anchor file.
+type verifyOutput struct {
+	audit.Report
+	AnchorFile string        `json:"anchor_file"`
+	FirstRun   bool          `json:"first_run"`
+	KeptBefore *audit.Anchor `json:"kept_before,omitempty"`
+	KeptAt     string        `json:"kept_before_verified_at,omitempty"`
+	Kept       bool          `json:"kept"`
 }

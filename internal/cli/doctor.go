@@ -6,12 +6,16 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/health"
 	"github.com/idemctl/idemctl/internal/term"
+	"github.com/idemctl/idemctl/migrations"
 )
 
 // DoctorOptions are the flags of `idemctl doctor`.
@@ -19,7 +23,11 @@ type DoctorOptions struct {
 	IO          *IOStreams
 	JSON        bool
 	SkipSources bool
-	f           *Factory
+	// AnchorFile and AnchorMaxAge: the audit anchor audit verify keeps, and
+	// how old it may be before doctor warns.
+	AnchorFile   string
+	AnchorMaxAge time.Duration
+	f            *Factory
 }
 
 // NewCmdDoctor builds `idemctl doctor`.
@@ -42,6 +50,12 @@ func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
   partitions   daily inbox partitions ahead (idemctl horizon maintain)
   sources      every replay source probed (--skip-sources to leave them)
   audit        the audit chain's head agrees with the log's last row
+  effects      every registered SQL effect still passes its registration's
+               checks (one changed since does not run: IX016)
+  anchor       idemctl audit verify kept an anchor for this database (in
+               --anchor-file, as audit verify finds it) no older than
+               --anchor-max-age: without one, a rewrite of the whole log by
+               its owner or a superuser goes unseen
   quarantine   open quarantine records and the oldest one's age
 
 Nothing is written. Exit code 0 when nothing fails (warnings allowed), 1
@@ -58,6 +72,8 @@ otherwise.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.SkipSources, "skip-sources", false, "do not probe the replay sources")
+	cmd.Flags().StringVar(&opts.AnchorFile, "anchor-file", "", "the audit anchor file (default as audit verify finds it)")
+	cmd.Flags().DurationVar(&opts.AnchorMaxAge, "anchor-max-age", 7*24*time.Hour, "warn when the audit anchor is older than this")
 	return cmd
 }
 
@@ -94,6 +110,11 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 		return []health.Check{{Name: "dsn", Verdict: health.Fail, Detail: err.Error(),
 			Action: "idemctl --dsn 'postgres://user@primary:5432/db' doctor, or export IDEMCTL_DSN"}}
 	}
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		// pgx's message quotes the DSN; say only that it does not parse.
+		return []health.Check{{Name: "dsn", Verdict: health.Fail, Detail: fmt.Sprintf("the DSN (from %s) cannot be parsed", source),
+			Action: "give a URL (postgres://user@host:5432/db) or key=value pairs (host=... dbname=...); idemctl never prints a DSN's password"}}
+	}
 	checks := []health.Check{{Name: "dsn", Verdict: health.OK, Detail: fmt.Sprintf("%s (from %s)", db.Describe(dsn), source)}}
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
@@ -107,7 +128,61 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	if err != nil {
 		return append(checks, health.Check{Name: "primary", Verdict: health.Fail, Detail: oneLine(err.Error())})
 	}
-	return append(checks, more...)
+	checks = append(checks, more...)
+	// After the audit chain's own check, when there is one (a schema).
+	for i, c := range checks {
+		if c.Name == "audit" {
+			more := []health.Check{anchorCheck(opts, anchorKey(pool), time.Now()), effectsCheck(ctx, pool)}
+			return append(checks[:i+1], append(more, checks[i+1:]...)...)
+		}
+	}
+	return checks
+}
+
+// effectsCheck re-checks every registered SQL effect: one that drifted since
+// its registration does not run.
+func effectsCheck(ctx context.Context, pool *pgxpool.Pool) health.Check {
+	c := health.Check{Name: "effects"}
+	drifted, err := migrations.DriftedEffects(ctx, pool)
+	switch {
+	case err != nil:
+		c.Verdict, c.Detail = health.Warn, "cannot check (an operator or auditor login can): "+oneLine(err.Error())
+	case len(drifted) > 0:
+		lines := make([]string, len(drifted))
+		for i, d := range drifted {
+			lines[i] = d.String()
+		}
+		c.Verdict, c.Detail = health.Fail, strings.Join(lines, "; ")
+		c.Action = "idem.execute refuses these (IX016): undo the change to the effect or its owner, or register the class again once it passes"
+	default:
+		c.Verdict, c.Detail = health.OK, "every registered effect passes its registration's checks"
+	}
+	return c
+}
+
+// anchorCheck says whether audit verify keeps an anchor for this database,
+// and how old it is.
+func anchorCheck(opts *DoctorOptions, key string, now time.Time) health.Check {
+	c := health.Check{Name: "anchor", Verdict: health.Warn, Action: "idemctl audit verify (it keeps the anchor; keep a copy of the file elsewhere too)"}
+	store, err := anchorStore(opts.AnchorFile)
+	if err != nil {
+		c.Detail = oneLine(err.Error())
+		return c
+	}
+	kept, err := store.Load(key)
+	switch {
+	case err != nil:
+		c.Verdict, c.Detail = health.Fail, oneLine(err.Error())
+		c.Action = "look at the file (it may be the evidence of a rewrite), then move it aside or chmod 600 it"
+	case kept == nil:
+		c.Detail = fmt.Sprintf("no audit anchor kept for %s in %s: a rewrite of the whole log would go unseen", key, store.Path)
+	case now.Sub(kept.VerifiedAt) > opts.AnchorMaxAge:
+		c.Detail = fmt.Sprintf("the audit anchor (row %d) was kept %s ago, more than %s", kept.ID, now.Sub(kept.VerifiedAt).Round(time.Minute), opts.AnchorMaxAge)
+	default:
+		c.Verdict, c.Action = health.OK, ""
+		c.Detail = fmt.Sprintf("row %d verified %s ago (%s)", kept.ID, now.Sub(kept.VerifiedAt).Round(time.Second), store.Path)
+	}
+	return c
 }
 
 // verdictCell finds a fail or warn verdict in a rendered doctor table (a

@@ -34,8 +34,10 @@ func TestDoctor(t *testing.T) {
 
 	code, order, checks := doctorLines(t, fx.dsn)
 	assert.Equal(t, ExitOK, code, "warnings only: %v", checks)
-	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "quarantine", "failover"}, order)
-	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit"} {
+	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "anchor", "effects", "quarantine", "failover"}, order)
+	assert.Equal(t, "warn", checks["anchor"]["verdict"], "no audit anchor kept yet: %v", checks["anchor"])
+	assert.Contains(t, checks["anchor"]["detail"], "no audit anchor kept")
+	for _, name := range []string{"dsn", "server", "primary", "schema", "grants", "audit", "effects"} {
 		assert.Equal(t, "ok", checks[name]["verdict"], "%s: %v", name, checks[name])
 	}
 	assert.Contains(t, checks["dsn"]["detail"], string(dbtest.Operator)+"@")
@@ -50,8 +52,18 @@ func TestDoctor(t *testing.T) {
 	assert.Contains(t, checks["failover"]["detail"], "commit without a synchronous standby")
 	assert.Contains(t, checks["failover"]["action"], "synchronous_standby_names")
 
+	// Once audit verify kept an anchor for this database: ok, until it is
+	// older than --anchor-max-age.
+	code, _, errOut := run(t, fx.dsn, "", "audit", "verify")
+	require.Equal(t, ExitOK, code, errOut)
+	_, _, checks = doctorLines(t, fx.dsn)
+	assert.Equal(t, "ok", checks["anchor"]["verdict"], "%v", checks["anchor"])
+	code, out, _ := run(t, fx.dsn, "", "doctor", "-o", "json", "--skip-sources", "--anchor-max-age", "1ns")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "more than 1ns")
+
 	// With the sources probed: only the manual one, so no purge can be proven.
-	code, out, errOut := run(t, fx.dsn, "", "doctor", "-o", "json")
+	code, out, errOut = run(t, fx.dsn, "", "doctor", "-o", "json")
 	assert.Equal(t, ExitOK, code, errOut)
 	var sources map[string]any
 	for _, l := range jsonLines(t, out) {
@@ -100,6 +112,14 @@ func TestDoctorWrongDatabase(t *testing.T) {
 	assert.Equal(t, "schema", order[len(order)-1])
 	assert.Equal(t, "fail", checks["schema"]["verdict"])
 	assert.Equal(t, "run idemctl migrate as a superuser", checks["schema"]["action"])
+
+	// A DSN that does not parse is not "ok", and its password is not shown.
+	code, order, checks = doctorLines(t, "postgres://app:hunter2@127.0.0.1:notaport/x")
+	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, []string{"dsn"}, order)
+	assert.Equal(t, "fail", checks["dsn"]["verdict"])
+	assert.Contains(t, checks["dsn"]["detail"], "cannot be parsed")
+	assert.NotContains(t, fmt.Sprint(checks), "hunter2")
 
 	code, order, checks = doctorLines(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2")
 	assert.Equal(t, ExitFailure, code)

@@ -110,6 +110,14 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		}
 		return withCode(ExitFailure, err)
 	}
+	// Every registered effect re-checked: one that drifted does not run.
+	drifted, err := migrations.DriftedEffects(ctx, conn)
+	if err != nil {
+		return withCode(ExitFailure, err)
+	}
+	for _, d := range drifted {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s; idem.execute refuses it (IX016) until that is undone or the class is registered again\n", d)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 // Package term keeps text from the database or from input from taking over
 // the operator's terminal: control characters (C0 but newline and tab, DEL,
-// C1) and the Unicode bidirectional controls are shown escaped (\x1b, \u202e)
+// C1), the Unicode bidirectional controls and the line and paragraph
+// separators (U+2028, U+2029) are shown escaped (\x1b, \u202e)
 // instead of being sent raw, so a tenant of "\x1b[2J" or an operation id that
 // sets the window title prints as what it is.
 package term
@@ -24,6 +25,8 @@ func unsafe(r rune, keepCR bool) bool {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	case r == 0x2028, r == 0x2029: // line and paragraph separators: a line break to some terminals
 		return true
 	}
 	return false

@@ -12,13 +12,14 @@ import (
 
 func TestEscape(t *testing.T) {
 	cases := map[string]string{
-		"plain é ✓":               "plain é ✓",
-		"two\nlines\tand a tab":   "two\nlines\tand a tab",
-		"\x1b]0;pwned\x07\x1b[2J": `\x1b]0;pwned\x07\x1b[2J`,
-		"over\rwrite":             `over\x0dwrite`,
-		"del\x7f c1\u009b":        `del\x7f c1\x9b`,
-		"bidi \u202egnp.exe":      `bidi \u202egnp.exe`,
-		"bad \xff utf8":           `bad \xff utf8`,
+		"plain é ✓":                 "plain é ✓",
+		"two\nlines\tand a tab":     "two\nlines\tand a tab",
+		"\x1b]0;pwned\x07\x1b[2J":   `\x1b]0;pwned\x07\x1b[2J`,
+		"over\rwrite":               `over\x0dwrite`,
+		"del\x7f c1\u009b":          `del\x7f c1\x9b`,
+		"bidi \u202egnp.exe":        `bidi \u202egnp.exe`,
+		"bad \xff utf8":             `bad \xff utf8`,
+		"reason\u2028line\u2029par": `reason\u2028line\u2029par`,
 	}
 	for in, want := range cases {
 		assert.Equal(t, want, term.Escape(in), "%q", in)

@@ -5,7 +5,10 @@
 -- installation of this code package. run_effect is the one generated function
 -- of the schema: owned by the schema owner, executable by nobody else, an
 -- internal helper that runs as its caller (idem.execute, the owner) with the
--- caller's pinned search_path.
+-- caller's pinned search_path. Before every call it checks the effect again
+-- (idem.effect_problem; IX016): the function it calls by name must still be
+-- the one registered and still pass the registration's checks, whatever was
+-- done to it or its owner since.
 CREATE OR REPLACE FUNCTION idem.rebuild_dispatch()
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -17,21 +20,40 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('idem.rebuild_dispatch'));
     FOR r IN
-        SELECT c.name, format('%I.%I', n.nspname, p.proname) AS fn
+        SELECT c.name, CASE WHEN p.oid IS NOT NULL THEN format('%I.%I', n.nspname, p.proname) END AS fn, n.nspname, p.proname, p.oid::regprocedure::text AS sig,
+               c.effect::oid::text AS oid
         FROM idem.op_class c
-        JOIN pg_proc p ON p.oid = c.effect
-        JOIN pg_namespace n ON n.oid = p.pronamespace
+        LEFT JOIN pg_proc p ON p.oid = c.effect
+        LEFT JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE c.effect IS NOT NULL
         ORDER BY c.name
     LOOP
+        IF r.fn IS NULL THEN
+            v_branches := v_branches || format(
+                '    IF p_op_class = %L THEN RAISE EXCEPTION ''class %%: its effect (function %s) is no longer in the database'', p_op_class' ||
+                ' USING ERRCODE = ''IX016'', HINT = ''nothing ran; register the class again''; END IF;' || chr(10),
+                r.name, r.oid);
+            CONTINUE;
+        END IF;
+        -- Names, not OIDs: the body is the same on every node of a cluster.
         v_branches := v_branches || format(
-            '    IF p_op_class = %L THEN RETURN %s(p_tenant_id, p_operation_id, p_payload); END IF;' || chr(10),
-            r.name, r.fn);
+            '    IF p_op_class = %L THEN' || chr(10) ||
+            '        v_problem := idem.effect_problem(%L::pg_catalog.regprocedure, %L::pg_catalog.regnamespace, %L);' || chr(10) ||
+            '        IF v_problem IS NOT NULL THEN' || chr(10) ||
+            '            RAISE EXCEPTION ''class %%: effect %%: %%'', p_op_class, %L, v_problem USING ERRCODE = ''IX016'',' || chr(10) ||
+            '                HINT = ''nothing ran; the schema owner checks it with idemctl doctor and registers it again once it passes'';' || chr(10) ||
+            '        END IF;' || chr(10) ||
+            '        RETURN %s(p_tenant_id, p_operation_id, p_payload);' || chr(10) ||
+            '    END IF;' || chr(10),
+            r.name, r.sig, quote_ident(r.nspname), r.proname, r.sig, r.fn);
     END LOOP;
     EXECUTE format($fn$
 CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $body$
+DECLARE
+    v_problem text;
 BEGIN
 %s    RAISE EXCEPTION 'class %% has no SQL effect', p_op_class USING ERRCODE = 'IX004';
 END

@@ -2,7 +2,7 @@
 -- grant: app, operator
 -- complete saves the response of an identity claimed in this transaction
 -- (JSON null when response is NULL). Without a claim of this transaction it
--- raises IX005.
+-- raises IX005; for a class with a SQL effect, IX013.
 CREATE OR REPLACE FUNCTION idem.complete(tenant_id text, operation_id text, response jsonb)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -13,18 +13,22 @@ BEGIN
     -- Only a claim of this transaction is pending (the table is empty at commit).
     DELETE FROM idem.pending_claim p
     WHERE p.tenant_id = complete.tenant_id AND p.operation_id = complete.operation_id;
-    IF FOUND THEN
-        UPDATE idem.inbox_body b
-        SET response = coalesce(complete.response, 'null'::jsonb)
-        FROM idem.identity i
-        WHERE i.tenant_id = complete.tenant_id AND i.operation_id = complete.operation_id
-          AND b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at
-          AND b.response IS NULL;
-    END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'identity (%, %) was not claimed in this transaction', complete.tenant_id, complete.operation_id
             USING ERRCODE = 'IX005',
                   HINT = 'call idem.claim first, in the same transaction';
+    END IF;
+    -- The class may have been given a SQL effect since the claim.
+    UPDATE idem.inbox_body b
+    SET response = coalesce(complete.response, 'null'::jsonb)
+    FROM idem.identity i, idem.op_class c
+    WHERE i.tenant_id = complete.tenant_id AND i.operation_id = complete.operation_id
+      AND b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at
+      AND b.response IS NULL AND c.name = b.op_class AND c.effect IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'identity (%, %): its class has a SQL effect, which only idem.execute runs', complete.tenant_id, complete.operation_id
+            USING ERRCODE = 'IX013',
+                  HINT = 'claim and complete are for effects in application code; call idem.execute';
     END IF;
 END
 $$;

@@ -1,13 +1,12 @@
 -- object: function idem.register_class(text, regprocedure, text, text, regclass[])
 -- register_class adds or updates an operation class; only the schema owner
--- may call it (a class decides what code idem.execute runs). An effect must be
--- (tenant_id text, operation_id text, payload jsonb) RETURNS jsonb, and must
--- not inherit the owner's rights: it runs from inside idem.execute, so it must
--- itself be SECURITY DEFINER with a pinned search_path, owned by a role that
--- is neither the schema owner (nor a member of it) nor a superuser and holds
--- no privilege on schema idem, and the schema owner must be allowed to
--- execute it. Re-registering never changes a retention policy (idemctl class
--- set does, deliberately). Recorded in the audit log.
+-- may call it (a class decides what code idem.execute runs). An effect must
+-- pass idem.effect_problem: (tenant_id text, operation_id text, payload
+-- jsonb) RETURNS jsonb, SECURITY DEFINER with a pinned search_path, owned by
+-- a role with no way to the owner's rights, executable by the owner. The
+-- check is made again before every call (idem.run_effect). Re-registering
+-- never changes a retention policy (idemctl class set does, deliberately).
+-- Recorded in the audit log.
 -- p_tables declares the tables the effect writes or reads (PostgreSQL records
 -- no dependencies of a function body). On a Citus coordinator whose schema is
 -- distributed, idem.execute runs the effect on the node holding the tenant's
@@ -24,7 +23,6 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_fn    record;
     v_owner text := current_user;
     v_old   idem.op_class;
     v_bad   text;
@@ -51,30 +49,13 @@ BEGIN
         END IF;
     END IF;
     IF p_effect IS NOT NULL THEN
-        SELECT p.pronargs = 3 AND p.proargtypes[0] = 'text'::regtype AND p.proargtypes[1] = 'text'::regtype
-                   AND p.proargtypes[2] = 'jsonb'::regtype AND p.prorettype = 'jsonb'::regtype AND NOT p.proretset AS shape,
-               p.prosecdef AS definer,
-               EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%') AS pinned,
-               r.rolname AS owner, r.rolsuper AS super,
-               pg_has_role(p.proowner, v_owner, 'MEMBER') AS owner_member,
-               has_schema_privilege(p.proowner, 'idem', 'USAGE') OR has_schema_privilege(p.proowner, 'idem', 'CREATE') AS idem_rights,
-               has_function_privilege(v_owner, p.oid, 'EXECUTE') AS callable
-        INTO v_fn
-        FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
-        WHERE p.oid = p_effect;
-        IF NOT v_fn.shape THEN
-            RAISE EXCEPTION 'effect % must be (tenant_id text, operation_id text, payload jsonb) RETURNS jsonb', p_effect
-                USING ERRCODE = 'IX008';
-        ELSIF NOT v_fn.definer OR NOT v_fn.pinned THEN
-            RAISE EXCEPTION 'effect % must be SECURITY DEFINER with SET search_path: it runs from inside idem.execute and must not inherit the schema owner''s rights', p_effect
-                USING ERRCODE = 'IX008', HINT = 'ALTER FUNCTION ... SECURITY DEFINER SET search_path = pg_catalog, <its schema>, pg_temp';
-        ELSIF v_fn.super OR v_fn.owner_member OR v_fn.idem_rights THEN
-            RAISE EXCEPTION 'effect % is owned by %, which is a superuser, the schema owner, or holds rights on schema idem', p_effect, v_fn.owner
+        v_bad := idem.effect_problem(p_effect);
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION 'effect % %', p_effect, v_bad
                 USING ERRCODE = 'IX008',
-                      HINT = 'own effects by a dedicated NOLOGIN role with rights on its own tables only (the README shows how)';
-        ELSIF NOT v_fn.callable THEN
-            RAISE EXCEPTION 'the schema owner % may not execute effect %', v_owner, p_effect
-                USING ERRCODE = 'IX008', HINT = format('GRANT EXECUTE ON FUNCTION %s TO %I (and USAGE on its schema)', p_effect, v_owner);
+                      HINT = format('an effect is SECURITY DEFINER with SET search_path = pg_catalog, <its schema>, pg_temp, owned by a dedicated NOLOGIN role '
+                                    'with rights on its own tables only (no CREATEROLE, BYPASSRLS, role of this schema or pg_* role), and the schema owner may execute it: '
+                                    'GRANT EXECUTE ON FUNCTION %s TO %I (and USAGE on its schema)', p_effect, v_owner);
         END IF;
     END IF;
     SELECT * INTO v_old FROM idem.op_class c WHERE c.name = p_name FOR UPDATE;

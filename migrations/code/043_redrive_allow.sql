@@ -7,8 +7,8 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 BEGIN
-    IF p_host IS NULL OR p_host !~ '^[a-z0-9]([a-z0-9.:-]*[a-z0-9])?$' OR octet_length(p_host) > 253 THEN
-        RAISE EXCEPTION 'invalid re-drive host %: a lower-case host name or address', coalesce(quote_literal(p_host), 'NULL')
+    IF p_host IS NULL OR p_host !~ '^([a-z0-9]([a-z0-9.-]*[a-z0-9])?|[0-9a-f.]*:[0-9a-f:.]*)$' OR octet_length(p_host) > 253 THEN
+        RAISE EXCEPTION 'invalid re-drive host %: a lower-case host name or address (an IPv6 address without brackets)', coalesce(quote_literal(p_host), 'NULL')
             USING ERRCODE = 'IX501';
     END IF;
     INSERT INTO idem.redrive_host (host, created_by) VALUES (p_host, session_user) ON CONFLICT DO NOTHING;

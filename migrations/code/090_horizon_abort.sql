@@ -23,7 +23,8 @@ BEGIN
     END IF;
     v_from := v_p.state;
     UPDATE idem.horizon_plan
-    SET state = 'aborted', aborted_at = now(), aborted_by = p_operator, abort_reason = p_reason
+    SET state = 'aborted', aborted_at = now(), aborted_by = p_operator, abort_reason = p_reason,
+        runner_pid = NULL, runner_login = NULL, runner_person = NULL
     WHERE id = p_plan
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'horizon.purge.abort', 'horizon_plan:' || p_plan, jsonb_build_object(

@@ -1,0 +1,123 @@
+package attack_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/internal/cli"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// idemctl runs the CLI as a user would, against dsn.
+func idemctl(t *testing.T, dsn string, args ...string) (int, string, string) {
+	t.Helper()
+	ios, _, out, errOut := cli.Test(false)
+	f := cli.NewFactory(ios)
+	defer f.Close()
+	code := cli.Run(context.Background(), f, append(args, "--dsn", dsn))
+	return code, out.String(), errOut.String()
+}
+
+// Finding (trust boundary, round two, 4): the schema owner could move the
+// audit head by hand, and a chain rewritten from some row on with its
+// hashes recomputed, and its tail cut, verified intact unless the verifier
+// passed an anchor by hand. The head now moves only onto the row just
+// appended, and audit verify keeps the head it verified in the verifier's
+// own file and says what moved since.
+func TestAuditHeadAndKeptAnchor(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	auditor := dbtest.As(w.dsn, dbtest.Auditor)
+	for i := 0; i < 12; i++ {
+		_, err := audit.Append(w.ctx, w.operator, audit.Entry{Actor: "alice", Action: "resolve.step", Target: fmt.Sprintf("t:%d", i)})
+		require.NoError(t, err)
+	}
+	// The owner's UPDATE of the head: back, forward, or onto another hash.
+	for _, sql := range []string{
+		"UPDATE idem.audit_head SET last_id = last_id - 1",
+		"UPDATE idem.audit_head SET last_id = last_id + 1",
+		"UPDATE idem.audit_head SET last_hash = (SELECT hash FROM idem.audit WHERE id = 1)",
+	} {
+		assert.Equal(t, "IX112", code(dbtest.Owner(w.dsn, sql)), sql)
+	}
+
+	file := filepath.Join(t.TempDir(), "anchors.json")
+	c, out, errOut := idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", file)
+	require.Equal(t, cli.ExitOK, c, out+errOut)
+	assert.Contains(t, errOut, "first run")
+	st, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	var head int64
+	require.NoError(t, w.auditor.QueryRow(w.ctx, "SELECT last_id FROM idem.audit_head").Scan(&head))
+	require.Greater(t, head, int64(12))
+
+	// A superuser, triggers off, rewrites the chain from row 10 on with the
+	// hashes recomputed, cuts its last two rows and moves the head: the
+	// chain alone verifies.
+	rewriteFrom(t, w, 10, head-2)
+	c, _, _ = idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", filepath.Join(t.TempDir(), "fresh.json"))
+	require.Equal(t, cli.ExitOK, c, "without an anchor the rewrite is invisible")
+
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	c, _, errOut = idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", file)
+	assert.Equal(t, cli.ExitInvalid, c)
+	assert.Contains(t, errOut, fmt.Sprintf("rows %d-%d are missing and the head is behind the anchor", head-1, head))
+	again, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(again), "a broken chain never moves the anchor")
+
+	// A corrupt or open anchor file is an error (exit 2), never replaced.
+	require.NoError(t, os.WriteFile(file, []byte("{not json"), 0o600))
+	c, _, errOut = idemctl(t, auditor, "audit", "verify", "--anchor-file", file)
+	assert.Equal(t, cli.ExitUsage, c, errOut)
+	assert.Contains(t, errOut, "corrupt")
+	again, err = os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "{not json", string(again))
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	require.NoError(t, os.Chmod(file, 0o644))
+	c, _, errOut = idemctl(t, auditor, "audit", "verify", "--anchor-file", file)
+	assert.Equal(t, cli.ExitUsage, c, errOut)
+	assert.Contains(t, errOut, "others may read or change it")
+}
+
+// rewriteFrom recomputes, as a superuser with the triggers off, every row
+// from row from on with another actor and the hashes chained again, deletes
+// the rows after last and points the head at last.
+func rewriteFrom(t *testing.T, w *world, from, last int64) {
+	t.Helper()
+	conn, err := pgx.Connect(w.ctx, dbtest.As(w.dsn, dbtest.Superuser))
+	require.NoError(t, err)
+	defer conn.Close(w.ctx)
+	_, err = conn.Exec(w.ctx, "SET session_replication_role = replica")
+	require.NoError(t, err)
+	recs, err := audit.List(w.ctx, conn, audit.Filter{Limit: audit.MaxLimit})
+	require.NoError(t, err)
+	byID := map[int64]audit.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	prev := byID[from-1].Hash
+	for id := from; id <= last; id++ {
+		r := byID[id]
+		r.Actor, r.PrevHash = "mallory", prev
+		r.Hash = audit.RowHash(r)
+		_, err := conn.Exec(w.ctx, "UPDATE idem.audit SET actor = $2, prev_hash = $3, hash = $4 WHERE id = $1", id, r.Actor, r.PrevHash, r.Hash)
+		require.NoError(t, err)
+		prev = r.Hash
+	}
+	_, err = conn.Exec(w.ctx, "DELETE FROM idem.audit WHERE id > $1", last)
+	require.NoError(t, err)
+	_, err = conn.Exec(w.ctx, "UPDATE idem.audit_head SET last_id = $1, last_hash = $2", last, prev)
+	require.NoError(t, err)
+}
