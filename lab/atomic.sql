@@ -9,6 +9,12 @@
 INSERT INTO scratch.op_class (name, effect, retention, description)
 VALUES ('lab.transfer', 'scratch.transfer_effect(text,text,jsonb)'::regprocedure, 'forever',
         'idemctl lab: the demo ledger transfer in a scratch schema');
+-- The claim path's class: the same transfer as application code (the lab
+-- runs the effect between claim and complete), since claim refuses a class
+-- whose effect is SQL.
+INSERT INTO scratch.op_class (name, effect, retention, description)
+VALUES ('lab.transfer_app', NULL, 'forever',
+        'idemctl lab: the demo ledger transfer as application code');
 SELECT scratch.rebuild_dispatch();
 
 -- name: execute
@@ -17,7 +23,7 @@ SELECT outcome, response FROM scratch.execute($1, $2, 'lab.transfer', $3, $4)
 
 -- name: claim
 -- The same protocol in three calls, as idem.ExecuteFunc runs it.
-SELECT outcome, response FROM scratch.claim($1, $2, 'lab.transfer', $3, $4)
+SELECT outcome, response FROM scratch.claim($1, $2, 'lab.transfer_app', $3, $4)
 
 -- name: complete
 SELECT scratch.complete($1, $2, $3::jsonb)

@@ -215,6 +215,12 @@ func executorSQL() ([]namedSQL, error) {
 		out = append(out, namedSQL{"code " + o.File, o.SQL})
 	}
 	return append(out,
+		// The lab's login owns the scratch schema and its effect alike (a
+		// demonstration, not a trust boundary): the per-call check that an
+		// effect's owner is powerless would refuse every call, so the
+		// scratch copy of the check passes every effect.
+		namedSQL{"effect check", `CREATE OR REPLACE FUNCTION idem.effect_problem(p_effect oid, p_nsp oid DEFAULT NULL, p_name name DEFAULT NULL)
+RETURNS text LANGUAGE sql AS 'SELECT NULL::text'`},
 		namedSQL{"ledger", ledgerSQL},
 		namedSQL{"partitions", "SELECT idem.inbox_body_ensure(current_date - 1, current_date + 8)"}), nil
 }
