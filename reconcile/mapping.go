@@ -71,16 +71,33 @@ type Mapping struct {
 	Until string `json:"until,omitempty"`
 	// Profile names a built-in profile (stripe-balance-itemized,
 	// adyen-settlement), ProfileFile a user's; the mapping's own fields win
-	// over it. The fields below are a profile's (see Profile).
-	Profile          string         `json:"profile,omitempty"`
-	ProfileFile      string         `json:"profile_file,omitempty"`
-	DecimalSeparator string         `json:"decimal_separator,omitempty"`
-	AmountUnit       string         `json:"amount_unit,omitempty"`
-	MinorUnits       map[string]int `json:"minor_units,omitempty"`
-	Where            []string       `json:"where,omitempty"`
-	KindColumn       string         `json:"kind_column,omitempty"`
-	ReversalKinds    []string       `json:"reversal_kinds,omitempty"`
-	Negate           []string       `json:"negate,omitempty"`
+	// over it.
+	Profile     string `json:"profile,omitempty"`
+	ProfileFile string `json:"profile_file,omitempty"`
+	Rows
+}
+
+// Rows says how a report writes its rows beyond the key and the compared
+// columns: a profile's fields, which a mapping may also set itself.
+type Rows struct {
+	// DecimalSeparator is "." (default) or ",".
+	DecimalSeparator string `json:"decimal_separator,omitempty"`
+	// AmountUnit is "minor" (1250, the default) or "major" (12.50: the
+	// currency's ISO 4217 exponent converts it, MinorUnits overriding).
+	AmountUnit string `json:"amount_unit,omitempty"`
+	// MinorUnits overrides the ISO 4217 exponent of a currency, for a
+	// provider that writes it otherwise ({"HUF": 0}).
+	MinorUnits map[string]int `json:"minor_units,omitempty"`
+	// Where keeps the rows whose column holds one of the values
+	// ("reporting_category=charge|refund"); every condition must hold.
+	Where []string `json:"where,omitempty"`
+	// KindColumn holds a row's kind; a row whose kind is one of
+	// ReversalKinds reverses the operation it references (a refund, a
+	// chargeback) and is reported with it, not compared as one.
+	KindColumn    string   `json:"kind_column,omitempty"`
+	ReversalKinds []string `json:"reversal_kinds,omitempty"`
+	// Negate names the columns whose amounts count negative (a debit).
+	Negate []string `json:"negate,omitempty"`
 }
 
 // condition is one row filter: the row's column holds one of values.

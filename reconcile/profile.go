@@ -21,28 +21,11 @@ type Profile struct {
 	Description string `json:"description,omitempty"`
 	Format      Format `json:"format,omitempty"`
 	Delimiter   string `json:"delimiter,omitempty"`
-	// DecimalSeparator is "." (default) or ",".
-	DecimalSeparator string `json:"decimal_separator,omitempty"`
-	Key              string `json:"key,omitempty"`
-	Compare          string `json:"compare,omitempty"`
-	Amount           string `json:"amount,omitempty"`
-	Currency         string `json:"currency,omitempty"`
-	// AmountUnit is "minor" (1250, the default) or "major" (12.50: the
-	// currency's ISO 4217 exponent converts it, MinorUnits overriding).
-	AmountUnit string `json:"amount_unit,omitempty"`
-	// MinorUnits overrides the ISO 4217 exponent of a currency, for a
-	// provider that writes it otherwise ({"HUF": 0}).
-	MinorUnits map[string]int `json:"minor_units,omitempty"`
-	// Where keeps the rows whose column holds one of the values
-	// ("reporting_category=charge|refund"); every condition must hold.
-	Where []string `json:"where,omitempty"`
-	// KindColumn holds a row's kind; a row whose kind is one of
-	// ReversalKinds reverses the operation it references (a refund, a
-	// chargeback) and is reported with it, not compared as one.
-	KindColumn    string   `json:"kind_column,omitempty"`
-	ReversalKinds []string `json:"reversal_kinds,omitempty"`
-	// Negate names the columns whose amounts count negative (a debit).
-	Negate []string `json:"negate,omitempty"`
+	Key         string `json:"key,omitempty"`
+	Compare     string `json:"compare,omitempty"`
+	Amount      string `json:"amount,omitempty"`
+	Currency    string `json:"currency,omitempty"`
+	Rows
 }
 
 // builtinProfiles are the exports people reconcile against most.
@@ -53,24 +36,19 @@ var builtinProfiles = map[string]Profile{
 		Format:      FormatCSV,
 		Key:         "operation_id=payment_metadata[operation_id]",
 		Compare:     "/amount=gross,/currency=currency",
-		AmountUnit:  "major",
-		Where:       []string{"reporting_category=charge|refund|dispute"},
-		KindColumn:  "reporting_category",
 		// A refund's and a dispute's gross is negative: the reversed amount
 		// is its absolute value.
-		ReversalKinds: []string{"refund", "dispute"},
+		Rows: Rows{AmountUnit: "major", Where: []string{"reporting_category=charge|refund|dispute"},
+			KindColumn: "reporting_category", ReversalKinds: []string{"refund", "dispute"}},
 	},
 	"adyen-settlement": {
-		Name:          "adyen-settlement",
-		Description:   "Adyen settlement details report; the operation id is the Merchant Reference",
-		Format:        FormatCSV,
-		Key:           "operation_id=Merchant Reference",
-		Compare:       "/amount=Gross Credit (GC)|Gross Debit (GC),/currency=Gross Currency",
-		AmountUnit:    "major",
-		Where:         []string{"Type=Settled|Refunded|Chargeback"},
-		KindColumn:    "Type",
-		ReversalKinds: []string{"Refunded", "Chargeback"},
-		Negate:        []string{"Gross Debit (GC)"},
+		Name:        "adyen-settlement",
+		Description: "Adyen settlement details report; the operation id is the Merchant Reference",
+		Format:      FormatCSV,
+		Key:         "operation_id=Merchant Reference",
+		Compare:     "/amount=Gross Credit (GC)|Gross Debit (GC),/currency=Gross Currency",
+		Rows: Rows{AmountUnit: "major", Where: []string{"Type=Settled|Refunded|Chargeback"}, KindColumn: "Type",
+			ReversalKinds: []string{"Refunded", "Chargeback"}, Negate: []string{"Gross Debit (GC)"}},
 	},
 }
 

@@ -231,7 +231,7 @@ func TestProfileFileAmountsAndSeparators(t *testing.T) {
 	// by its line and column.
 	tab := f.file("tab.csv", "merchant\tref\tamount\tccy\tkind", "acme\ta-1\t12.50\tEUR\tpayment", "acme\ta-2\t12\"50\tJPY\tpayment")
 	_, found, err = f.run(reconcile.Config{Mapping: reconcile.Mapping{Class: "demo.transfer", Report: tab, ProfileFile: profile,
-		Delimiter: "\t", DecimalSeparator: "."}})
+		Delimiter: "\t", Rows: reconcile.Rows{DecimalSeparator: "."}}})
 	require.NoError(t, err)
 	require.NotEmpty(t, found)
 	assert.Equal(t, reconcile.Invalid, found[0].Status)
@@ -244,6 +244,6 @@ func TestUnknownProfile(t *testing.T) {
 	require.ErrorIs(t, err, reconcile.ErrInvalidMapping)
 	assert.Contains(t, err.Error(), "adyen-settlement, stripe-balance-itemized")
 	_, err = reconcile.Mapping{Class: "c", Report: "r", Tenant: "t", Key: "operation_id=ref", Compare: "/amount=a",
-		AmountUnit: "major"}.Check(time.Now())
+		Rows: reconcile.Rows{AmountUnit: "major"}}.Check(time.Now())
 	assert.ErrorContains(t, err, "needs the amount and the currency")
 }
