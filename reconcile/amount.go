@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -44,6 +45,16 @@ func (p *plan) normalizeAmount(rec *record) string {
 // toMinor converts a decimal in major units to an integer in minor units
 // (10^exp of them to the unit); false when it has more decimals than that.
 func toMinor(v string, exp int) (string, bool) {
+	if u, scale, ok := smallDecimal(v); ok && scale <= exp && exp-scale <= 6 {
+		// The common case without math/big: 12.50 -> 1250.
+		f := int64(1)
+		for i := scale; i < exp; i++ {
+			f *= 10
+		}
+		if m := u * f; m/f == u {
+			return strconv.FormatInt(m, 10), true
+		}
+	}
 	r, ok := new(big.Rat).SetString(v)
 	if !ok {
 		return "", false
