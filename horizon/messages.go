@@ -27,13 +27,20 @@ type Message struct {
 	// At says where in the source the message is (file:line, stream
 	// sequence, partition and offset, row number), for tracing.
 	At string
+	// Problem says why a message read by ReadMessages cannot be used (not
+	// JSON, a NULL identity); it is still handed over, so that one bad
+	// message does not stop the reading. Tenant and OperationID are empty
+	// when the source's headers lack them: the body may carry them.
+	Problem string
 }
 
 // ReadMessages reads every message the source holds, in the source's order,
 // and calls fn for each; fn's error stops the read and is returned. Streams
 // are read whole whatever their probe mode; a postgres source's query must
 // return (tenant_id, operation_id, ts) or (tenant_id, operation_id, ts,
-// payload). Nothing is written anywhere.
+// payload), and its rows are read ordered by (tenant_id, operation_id, ts) so
+// that "row N" names the same row again. A message that cannot be used is
+// handed over with its Problem, not an error. Nothing is written anywhere.
 func ReadMessages(ctx context.Context, s Source, fn func(context.Context, Message) error) error {
 	switch s.Kind {
 	case KindManual:
@@ -45,7 +52,7 @@ func ReadMessages(ctx context.Context, s Source, fn func(context.Context, Messag
 	if !ok {
 		return fmt.Errorf("%w %q: unknown kind %q", ErrInvalidSource, s.Name, s.Kind)
 	}
-	obs, err := p(ctx, s, &probeEnv{now: time.Now(), pin: fn})
+	obs, err := p(ctx, s, &probeEnv{now: time.Now(), pin: fn, lenient: true})
 	if err != nil {
 		return fmt.Errorf("read source %s: %w", s.Name, err)
 	}

@@ -73,6 +73,9 @@ type probeEnv struct {
 	now   time.Time
 	// pin streams one enumerated message's identity to the run's table.
 	pin func(ctx context.Context, m Message) error
+	// lenient hands over the messages that cannot be used (with their
+	// Problem) instead of failing (intake); a proof fails closed.
+	lenient bool
 }
 
 // observation is a probe's raw result.

@@ -95,7 +95,12 @@ func readArchiveFile(ctx context.Context, path string, env *probeEnv, obs *obser
 			continue
 		}
 		var rec archiveRecord
-		if err := json.Unmarshal([]byte(text), &rec); err != nil {
+		if err := json.Unmarshal([]byte(text), &rec); err != nil && env.lenient {
+			if err := env.pin(ctx, Message{At: fmt.Sprintf("%s:%d", path, line), Problem: "not a JSON object: " + err.Error()}); err != nil {
+				return err
+			}
+			continue
+		} else if err != nil {
 			return fmt.Errorf("nonsense in archive %s:%d: %v", path, line, err)
 		}
 		m := Message{Tenant: rec.Tenant, OperationID: rec.OperationID, TS: rec.TS, At: fmt.Sprintf("%s:%d", path, line)}

@@ -44,7 +44,13 @@ func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, e
 		return observation{}, fmt.Errorf("begin read-only: %s", db.Scrub(s.Config.DSN, err.Error()))
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	rows, err := tx.Query(ctx, s.Config.Query)
+	query := s.Config.Query
+	if env.lenient {
+		// Reading messages (intake): in a stable order, so that "row N" is
+		// the same row on every run.
+		query = "SELECT * FROM (" + strings.TrimRight(strings.TrimSpace(query), "; \n") + ") AS source ORDER BY 1, 2, 3"
+	}
+	rows, err := tx.Query(ctx, query)
 	if err != nil {
 		return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
 	}
@@ -91,8 +97,8 @@ func enumeratePostgres(ctx context.Context, s Source, rows pgx.Rows, env *probeE
 	var n int64
 	for rows.Next() {
 		var m Message
-		var payload *string
-		dest := []any{&m.Tenant, &m.OperationID, &m.TS}
+		var payload, tenant, op *string
+		dest := []any{&tenant, &op, &m.TS}
 		if withPayload {
 			dest = append(dest, &payload)
 		}
@@ -101,6 +107,14 @@ func enumeratePostgres(ctx context.Context, s Source, rows pgx.Rows, env *probeE
 		}
 		n++
 		m.At = fmt.Sprintf("row %d", n)
+		switch {
+		case tenant != nil && op != nil:
+			m.Tenant, m.OperationID = *tenant, *op
+		case env.lenient:
+			m.Problem = "tenant_id or operation_id is NULL"
+		default:
+			return observation{}, fmt.Errorf("nonsense: an enumerating query returns (tenant_id text, operation_id text, ts timestamptz[, payload text|jsonb]): row %d has a NULL identity", n)
+		}
 		if payload != nil {
 			m.Payload = []byte(*payload)
 		}

@@ -33,9 +33,18 @@ func BenchmarkReconcile(b *testing.B) {
 		report string
 	}
 	ledgers := map[int]ledger{}
-	for _, c := range []struct{ lines, sortMiB int }{{100_000, 16}, {1_000_000, 4}, {1_000_000, 16}, {1_000_000, 64}} {
+	for _, c := range []struct {
+		lines, sortMiB int
+		stripe         bool
+	}{{100_000, 16, false}, {1_000_000, 4, false}, {1_000_000, 16, false}, {1_000_000, 16, true}, {1_000_000, 64, false}} {
 		parent := b
-		b.Run(fmt.Sprintf("lines=%d/sort-buffer=%dMiB", c.lines, c.sortMiB), func(b *testing.B) {
+		name := fmt.Sprintf("lines=%d/sort-buffer=%dMiB", c.lines, c.sortMiB)
+		if c.stripe {
+			// The same operations in a Stripe itemized balance report as
+			// downloaded: 19 columns, BOM, CRLF, major units, lower case.
+			name += "/stripe-profile"
+		}
+		b.Run(name, func(b *testing.B) {
 			l, ok := ledgers[c.lines]
 			if !ok {
 				// One database per size, shared by its cases: it belongs to
@@ -47,6 +56,10 @@ func BenchmarkReconcile(b *testing.B) {
 			}
 			cfg := reconcile.Config{Mapping: settlementMapping(l.report), Operator: "alice", TempDir: b.TempDir(),
 				ChunkBytes: c.sortMiB << 20}
+			if c.stripe {
+				cfg.Mapping = reconcile.Mapping{Class: "demo.transfer", Tenant: "acme", Profile: "stripe-balance-itemized",
+					Report: writeStripeExport(b, b.TempDir(), c.lines)}
+			}
 			runtime.GC()
 			b.ResetTimer()
 			var peak uint64
@@ -104,14 +117,29 @@ func seedTransfers(b *testing.B, dsn string, n int) {
 // writeSettlement writes the report of the seeded transfers: every
 // operation once, in a scrambled order, one amount in 1000 changed.
 func writeSettlement(b *testing.B, dir string, n int) string {
+	return writeScrambled(b, filepath.Join(dir, "settlement.csv"), csvHeader+"\n", n, func(k, amount int) string {
+		return "acme,op-" + strconv.Itoa(k) + "," + strconv.Itoa(amount) + ",EUR,settled\n"
+	})
+}
+
+// writeStripeExport is writeSettlement's report as a Stripe itemized balance
+// report: amounts in major units, lower-case currency, BOM and CRLF.
+func writeStripeExport(b *testing.B, dir string, n int) string {
+	return writeScrambled(b, filepath.Join(dir, "itemized.csv"), "\ufeff"+stripeHeader+"\r\n", n, func(k, amount int) string {
+		return stripeRow(k, "charge", "op-"+strconv.Itoa(k), int64(amount), "EUR", "charge") + "\r\n"
+	})
+}
+
+// writeScrambled writes header, then a line for every operation 1..n in
+// an order unrelated to the identities, one amount in 1000 changed.
+func writeScrambled(b *testing.B, path, header string, n int, line func(k, amount int) string) string {
 	b.Helper()
-	path := filepath.Join(dir, "settlement.csv")
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString(csvHeader + "\n")
+	w.WriteString(header)
 	// i -> i*step mod n visits every operation once when step and n are coprime.
 	step := 7919
 	for i := 0; i < n; i++ {
@@ -120,7 +148,7 @@ func writeSettlement(b *testing.B, dir string, n int) string {
 		if k%1000 == 0 {
 			amount++
 		}
-		w.WriteString("acme,op-" + strconv.Itoa(k) + "," + strconv.Itoa(amount) + ",EUR,settled\n")
+		w.WriteString(line(k, amount))
 	}
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)

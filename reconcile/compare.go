@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 )
 
 // Status is what a reconcile says of an operation or of a report line.
@@ -23,14 +24,23 @@ const (
 	MissingInReport Status = "missing_in_report"
 	// Invalid: a report line that cannot be used, with its line number and why.
 	Invalid Status = "invalid"
+	// Refunded and PartiallyRefunded: matched, and the report also holds
+	// rows that reverse the operation (refunds, chargebacks) for all of its
+	// amount or for part of it.
+	Refunded          Status = "refunded"
+	PartiallyRefunded Status = "partially_refunded"
+	// DuplicateInReport: the report holds the operation's own row twice
+	// (settled twice?); the first row is compared, each further one is this.
+	DuplicateInReport Status = "duplicate_in_report"
 )
 
 // Statuses lists every status in the summary's order.
-var Statuses = []Status{Matched, Mismatch, MissingInInbox, MissingInReport, Invalid}
+var Statuses = []Status{Matched, Refunded, PartiallyRefunded, Mismatch, MissingInInbox, MissingInReport,
+	DuplicateInReport, Invalid}
 
 // Discrepancy reports whether the status is one a person must look at.
 func (s Status) Discrepancy() bool {
-	return s == Mismatch || s == MissingInInbox || s == MissingInReport
+	return s == Mismatch || s == MissingInInbox || s == MissingInReport || s == DuplicateInReport
 }
 
 // Difference is one compared field that differs.
@@ -145,7 +155,7 @@ func (c *comparer) compare(payload []byte, rec *record) ([]Difference, side, err
 		case c.p.currency:
 			inbox.currency = v.text
 		}
-		if found && equalValue(v, rec.values[i]) {
+		if found && (equalValue(v, rec.values[i]) || (i == c.p.currency && strings.EqualFold(v.text, rec.values[i]))) {
 			continue
 		}
 		d := Difference{Pointer: f.Pointer, Column: f.Column, Report: rec.values[i]}
@@ -180,7 +190,7 @@ func (c *comparer) reportSide(rec *record) side {
 		s.amount = rec.values[c.p.amount]
 	}
 	if c.p.currency >= 0 {
-		s.currency = rec.values[c.p.currency]
+		s.currency = strings.ToUpper(rec.values[c.p.currency])
 	}
 	return s
 }

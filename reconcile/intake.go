@@ -56,6 +56,9 @@ type IntakeConfig struct {
 	// Timeout bounds the reading of the source (DefaultIntakeTimeout when
 	// 0): a stream that stops answering must not hang the run.
 	Timeout time.Duration
+	// TenantPtr and OpPtr are JSON Pointers into the message's body that
+	// give the identity when the source's headers (or columns) lack it.
+	TenantPtr, OpPtr string
 }
 
 // DefaultIntakeTimeout bounds an intake's reading of its source.
@@ -80,11 +83,13 @@ type IntakeSummary struct {
 
 // intake is the state of one Intake run.
 type intake struct {
-	cfg     IntakeConfig
-	pool    *pgxpool.Pool
-	out     *BatchWriter
-	sum     IntakeSummary
-	pending []horizon.Message
+	cfg          IntakeConfig
+	tenantT, opT []string
+	pr           pointerReader
+	pool         *pgxpool.Pool
+	out          *BatchWriter
+	sum          IntakeSummary
+	pending      []horizon.Message
 }
 
 // Intake reads every message the source holds and writes to out, as a
@@ -102,6 +107,20 @@ func Intake(ctx context.Context, pool *pgxpool.Pool, cfg IntakeConfig, out *Batc
 	if cfg.Class == "" {
 		return IntakeSummary{}, fmt.Errorf("%w: intake needs the class of the source's operations (--class)", ErrInvalidMapping)
 	}
+	in := &intake{cfg: cfg, pool: pool, out: out}
+	for _, p := range []struct {
+		flag, ptr string
+		dst       *[]string
+	}{{"--tenant-ptr", cfg.TenantPtr, &in.tenantT}, {"--op-ptr", cfg.OpPtr, &in.opT}} {
+		if p.ptr == "" {
+			continue
+		}
+		t, err := parsePointer(p.ptr)
+		if err != nil {
+			return IntakeSummary{}, fmt.Errorf("%w: %s: %v", ErrInvalidMapping, p.flag, err)
+		}
+		*p.dst = t
+	}
 	src, err := horizon.FindSource(ctx, pool, cfg.Source)
 	if err != nil {
 		return IntakeSummary{}, err
@@ -109,8 +128,8 @@ func Intake(ctx context.Context, pool *pgxpool.Pool, cfg IntakeConfig, out *Batc
 	if _, err := recovery.CheckPrimary(ctx, pool); err != nil {
 		return IntakeSummary{}, err
 	}
-	in := &intake{cfg: cfg, pool: pool, out: out, sum: IntakeSummary{Source: src.Name, Kind: src.Kind, Class: cfg.Class,
-		Counts: map[IntakeOutcome]int64{}, StartedAt: time.Now()}}
+	in.sum = IntakeSummary{Source: src.Name, Kind: src.Kind, Class: cfg.Class,
+		Counts: map[IntakeOutcome]int64{}, StartedAt: time.Now()}
 	readCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	runErr := horizon.ReadMessages(readCtx, src, func(ctx context.Context, m horizon.Message) error {
@@ -187,6 +206,26 @@ func (in *intake) flush(ctx context.Context) error {
 
 // check validates a message's identity and canonicalises its payload.
 func (in *intake) check(m horizon.Message) (checked, string) {
+	if m.Problem != "" {
+		return checked{}, m.Problem
+	}
+	for _, p := range []struct {
+		dst    *string
+		tokens []string
+		ptr    string
+	}{{&m.Tenant, in.tenantT, in.cfg.TenantPtr}, {&m.OperationID, in.opT, in.cfg.OpPtr}} {
+		if *p.dst != "" || p.tokens == nil {
+			continue
+		}
+		if m.Payload == nil {
+			return checked{}, "no identity in the headers, and no body to read " + p.ptr + " from"
+		}
+		v, err := in.pr.valueAt(m.Payload, p.tokens)
+		if err != nil || v.kind != '"' {
+			return checked{}, fmt.Sprintf("no identity in the headers, and the body has no string at %s", p.ptr)
+		}
+		*p.dst = v.text
+	}
 	if err := (idem.Identity{TenantID: m.Tenant, OperationID: m.OperationID}).Validate(); err != nil {
 		return checked{}, err.Error()
 	}

@@ -91,7 +91,7 @@ func TestIntakeFromDLQTableAndArchive(t *testing.T) {
 	assert.Contains(t, string(raw), "the source carries no payload: fill in the original payload before resolving")
 	assert.Contains(t, string(raw), `"transport":{"at":"row 3","source":"dlq"}`)
 	require.Len(t, sum.Problems, 1)
-	assert.Contains(t, sum.Problems[0], "row 7: invalid identity: tenant_id is required")
+	assert.Contains(t, sum.Problems[0], "row 1: invalid identity: tenant_id is required", "rows in identity order")
 	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.audit WHERE action = 'intake.run' AND target = 'source:dlq'"))
 
 	// The horizon proof reads the same four-column query (and ignores the
@@ -129,3 +129,45 @@ func TestIntakeFromDLQTableAndArchive(t *testing.T) {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Intake as messages come: the identity read from the body by JSON
+// Pointers when the source lacks it, a line that is not JSON is an invalid
+// message and the reading goes on; a postgres source's rows are numbered in
+// identity order whatever its query's order.
+func TestIntakeIdentityPointersAndBadMessages(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	trs := f.smallLedger()
+	f.archive(map[string][]string{
+		"2026-11-03.ndjson": {
+			fmt.Sprintf(`{"ts":"2026-11-03T10:00:00Z","payload":{"tenant":"acme","id":"p-1","amount":%d}}`, trs[1].amount),
+			`this is not JSON`,
+			`{"ts":"2026-11-03T10:00:01Z","payload":{"tenant":"acme","id":"n-9","from":"x","to":"y","amount":1,"currency":"EUR"}}`,
+			`{"ts":"2026-11-03T10:00:02Z","payload":{"id":7}}`,
+			`{"tenant":"acme","operation_id":"n-8","ts":"2026-11-03T10:00:03Z","payload":{"from":"x","to":"y","amount":2,"currency":"EUR"}}`,
+		},
+	})
+	var buf bytes.Buffer
+	sum, err := reconcile.Intake(f.ctx, f.pool, reconcile.IntakeConfig{Source: "archive", Class: "demo.transfer", Operator: "alice",
+		TenantPtr: "/tenant", OpPtr: "/id"}, reconcile.NewBatchWriter(&buf))
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, sum.Messages)
+	assert.Equal(t, map[reconcile.IntakeOutcome]int64{reconcile.Conflicting: 1, reconcile.Absent: 2, reconcile.Unreadable: 2}, sum.Counts)
+	require.Len(t, sum.Problems, 2)
+	assert.Contains(t, sum.Problems[0], "2026-11-03.ndjson:2: not a JSON object")
+	assert.Contains(t, sum.Problems[1], "2026-11-03.ndjson:4: no identity in the headers, and the body has no string at /tenant")
+
+	f.dlqTable(
+		`('globex', 'z-1', NULL)`,
+		`(NULL, 'z-2', NULL)`,
+		`('acme', 'z-3', NULL)`,
+	)
+	buf.Reset()
+	sum, err = reconcile.Intake(f.ctx, f.pool, reconcile.IntakeConfig{Source: "dlq", Class: "demo.transfer", Operator: "alice"},
+		reconcile.NewBatchWriter(&buf))
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, sum.Messages)
+	require.Len(t, sum.Problems, 1)
+	assert.Equal(t, "row 3: tenant_id or operation_id is NULL", sum.Problems[0], "rows in (tenant, operation, ts) order, NULL last")
+	assert.Contains(t, buf.String(), `"operation_id":"z-3","class":"demo.transfer","payload":null,"transport":{"at":"row 1"`)
+}

@@ -69,6 +69,41 @@ type Mapping struct {
 	// an RFC 3339 time, "today" or "yesterday" (UTC). Empty: unbounded.
 	Since string `json:"since,omitempty"`
 	Until string `json:"until,omitempty"`
+	// Profile names a built-in profile (stripe-balance-itemized,
+	// adyen-settlement), ProfileFile a user's; the mapping's own fields win
+	// over it.
+	Profile     string `json:"profile,omitempty"`
+	ProfileFile string `json:"profile_file,omitempty"`
+	Rows
+}
+
+// Rows says how a report writes its rows beyond the key and the compared
+// columns: a profile's fields, which a mapping may also set itself.
+type Rows struct {
+	// DecimalSeparator is "." (default) or ",".
+	DecimalSeparator string `json:"decimal_separator,omitempty"`
+	// AmountUnit is "minor" (1250, the default) or "major" (12.50: the
+	// currency's ISO 4217 exponent converts it, MinorUnits overriding).
+	AmountUnit string `json:"amount_unit,omitempty"`
+	// MinorUnits overrides the ISO 4217 exponent of a currency, for a
+	// provider that writes it otherwise ({"HUF": 0}).
+	MinorUnits map[string]int `json:"minor_units,omitempty"`
+	// Where keeps the rows whose column holds one of the values
+	// ("reporting_category=charge|refund"); every condition must hold.
+	Where []string `json:"where,omitempty"`
+	// KindColumn holds a row's kind; a row whose kind is one of
+	// ReversalKinds reverses the operation it references (a refund, a
+	// chargeback) and is reported with it, not compared as one.
+	KindColumn    string   `json:"kind_column,omitempty"`
+	ReversalKinds []string `json:"reversal_kinds,omitempty"`
+	// Negate names the columns whose amounts count negative (a debit).
+	Negate []string `json:"negate,omitempty"`
+}
+
+// condition is one row filter: the row's column holds one of values.
+type condition struct {
+	column string
+	values []string
 }
 
 // Field maps one JSON Pointer of the stored payload to a report column.
@@ -76,6 +111,9 @@ type Field struct {
 	Pointer string `json:"pointer"`
 	Column  string `json:"column"`
 	tokens  []string
+	// alts are the columns of Column "A|B": the first one not empty on a
+	// line is the value (a credit or a debit column).
+	alts []string
 }
 
 // plan is a mapping checked and parsed.
@@ -88,6 +126,33 @@ type plan struct {
 	currencyTokens   []string
 	since, until     *time.Time
 	delimiter        rune
+	major            bool // amounts in major units
+	decimalComma     bool // "12,50"
+	kindSlot         int  // the slot of KindColumn, -1 without
+	where            []condition
+	whereSlot        int // the slot of the first condition
+	reversal         map[string]bool
+	negate           map[string]bool
+}
+
+// slots returns the columns read from every line, each a list of
+// alternatives: the tenant (nil with a fixed tenant), the operation, each
+// compared field, then the kind column and the filters' columns.
+func (p *plan) slots() [][]string {
+	out := [][]string{nil, {p.opCol}}
+	if p.tenantCol != "" {
+		out[0] = []string{p.tenantCol}
+	}
+	for _, f := range p.fields {
+		out = append(out, f.alts)
+	}
+	if p.KindColumn != "" {
+		out = append(out, []string{p.KindColumn})
+	}
+	for _, c := range p.where {
+		out = append(out, []string{c.column})
+	}
+	return out
 }
 
 // Plan is a checked mapping, what Run and the TUI work from.
@@ -115,7 +180,11 @@ func (m Mapping) compile(now time.Time) (*plan, error) {
 	if m.Report == "" {
 		return nil, bad("a report is required (--report FILE, - for stdin)")
 	}
-	p := &plan{Mapping: m, amount: -1, currency: -1, delimiter: ','}
+	m, err := m.withProfile()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	p := &plan{Mapping: m, amount: -1, currency: -1, delimiter: ',', kindSlot: -1}
 	if err := p.parseKey(); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -125,7 +194,9 @@ func (m Mapping) compile(now time.Time) (*plan, error) {
 	if err := p.parseFormat(); err != nil {
 		return nil, bad("%v", err)
 	}
-	var err error
+	if err := p.parseProfile(); err != nil {
+		return nil, bad("%v", err)
+	}
 	if p.since, err = parseWindowTime("--since", m.Since, now); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -199,7 +270,13 @@ func (p *plan) parseCompare() error {
 		case currency:
 			p.currency = len(p.fields)
 		}
-		p.fields = append(p.fields, Field{Pointer: kv[0], Column: kv[1], tokens: tokens})
+		alts := strings.Split(kv[1], "|")
+		for i := range alts {
+			if alts[i] = strings.TrimSpace(alts[i]); alts[i] == "" {
+				return fmt.Errorf("--compare %s=%s: an empty column", kv[0], kv[1])
+			}
+		}
+		p.fields = append(p.fields, Field{Pointer: kv[0], Column: kv[1], tokens: tokens, alts: alts})
 	}
 	return nil
 }
@@ -218,6 +295,82 @@ func (p *plan) parseFormat() error {
 		p.delimiter = r
 	}
 	return nil
+}
+
+// parseProfile checks the amount unit, the decimal separator, the filters,
+// the kinds and the minor-unit overrides.
+func (p *plan) parseProfile() error {
+	switch p.AmountUnit {
+	case "", "minor":
+	case "major":
+		if p.amount < 0 || p.currency < 0 {
+			return fmt.Errorf("--amount-unit major needs the amount and the currency compared (--compare %s=COLUMN,%s=COLUMN)",
+				orDefault(p.Amount, DefaultAmount), orDefault(p.Currency, DefaultCurrency))
+		}
+		p.major = true
+	default:
+		return fmt.Errorf("--amount-unit %q: use major or minor", p.AmountUnit)
+	}
+	switch p.DecimalSeparator {
+	case "", ".":
+	case ",":
+		if p.delimiter == ',' {
+			return fmt.Errorf("a decimal comma needs another --delimiter (; or a tab)")
+		}
+		p.decimalComma = true
+	default:
+		return fmt.Errorf("decimal separator %q: use . or ,", p.DecimalSeparator)
+	}
+	for code, e := range p.MinorUnits {
+		if _, ok := MinorUnits(strings.ToUpper(code)); !ok || e < 0 || e > 6 {
+			return fmt.Errorf("minor_units %s=%d: an ISO 4217 code and an exponent from 0 to 6", code, e)
+		}
+	}
+	n := 2 + len(p.fields)
+	if p.KindColumn != "" {
+		p.kindSlot, n = n, n+1
+	} else if len(p.ReversalKinds) > 0 {
+		return fmt.Errorf("reversal kinds need the kind column (kind_column)")
+	}
+	p.reversal = map[string]bool{}
+	for _, k := range p.ReversalKinds {
+		p.reversal[strings.ToLower(k)] = true
+	}
+	p.negate = map[string]bool{}
+	for _, c := range p.Negate {
+		p.negate[c] = true
+	}
+	p.whereSlot = n
+	for _, w := range p.Where {
+		col, vals, ok := strings.Cut(w, "=")
+		col = strings.TrimSpace(col)
+		if !ok || col == "" {
+			return fmt.Errorf("--where %q: want COLUMN=VALUE or COLUMN=V1|V2", w)
+		}
+		c := condition{column: col}
+		for _, v := range strings.Split(vals, "|") {
+			c.values = append(c.values, strings.TrimSpace(v))
+		}
+		p.where = append(p.where, c)
+	}
+	return nil
+}
+
+// keep reports whether a line's filter values (one per condition) pass.
+func (p *plan) keep(values []string) bool {
+	for i, c := range p.where {
+		ok := false
+		for _, v := range c.values {
+			if strings.EqualFold(values[i], v) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // splitPairs reads "a=b,c=d".

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"math/big"
+	"strings"
 	"time"
 )
 
@@ -11,16 +13,20 @@ import (
 type item struct {
 	f              Finding
 	rec            *record // a report line still to look up (a candidate)
+	revs           []record
+	revOnly        bool // rec is a reversal: the operation's own row is not in the report
 	inbox, report  side
 	inInbox        bool
 	fromReport     bool
 	payload, trans []byte // missing_in_report: the stored payload and transport
 }
 
-// merger walks the sorted report and the inbox stream side by side. Report
-// lines whose identity the window does not hold are candidates: they wait in
-// the queue, in order, until a batch lookup says whether the inbox holds
-// them elsewhere (another time, another class, a tombstone) or not at all.
+// merger walks the sorted report and the inbox stream side by side, one
+// identity at a time: the report's lines of an identity (its own row, rows
+// that reverse it, repeats) are consecutive. An identity the window does
+// not hold is a candidate: it waits in the queue, in order, until a batch
+// lookup says whether the inbox holds it elsewhere (another time, another
+// class, a tombstone) or not at all.
 type merger struct {
 	r     *run
 	rep   *mergeIter
@@ -30,16 +36,15 @@ type merger struct {
 	queue []item
 	cands []int // positions in queue of the candidates
 
-	prevTenant, prevOp string // the last report identity, for duplicates
-	prevLine           int64
-	hasPrev            bool
-	inboxTenant        string // the last inbox identity (a repeat is skipped)
-	inboxOp            string
+	look        record // the first line of the next group, read ahead
+	hasLook     bool
+	inboxTenant string // the last inbox identity (a repeat is skipped)
+	inboxOp     string
 }
 
 // run merges until both sides are exhausted.
 func (m *merger) run(ctx context.Context) error {
-	rec, rok, err := m.rep.next()
+	g, gok, err := m.nextGroup(nil)
 	if err != nil {
 		return err
 	}
@@ -47,18 +52,24 @@ func (m *merger) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for rok || iok {
+	for gok || iok {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		c := m.order(&rec, rok, &row, iok)
+		c := -1
+		switch {
+		case !gok:
+			c = 1
+		case iok:
+			c = compareKey(g[0].tenant, g[0].op, row.tenant, row.op)
+		}
 		if c <= 0 {
 			if c == 0 {
-				m.both(rec, row)
+				m.group(g, &row)
 			} else {
-				m.reportOnly(rec)
+				m.group(g, nil)
 			}
-			if rec, rok, err = m.rep.next(); err != nil {
+			if g, gok, err = m.nextGroup(g); err != nil {
 				return err
 			}
 		}
@@ -79,18 +90,31 @@ func (m *merger) run(ctx context.Context) error {
 	return m.flush(ctx)
 }
 
-// order says which side comes first: -1 the report line (or a repeat of the
-// previous report identity), 1 the inbox row, 0 both.
-func (m *merger) order(rec *record, rok bool, row *inboxRow, iok bool) int {
-	switch {
-	case !iok:
-		return -1
-	case !rok:
-		return 1
-	case m.hasPrev && rec.tenant == m.prevTenant && rec.op == m.prevOp:
-		return -1
+// nextGroup reads the report's lines of the next identity into buf.
+func (m *merger) nextGroup(buf []record) ([]record, bool, error) {
+	if !m.hasLook {
+		rec, ok, err := m.rep.next()
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		m.look = rec
 	}
-	return compareKey(rec.tenant, rec.op, row.tenant, row.op)
+	g := append(buf[:0], m.look)
+	m.hasLook = false
+	for {
+		rec, ok, err := m.rep.next()
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return g, true, nil
+		}
+		if rec.tenant != g[0].tenant || rec.op != g[0].op {
+			m.look, m.hasLook = rec, true
+			return g, true, nil
+		}
+		g = append(g, rec)
+	}
 }
 
 // nextInbox reads the next inbox row, skipping a repeated identity.
@@ -107,38 +131,44 @@ func (m *merger) nextInbox(ctx context.Context) (inboxRow, bool, error) {
 	}
 }
 
-// duplicate reports whether rec repeats the previous report identity, and
-// remembers rec's identity otherwise.
-func (m *merger) duplicate(rec *record) bool {
-	if m.hasPrev && rec.tenant == m.prevTenant && rec.op == m.prevOp {
-		return true
+// group takes the report's lines of one identity, and its inbox row when
+// the window holds it: invalid lines are invalid, rows that reverse the
+// operation go with it, a repeat of its own row is duplicate_in_report.
+func (m *merger) group(g []record, row *inboxRow) {
+	var op *record
+	var revs []record
+	var dups []item
+	for i := range g {
+		rec := &g[i]
+		switch {
+		case rec.invalid != "":
+			m.push(m.invalid(rec, rec.invalid))
+		case rec.kind != "":
+			revs = append(revs, *rec)
+		case op == nil:
+			op = rec
+		default:
+			dups = append(dups, item{fromReport: true, report: m.cmp.reportSide(rec), f: Finding{
+				Status: DuplicateInReport, Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Class: m.r.p.Class,
+				Lines:  []int64{op.line, rec.line},
+				Reason: fmt.Sprintf("the operation's row is on lines %d and %d (settled twice?); line %d is compared", op.line, rec.line, op.line)}})
+		}
 	}
-	m.prevTenant, m.prevOp, m.prevLine, m.hasPrev = rec.tenant, rec.op, rec.line, true
-	return false
-}
-
-// reportOnly takes a report line the window's inbox does not hold.
-func (m *merger) reportOnly(rec record) {
-	switch {
-	case m.duplicate(&rec):
-		m.push(m.invalid(&rec, fmt.Sprintf("duplicate: the identity is also on line %d (settled twice?)", m.prevLine)))
-	case rec.invalid != "":
-		m.push(m.invalid(&rec, rec.invalid))
-	default:
-		m.cands = append(m.cands, len(m.queue))
-		m.push(item{rec: &rec})
-	}
-}
-
-// both compares a report line with the inbox row of its identity.
-func (m *merger) both(rec record, row inboxRow) {
-	m.duplicate(&rec)
-	if rec.invalid != "" {
-		m.push(m.invalid(&rec, rec.invalid))
+	if op == nil && len(revs) == 0 {
 		return
 	}
-	it := m.compared(&rec, row.payload, row.createdAt)
-	m.push(it)
+	primary, revOnly := op, false
+	if primary == nil {
+		primary, revOnly = &revs[0], true
+	}
+	rec := *primary
+	if row != nil {
+		m.push(m.compared(&rec, revs, revOnly, row.payload, row.createdAt))
+	} else {
+		m.cands = append(m.cands, len(m.queue))
+		m.push(item{rec: &rec, revs: revs, revOnly: revOnly})
+	}
+	m.queue = append(m.queue, dups...)
 }
 
 // inboxOnly takes an operation of the window the report does not hold.
@@ -156,10 +186,18 @@ func (m *merger) invalid(rec *record, why string) item {
 		f: Finding{Status: Invalid, Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Reason: why}}
 }
 
-// compared is the finding of a report line whose operation the inbox holds.
-func (m *merger) compared(rec *record, payload []byte, created time.Time) item {
-	it := item{inInbox: true, fromReport: true, report: m.cmp.reportSide(rec),
+// compared is the finding of a report line whose operation the inbox holds,
+// with the rows that reverse it; revOnly: rec is one of them, the
+// operation's own row is not in the report.
+func (m *merger) compared(rec *record, revs []record, revOnly bool, payload []byte, created time.Time) item {
+	it := item{inInbox: true, fromReport: !revOnly, report: m.cmp.reportSide(rec),
 		f: Finding{Status: Matched, Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Class: m.r.p.Class, CreatedAt: &created}}
+	if revOnly {
+		it.inbox = side{amount: m.cmp.stored(payload, m.r.p.amountTokens, true), currency: m.cmp.stored(payload, m.r.p.currencyTokens, false)}
+		it.f.Note = "the report reverses the operation; its own row is not in this report"
+		m.reversed(&it, revs)
+		return it
+	}
 	diffs, inbox, err := m.cmp.compare(payload, rec)
 	if err != nil {
 		it.f.Status, it.f.Note = Mismatch, err.Error()
@@ -169,7 +207,45 @@ func (m *merger) compared(rec *record, payload []byte, created time.Time) item {
 	if len(diffs) > 0 {
 		it.f.Status, it.f.Differences = Mismatch, diffs
 	}
+	m.reversed(&it, revs)
 	return it
+}
+
+// reversed reports the rows that reverse the operation with it: their
+// amounts and sum, and a matched operation becomes refunded (all of its
+// amount) or partially_refunded.
+func (m *merger) reversed(it *item, revs []record) {
+	if len(revs) == 0 {
+		return
+	}
+	p := m.r.p
+	total, known := new(big.Rat), p.amount >= 0
+	for i := range revs {
+		r := Reversal{Line: revs[i].line, Kind: revs[i].kind}
+		if p.amount >= 0 {
+			r.Amount = strings.TrimPrefix(revs[i].values[p.amount], "-")
+			if v, ok := parseDecimal(r.Amount); ok {
+				total.Add(total, v)
+			} else {
+				known = false
+			}
+		}
+		it.f.Reversals = append(it.f.Reversals, r)
+	}
+	if known {
+		it.f.Reversed = total.RatString()
+	}
+	if it.f.Status != Matched {
+		return
+	}
+	it.f.Status = PartiallyRefunded
+	base := it.inbox.amount
+	if base == "" {
+		base = it.report.amount
+	}
+	if b, ok := parseDecimal(base); ok && known && total.Cmp(new(big.Rat).Abs(b)) >= 0 {
+		it.f.Status = Refunded
+	}
 }
 
 func (m *merger) push(it item) { m.queue = append(m.queue, it) }
@@ -186,7 +262,7 @@ func (m *merger) flush(ctx context.Context) error {
 			return err
 		}
 		for i, q := range m.cands {
-			m.queue[q] = m.resolve(m.queue[q].rec, found[i])
+			m.queue[q] = m.resolve(&m.queue[q], found[i])
 		}
 	}
 	for i := range m.queue {
@@ -200,31 +276,48 @@ func (m *merger) flush(ctx context.Context) error {
 }
 
 // resolve says what a candidate is, now that the lookup has answered.
-func (m *merger) resolve(rec *record, s *stored) item {
-	p := m.r.p
+func (m *merger) resolve(cand *item, s *stored) item {
+	p, rec := m.r.p, cand.rec
 	switch {
 	case s == nil:
 		rs := m.cmp.reportSide(rec)
-		return item{fromReport: true, report: rs, f: Finding{Status: MissingInInbox, Line: rec.line,
+		it := item{fromReport: true, report: rs, f: Finding{Status: MissingInInbox, Line: rec.line,
 			Tenant: rec.tenant, OperationID: rec.op, Class: p.Class,
 			Note: "the report settled an operation the inbox never recorded"}}
+		if cand.revOnly {
+			it.f.Note = "the report reverses an operation the inbox never recorded"
+		}
+		m.reversed(&it, cand.revs)
+		return it
 	case s.class != p.Class:
 		created, class, want := s.createdAt, s.class, p.Class
 		return item{inInbox: true, fromReport: true, report: m.cmp.reportSide(rec), f: Finding{Status: Mismatch,
 			Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Class: class, CreatedAt: &created,
 			Differences: []Difference{{Field: "class", Inbox: &class, Report: want}},
 			Note:        "the identity is recorded under another class"}}
+	case s.purged && cand.revOnly:
+		created := s.createdAt
+		it := item{inInbox: true, f: Finding{Status: Matched, Line: rec.line, Tenant: rec.tenant, OperationID: rec.op,
+			Class: p.Class, CreatedAt: &created, Note: "purged: only the identity's tombstone is left"}}
+		m.reversed(&it, cand.revs)
+		return it
 	case s.purged:
 		created := s.createdAt
-		return item{inInbox: true, fromReport: true, report: m.cmp.reportSide(rec), f: Finding{Status: Matched,
+		it := item{inInbox: true, fromReport: true, report: m.cmp.reportSide(rec), f: Finding{Status: Matched,
 			Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Class: p.Class, CreatedAt: &created,
 			Note: "purged: only the identity's tombstone is left, its fields were not compared"}}
+		m.reversed(&it, cand.revs)
+		return it
 	}
-	it := m.compared(rec, s.payload, s.createdAt)
+	it := m.compared(rec, cand.revs, cand.revOnly, s.payload, s.createdAt)
 	where := ", outside the window"
 	if (p.since == nil || !s.createdAt.Before(*p.since)) && (p.until == nil || s.createdAt.Before(*p.until)) {
 		where = ", during the run"
 	}
-	it.f.Note = "recorded at " + s.createdAt.UTC().Format(time.RFC3339Nano) + where
+	note := "recorded at " + s.createdAt.UTC().Format(time.RFC3339Nano) + where
+	if it.f.Note != "" {
+		note = it.f.Note + "; " + note
+	}
+	it.f.Note = note
 	return it
 }

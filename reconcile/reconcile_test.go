@@ -56,9 +56,9 @@ func TestTenThousandLinesTwentyOfEachKind(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 	assert.Equal(t, map[reconcile.Status]int64{reconcile.Matched: 9940, reconcile.Mismatch: 20,
-		reconcile.MissingInInbox: 20, reconcile.MissingInReport: 20, reconcile.Invalid: 20}, sum.Counts)
+		reconcile.MissingInInbox: 20, reconcile.MissingInReport: 20, reconcile.Invalid: 10, reconcile.DuplicateInReport: 10}, sum.Counts)
 	assert.EqualValues(t, 10000, sum.Report.Lines)
-	assert.Contains(t, sum.Withheld, "20 invalid line(s)")
+	assert.Contains(t, sum.Withheld, "10 invalid line(s)")
 	checkSeededFindings(t, found)
 
 	// Amounts per currency per status: the 20 unknown settlements are 999 EUR each.
@@ -74,8 +74,8 @@ func TestTenThousandLinesTwentyOfEachKind(t *testing.T) {
 
 // seededReport is the settlement report of the transfers 1-10000 with 20
 // discrepancies of each kind, shuffled, and the statuses expected per
-// identity: 20 mismatches (10 amounts, 10 currencies), 20 invalid lines (10
-// amounts that are not numbers, 10 identities settled twice), 20 settlements
+// identity: 20 mismatches (10 amounts, 10 currencies), 10 invalid lines (amounts
+// that are not numbers), 10 identities settled twice, 20 settlements
 // the inbox never recorded, 20 transfers of the window not settled; 10
 // settlements of transfers recorded before the window match.
 func seededReport(trs []transfer) ([]string, map[string][]reconcile.Status) {
@@ -104,7 +104,7 @@ func seededReport(trs []transfer) ([]string, map[string][]reconcile.Status) {
 		}
 	}
 	for i := 4000; i < 4010; i++ {
-		add(trs[i], csvLine(trs[i]), reconcile.Invalid)
+		add(trs[i], csvLine(trs[i]), reconcile.DuplicateInReport)
 	}
 	for i := 1; i <= 20; i++ {
 		tr := transfer{tenant: "acme", op: fmt.Sprintf("u-%02d", i), amount: 999, currency: "EUR"}
@@ -136,8 +136,10 @@ func checkSeededFindings(t *testing.T, found []reconcile.Finding) {
 			assert.Equal(t, "CHF", x.Differences[0].Report)
 		case x.Status == reconcile.Invalid && x.OperationID < "t-04000":
 			assert.Contains(t, x.Reason, `amount_minor is not a number: "1.250,00"`)
-		case x.Status == reconcile.Invalid:
-			assert.Contains(t, x.Reason, "duplicate: the identity is also on line")
+		case x.Status == reconcile.DuplicateInReport:
+			assert.Contains(t, x.Reason, "(settled twice?)")
+			require.Len(t, x.Lines, 2)
+			assert.Less(t, x.Lines[0], x.Lines[1])
 		case x.Status == reconcile.Matched && x.OperationID > "t-09980":
 			assert.Contains(t, x.Note, "outside the window")
 		}

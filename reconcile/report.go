@@ -34,6 +34,8 @@ type ReportInfo struct {
 	Format Format `json:"format"`
 	// Lines is how many data lines were read (not the header, not blanks).
 	Lines int64 `json:"lines"`
+	// Filtered is how many of them the row filter (--where) left out.
+	Filtered int64 `json:"filtered,omitempty"`
 }
 
 // line is one data line read from a report: a record when its identity
@@ -233,39 +235,36 @@ func (r *reportReader) startCSV(br *bufio.Reader) error {
 	return nil
 }
 
-// csvColumns returns the index of the tenant column (-1 for a fixed tenant),
-// the operation column, then each compared column.
-func (r *reportReader) csvColumns(index map[string]int, header []string) ([]int, error) {
-	names := append([]string{r.p.tenantCol, r.p.opCol}, fieldColumns(r.p.fields)...)
-	flags := append([]string{"--key tenant=", "--key operation_id="}, fieldFlags(r.p.fields)...)
-	cols := make([]int, len(names))
-	for i, name := range names {
-		if i == 0 && name == "" {
-			cols[i] = -1
-			continue
+// csvColumns returns, for each slot of the plan, the indexes of its
+// alternative columns (nil for a fixed tenant).
+func (r *reportReader) csvColumns(index map[string]int, header []string) ([][]int, error) {
+	slots := r.p.slots()
+	cols := make([][]int, len(slots))
+	for i, alts := range slots {
+		for _, name := range alts {
+			c, ok := index[name]
+			if !ok {
+				return nil, fmt.Errorf("%w: %s has no column %q (mapped by %s%s); its columns are: %s",
+					ErrInvalidReport, r.info.Name, name, r.slotFlag(i), name, strings.Join(header, ", "))
+			}
+			cols[i] = append(cols[i], c)
 		}
-		c, ok := index[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: %s has no column %q (mapped by %s%s); its columns are: %s",
-				ErrInvalidReport, r.info.Name, name, flags[i], name, strings.Join(header, ", "))
-		}
-		cols[i] = c
 	}
 	return cols, nil
 }
 
-func fieldColumns(fs []Field) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.Column
+// slotFlag names what maps slot i, for an error.
+func (r *reportReader) slotFlag(i int) string {
+	p := r.p
+	switch {
+	case i == 0:
+		return "--key tenant="
+	case i == 1:
+		return "--key operation_id="
+	case i < 2+len(p.fields):
+		return "--compare " + p.fields[i-2].Pointer + "="
+	case i == p.kindSlot:
+		return "the profile's kind_column "
 	}
-	return out
-}
-
-func fieldFlags(fs []Field) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = "--compare " + f.Pointer + "="
-	}
-	return out
+	return "--where "
 }

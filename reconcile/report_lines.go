@@ -15,51 +15,79 @@ import (
 )
 
 // csvReader returns the function reading the next CSV data line; cols are
-// the columns of the tenant (-1: fixed), the operation and each field.
-func (r *reportReader) csvReader(cr *csv.Reader, cols []int) func() (line, error) {
+// the alternative columns of each slot of the plan.
+func (r *reportReader) csvReader(cr *csv.Reader, cols [][]int) func() (line, error) {
+	slots := r.p.slots()
 	return func() (line, error) {
-		rec, err := cr.Read()
-		if ferr := r.body.fatal(); ferr != nil {
-			return line{}, ferr
-		}
-		if err == io.EOF {
-			return line{}, io.EOF
-		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			r.info.Lines++
-			why := "not CSV: " + pe.Err.Error()
-			if errors.Is(err, csv.ErrFieldCount) {
-				why = fmt.Sprintf("the line has %d fields, the header %d", len(rec), cr.FieldsPerRecord)
+		for {
+			rec, err := cr.Read()
+			if ferr := r.body.fatal(); ferr != nil {
+				return line{}, ferr
 			}
-			return line{rec: record{line: int64(pe.StartLine), invalid: why}}, nil
-		}
-		if err != nil {
-			return line{}, fmt.Errorf("%w: read the report: %v", ErrInvalidReport, err)
-		}
-		r.info.Lines++
-		n, _ := cr.FieldPos(0)
-		values := make([]string, len(cols))
-		for i, c := range cols {
-			if c < 0 {
-				values[i] = r.p.Tenant
+			if err == io.EOF {
+				return line{}, io.EOF
+			}
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				r.info.Lines++
+				why := fmt.Sprintf("not CSV at line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
+				if errors.Is(err, csv.ErrFieldCount) {
+					why = fmt.Sprintf("the line has %d fields, the header %d", len(rec), cr.FieldsPerRecord)
+				}
+				return line{rec: record{line: int64(pe.StartLine), invalid: why}}, nil
+			}
+			if err != nil {
+				return line{}, fmt.Errorf("%w: read the report: %v", ErrInvalidReport, err)
+			}
+			r.info.Lines++
+			n, _ := cr.FieldPos(0)
+			values := make([]string, len(cols))
+			for i, alts := range cols {
+				if alts == nil {
+					values[i] = r.p.Tenant
+					continue
+				}
+				for k, c := range alts {
+					if v := strings.TrimSpace(rec[c]); v != "" {
+						values[i] = r.p.signed(slots[i][k], v)
+						break
+					}
+				}
+			}
+			if !r.p.keep(values[r.p.whereSlot:]) {
+				r.info.Filtered++
 				continue
 			}
-			values[i] = strings.TrimSpace(rec[c])
+			return r.makeLine(int64(n), values, nil), nil
 		}
-		return r.makeLine(int64(n), values, nil), nil
 	}
 }
 
-// makeLine checks one line's values (tenant, operation, then each field):
-// the identity, and that the amount is a number. missing names a column the
-// line does not have (NDJSON).
+// signed negates v when column is a debit column (Negate).
+func (p *plan) signed(column, v string) string {
+	if !p.negate[column] {
+		return v
+	}
+	if strings.HasPrefix(v, "-") {
+		return v[1:]
+	}
+	return "-" + strings.TrimPrefix(v, "+")
+}
+
+// makeLine checks one line's values (one per slot of the plan): the
+// identity, the kind, and that the amount is a number (converted to minor
+// units when the plan says the report writes major units). missing names a
+// column the line does not have (NDJSON).
 func (r *reportReader) makeLine(n int64, values []string, missing []string) line {
-	rec := record{line: n, tenant: values[0], op: values[1], values: values[2:]}
+	p := r.p
+	rec := record{line: n, tenant: values[0], op: values[1], values: values[2 : 2+len(p.fields)]}
+	if p.kindSlot >= 0 && p.reversal[strings.ToLower(values[p.kindSlot])] {
+		rec.kind = values[p.kindSlot]
+	}
 	if rec.tenant == "" || rec.op == "" {
-		col := r.p.opCol
+		col := p.opCol
 		if rec.tenant == "" {
-			col = r.p.tenantCol
+			col = p.tenantCol
 		}
 		rec.invalid = fmt.Sprintf("no identity: %s is empty or absent", col)
 		return line{rec: rec}
@@ -70,10 +98,8 @@ func (r *reportReader) makeLine(n int64, values []string, missing []string) line
 	switch {
 	case len(missing) > 0:
 		rec.invalid = "no " + strings.Join(missing, ", ") + " on this line"
-	case r.p.amount >= 0:
-		if v := rec.values[r.p.amount]; !isDecimal(v) {
-			rec.invalid = fmt.Sprintf("%s is not a number: %q (amounts are plain decimals: 1250, 12.50)", r.p.fields[r.p.amount].Column, v)
-		}
+	case p.amount >= 0:
+		rec.invalid = p.normalizeAmount(&rec)
 	}
 	return line{rec: rec, hasKey: true}
 }
@@ -81,19 +107,18 @@ func (r *reportReader) makeLine(n int64, values []string, missing []string) line
 // ndjsonReader returns the function reading the next NDJSON data line: one
 // JSON object a line; a column is a member name or a JSON Pointer.
 func (r *reportReader) ndjsonReader(br *bufio.Reader) (func() (line, error), error) {
-	names := append([]string{r.p.tenantCol, r.p.opCol}, fieldColumns(r.p.fields)...)
-	tokens := make([][]string, len(names))
-	for i, name := range names {
-		switch {
-		case name == "":
-		case strings.HasPrefix(name, "/"):
-			t, err := parsePointer(name)
-			if err != nil {
-				return nil, fmt.Errorf("%w: column %v", ErrInvalidMapping, err)
+	slots := r.p.slots()
+	tokens := make([][][]string, len(slots))
+	for i, alts := range slots {
+		for _, name := range alts {
+			t := []string{name}
+			if strings.HasPrefix(name, "/") {
+				var err error
+				if t, err = parsePointer(name); err != nil {
+					return nil, fmt.Errorf("%w: column %v", ErrInvalidMapping, err)
+				}
 			}
-			tokens[i] = t
-		default:
-			tokens[i] = []string{name}
+			tokens[i] = append(tokens[i], t)
 		}
 	}
 	var n int64
@@ -122,34 +147,52 @@ func (r *reportReader) ndjsonReader(br *bufio.Reader) (func() (line, error), err
 			if tooLong {
 				return line{rec: record{line: n, invalid: fmt.Sprintf("the line is longer than %d bytes", MaxLineBytes)}}, nil
 			}
-			return r.ndjsonLine(n, text, names, tokens), nil
+			l, keep := r.ndjsonLine(n, text, slots, tokens)
+			if !keep {
+				r.info.Filtered++
+				continue
+			}
+			return l, nil
 		}
 	}, nil
 }
 
-// ndjsonLine reads the mapped values of one NDJSON line.
-func (r *reportReader) ndjsonLine(n int64, text []byte, names []string, tokens [][]string) line {
+// ndjsonLine reads the mapped values of one NDJSON line; keep is false
+// when the line does not pass the filter.
+func (r *reportReader) ndjsonLine(n int64, text []byte, slots [][]string, tokens [][][]string) (line, bool) {
 	if text[0] != '{' || !jsontext.Value(text).IsValid() {
-		return line{rec: record{line: n, invalid: "not a JSON object"}}
+		return line{rec: record{line: n, invalid: "not a JSON object"}}, true
 	}
-	values := make([]string, len(names))
+	values := make([]string, len(slots))
 	var missing []string
-	for i, t := range tokens {
-		if t == nil {
+	for i, alts := range tokens {
+		if alts == nil {
 			values[i] = r.p.Tenant
 			continue
 		}
-		v, err := r.pr.valueAt(text, t)
-		if err != nil {
-			missing = append(missing, names[i])
-			continue
+		found := false
+		for k, t := range alts {
+			v, err := r.pr.valueAt(text, t)
+			if err != nil {
+				continue
+			}
+			found = true
+			if v.kind == 'n' {
+				continue
+			}
+			if s := strings.TrimSpace(v.text); s != "" {
+				values[i] = r.p.signed(slots[i][k], s)
+				break
+			}
 		}
-		values[i] = strings.TrimSpace(v.text)
-		if v.kind == 'n' {
-			values[i] = ""
+		if !found && i < 2+len(r.p.fields) {
+			missing = append(missing, strings.Join(slots[i], "|"))
 		}
 	}
-	return r.makeLine(n, values, missing)
+	if !r.p.keep(values[r.p.whereSlot:]) {
+		return line{}, false
+	}
+	return r.makeLine(n, values, missing), true
 }
 
 // readLine returns the next line without its newline, reading at most

@@ -29,12 +29,15 @@ type record struct {
 	line       int64
 	values     []string
 	invalid    string
+	// kind is the row's kind when it reverses the operation (a refund, a
+	// chargeback); "" for the operation's own row.
+	kind string
 }
 
 // size is the memory a record holds, roughly: the struct twice (the chunk's
 // slice grows by doubling), the headers of its values and its text.
 func (r *record) size() int {
-	n := 2*int(unsafe.Sizeof(*r)) + len(r.tenant) + len(r.op) + len(r.invalid)
+	n := 2*int(unsafe.Sizeof(*r)) + len(r.tenant) + len(r.op) + len(r.invalid) + len(r.kind)
 	for _, v := range r.values {
 		n += int(unsafe.Sizeof(v)) + len(v)
 	}
@@ -228,6 +231,7 @@ func writeRecord(w *bufio.Writer, r *record) {
 	str(r.tenant)
 	str(r.op)
 	str(r.invalid)
+	str(r.kind)
 	w.Write(buf[:binary.PutUvarint(buf[:], uint64(len(r.values)))])
 	for _, v := range r.values {
 		str(v)
@@ -254,7 +258,7 @@ func readRecord(r *bufio.Reader) (record, error) {
 		return string(b), nil
 	}
 	rec := record{line: line}
-	for _, dst := range []*string{&rec.tenant, &rec.op, &rec.invalid} {
+	for _, dst := range []*string{&rec.tenant, &rec.op, &rec.invalid, &rec.kind} {
 		if *dst, err = str(); err != nil {
 			return record{}, err
 		}

@@ -26,16 +26,31 @@ type Finding struct {
 	Amount      string       `json:"amount,omitempty"`
 	Currency    string       `json:"currency,omitempty"`
 	Differences []Difference `json:"differences,omitempty"`
-	// Reason says why a line is invalid.
+	// Reversals are the report's rows that reverse the operation (refunds,
+	// chargebacks), and Reversed their sum in minor units (positive).
+	Reversals []Reversal `json:"reversals,omitempty"`
+	Reversed  string     `json:"reversed,omitempty"`
+	// Lines are the report's lines of a duplicate_in_report: the first,
+	// compared, and this one.
+	Lines []int64 `json:"lines,omitempty"`
+	// Reason says why a line is invalid, or a duplicate.
 	Reason string `json:"reason,omitempty"`
 	Note   string `json:"note,omitempty"`
+}
+
+// Reversal is one report row that reverses an operation.
+type Reversal struct {
+	Line int64 `json:"line"`
+	// Kind is the row's kind as the report writes it (refund, Chargeback).
+	Kind   string `json:"kind"`
+	Amount string `json:"amount"`
 }
 
 // Detail says in one line why a finding is not matched: the reason of an
 // invalid line, the differences (pointer: inbox value, report value), when
 // an operation missing from the report was recorded, the amount, the note.
 func (f Finding) Detail() string {
-	if f.Status == Invalid {
+	if f.Status == Invalid || f.Status == DuplicateInReport {
 		return f.Reason
 	}
 	var parts []string
@@ -55,6 +70,13 @@ func (f Finding) Detail() string {
 	}
 	if f.Amount != "" {
 		parts = append(parts, strings.TrimSpace(f.Amount+" "+f.Currency))
+	}
+	if f.Reversed != "" {
+		var kinds []string
+		for _, r := range f.Reversals {
+			kinds = append(kinds, fmt.Sprintf("%s %s (line %d)", r.Kind, r.Amount, r.Line))
+		}
+		parts = append(parts, "reversed "+f.Reversed+": "+strings.Join(kinds, ", "))
 	}
 	if f.Note != "" {
 		parts = append(parts, f.Note)
@@ -96,9 +118,16 @@ type Summary struct {
 	AuditID int64 `json:"audit_id,omitempty"`
 }
 
-// Discrepancies counts mismatch, missing_in_inbox and missing_in_report.
+// Discrepancies counts mismatch, missing_in_inbox, missing_in_report and
+// duplicate_in_report.
 func (s Summary) Discrepancies() int64 {
-	return s.Counts[Mismatch] + s.Counts[MissingInInbox] + s.Counts[MissingInReport]
+	var n int64
+	for st, c := range s.Counts {
+		if st.Discrepancy() {
+			n += c
+		}
+	}
+	return n
 }
 
 // Total counts every finding.
@@ -151,7 +180,7 @@ func (t *totals) add(st Status, s side, report bool) {
 	if t.sums == nil {
 		t.sums = map[totalsKey]*sum{}
 	}
-	k := totalsKey{st, s.currency, report}
+	k := totalsKey{st, strings.ToUpper(s.currency), report}
 	acc := t.sums[k]
 	if acc == nil {
 		acc = &sum{}

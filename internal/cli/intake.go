@@ -23,6 +23,8 @@ type IntakeOptions struct {
 
 	Source string
 	Class  string
+	// TenantPtr and OpPtr read the identity from the body (JSON Pointers).
+	TenantPtr, OpPtr string
 	// Out is the batch file; empty or "-" for stdout.
 	Out       string
 	Overwrite bool
@@ -68,7 +70,10 @@ Exit codes: 0 every message is in the inbox with its payload (the batch is
 empty); 3 the batch holds operations to resolve; 5 some messages could not
 be read (an invalid identity or payload) or carry no payload; 4 not the
 primary; 2 usage; 1 other failures (a source that cannot be read).`,
-		Example: `  # the DLQ table's failed transfers that never made it, or conflict
+		Example: `  # a topic whose messages carry the identity in the body, not in headers
+  idemctl intake --source payments-topic --class demo.transfer --tenant-ptr /tenant --op-ptr /id
+
+  # the DLQ table's failed transfers that never made it, or conflict
   idemctl intake --source payments-dlq --class demo.transfer --out ambiguous.ndjson
   idemctl resolve --file ambiguous.ndjson --dry-run
 
@@ -96,6 +101,8 @@ primary; 2 usage; 1 other failures (a source that cannot be read).`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Source, "source", "", "the replay source to read (idemctl horizon source list)")
 	fl.StringVar(&opts.Class, "class", "", "the class of the source's operations (e.g. demo.transfer)")
+	fl.StringVar(&opts.TenantPtr, "tenant-ptr", "", "JSON Pointer of the tenant in the message body, when the headers lack it (/tenant)")
+	fl.StringVar(&opts.OpPtr, "op-ptr", "", "JSON Pointer of the operation id in the message body, when the headers lack it (/id)")
 	fl.StringVar(&opts.Out, "out", "", "write the batch to this file (default: stdout)")
 	fl.BoolVar(&opts.Overwrite, "overwrite", false, "let --out replace an existing file")
 	fl.IntVar(&opts.BatchSize, "batch-size", reconcile.DefaultBatchSize, "identities per lookup")
@@ -123,6 +130,7 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 		out = file.BatchWriter
 	}
 	cfg := reconcile.IntakeConfig{Source: opts.Source, Class: opts.Class, Operator: opts.Operator,
+		TenantPtr: opts.TenantPtr, OpPtr: opts.OpPtr,
 		BatchSize: opts.BatchSize, Limits: opts.Limits, Timeout: opts.Timeout}
 	sum, err := reconcile.Intake(ctx, pool, cfg, out)
 	var recErr *reconcile.RecordError

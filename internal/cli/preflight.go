@@ -56,6 +56,7 @@ var policies = map[string]commandPolicy{
 	"resolve":   {need: needWrite, codes: []int{ExitConflict, ExitInvalid, ExitPending}},
 	"reconcile": {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
 	"intake":    {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
+	"suspects":  {need: needSchema, codes: []int{ExitConflict}},
 
 	"quarantine list":          {need: needSchema},
 	"quarantine show":          {need: needSchema, codes: []int{ExitNotFound}},

@@ -54,6 +54,16 @@ compared as a number (1250 = 1250.00), anything else exactly. In NDJSON a
 column is a member name or a JSON Pointer (/money/minor). The column mapped to
 --amount (default /amount) must hold a plain decimal on every line.
 
+--profile NAME reads an export as it comes (stripe-balance-itemized,
+adyen-settlement); --profile-file FILE a profile of your own: key and compared
+columns, amount unit, row filter, kinds of rows that reverse an operation,
+delimiter, decimal separator (docs/reconcile-profiles.md). Flags win over the
+profile. --amount-unit major reads 12.50 EUR as 1250 and 1250 JPY as 1250 (the
+ISO 4217 exponent; the profile may override it per currency); more decimals
+than the currency has, or a code that is not ISO 4217, is invalid. Currency
+codes compare whatever their case. --where COLUMN=VALUE keeps only the rows
+that are operations (fees and payouts are left out, and counted).
+
 --since and --until (a date, UTC midnight; an RFC 3339 time; today;
 yesterday) bound created_at of the inbox operations the report must hold
 (since inclusive, until exclusive). Every report line is looked up whatever
@@ -67,9 +77,13 @@ Each finding is one line (-o json: one object a line, with "status"):
                      money moved with no record, the worst case
   missing_in_report  recorded in the window, not in the report (not settled
                      yet, or lost downstream)
+  refunded           matched, and reversed whole by refund or chargeback rows
+  partially_refunded matched, and reversed in part (the rows and their sum)
+  duplicate_in_report the operation's own row is on two lines (both named);
+                     the first is compared
   invalid            a report line that cannot be used: its line number and why
-                     (not CSV, no identity, an amount that is not a number, an
-                     identity on two lines)
+                     (not CSV, with the line and column; no identity; an amount
+                     that is not a number, or has too many decimals)
 then a summary: counts per status and amounts per currency per status, as the
 inbox and as the report have them (-o json: a last line {"summary": ...}).
 Nothing is printed before the whole report has been read; then the invalid
@@ -93,7 +107,7 @@ well win); --save-mapping FILE writes one and runs nothing (the TUI's
 reconcile view runs the mappings in ~/.config/idemctl/reconcile).
 
 Exit codes: 0 everything matched; 3 a discrepancy (mismatch, missing in the
-inbox or in the report); 5 invalid input (an invalid line, a report that
+inbox or in the report, a duplicate in the report); 5 invalid input (an invalid line, a report that
 cannot be read); 4 not the primary; 2 usage (and an --emit-resolve file that
 exists); 1 other failures.`
 
@@ -117,6 +131,14 @@ func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
   # turn findings into work: a resolve batch, and pins against purges
   idemctl reconcile --mapping psp.json --emit-resolve unsettled.ndjson --pin
   idemctl resolve --file unsettled.ndjson --dry-run
+
+  # a Stripe itemized balance report as downloaded (BOM, decimals, refunds, fees)
+  idemctl reconcile --class demo.transfer --tenant acme --profile stripe-balance-itemized \
+    --report balance_change_from_activity.itemized.csv
+
+  # an Adyen settlement details report, only settled payments and refunds
+  idemctl reconcile --class demo.transfer --tenant acme --profile adyen-settlement \
+    --report settlement_detail_report_batch_42.csv --where 'Type=Settled|Refunded'
 
   # a gzipped NDJSON report from a pipe, one merchant
   zcat psp-2026-11-01.ndjson.gz | idemctl reconcile --class demo.transfer --report - \
@@ -156,6 +178,11 @@ func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
 	fl.StringVar(&flags.Currency, "currency", "", "JSON Pointer of the currency in the payload (default "+reconcile.DefaultCurrency+")")
 	fl.StringVar(&flags.Since, "since", "", "inbox operations created at or after: DATE (UTC), RFC 3339, today, yesterday")
 	fl.StringVar(&flags.Until, "until", "", "inbox operations created before: DATE (UTC), RFC 3339, today, yesterday")
+	fl.StringVar(&flags.Profile, "profile", "", "read the report as this export: "+strings.Join(reconcile.ProfileNames(), ", "))
+	fl.StringVar(&flags.ProfileFile, "profile-file", "", "read the report as this profile file says (JSON, docs/reconcile-profiles.md)")
+	fl.StringVar(&flags.AmountUnit, "amount-unit", "", "major (12.50, by the currency's ISO 4217 exponent) or minor (1250, the default)")
+	fl.StringVar(&flags.DecimalSeparator, "decimal-separator", "", "the amounts' decimal separator: . (default) or ,")
+	fl.StringArrayVar(&flags.Where, "where", nil, "keep only the rows whose COLUMN is VALUE (COLUMN=V1|V2; repeat: all must hold; replaces the profile's)")
 	fl.StringVar(&opts.MappingFile, "mapping", "", "read the mapping from this saved file (flags win)")
 	fl.StringVar(&opts.SaveMapping, "save-mapping", "", "write the mapping to this file and exit")
 	fl.StringVar(&opts.EmitResolve, "emit-resolve", "", "write the missing_in_report operations to this file as a resolve batch")
@@ -183,7 +210,10 @@ func (o *ReconcileOptions) resolveMapping(fl *pflag.FlagSet, flags reconcile.Map
 			"key": func() { m.Key = flags.Key }, "tenant": func() { m.Tenant = flags.Tenant },
 			"compare": func() { m.Compare = flags.Compare }, "amount": func() { m.Amount = flags.Amount },
 			"currency": func() { m.Currency = flags.Currency }, "since": func() { m.Since = flags.Since },
-			"until": func() { m.Until = flags.Until },
+			"until":   func() { m.Until = flags.Until },
+			"profile": func() { m.Profile = flags.Profile }, "profile-file": func() { m.ProfileFile = flags.ProfileFile },
+			"amount-unit": func() { m.AmountUnit = flags.AmountUnit }, "where": func() { m.Where = flags.Where },
+			"decimal-separator": func() { m.DecimalSeparator = flags.DecimalSeparator },
 		}
 		for name, set := range over {
 			if fl.Changed(name) {
@@ -222,7 +252,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		if opts.JSON {
 			return printJSONLine(opts.IO.Out, x)
 		}
-		if x.Status != reconcile.Matched {
+		if x.Status.Discrepancy() || x.Status == reconcile.Invalid {
 			if len(shown) < maxAttentionRows {
 				shown = append(shown, x)
 			} else {

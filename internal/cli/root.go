@@ -130,7 +130,7 @@ primary.`,
 	)
 	root.AddCommand(NewCmdLab(f, nil))
 	root.AddCommand(NewCmdResolve(f, nil))
-	root.AddCommand(NewCmdReconcile(f, nil), NewCmdIntake(f, nil))
+	root.AddCommand(NewCmdReconcile(f, nil), NewCmdIntake(f, nil), NewCmdSuspects(f, nil))
 	root.AddCommand(NewCmdQuarantine(f))
 	root.AddCommand(NewCmdAudit(f))
 	root.AddCommand(NewCmdTUI(f, nil))

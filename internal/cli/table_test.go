@@ -113,7 +113,14 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	}
 	recordPlan()
 
+	// Two operations that differ only in their operation id: suspects.
+	for _, op := range []string{tableLongOp + "-s1", tableLongOp + "-s2"} {
+		mustRun(dsn, "resolve", "--tenant", tableTenant, "--op", op, "--class", "demo.transfer",
+			"--payload", `{"from":"alice","to":"carol","amount":77,"currency":"EUR"}`)
+	}
+
 	runs := map[string][]tableRun{
+		"suspects":    {{args: []string{"suspects", "--since", "1h"}, whole: []string{tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"change list":              {{args: []string{"change", "list"}, whole: []string{tableSource + "-old"}}},
 		"record plan":              {{args: []string{"record", "plan", "--file", entries, "--reason", "x", "--correction", "LC-12"}, whole: []string{entries}}},
 		"quarantine list":          {{args: []string{"quarantine", "list", "--status", "all"}, whole: []string{tableLongOp, tableTenant}}},
@@ -148,7 +155,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 			{args: []string{"resolve", "--file", two, "--dry-run"}, whole: []string{tableLongOp}},
 		},
 		"reconcile": {{args: []string{"reconcile", "--class", "demo.transfer", "--key", "tenant=merchant,operation_id=reference",
-			"--compare", "/amount=amount_minor,/currency=currency", "--report", report}, whole: []string{tableLongOp}}},
+			"--compare", "/amount=amount_minor,/currency=currency", "--report", report}, whole: []string{tableLongOp, tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"lab": {{render: func(ios *IOStreams) error {
 			return printLabTable(&LabOptions{IO: ios}, &lab.Report{Seed: 1, Trials: 3, RunID: "r-1", Designs: []lab.DesignReport{
 				{Design: "marker_separate_tx", Operations: 1000, Lost: 12, Trials: 3}, {Design: "atomic", Operations: 1000, Trials: 3}}})

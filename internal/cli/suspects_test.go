@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/reconcile"
+)
+
+func TestSuspectsCommandOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	f := NewFactory(ios)
+	var got *SuspectsOptions
+	cmd := NewCmdSuspects(f, func(o *SuspectsOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--since", "2h", "--class", "pay.charge,pay.refund", "--window", "2m", "--exclude-class", "proj.tick"})
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, []string{"pay.charge", "pay.refund"}, got.Query.Classes)
+	assert.Equal(t, []string{"proj.tick"}, got.Query.Exclude)
+	assert.Equal(t, 2*time.Minute, got.Query.Window)
+	assert.WithinDuration(t, time.Now().Add(-2*time.Hour), got.Query.Since, time.Minute)
+
+	cmd = NewCmdSuspects(f, func(o *SuspectsOptions) error { return nil })
+	cmd.SetArgs([]string{"--since", "yesterdayish"})
+	assert.Equal(t, ExitUsage, codeOf(cmd.Execute()))
+}
+
+// Exit 3 with the groups when retries with new ids are there, 0 when the
+// class that holds them is left out; an auditor can run it.
+func TestSuspectsCommand(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 1)
+	dbtest.RegisterAppClass(t, dsn, "pay.charge", "forever")
+	dbtest.Seed(t, dsn, "pay.charge", "acme", "a-", 5, time.Hour, time.Second)
+	dbtest.Seed(t, dsn, "pay.charge", "acme", "retry-", 2, time.Hour, time.Second)
+	auditor := dbtest.As(dsn, dbtest.Auditor)
+
+	code, out, stderr := run(t, auditor, "", "suspects", "-o", "json")
+	require.Equal(t, ExitConflict, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	var g reconcile.SuspectGroup
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &g))
+	assert.Equal(t, "pay.charge", g.Class)
+	require.Len(t, g.Operations, 2)
+
+	code, out, stderr = run(t, auditor, "", "suspects", "--exclude-class", "pay.charge", "-o", "table")
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, "0 group(s)")
+}
