@@ -120,7 +120,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	}
 
 	runs := map[string][]tableRun{
-		"suspects":    {{args: []string{"suspects", "--since", "1h"}, whole: []string{tableLongOp + "-s1", tableLongOp + "-s2"}}},
+		"suspects":                 {{args: []string{"suspects", "--since", "1h"}, whole: []string{tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"change list":              {{args: []string{"change", "list"}, whole: []string{tableSource + "-old"}}},
 		"record plan":              {{args: []string{"record", "plan", "--file", entries, "--reason", "x", "--correction", "LC-12"}, whole: []string{entries}}},
 		"quarantine list":          {{args: []string{"quarantine", "list", "--status", "all"}, whole: []string{tableLongOp, tableTenant}}},
