@@ -27,6 +27,7 @@ if [ -z "$admin" ]; then
 	admin="$base/idemctl_demo?sslmode=disable"
 	# The local demo database is ours: if another idemctl made it with a
 	# schema this one cannot take, start it afresh.
+	prefix=idemctl_demo_role # as below: the demo's roles are named after its database
 	if ! bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" >/dev/null 2>&1 ||
 		bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" | grep -q '"state":"DRIFTED"'; then
 		echo "demo: idemctl_demo was made by another version of idemctl; recreating it" >&2
