@@ -29,7 +29,7 @@ if [ -z "$admin" ]; then
 	# schema this one cannot take, start it afresh.
 	prefix=idemctl_demo_role # as below: the demo's roles are named after its database
 	if ! bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" >/dev/null 2>&1 ||
-		bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" | grep -q '"state":"DRIFTED"'; then
+		bin/idemctl migrate --status -o json --role-prefix "$prefix" --dsn "$admin" | grep '"state":"DRIFTED"' >/dev/null; then
 		echo "demo: idemctl_demo was made by another version of idemctl; recreating it" >&2
 		psql -w "$server" -qc "DROP DATABASE idemctl_demo WITH (FORCE)" -c "CREATE DATABASE idemctl_demo"
 	fi
@@ -73,7 +73,7 @@ rm -f "$services"
 )
 chmod 600 "$services"
 for p in alice bob; do
-	bin/idemctl person list -o json --dsn "$admin" | grep -q "\"login\":\"$(login "$p")\"" ||
+	bin/idemctl person list -o json --dsn "$admin" | grep "\"login\":\"$(login "$p")\"" >/dev/null ||
 		bin/idemctl person add "$p" --login "$(login "$p")" --dsn "$admin"
 done
 
@@ -153,6 +153,13 @@ echo
 echo "== as the auditor: the audit chain, recomputed outside the database"
 bin/idemctl audit verify -o table --dsn "$(as auditor)"
 
+# The admin connection as printed: never with its password.
+shown_admin=$(sed 's#^\([a-z]*://[^:@/]*\):[^@]*@#\1@#' <<<"$admin")
+password_hint=""
+if [ "$shown_admin" != "$admin" ]; then
+	password_hint="
+(the admin's password is not printed: give it with PGPASSWORD, or as scripts/pg-up.sh said)"
+fi
 cat <<HINTS
 
 Try next (each command works pasted as it is, from this directory):
@@ -164,9 +171,9 @@ Try next (each command works pasted as it is, from this directory):
 
 The demo's roles are its own ($(login alice), $(login bob), $(login auditor), $(login app) and
 ${prefix}_owner, _app, _operator, _auditor); to remove them with the demo:
-  psql '$admin' -c 'DROP SCHEMA demo CASCADE' -c 'DROP SCHEMA idem CASCADE'
-  psql '$admin' -c 'DROP OWNED BY $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_owner, ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, idem_demo'
-  psql '$admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner, idem_demo'
+  psql '$shown_admin' -c 'DROP SCHEMA demo CASCADE' -c 'DROP SCHEMA idem CASCADE'
+  psql '$shown_admin' -c 'DROP OWNED BY $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_owner, ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, idem_demo'
+  psql '$shown_admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner, idem_demo'
   rm -f $services
-(or drop the database $demo_db first, then run the DROP ROLE line against another database)
+(or drop the database $demo_db first, then run the DROP ROLE line against another database)$password_hint
 HINTS

@@ -200,7 +200,7 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.Contains(t, out+errOut, "IDEMCTL_SOURCE_NEVER_SET_PASSWORD")
 	// Removing a source needs a second person: alice plans, bob approves.
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
-	require.Equal(t, ExitUsage, code, "a reason is required")
+	require.Equal(t, ExitUsage, code, "a reason is required: %s", errOut)
 	code, out, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice", "--reason", "never reachable")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "another person approves it")

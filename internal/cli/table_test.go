@@ -89,8 +89,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.ndjson"),
 		[]byte(fmt.Sprintf(`{"tenant":%q,"operation_id":%q,"ts":"2026-01-01T00:00:00Z"}`+"\n", tableTenant, tableLongOp)), 0o644))
 	mustRun(dsn, "horizon", "source", "add", tableSource, "--kind", "archive", "--dir", dir)
-	var hp map[string]any
-	hp = jsonLines(t, mustRun(dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json"))[0]
+	hp := jsonLines(t, mustRun(dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json"))[0]
 	hplan := fmt.Sprint(hp["id"])
 	hp2 := jsonLines(t, mustRun(dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json"))[0]
 
