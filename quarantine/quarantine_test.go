@@ -363,8 +363,8 @@ func TestRejectBlocksTheConflictWhileTheOriginalStillAnswers(t *testing.T) {
 		"stored_hash":%q,"incoming_hash":%q,"occurrences":1,"reason":"amount tampering, ticket PAY-12"}`,
 		qid, rec.StoredHash, rec.IncomingHash), string(rows[0].Details))
 
-	// The conflicting payload, replayed through idem.execute or through the
-	// claim path (a Go effect), never runs and is counted.
+	// The conflicting payload, replayed through idem.execute, never runs and
+	// is counted; the claim path refuses a class whose effect is SQL.
 	for i := 0; i < 3; i++ {
 		res := b.exec(t, cmd("t1", "op-1", "demo.transfer", transferPayload(501)))
 		assert.Equal(t, idem.Conflict, res.Outcome)
@@ -373,16 +373,15 @@ func TestRejectBlocksTheConflictWhileTheOriginalStillAnswers(t *testing.T) {
 	}
 	ran := false
 	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 2)
-	res, err := idem.ExecuteFunc(b.ctx, app, cmd("t1", "op-1", "demo.transfer", transferPayload(501)),
+	_, err = idem.ExecuteFunc(b.ctx, app, cmd("t1", "op-1", "demo.transfer", transferPayload(501)),
 		func(context.Context, pgx.Tx) (json.RawMessage, error) { ran = true; return nil, nil })
-	require.NoError(t, err)
-	assert.Equal(t, idem.Conflict, res.Outcome)
+	assert.ErrorIs(t, err, idem.ErrSQLEffectClass)
 	assert.False(t, ran)
 
 	after, err := quarantine.Show(b.ctx, b.pool, qid)
 	require.NoError(t, err)
 	assert.Equal(t, quarantine.StatusRejected, after.Status, "replays do not reopen a decision")
-	assert.Equal(t, int64(5), after.Occurrences)
+	assert.Equal(t, int64(4), after.Occurrences, "the refused claim counted nothing")
 	assert.Equal(t, 1, b.count(t, "SELECT count(*) FROM demo.posting"))
 
 	// The original payload still answers with the saved response.

@@ -119,7 +119,7 @@ func TestHashCanonicalBytes(t *testing.T) {
 
 	code, shown, _ := runTTY(t, "", "", "hash", "--canonical", file)
 	require.Equal(t, ExitOK, code)
-	assert.Equal(t, "{\"a\":\"\U0001F600 \U0001F600 \\x7f\",\"z\":\"del\\x7f c1\\x85 ls\u2028 rlo\\u202e\"}\n", shown,
+	assert.Equal(t, "{\"a\":\"\U0001F600 \U0001F600 \\x7f\",\"z\":\"del\\x7f c1\\x85 ls\\u2028 rlo\\u202e\"}\n", shown,
 		"a terminal sees the controls escaped")
 }
 

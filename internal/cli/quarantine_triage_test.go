@@ -93,7 +93,7 @@ func TestQuarantineTriageOptions(t *testing.T) {
 		{"reject id and filter", NewCmdQuarantineReject(f, nil), "", []string{"42", "--tenant", "t", "--reason", "x"}},
 		{"reject stdin and filter", NewCmdQuarantineReject(f, nil), "1\n", []string{"-", "--tenant", "t", "--reason", "x", "--yes"}},
 		{"reject bad group", NewCmdQuarantineReject(f, nil), "", []string{"--group", "g-12", "--reason", "x", "--yes"}},
-		{"reject bulk without --yes", NewCmdQuarantineReject(f, nil), "", []string{"--tenant", "t", "--reason", "x"}},
+		{"reject bulk with --yes and no token", NewCmdQuarantineReject(f, nil), "", []string{"--tenant", "t", "--reason", "x", "--yes"}},
 		{"reject bulk without reason", NewCmdQuarantineReject(f, nil), "", []string{"--tenant", "t", "--yes"}},
 		{"reject empty stdin", NewCmdQuarantineReject(f, nil), "", []string{"-", "--reason", "x", "--yes"}},
 		{"reject bad stdin line", NewCmdQuarantineReject(f, nil), "1\nabc\n", []string{"-", "--reason", "x", "--yes"}},
