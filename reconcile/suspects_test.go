@@ -80,7 +80,7 @@ func TestSuspectsFindsRetriesWithNewIDs(t *testing.T) {
 // seeds for minutes).
 func TestSuspectsMillion(t *testing.T) {
 	if os.Getenv("IDEMCTL_BENCH_SUSPECTS") == "" {
-		t.Skip("set IDEMCTL_BENCH_SUSPECTS=1")
+		t.Skip("SKIPPED LOUDLY: a measurement over 1,000,000 operations that seeds for minutes; run it with IDEMCTL_BENCH_SUSPECTS=1 go test ./reconcile -run TestSuspectsMillion -v (its figure is in BENCHMARKS.md)")
 	}
 	f := setup(t)
 	dbtest.RegisterAppClass(t, f.dsn, "pay.charge", "forever")
