@@ -26,6 +26,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemctl/idemctl/internal/pgerr"
+
 	"github.com/idemctl/idemctl/idem"
 )
 
@@ -383,24 +385,17 @@ func scanRecord(row pgx.Row) (Record, error) {
 	return r, nil
 }
 
-// mapError turns the log's SQLSTATEs into this package's errors.
-func mapError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	switch pgErr.Code {
-	case "IX110":
-		return fmt.Errorf("%w: %s", ErrAppendOnly, pgErr.Message)
-	case "IX111", "23514", "23502":
-		return fmt.Errorf("%w: %s", ErrInvalidEntry, pgErr.Message)
-	case "IX112":
-		return fmt.Errorf("%w: %s", ErrHeadTampered, pgErr.Message)
-	case "IX113":
-		return fmt.Errorf("%w: %s", ErrReservedAction, pgErr.Message)
-	}
-	return err
-}
+// logErrors maps the log's SQLSTATEs to this package's errors.
+var logErrors = pgerr.Table{Named: true, Codes: map[string]error{
+	"IX110": ErrAppendOnly,
+	"IX111": ErrInvalidEntry,
+	"23514": ErrInvalidEntry,
+	"23502": ErrInvalidEntry,
+	"IX112": ErrHeadTampered,
+	"IX113": ErrReservedAction,
+}}
+
+func mapError(err error) error { return logErrors.Map(err) }
 
 func nullIfEmpty(s string) any {
 	if s == "" {

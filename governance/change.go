@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 )
 
 // Errors of governance, mapped from the database's SQLSTATEs.
@@ -33,7 +34,7 @@ var (
 	ErrInvalidOperator = errors.New("invalid operator label")
 )
 
-var codes = map[string]error{
+var codes = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX330": ErrNotFound, "IX340": ErrNotFound,
 	"IX331": ErrState, "IX341": ErrState,
 	"IX332": ErrSamePerson, "IX342": ErrSamePerson,
@@ -43,18 +44,10 @@ var codes = map[string]error{
 	"IX003": ErrUnknownClass,
 	"IX308": ErrSourceNotFound,
 	"IX015": ErrInvalidOperator,
-}
+}}
 
 // mapError maps the database's refusal to its sentinel, keeping the message.
-func mapError(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		if s, ok := codes[pgErr.Code]; ok {
-			return fmt.Errorf("%w: %s", s, pgErr.Message)
-		}
-	}
-	return err
-}
+func mapError(err error) error { return codes.Map(err) }
 
 // Kinds of governed change.
 const (

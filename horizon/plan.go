@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/governance"
@@ -333,23 +334,10 @@ func checkOperator(operator string) error {
 }
 
 // mapPlanError turns the plan SQLSTATEs into this package's errors.
-func mapPlanError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	sentinel, ok := planErrors[pgErr.Code]
-	if !ok {
-		return err
-	}
-	if pgErr.Hint != "" {
-		return fmt.Errorf("%w: %s (%s)", sentinel, pgErr.Message, pgErr.Hint)
-	}
-	return fmt.Errorf("%w: %s", sentinel, pgErr.Message)
-}
+func mapPlanError(err error) error { return planErrors.Map(err) }
 
 // planErrors maps the horizon functions' SQLSTATEs to this package's errors.
-var planErrors = map[string]error{
+var planErrors = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX003": ErrUnknownClass,
 	"IX015": ErrInvalidOperator,
 	"IX301": ErrPlanNotFound,
@@ -365,7 +353,7 @@ var planErrors = map[string]error{
 	"IX313": ErrNoPerson,
 	"IX314": ErrInsideMargin,
 	"IX315": ErrPlanExpired,
-}
+}}
 
 // EnsurePartitions creates the inbox body's daily partitions for today and
 // the week ahead (UTC, on the primary's clock). Every horizon command runs

@@ -10,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 )
 
 // Outcome is what the executor concluded for one request.
@@ -320,68 +322,41 @@ func transportArg(t json.RawMessage) any {
 	return []byte(t)
 }
 
+// executorErrors maps the executor's SQLSTATEs to this package's errors;
+// the error's text is the database's message, which names what is wrong.
+var executorErrors = pgerr.Table{Codes: map[string]error{
+	"IX001": ErrInvalidIdentity,
+	"IX002": ErrInvalidHash,
+	"IX003": ErrUnknownClass,
+	"IX004": ErrNoSQLEffect,
+	"IX005": ErrNotClaimed,
+	"IX006": ErrInvalidRequest,
+	"IX007": ErrUnsettled,
+	"IX008": ErrInvalidClass,
+	"IX009": ErrClaimPending,
+	"IX010": ErrHashMismatch,
+	"IX011": ErrPayloadLimit,
+	"IX012": ErrInvalidTransport,
+	"IX013": ErrSQLEffectClass,
+	"IX014": ErrClaimedNotCompleted,
+	"IX016": ErrEffectRefused,
+	"40001": ErrSerialization,
+	"40P01": ErrSerialization,
+}}
+
 // mapError turns executor SQLSTATEs into this package's errors, keeping the
-// database's message (which names what is wrong) and the original error.
+// database's message and the original error; any other database error was
+// raised while running the request (usually by the effect).
 func mapError(p Prepared, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return fmt.Errorf("execute %s: %w", p.Identity, err)
 	}
-	var sentinel error
-	switch pgErr.Code {
-	case "IX001":
-		sentinel = ErrInvalidIdentity
-	case "IX002":
-		sentinel = ErrInvalidHash
-	case "IX003":
-		sentinel = ErrUnknownClass
-	case "IX004":
-		sentinel = ErrNoSQLEffect
-	case "IX005":
-		sentinel = ErrNotClaimed
-	case "IX006":
-		sentinel = ErrInvalidRequest
-	case "IX007":
-		sentinel = ErrUnsettled
-	case "IX008":
-		sentinel = ErrInvalidClass
-	case "IX009":
-		sentinel = ErrClaimPending
-	case "IX010":
-		sentinel = ErrHashMismatch
-	case "IX011":
-		sentinel = ErrPayloadLimit
-	case "IX012":
-		sentinel = ErrInvalidTransport
-	case "IX013":
-		sentinel = ErrSQLEffectClass
-	case "IX014":
-		sentinel = ErrClaimedNotCompleted
-	case "IX016":
-		sentinel = ErrEffectRefused
-	case "40001", "40P01":
-		sentinel = ErrSerialization
-	default:
-		return &EffectError{Identity: p.Identity, Class: p.Class, Err: pgErr}
+	if e := executorErrors.Find(err); e != nil {
+		return e
 	}
-	return &DBError{Sentinel: sentinel, Err: pgErr}
+	return &EffectError{Identity: p.Identity, Class: p.Class, Err: pgErr}
 }
-
-// DBError is a refusal by the executor's SQL, mapped to a sentinel.
-type DBError struct {
-	Sentinel error
-	Err      *pgconn.PgError
-}
-
-func (e *DBError) Error() string {
-	if e.Err.Hint != "" {
-		return e.Err.Message + " (" + e.Err.Hint + ")"
-	}
-	return e.Err.Message
-}
-
-// Unwrap exposes both the sentinel and the PostgreSQL error.
-func (e *DBError) Unwrap() []error { return []error{e.Sentinel, e.Err} }
 
 // EffectError is a failure raised while running a request, usually by the
 // class's effect (a bad amount, a constraint). Nothing was written.

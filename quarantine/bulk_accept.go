@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 
 	"github.com/idemctl/idemctl/idem"
 )
@@ -263,26 +264,16 @@ func scanPlan(row pgx.Row) (AcceptPlan, error) {
 	return p, err
 }
 
-// mapPlanError maps the plan functions' SQLSTATEs, then the decisions'.
+// planErrors maps the plan functions' SQLSTATEs, then the decisions'.
+var planErrors = pgerr.Table{Codes: map[string]error{
+	"IX120": ErrPlanNotFound,
+	"IX121": ErrPlanState,
+	"IX122": ErrSamePerson,
+	"IX123": ErrBadPlan,
+	"IX124": ErrBadPlan,
+	"IX313": ErrNoPerson,
+}}.Merge(decisionErrors)
+
 func mapPlanError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	var sentinel error
-	switch pgErr.Code {
-	case "IX120":
-		sentinel = ErrPlanNotFound
-	case "IX121":
-		sentinel = ErrPlanState
-	case "IX122":
-		sentinel = ErrSamePerson
-	case "IX123", "IX124":
-		sentinel = ErrBadPlan
-	case "IX313":
-		sentinel = ErrNoPerson
-	default:
-		return mapError(err)
-	}
-	return &DBError{Sentinel: sentinel, Err: pgErr}
+	return planErrors.Map(err)
 }

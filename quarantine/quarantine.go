@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 
 	"github.com/idemctl/idemctl/idem"
 )
@@ -321,59 +322,25 @@ func inTx(ctx context.Context, db idem.TxBeginner, fn func(pgx.Tx) error) error 
 	return nil
 }
 
-// mapError turns the decision path's SQLSTATEs into this package's errors,
-// keeping the database's message (what, which record, who decided) and the
-// driver error.
-func mapError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	var sentinel error
-	switch pgErr.Code {
-	case "IX101":
-		sentinel = ErrNotFound
-	case "IX102", "IX107":
-		sentinel = ErrEvidenceImmutable
-	case "IX103":
-		sentinel = ErrAlreadyDecided
-	case "IX104", "IX015":
-		sentinel = ErrDecisionInput
-	case "IX105", "IX001":
-		sentinel = ErrInvalidNewOperation
-	case "IX106":
-		sentinel = ErrNewOperationConflict
-	case "IX004":
-		sentinel = ErrCannotExecute
-	case "IX108":
-		sentinel = ErrInvalidFilter
-	case "IX125":
-		sentinel = ErrNeedsSecondPerson
-	default:
-		return err
-	}
-	return &DBError{Sentinel: sentinel, Err: pgErr}
-}
+// decisionErrors maps the decision path's SQLSTATEs to this package's
+// errors; the error's text is the database's message (what, which record,
+// who decided), its detail and its hint.
+var decisionErrors = pgerr.Table{Codes: map[string]error{
+	"IX101": ErrNotFound,
+	"IX102": ErrEvidenceImmutable,
+	"IX107": ErrEvidenceImmutable,
+	"IX103": ErrAlreadyDecided,
+	"IX104": ErrDecisionInput,
+	"IX015": ErrDecisionInput,
+	"IX105": ErrInvalidNewOperation,
+	"IX001": ErrInvalidNewOperation,
+	"IX106": ErrNewOperationConflict,
+	"IX004": ErrCannotExecute,
+	"IX108": ErrInvalidFilter,
+	"IX125": ErrNeedsSecondPerson,
+}}
 
-// DBError is a refusal by the database, mapped to a sentinel.
-type DBError struct {
-	Sentinel error
-	Err      *pgconn.PgError
-}
-
-func (e *DBError) Error() string {
-	msg := e.Err.Message
-	if e.Err.Detail != "" {
-		msg += " (" + e.Err.Detail + ")"
-	}
-	if e.Err.Hint != "" {
-		msg += "; " + e.Err.Hint
-	}
-	return msg
-}
-
-// Unwrap exposes both the sentinel and the PostgreSQL error.
-func (e *DBError) Unwrap() []error { return []error{e.Sentinel, e.Err} }
+func mapError(err error) error { return decisionErrors.Map(err) }
 
 func nullIfEmpty(s string) any {
 	if s == "" {

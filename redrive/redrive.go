@@ -29,7 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/idem"
@@ -252,7 +253,7 @@ func (c Config) CheckTarget(ctx context.Context, q idem.DBTX) error {
 	}
 	if problem != nil {
 		code, msg, _ := strings.Cut(*problem, " ")
-		if s, ok := sqlErrors[code]; ok {
+		if s, ok := sqlErrors.Codes[code]; ok {
 			return fmt.Errorf("%w: %s", s, msg)
 		}
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, *problem)
@@ -310,25 +311,17 @@ func Get(ctx context.Context, q idem.DBTX, class string) (ClassConfig, error) {
 	return c, nil
 }
 
-// errors maps the re-drive SQLSTATEs to this package's errors.
-var sqlErrors = map[string]error{
+// sqlErrors maps the re-drive SQLSTATEs to this package's errors.
+var sqlErrors = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX003": idem.ErrUnknownClass,
 	"IX015": ErrInvalidConfig,
 	"IX501": ErrInvalidConfig,
 	"IX502": ErrInvalidConfig,
 	"IX503": ErrSecret,
 	"IX504": ErrHostNotAllowed,
-}
+}}
 
-func mapError(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		if s, ok := sqlErrors[pgErr.Code]; ok {
-			return fmt.Errorf("%w: %s", s, pgErr.Message)
-		}
-	}
-	return err
-}
+func mapError(err error) error { return sqlErrors.Map(err) }
 
 // Allow puts host on the re-drive allow-list; Disallow takes it off. Only a
 // login that may act as the schema owner may (idem.redrive_allow,
