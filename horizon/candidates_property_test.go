@@ -47,7 +47,7 @@ func TestHorizonCandidatesMatchModel(t *testing.T) {
 	for i, c := range classes {
 		for j, tenant := range []string{"t1", "t2", "t10"} {
 			k := int(seed>>(i*3+j)) & 7
-			n := 5 + k*3
+			n := 12 + k*3 // at least 108 rows over the nine (class, tenant) pairs
 			age := time.Duration(2+(i*5+j*3+k)%17) * 24 * time.Hour
 			f.seed(c, tenant, fmt.Sprintf("%s-%d-", c, j), n, age, time.Duration(3+k)*time.Hour)
 		}
