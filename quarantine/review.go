@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,4 +97,52 @@ func reviewOf(ctx context.Context, db idem.DBTX, p AcceptPlan) (AcceptReview, er
 		r.MoneyProblems = totals.Problems
 	}
 	return r, nil
+}
+
+// Summary renders a change as "pointer: stored -> incoming", each value cut
+// to at most clip characters (0: whole); an absent side reads "(absent)".
+func (c Change) Summary(clip int) string {
+	path := c.Path
+	if path == "" {
+		path = "(whole payload)"
+	}
+	stored, incoming := clipValue(string(c.Stored), clip), clipValue(string(c.Incoming), clip)
+	switch c.Kind {
+	case "added":
+		stored = "(absent)"
+	case "removed":
+		incoming = "(absent)"
+	}
+	return path + ": " + stored + " -> " + incoming
+}
+
+// Summary says what runs for the record: its changes one after the other,
+// that its stored body was purged (nothing to compare with), or that it was
+// decided meanwhile and will not run.
+func (it AcceptItem) Summary(clip int) string {
+	var s string
+	switch {
+	case it.StoredPurged:
+		s = "stored body purged: no diff; the incoming payload runs as it is"
+	case len(it.Changes) == 0:
+		s = "no payload difference (the class differs)"
+	default:
+		parts := make([]string, len(it.Changes))
+		for i, c := range it.Changes {
+			parts[i] = c.Summary(clip)
+		}
+		s = strings.Join(parts, "; ")
+	}
+	if it.Status != StatusOpen {
+		s = "already " + string(it.Status) + ", will not run; " + s
+	}
+	return s
+}
+
+func clipValue(s string, clip int) string {
+	r := []rune(s)
+	if clip <= 0 || len(r) <= clip {
+		return s
+	}
+	return string(r[:clip-1]) + "…"
 }

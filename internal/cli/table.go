@@ -50,7 +50,7 @@ var columnRoles = map[string]columnRole{
 	"source": ident, "class": ident, "plan": ident, "record": ident, "person": ident, "login": ident,
 	"version": ident, "name": ident, "check": ident, "design": ident, "line": ident, "field": ident,
 	"step": ident, "path": ident, "target": ident, "actor": ident, "planned by": ident, "approved by": ident,
-	"by": ident, "currency": ident, "operation id": ident, "payload hash": ident,
+	"by": ident, "currency": ident, "runs as": ident, "operation id": ident, "payload hash": ident,
 	// field names of field/value tables whose value is typed or compared
 	"hash": ident, "stored hash": ident, "incoming hash": ident,
 	"stored_hash": ident, "incoming_hash": ident,

@@ -126,8 +126,8 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 		"quarantine show":          {{args: []string{"quarantine", "show", fmt.Sprint(q1)}, whole: []string{tableLongOp, tableTenant}}},
 		"quarantine groups":        {{args: []string{"quarantine", "groups"}, whole: []string{group}}},
 		"quarantine accept-as-new": {{args: []string{"quarantine", "accept-as-new", "--group", group, "--rule", "{operation_id}-rev3", "--max", "5", "--reason", "x", "--dry-run"}, whole: []string{tableLongOp}}},
-		"quarantine bulk show":     {{args: []string{"quarantine", "bulk", "show", bulk}, whole: []string{bulk, fmt.Sprint(q1)}}},
-		"quarantine bulk approve":  {{args: []string{"quarantine", "bulk", "approve", bulk}, as: "bob", stdin: "n\n", whole: []string{fmt.Sprint(q1)}}},
+		"quarantine bulk show":     {{args: []string{"quarantine", "bulk", "show", bulk}, whole: []string{bulk, fmt.Sprint(q1), tableLongOp + "-rev2"}}},
+		"quarantine bulk approve":  {{args: []string{"quarantine", "bulk", "approve", bulk}, as: "bob", stdin: "n\n", whole: []string{fmt.Sprint(q1), tableLongOp + "-rev2"}}},
 		"audit list":               {{args: []string{"audit", "list"}, whole: []string{"quarantine.reject"}}},
 		"inspect": {
 			{args: []string{"inspect", "--tenant", tableTenant, "--op", tableLongOp}, whole: []string{tableLongOp, tableTenant}},

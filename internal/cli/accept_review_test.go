@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// expectedTotals sums the incoming amounts of the open records of source
+// per currency, in SQL (numeric, not the Go code under test), as
+// "EUR 3,000.06 over 3 records" keyed by currency.
+func expectedTotals(t *testing.T, fx cliFixture, source string) map[string]string {
+	t.Helper()
+	rows, err := fx.pool.Query(fx.ctx, `SELECT incoming_payload::jsonb ->> 'currency', sum((incoming_payload::jsonb ->> 'amount')::numeric), count(*)
+		FROM idem.quarantine WHERE status = 'open' AND incoming_transport ->> 'source' = $1 GROUP BY 1`, source)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var cur, sum string
+		var n int
+		require.NoError(t, rows.Scan(&cur, &sum, &n))
+		minor, ok := new(big.Int).SetString(sum, 10)
+		require.True(t, ok, sum)
+		major := new(big.Rat).SetFrac(minor, big.NewInt(100)).FloatString(2)
+		intPart, frac, _ := strings.Cut(major, ".")
+		var b strings.Builder
+		for i, r := range intPart {
+			if i > 0 && (len(intPart)-i)%3 == 0 {
+				b.WriteByte(',')
+			}
+			b.WriteRune(r)
+		}
+		out[cur] = fmt.Sprintf("%s %s.%s over %d records", cur, b.String(), frac, n)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// The approver of a bulk accept-as-new of a money class sees what will run:
+// per record the changed fields, and the totals per currency the run
+// applies, in the prompt, in bulk show (table and JSON) and in the
+// planner's JSON; refusals are unchanged (the planner, no --yes without a
+// terminal).
+func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	dbtest.SeedConflicts(t, fx.dsn,
+		dbtest.ClientBug{Prefix: "e-", N: 3, Change: "amount", Source: "psp"},
+		dbtest.ClientBug{Prefix: "u-", N: 2, Change: "currency", Source: "psp"})
+	bob := dbtest.As(fx.dsn, dbtest.Operator2)
+	code, _, errOut := runQ(t, fx.dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	want := expectedTotals(t, fx, "psp")
+	require.Len(t, want, 2)
+	require.Equal(t, "EUR 3,000.06 over 3 records", want["EUR"], "the fixture's amounts")
+
+	code, out, errOut := runQ(t, fx.dsn, "quarantine", "accept-as-new", "--source", "psp", "--rule", "{operation_id}-rev2",
+		"--max", "10", "--reason", "revisions", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	plan := jsonLines(t, out)[0]
+	id := fmt.Sprint(plan["id"])
+	assertJSONTotals(t, plan, want)
+
+	// The prompt: totals in the question, each record's changes above it.
+	code, _, errOut = runTTY(t, bob, "n\n", "quarantine", "bulk", "approve", id)
+	assert.Equal(t, ExitFailure, code, "answered no: nothing done")
+	question := errOut[strings.LastIndex(errOut, "Approve plan"):]
+	for _, tot := range want {
+		assert.Contains(t, question, tot)
+	}
+	assert.Contains(t, errOut, "/amount: 1 -> 100001")
+	assert.Contains(t, errOut, `/currency: "EUR" -> "USD"`)
+	assert.Contains(t, errOut, "e-00001-rev2")
+	assert.Equal(t, "planned", fx.state(t, id))
+
+	// show: the table and the JSON carry the same.
+	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	for _, tot := range want {
+		assert.Contains(t, out, tot)
+	}
+	assert.Contains(t, out, "/amount: 2 -> 100002")
+	assert.Contains(t, out, "u-00002-rev2")
+	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	shown := jsonLines(t, out)[0]
+	assertJSONTotals(t, shown, want)
+	records := shown["records"].([]any)
+	require.Len(t, records, 5)
+	first := records[0].(map[string]any)
+	changes := first["changes"].([]any)
+	require.Len(t, changes, 1)
+	assert.Equal(t, "/amount", changes[0].(map[string]any)["path"])
+	assert.EqualValues(t, 100001, changes[0].(map[string]any)["incoming"])
+
+	// Refusals are unchanged.
+	code, _, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "approve", id, "--yes")
+	assert.Equal(t, ExitInvalid, code, "the planner cannot approve")
+	assert.Contains(t, errOut, "four-eyes")
+	code, _, _ = runQ(t, bob, "quarantine", "bulk", "approve", id)
+	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	code, out, errOut = runQ(t, bob, "quarantine", "bulk", "approve", id, "--yes", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	assertJSONTotals(t, jsonLines(t, out)[0], want)
+}
+
+func assertJSONTotals(t *testing.T, doc map[string]any, want map[string]string) {
+	t.Helper()
+	totals, ok := doc["totals"].([]any)
+	require.True(t, ok, "totals in %v", doc)
+	require.Len(t, totals, len(want))
+	for _, x := range totals {
+		tot := x.(map[string]any)
+		cur := fmt.Sprint(tot["currency"])
+		amount := strings.ReplaceAll(strings.Fields(want[cur])[1], ",", "")
+		assert.Equal(t, amount, tot["amount"], cur)
+		assert.Equal(t, want[cur], fmt.Sprintf("%s %s over %v records", cur, strings.Fields(want[cur])[1], tot["records"]))
+	}
+}
+
+func (fx cliFixture) state(t *testing.T, plan string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, fx.pool.QueryRow(fx.ctx, "SELECT state FROM idem.quarantine_bulk_accept WHERE id = $1::bigint", plan).Scan(&s))
+	return s
+}
