@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,4 +132,104 @@ func (fx cliFixture) state(t *testing.T, plan string) string {
 	var s string
 	require.NoError(t, fx.pool.QueryRow(fx.ctx, "SELECT state FROM idem.quarantine_bulk_accept WHERE id = $1::bigint", plan).Scan(&s))
 	return s
+}
+
+// A record plan of a money class shows its identities, evidence and totals
+// per currency (computed here from the file's amounts) in record show (table
+// and JSON), record list and the approval's question; an item whose amount
+// is missing is named, not silently left out; the planner still cannot
+// approve it.
+func TestRecordPlanShowsItemsEvidenceAndTotals(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	code, _, errOut := runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	items := []struct {
+		op       string
+		amount   int
+		currency string
+	}{{"psp-1", 90000, "EUR"}, {"psp-2", 12345, "EUR"}, {"psp-3", 500, "USD"}, {"psp-4", 1, "USD"}, {"psp-5", 99, "JPY"}}
+	var lines strings.Builder
+	sums := map[string]int{}
+	counts := map[string]int{}
+	for _, it := range items {
+		fmt.Fprintf(&lines, `{"tenant_id":"t1","operation_id":%q,"class":"demo.transfer","payload":{"to":"bob","from":"alice","amount":%d,"currency":%q},"response":{"status":"charged"},"evidence":"psp ref %s"}`+"\n",
+			it.op, it.amount, it.currency, it.op)
+		sums[it.currency] += it.amount
+		counts[it.currency]++
+	}
+	lines.WriteString(`{"tenant_id":"t1","operation_id":"psp-x","class":"demo.transfer","payload":{"to":"bob","from":"alice","currency":"EUR"},"response":{"status":"charged"},"evidence":"psp ref psp-x"}` + "\n")
+	want := []string{
+		fmt.Sprintf("EUR %s over %d records", groupedMajor(sums["EUR"], 2), counts["EUR"]),
+		fmt.Sprintf("USD %s over %d records", groupedMajor(sums["USD"], 2), counts["USD"]),
+		fmt.Sprintf("JPY %s over %d record", groupedMajor(sums["JPY"], 0), counts["JPY"]),
+	}
+	require.Equal(t, "EUR 1,023.45 over 2 records", want[0], "the fixture's amounts")
+	file := filepath.Join(t.TempDir(), "charges.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(lines.String()), 0o644))
+	code, out, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--contract", "PSP-2024-7",
+		"--correction", "LC-12 by finance", "--operator", "alice", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	id := fmt.Sprint(jsonLines(t, out)[0]["id"])
+
+	code, out, errOut = runQ(t, dsn, "record", "show", id, "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	for _, w := range want {
+		assert.Contains(t, out, w)
+	}
+	assert.Contains(t, out, "psp ref psp-3")
+	assert.Contains(t, out, "USD 5.00")
+	assert.Contains(t, out, "item 6 (t1/psp-x): no amount at /amount: not in the totals")
+	code, out, errOut = runQ(t, dsn, "record", "show", id, "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	doc := jsonLines(t, out)[0]
+	totals := doc["totals"].([]any)
+	require.Len(t, totals, 3)
+	assert.Equal(t, map[string]any{"currency": "EUR", "amount": "1023.45", "records": float64(2)}, totals[0])
+	assert.Len(t, doc["entries"].([]any), 6)
+	assert.Len(t, doc["money_problems"].([]any), 1)
+	code, _, _ = runQ(t, dsn, "record", "show", "999999")
+	assert.Equal(t, ExitNotFound, code)
+
+	code, out, errOut = run(t, dsn, "", "record", "list", "-o", "wide")
+	require.Equal(t, ExitOK, code, errOut)
+	for _, w := range want {
+		assert.Contains(t, out, w)
+	}
+
+	code, _, errOut = runTTY(t, bob, "n\n", "record", "approve", id)
+	assert.Equal(t, ExitFailure, code, "answered no")
+	question := errOut[strings.LastIndex(errOut, "Approve entry plan"):]
+	for _, w := range want {
+		assert.Contains(t, question, w)
+	}
+	assert.Contains(t, errOut, "psp ref psp-1")
+	code, _, _ = runQ(t, bob, "record", "approve", id)
+	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	code, _, errOut = runQ(t, dsn, "record", "approve", id, "--yes")
+	assert.Equal(t, ExitInvalid, code, "the planner cannot approve: %s", errOut)
+	code, _, errOut = runQ(t, bob, "record", "approve", id, "--yes")
+	require.Equal(t, ExitOK, code, errOut)
+}
+
+// groupedMajor writes minor units as major ones with exp decimals and
+// thousands separators, independently of the code under test.
+func groupedMajor(minor, exp int) string {
+	s := fmt.Sprint(minor)
+	frac := ""
+	if exp > 0 {
+		for len(s) <= exp {
+			s = "0" + s
+		}
+		s, frac = s[:len(s)-exp], "."+s[len(s)-exp:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + frac
 }
