@@ -146,3 +146,25 @@ func clipValue(s string, clip int) string {
 	}
 	return string(r[:clip-1]) + "…"
 }
+
+//go:embed sql/bulk_accept_list.sql
+var bulkAcceptListSQL string
+
+// ListAccept returns the newest accept-as-new plans (bulk, and single ones
+// of money classes), at most limit.
+func ListAccept(ctx context.Context, db idem.DBTX, limit int) ([]AcceptPlan, error) {
+	rows, err := db.Query(ctx, bulkAcceptListSQL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list accept-as-new plans: %w", err)
+	}
+	defer rows.Close()
+	var out []AcceptPlan
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list accept-as-new plans: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

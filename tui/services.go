@@ -36,6 +36,7 @@ type Services struct {
 	Resolve    Stepper
 	Horizon    HorizonService
 	Reconcile  ReconcileService
+	Approvals  ApprovalService
 }
 
 // PoolServices returns the services over a connection pool: the same domain
@@ -46,6 +47,7 @@ func PoolServices(pool *pgxpool.Pool) Services {
 		Audit:      AuditDB{Pool: pool},
 		Resolve:    &ProtocolStepper{Pool: pool},
 		Horizon:    HorizonDB{Pool: pool},
+		Approvals:  ApprovalsDB{Pool: pool},
 	}
 }
 
