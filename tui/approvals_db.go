@@ -57,8 +57,9 @@ func (a ApprovalsDB) plans(ctx context.Context) ([]ApprovalPlan, error) {
 
 // AcceptApproval is an accept-as-new plan's review as the view shows it.
 func AcceptApproval(r quarantine.AcceptReview) ApprovalPlan {
-	p := ApprovalPlan{Kind: KindAccept, ID: r.ID, State: r.State, Planned: r.PlannedPerson, Approved: r.ApprovedPerson,
-		Reason: r.Reason, What: fmt.Sprintf("%d record(s) run as new operations, rule %s", len(r.IDs), r.Rule)}
+	p := ApprovalPlan{Kind: KindAccept, ID: r.ID, State: r.State, Planned: personAt(r.PlannedPerson, r.PlannedDBUser),
+		Approved: personAt(r.ApprovedPerson, r.ApprovedDBUser),
+		Reason:   r.Reason, What: fmt.Sprintf("%d record(s) run as new operations, rule %s", len(r.IDs), r.Rule)}
 	for _, t := range r.Totals {
 		p.Totals = append(p.Totals, t.String())
 	}

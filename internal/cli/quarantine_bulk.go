@@ -309,8 +309,9 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
-		{"planned", fmt.Sprintf("by %s (person %s) at %s", plan.PlannedBy, plan.PlannedPerson, formatStamp(plan.PlannedAt))},
-		{"approved", orDash(plan.ApprovedPerson)},
+		{"planned", fmt.Sprintf("by %s (label %s) at %s", personLogin(plan.PlannedPerson, plan.PlannedDBUser), plan.PlannedBy,
+			formatStamp(plan.PlannedAt))},
+		{"approved", personLogin(plan.ApprovedPerson, plan.ApprovedDBUser)},
 		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
 	}
 	if plan.AbortReason != "" {
