@@ -18,7 +18,7 @@ import (
 type ApprovalsDB struct{ Pool *pgxpool.Pool }
 
 // approvalsLimit is how many plans of each kind the view lists.
-const approvalsLimit = 50
+const approvalsLimit = 20
 
 // Plans lists the accept-as-new and entry plans, the ones waiting for a
 // second person first, then newest first, each with its review.

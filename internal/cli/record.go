@@ -119,7 +119,7 @@ func newCmdRecordPlan(f *Factory) *cobra.Command {
 			if err != nil {
 				return governanceErr(err)
 			}
-			if err := showEntry(cmd.Context(), f, pool, p, false); err != nil {
+			if err := showEntry(cmd.Context(), f, pool, p); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl record approve %d\n", p.ID)
@@ -175,7 +175,7 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return governanceErr(err)
 			}
-			return showEntry(cmd.Context(), f, pool, p, false)
+			return showEntry(cmd.Context(), f, pool, p)
 		},
 	}
 	if step == "approve" {
@@ -191,7 +191,7 @@ func confirmEntry(ctx context.Context, f *Factory, db governance.DBTX, id int64)
 	if err != nil {
 		return governanceErr(err)
 	}
-	if err := printEntryReview(f.IO.ErrOut, r, true); err != nil {
+	if err := printEntryReview(f.IO.ErrOut, r, promptRecords); err != nil {
 		return err
 	}
 	money := ""
@@ -279,14 +279,13 @@ money classes the totals per currency it records.`,
 			if f.JSON() {
 				return printJSONLine(f.IO.Out, r)
 			}
-			return printEntryReview(f.IO.Out, r, true)
+			return printEntryReview(f.IO.Out, r, -1)
 		},
 	}
 }
 
-// showEntry prints an entry plan with its money totals (and its items when
-// items is set).
-func showEntry(ctx context.Context, f *Factory, db governance.DBTX, p governance.EntryPlan, items bool) error {
+// showEntry prints an entry plan with its money totals.
+func showEntry(ctx context.Context, f *Factory, db governance.DBTX, p governance.EntryPlan) error {
 	r, err := governance.ReviewEntry(ctx, db, p)
 	if err != nil {
 		return governanceErr(err)
@@ -294,7 +293,7 @@ func showEntry(ctx context.Context, f *Factory, db governance.DBTX, p governance
 	if f.JSON() {
 		return printJSONLine(f.IO.Out, r)
 	}
-	return printEntryReview(f.IO.Out, r, items)
+	return printEntryReview(f.IO.Out, r, 0)
 }
 
 // entryTotals says what a plan records in money: "EUR 9.00 over 1
@@ -313,7 +312,10 @@ func entryTotals(r governance.EntryReview) string {
 	return strings.Join(parts, "; ")
 }
 
-func printEntryReview(w io.Writer, r governance.EntryReview, items bool) error {
+// printEntryReview prints an entry plan as a table with its money totals;
+// then, for items > 0, its first items identities (-1: all), each with its
+// class, amount, evidence and outcome.
+func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	approved := "-"
 	if r.ApprovedPerson != nil {
 		approved = personLogin(*r.ApprovedPerson, deref(r.ApprovedDBUser))
@@ -333,7 +335,7 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items bool) error {
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
 		{"money", entryTotals(r)},
 	}
-	if !items {
+	if items == 0 {
 		rows = append(rows, []string{"sample", string(r.Sample)})
 	}
 	for _, p := range r.MoneyProblems {
@@ -342,16 +344,27 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items bool) error {
 	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
-	if !items || len(r.Entries) == 0 {
+	if items == 0 || len(r.Entries) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nIdentities (%d):\n", len(r.Entries))
-	table := make([][]string, 0, len(r.Entries))
-	for _, e := range r.Entries {
+	shown := r.Entries
+	if items > 0 && len(shown) > items {
+		shown = shown[:items]
+	}
+	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
+	table := make([][]string, 0, len(shown))
+	for _, e := range shown {
 		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, orDash(e.Amount),
 			e.Evidence, orDash(e.Outcome)})
 	}
-	return printTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table)
+	if err := printTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
+		return err
+	}
+	if len(shown) < len(r.Entries) {
+		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", len(r.Entries)-len(shown), r.ID)
+		return err
+	}
+	return nil
 }
 
 func derefOr(s *string) string {
