@@ -59,6 +59,12 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	bob := dbtest.As(fx.dsn, dbtest.Operator2)
 	code, _, errOut := runQ(t, fx.dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)
+	// The stored body of u-00002 was purged under a replay horizon: no diff.
+	dbtest.Admin(t, fx.dsn, `DO $$ BEGIN
+		SET LOCAL session_replication_role = replica;
+		UPDATE idem.quarantine SET stored_payload = NULL, stored_response = NULL,
+		  diff = '[{"path":"","change":"stored_purged","stored":null,"incoming":null}]' WHERE operation_id = 'u-00002';
+		END $$`)
 	want := expectedTotals(t, fx, "psp")
 	require.Len(t, want, 2)
 	require.Equal(t, "EUR 3,000.06 over 3 records", want["EUR"], "the fixture's amounts")
@@ -90,6 +96,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	}
 	assert.Contains(t, out, "/amount: 2 -> 100002")
 	assert.Contains(t, out, "u-00002-rev2")
+	assert.Contains(t, out, "stored body purged: no diff")
 	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	shown := jsonLines(t, out)[0]
@@ -101,6 +108,9 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	require.Len(t, changes, 1)
 	assert.Equal(t, "/amount", changes[0].(map[string]any)["path"])
 	assert.EqualValues(t, 100001, changes[0].(map[string]any)["incoming"])
+	assert.Equal(t, false, first["stored_purged"])
+	assert.Equal(t, true, records[4].(map[string]any)["stored_purged"], "u-00002")
+	assert.Empty(t, records[4].(map[string]any)["changes"])
 
 	// Refusals are unchanged.
 	code, _, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "approve", id, "--yes")
@@ -111,6 +121,15 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	code, out, errOut = runQ(t, bob, "quarantine", "bulk", "approve", id, "--yes", "-o", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	assertJSONTotals(t, jsonLines(t, out)[0], want)
+
+	// The run's question says what it applies too.
+	code, _, errOut = runTTY(t, fx.dsn, "n\n", "quarantine", "bulk", "run", id)
+	assert.Equal(t, ExitFailure, code, "answered no")
+	question = errOut[strings.LastIndex(errOut, "Run 5 record(s)"):]
+	for _, tot := range want {
+		assert.Contains(t, question, tot)
+	}
+	assert.Equal(t, "approved", fx.state(t, id), "nothing ran")
 }
 
 func assertJSONTotals(t *testing.T, doc map[string]any, want map[string]string) {
