@@ -122,3 +122,32 @@ func (s *screen) waitForAll(texts ...string) {
 		return true
 	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
 }
+
+// Accepting a record of a money class in the queue plans it (nothing runs)
+// and says where another person approves it; the Approvals view then shows
+// its change and the amount it would apply.
+func TestModelAcceptAsNewOfAMoneyClassPlans(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	qid := seedConflict(t, h.pool, "acme", "charge-42", transfer100, transfer1000)
+	_, err := governance.SetMoney(context.Background(), h.pool, "demo.transfer",
+		&governance.Money{Amount: "/amount", Currency: "/currency", Unit: "minor"}, "alice", "")
+	require.NoError(t, err)
+	h.init()
+	h.keys("enter", "a")
+	h.typ("charge-42-rev2")
+	h.keys("tab")
+	h.typ("corrected amount, ticket PAY-7")
+	h.keys("enter", "y")
+	assert.Contains(t, h.view(), fmt.Sprintf("#%d is of a money class: planned as accept-as-new plan #1, nothing ran", qid))
+	rec, err := quarantine.Show(context.Background(), h.pool, qid)
+	require.NoError(t, err)
+	assert.Equal(t, quarantine.StatusOpen, rec.Status, "nothing ran")
+
+	h.keys("6")
+	assert.Contains(t, h.view(), "EUR 10.00 over 1 record")
+	h.keys("enter")
+	v := h.view()
+	assert.Contains(t, v, "/amount: 100 -> 1000")
+	assert.Contains(t, v, "acme/charge-42 -> charge-42-rev2")
+}
