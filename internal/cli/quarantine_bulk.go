@@ -366,6 +366,9 @@ func willApply(r quarantine.AcceptReview) string {
 	case len(r.MoneyProblems) > 0:
 		parts = append(parts, fmt.Sprintf("%d money record(s) not in the totals (below)", len(r.MoneyProblems)))
 	}
+	if money < r.Open {
+		parts = append(parts, fmt.Sprintf("and %d record(s) of classes that move no money", r.Open-money))
+	}
 	return strings.Join(parts, "; ")
 }
 
