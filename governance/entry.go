@@ -77,6 +77,11 @@ func oneEntry(rows pgx.Rows, err error) (EntryPlan, error) {
 	if err != nil {
 		return EntryPlan{}, mapError(err)
 	}
+	return decodeEntry(raw)
+}
+
+// decodeEntry reads an entry plan from to_jsonb of its row.
+func decodeEntry(raw []byte) (EntryPlan, error) {
 	var p EntryPlan
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return EntryPlan{}, fmt.Errorf("decode entry plan: %w", err)

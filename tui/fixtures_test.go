@@ -276,6 +276,11 @@ func (f *fixedQuarantine) AcceptAsNew(_ context.Context, id int64, newOp, operat
 	return quarantine.Acceptance{Record: r, Outcome: idem.Applied, Response: json.RawMessage(`{"ok":true}`)}, nil
 }
 
+func (f *fixedQuarantine) PlanAcceptOne(_ context.Context, id int64, newOp, operator, reason string) (quarantine.AcceptPlan, error) {
+	return quarantine.AcceptPlan{ID: 1, State: quarantine.PlanPlanned, Rule: newOp, Max: 1, IDs: []int64{id}, Reason: reason,
+		PlannedBy: operator, PlannedPerson: operator}, nil
+}
+
 // fixedAudit is an AuditService over fixed rows.
 type fixedAudit struct{}
 

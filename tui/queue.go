@@ -73,7 +73,10 @@ type (
 		id     int64
 		rec    quarantine.Record
 		acc    *quarantine.Acceptance
-		err    error
+		// plan: the record is of a money class; its accept-as-new was
+		// planned for another person to approve, nothing ran.
+		plan *quarantine.AcceptPlan
+		err  error
 	}
 )
 
@@ -542,6 +545,10 @@ func (v *queueView) decide() tea.Cmd {
 		defer cancel()
 		if action == decideAccept {
 			acc, err := svc.AcceptAsNew(ctx, id, newOp, op, reason)
+			if errors.Is(err, quarantine.ErrNeedsSecondPerson) {
+				plan, err := svc.PlanAcceptOne(ctx, id, newOp, op, reason)
+				return decidedMsg{action: action, id: id, plan: &plan, err: err}
+			}
 			return decidedMsg{action: action, id: id, rec: acc.Record, acc: &acc, err: err}
 		}
 		rec, err := svc.Reject(ctx, id, op, reason)
@@ -558,6 +565,12 @@ func (v *queueView) decided(msg decidedMsg) tea.Cmd {
 		}
 		v.mode = queueForm
 		return v.focusField(v.focus)
+	}
+	if msg.plan != nil {
+		v.mode = queueDetail
+		v.ban = successBanner("#%d is of a money class: planned as accept-as-new plan #%d, nothing ran; another person approves it (6 Approvals)",
+			msg.id, msg.plan.ID)
+		return v.loadRecord(msg.id)
 	}
 	rec := msg.rec
 	v.rec, v.detailID, v.mode, v.dtop = &rec, rec.ID, queueDetail, 0

@@ -16,6 +16,9 @@ type QuarantineService interface {
 	Show(ctx context.Context, id int64) (quarantine.Record, error)
 	Reject(ctx context.Context, id int64, operator, reason string) (quarantine.Record, error)
 	AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error)
+	// PlanAcceptOne plans the accept-as-new of a record of a money class,
+	// which another person approves (the Approvals view).
+	PlanAcceptOne(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.AcceptPlan, error)
 	Count(ctx context.Context, f quarantine.Filter) (quarantine.Totals, error)
 	Groups(ctx context.Context, o quarantine.GroupOptions) ([]quarantine.Group, error)
 	PreviewBulk(ctx context.Context, sel quarantine.Selection) (quarantine.Preview, error)
@@ -36,6 +39,7 @@ type Services struct {
 	Resolve    Stepper
 	Horizon    HorizonService
 	Reconcile  ReconcileService
+	Approvals  ApprovalService
 }
 
 // PoolServices returns the services over a connection pool: the same domain
@@ -46,6 +50,7 @@ func PoolServices(pool *pgxpool.Pool) Services {
 		Audit:      AuditDB{Pool: pool},
 		Resolve:    &ProtocolStepper{Pool: pool},
 		Horizon:    HorizonDB{Pool: pool},
+		Approvals:  ApprovalsDB{Pool: pool},
 	}
 }
 
@@ -70,6 +75,11 @@ func (q QuarantineDB) Reject(ctx context.Context, id int64, operator, reason str
 // AcceptAsNew runs the incoming payload as a new operation (quarantine.AcceptAsNew).
 func (q QuarantineDB) AcceptAsNew(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.Acceptance, error) {
 	return cleaned(quarantine.AcceptAsNew(ctx, q.Pool, id, newOperationID, operator, reason))
+}
+
+// PlanAcceptOne plans a money class's accept-as-new (quarantine.PlanAcceptOne).
+func (q QuarantineDB) PlanAcceptOne(ctx context.Context, id int64, newOperationID, operator, reason string) (quarantine.AcceptPlan, error) {
+	return cleaned(quarantine.PlanAcceptOne(ctx, q.Pool, id, newOperationID, operator, reason))
 }
 
 // Count counts what a filter matches (quarantine.Count).

@@ -1,7 +1,8 @@
 // Package tui is idemctl's on-call console (`idemctl tui`): the quarantine
 // queue with its evidence and decisions, the recovery protocol run step by
 // step, the purge horizon with four-eyes approval, the audit log, and the
-// reconcile of the inbox with a settlement report.
+// reconcile of the inbox with a settlement report, and the four-eyes plans
+// (accept-as-new, record) with what each will run, to approve.
 //
 // It is a thin face over the same domain services as the CLI (quarantine,
 // audit, recover, horizon, reconcile), injected as interfaces: a root Model owns the
@@ -77,9 +78,10 @@ const (
 	TabHorizon
 	TabAudit
 	TabReconcile
+	TabApprovals
 )
 
-var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit", "Reconcile"}
+var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit", "Reconcile", "Approvals"}
 
 // view is one screen. Views mutate in place; update returns the commands
 // that do their I/O.
@@ -122,6 +124,7 @@ type Model struct {
 	horizon   *horizonView
 	audit     *auditView
 	reconcile *reconcileView
+	approvals *approvalsView
 }
 
 // New builds the console. It does no I/O until the program runs it.
@@ -159,7 +162,8 @@ func New(o Options) *Model {
 	m.horizon = newHorizonView(c, o.Services.Horizon)
 	m.audit = newAuditView(c, o.Services.Audit)
 	m.reconcile = newReconcileView(c, o.Services.Reconcile)
-	m.views = [len(tabNames)]view{m.queue, m.resolve, m.horizon, m.audit, m.reconcile}
+	m.approvals = newApprovalsView(c, o.Services.Approvals)
+	m.views = [len(tabNames)]view{m.queue, m.resolve, m.horizon, m.audit, m.reconcile, m.approvals}
 	return m
 }
 

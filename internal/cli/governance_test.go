@@ -53,9 +53,9 @@ func TestRecordByHandCommands(t *testing.T) {
 	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	id := m[1]
-	code, _, _ = runQ(t, dsn, "record", "approve", id, "--operator", "alice")
+	code, _, _ = runQ(t, dsn, "record", "approve", id, "--yes", "--operator", "alice")
 	assert.Equal(t, ExitInvalid, code, "four eyes")
-	code, _, errOut = run(t, bob, "", "record", "approve", id, "--operator", "bob")
+	code, _, errOut = run(t, bob, "", "record", "approve", id, "--yes", "--operator", "bob")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)

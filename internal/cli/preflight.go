@@ -104,6 +104,8 @@ var policies = map[string]commandPolicy{
 	"change abort":   {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 
 	"record plan":    {need: needWrite, codes: []int{ExitInvalid}},
+	"record list":    {need: needSchema},
+	"record show":    {need: needSchema, codes: []int{ExitNotFound}},
 	"record approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 	"record run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 }

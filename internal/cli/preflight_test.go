@@ -198,7 +198,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"change approve":           {"change", "approve", "1"},
 		"change abort":             {"change", "abort", "1", "--reason", "x"},
 		"record plan":              {"record", "plan", "--file", filepath.Join(dir, "none.ndjson"), "--reason", "x"},
-		"record approve":           {"record", "approve", "1"},
+		"record approve":           {"record", "approve", "1", "--yes"},
 		"record run":               {"record", "run", "1"},
 		"horizon plan":             {"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C"},
 		"horizon approve":          {"horizon", "approve", "1", "--yes"},

@@ -331,13 +331,20 @@ func acceptMoneyPlanRun(ctx context.Context, opts *QuarantineAcceptOptions, pool
 	if err != nil {
 		return bulkPlanErr(err)
 	}
+	review, err := quarantine.Review(ctx, pool, p)
+	if err != nil {
+		return err
+	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, p)
+		return printJSONLine(opts.IO.Out, review)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Record %d is of a money class: running it again needs a second person.\n"+
 		"Planned as accept-as-new plan %d, nothing ran. Another person approves it: idemctl quarantine bulk approve %d\n"+
-		"then it runs: idemctl quarantine bulk run %d\n", opts.ID, p.ID, p.ID, p.ID)
-	return err
+		"then it runs: idemctl quarantine bulk run %d\n\n", opts.ID, p.ID, p.ID, p.ID)
+	if err != nil {
+		return err
+	}
+	return printAcceptReview(opts.IO.Out, review, -1)
 }
 
 // QuarantineExportOptions are the flags of `idemctl quarantine export`.

@@ -118,8 +118,16 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 	if err != nil {
 		return bulkPlanErr(err)
 	}
+	review, err := quarantine.Review(ctx, pool, plan)
+	if err != nil {
+		return err
+	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, plan)
+		return printJSONLine(opts.IO.Out, review)
+	}
+	fmt.Fprintf(opts.IO.Out, "It will apply: %s\n", willApply(review))
+	for _, p := range review.MoneyProblems {
+		fmt.Fprintf(opts.IO.Out, "  %s\n", p)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Planned bulk accept-as-new %d: %d record(s), rule %s, by %s. Nothing runs until another person approves:\n"+
 		"  idemctl quarantine bulk approve %d\nthen: idemctl quarantine bulk run %d\n",
@@ -242,14 +250,15 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	switch opts.Action {
 	case "approve":
 		if !opts.Yes {
-			shown, err := quarantine.ShowAccept(ctx, pool, opts.ID)
+			shown, err := quarantine.ReviewAccept(ctx, pool, opts.ID)
 			if err != nil {
 				return bulkPlanErr(err)
 			}
-			if err := printBulkPlan(opts.IO.ErrOut, shown); err != nil {
+			if err := printAcceptReview(opts.IO.ErrOut, shown, promptRecords); err != nil {
 				return err
 			}
-			if !confirmAction(opts.IO, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)?", shown.ID, len(shown.IDs), shown.Rule)) {
+			if !confirmAction(opts.IO, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)%s?",
+				shown.ID, len(shown.IDs), shown.Rule, applyingClause(shown))) {
 				fmt.Fprintln(opts.IO.ErrOut, "nothing done")
 				return silentExit{ExitFailure}
 			}
@@ -265,10 +274,18 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	if err != nil {
 		return bulkPlanErr(err)
 	}
-	if opts.JSON {
-		return printJSONLine(opts.IO.Out, plan)
+	review, err := quarantine.Review(ctx, pool, plan)
+	if err != nil {
+		return err
 	}
-	return printBulkPlan(opts.IO.Out, plan)
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, review)
+	}
+	records := 0 // approve and abort: the plan and its totals; show: every record
+	if opts.Action == "show" {
+		records = -1
+	}
+	return printAcceptReview(opts.IO.Out, review, records)
 }
 
 // bulkActionHelp is what each bulk subcommand's help adds.
@@ -277,20 +294,91 @@ var bulkActionHelp = map[string]string{
 	"run":     "On a terminal it asks first; --yes skips the question and is required\nwithout one.\n\n",
 }
 
-// printBulkPlan prints a bulk accept-as-new plan as a table.
-func printBulkPlan(w io.Writer, plan quarantine.AcceptPlan) error {
+// promptRecords is how many records an approval prompt lists before it
+// says how many more there are and where to see them all.
+const promptRecords = 200
+
+// printAcceptReview prints an accept-as-new plan as a table: its state,
+// rule, persons, and what its run applies (the totals per currency of its
+// money records, and the records whose amount cannot be read); then, for
+// records > 0 the first records records (-1: all), each with what it runs
+// under and its changed fields.
+func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) error {
+	plan := r.AcceptPlan
 	rows := [][]string{
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
-		{"planned", fmt.Sprintf("by %s (person %s) at %s", plan.PlannedBy, plan.PlannedPerson, formatStamp(plan.PlannedAt))},
-		{"approved", orDash(plan.ApprovedPerson)},
+		{"planned", fmt.Sprintf("by %s (label %s) at %s", personLogin(plan.PlannedPerson, plan.PlannedDBUser), plan.PlannedBy,
+			formatStamp(plan.PlannedAt))},
+		{"approved", personLogin(plan.ApprovedPerson, plan.ApprovedDBUser)},
 		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
 	}
 	if plan.AbortReason != "" {
 		rows = append(rows, []string{"aborted", plan.AbortReason})
 	}
-	return printTable(w, []string{"field", "value"}, rows)
+	rows = append(rows, []string{"will apply", willApply(r)})
+	for _, p := range r.MoneyProblems {
+		rows = append(rows, []string{"not in totals", p.String()})
+	}
+	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	if records == 0 || len(r.Records) == 0 {
+		return nil
+	}
+	shown := r.Records
+	if records > 0 && len(shown) > records {
+		shown = shown[:records]
+	}
+	fmt.Fprintf(w, "\nWhat each record runs (%d of %d; pointer: stored -> incoming):\n", len(shown), len(r.Records))
+	table := make([][]string, 0, len(shown))
+	for _, it := range shown {
+		table = append(table, []string{strconv.FormatInt(it.ID, 10), it.Tenant, it.OperationID, it.NewOperationID, it.Summary(60)})
+	}
+	if err := printTable(w, []string{"record", "tenant", "operation", "runs as", "changed"}, table); err != nil {
+		return err
+	}
+	if len(shown) < len(r.Records) {
+		_, err := fmt.Fprintf(w, "and %d more: idemctl quarantine bulk show %d lists them all (-o json too)\n", len(r.Records)-len(shown), plan.ID)
+		return err
+	}
+	return nil
+}
+
+// willApply says what the run applies: the money totals per currency of
+// the open records ("EUR 1,234.50 over 12 records"), or that none moves
+// money.
+func willApply(r quarantine.AcceptReview) string {
+	parts := make([]string, 0, len(r.Totals)+1)
+	for _, t := range r.Totals {
+		parts = append(parts, t.String())
+	}
+	money := 0
+	for _, it := range r.Records {
+		if it.Money && it.Status == quarantine.StatusOpen {
+			money++
+		}
+	}
+	switch {
+	case money == 0:
+		return fmt.Sprintf("%d open record(s), none of a money class", r.Open)
+	case len(r.MoneyProblems) > 0:
+		parts = append(parts, fmt.Sprintf("%d money record(s) not in the totals (below)", len(r.MoneyProblems)))
+	}
+	if money < r.Open {
+		parts = append(parts, fmt.Sprintf("and %d record(s) of classes that move no money", r.Open-money))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// applyingClause is the approval question's money part: ", applying EUR
+// 1,234.50 over 12 records", or nothing when no record moves money.
+func applyingClause(r quarantine.AcceptReview) string {
+	if len(r.Totals) == 0 && len(r.MoneyProblems) == 0 {
+		return ""
+	}
+	return ", applying " + willApply(r)
 }
 
 func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
@@ -298,12 +386,13 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 	if err != nil {
 		return err
 	}
-	plan, err := quarantine.ShowAccept(ctx, pool, opts.ID)
+	review, err := quarantine.ReviewAccept(ctx, pool, opts.ID)
 	if err != nil {
 		return bulkPlanErr(err)
 	}
-	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s), approved by %s?",
-		len(plan.IDs), plan.ID, plan.Rule, orDash(plan.ApprovedPerson))) {
+	plan := review.AcceptPlan
+	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
+		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), orDash(plan.ApprovedPerson))) {
 		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
 		return silentExit{ExitFailure}
 	}

@@ -3,10 +3,13 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,12 +17,12 @@ import (
 	"github.com/idemctl/idemctl/idem"
 )
 
-// NewCmdRecord builds `idemctl record` (plan, approve, run): outcomes known
+// NewCmdRecord builds `idemctl record` (plan, list, show, approve, run): outcomes known
 // from outside, recorded by hand through a four-eyes entry plan.
 func NewCmdRecord(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "record <command>",
-		Short: "Record outcomes known from outside, by hand, with a second person (plan, approve, run)",
+		Short: "Record outcomes known from outside, by hand, with a second person (plan, list, show, approve, run)",
 		Long: `Record an outcome that happened outside (a charge the provider made that the
 service never recorded): each identity enters the inbox with its payload and a
 response in the service's own shape, marked as recorded by hand, and its effect
@@ -32,13 +35,21 @@ and a sample. A money class needs --contract; a class with a SQL effect needs
 --correction too (its ledger rows are not written by recording: say who writes
 them). At run time an identity that appeared meanwhile is left alone and
 reported, and one with a pending claim or an open quarantine record is
-refused. idemctl inspect (and --history) shows where an identity came from.`,
+refused. idemctl inspect (and --history) shows where an identity came from.
+
+list and show (and the approval's question) show each plan's identities with
+their evidence and, for money classes, the totals per currency it records
+(EUR 1,234.50 over 12 records), read from the payloads by the class's money
+declaration; an item whose amount cannot be read is named.`,
 		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
       --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"
+  idemctl record list
+  idemctl record show 3
   idemctl record approve 3     # another person
   idemctl record run 3`,
 	}
-	cmd.AddCommand(newCmdRecordPlan(f), newCmdRecordStep(f, "approve"), newCmdRecordStep(f, "run"))
+	cmd.AddCommand(newCmdRecordPlan(f), newCmdRecordList(f), newCmdRecordShow(f), newCmdRecordStep(f, "approve"),
+		newCmdRecordStep(f, "run"))
 	return cmd
 }
 
@@ -108,7 +119,7 @@ func newCmdRecordPlan(f *Factory) *cobra.Command {
 			if err != nil {
 				return governanceErr(err)
 			}
-			if err := showEntry(f, p); err != nil {
+			if err := showEntry(cmd.Context(), f, pool, p); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl record approve %d\n", p.ID)
@@ -127,12 +138,131 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 		"approve": "Approve a record plan another person made (four eyes)",
 		"run":     "Enter an approved record plan's identities, without running their effects",
 	}[step]
-	return &cobra.Command{
+	long := short + "."
+	if step == "approve" {
+		long += "\n\nOn a terminal it shows the plan (its identities, evidence and money totals)\nand asks first; --yes skips the question and is required without one."
+	}
+	var yes bool
+	cmd := &cobra.Command{
 		Use:     step + " ID",
 		Short:   short,
-		Long:    short + ".",
+		Long:    long,
 		Example: "  idemctl record " + step + " 3",
 		Args:    maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args, "a record plan")
+			if err != nil {
+				return err
+			}
+			if step == "approve" {
+				if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
+					return err
+				}
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			do := governance.ApproveEntry
+			if step == "run" {
+				do = governance.RunEntry
+			} else if !yes {
+				if err := confirmEntry(cmd.Context(), f, pool, id); err != nil {
+					return err
+				}
+			}
+			p, err := do(cmd.Context(), pool, id, f.Operator())
+			if err != nil {
+				return governanceErr(err)
+			}
+			return showEntry(cmd.Context(), f, pool, p)
+		},
+	}
+	if step == "approve" {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	}
+	return cmd
+}
+
+// confirmEntry shows an entry plan on the terminal and asks whether to
+// approve it; no ends the command with exit 1, nothing done.
+func confirmEntry(ctx context.Context, f *Factory, db governance.DBTX, id int64) error {
+	r, err := governance.ShowEntry(ctx, db, id)
+	if err != nil {
+		return governanceErr(err)
+	}
+	if err := printEntryReview(f.IO.ErrOut, r, promptRecords); err != nil {
+		return err
+	}
+	money := ""
+	if len(r.Totals) > 0 || len(r.MoneyProblems) > 0 {
+		money = ", recording " + entryTotals(r)
+	}
+	if !confirmAction(f.IO, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money)) {
+		fmt.Fprintln(f.IO.ErrOut, "nothing done")
+		return silentExit{ExitFailure}
+	}
+	return nil
+}
+
+func newCmdRecordList(f *Factory) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list [--limit N]",
+		Short: "List record (and import) plans, newest first, with their money totals",
+		Long: `List the plans of identities that enter without their effect (recorded by
+hand, imported), newest first: state, the persons, the items and, for money
+classes, the totals per currency each records.`,
+		Example: `  idemctl record list
+  idemctl record list --limit 5 -o json`,
+		Args: maxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > 1000 {
+				return usageErr("--limit must be between 1 and 1000")
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rs, err := governance.ListEntries(cmd.Context(), pool, limit)
+			if err != nil {
+				return governanceErr(err)
+			}
+			if f.JSON() {
+				for _, r := range rs {
+					if err := printJSONLine(f.IO.Out, r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(rs) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "no record plans")
+				return nil
+			}
+			rows := make([][]string, 0, len(rs))
+			for _, r := range rs {
+				rows = append(rows, []string{strconv.FormatInt(r.ID, 10), r.Kind, r.State, strconv.Itoa(r.Items),
+					personLogin(r.PlannedPerson, r.PlannedDBUser), personLogin(deref(r.ApprovedPerson), deref(r.ApprovedDBUser)),
+					entryTotals(r), r.Reason})
+			}
+			return printTable(f.IO.Out, []string{"plan", "kind", "state", "items", "planned by", "approved by", "totals", "reason"}, rows)
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "the newest plans listed (1-1000)")
+	return cmd
+}
+
+func newCmdRecordShow(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a record plan: its identities, evidence and money totals",
+		Long: `Show a plan of identities that enter without their effect: who planned and
+approved it, each identity with its class, evidence and amount, and for
+money classes the totals per currency it records.`,
+		Example: `  idemctl record show 3
+  idemctl record show 3 -o json`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args, "a record plan")
 			if err != nil {
@@ -142,39 +272,104 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			do := governance.ApproveEntry
-			if step == "run" {
-				do = governance.RunEntry
-			}
-			p, err := do(cmd.Context(), pool, id, f.Operator())
+			r, err := governance.ShowEntry(cmd.Context(), pool, id)
 			if err != nil {
 				return governanceErr(err)
 			}
-			return showEntry(f, p)
+			if f.JSON() {
+				return printJSONLine(f.IO.Out, r)
+			}
+			return printEntryReview(f.IO.Out, r, -1)
 		},
 	}
 }
 
-func showEntry(f *Factory, p governance.EntryPlan) error {
-	if f.JSON() {
-		return printJSONLine(f.IO.Out, p)
+// showEntry prints an entry plan with its money totals.
+func showEntry(ctx context.Context, f *Factory, db governance.DBTX, p governance.EntryPlan) error {
+	r, err := governance.ReviewEntry(ctx, db, p)
+	if err != nil {
+		return governanceErr(err)
 	}
+	if f.JSON() {
+		return printJSONLine(f.IO.Out, r)
+	}
+	return printEntryReview(f.IO.Out, r, 0)
+}
+
+// entryTotals says what a plan records in money: "EUR 9.00 over 1
+// record; ...", "-" when no item is of a money class.
+func entryTotals(r governance.EntryReview) string {
+	parts := make([]string, 0, len(r.Totals)+1)
+	for _, t := range r.Totals {
+		parts = append(parts, t.String())
+	}
+	if n := len(r.MoneyProblems); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d item(s) of a money class not in the totals", n))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printEntryReview prints an entry plan as a table with its money totals;
+// then, for items > 0, its first items identities (-1: all), each with its
+// class, amount, evidence and outcome.
+func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	approved := "-"
-	if p.ApprovedPerson != nil {
-		approved = personLogin(*p.ApprovedPerson, deref(p.ApprovedDBUser))
+	if r.ApprovedPerson != nil {
+		approved = personLogin(*r.ApprovedPerson, deref(r.ApprovedDBUser))
 	}
 	rows := [][]string{
-		{"plan", strconv.FormatInt(p.ID, 10)},
-		{"kind", p.Kind},
-		{"state", p.State},
-		{"source", p.Source},
-		{"digest", p.SourceDigest},
-		{"counts", string(p.Counts)},
-		{"sample", string(p.Sample)},
-		{"reason", p.Reason},
-		{"planned by", personLogin(p.PlannedPerson, p.PlannedDBUser)},
+		{"plan", strconv.FormatInt(r.ID, 10)},
+		{"kind", r.Kind},
+		{"state", r.State},
+		{"source", r.Source},
+		{"digest", r.SourceDigest},
+		{"counts", string(r.Counts)},
+		{"reason", r.Reason},
+		{"contract", derefOr(r.Contract)},
+		{"correction", derefOr(r.Correction)},
+		{"planned by", personLogin(r.PlannedPerson, r.PlannedDBUser)},
 		{"approved by", approved},
-		{"entered", fmt.Sprintf("%d (%d left alone or refused)", p.Entered, p.LeftAlone)},
+		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
+		{"money", entryTotals(r)},
 	}
-	return printTable(f.IO.Out, []string{"field", "value"}, rows)
+	if items == 0 {
+		rows = append(rows, []string{"sample", string(r.Sample)})
+	}
+	for _, p := range r.MoneyProblems {
+		rows = append(rows, []string{"not in totals", p.String()})
+	}
+	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	if items == 0 || len(r.Entries) == 0 {
+		return nil
+	}
+	shown := r.Entries
+	if items > 0 && len(shown) > items {
+		shown = shown[:items]
+	}
+	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
+	table := make([][]string, 0, len(shown))
+	for _, e := range shown {
+		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, orDash(e.Amount),
+			e.Evidence, orDash(e.Outcome)})
+	}
+	if err := printTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
+		return err
+	}
+	if len(shown) < len(r.Entries) {
+		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", len(r.Entries)-len(shown), r.ID)
+		return err
+	}
+	return nil
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
 }

@@ -50,7 +50,7 @@ var columnRoles = map[string]columnRole{
 	"source": ident, "class": ident, "plan": ident, "record": ident, "person": ident, "login": ident,
 	"version": ident, "name": ident, "check": ident, "design": ident, "line": ident, "field": ident,
 	"step": ident, "path": ident, "target": ident, "actor": ident, "planned by": ident, "approved by": ident,
-	"by": ident, "currency": ident, "operation id": ident, "payload hash": ident,
+	"by": ident, "currency": ident, "runs as": ident, "item": ident, "amount": ident, "operation id": ident, "payload hash": ident,
 	// field names of field/value tables whose value is typed or compared
 	"hash": ident, "stored hash": ident, "incoming hash": ident,
 	"stored_hash": ident, "incoming_hash": ident,
@@ -60,7 +60,7 @@ var columnRoles = map[string]columnRole{
 	// explaining columns: they wrap
 	"detail": explain, "details": explain, "meaning": explain, "reason": explain, "value": explain,
 	"description": explain, "contract / abort": explain, "incoming": explain, "stored": explain,
-	"what to do": explain, "changed": explain, "response": explain, "where": explain,
+	"what to do": explain, "changed": explain, "totals": explain, "evidence": explain, "response": explain, "where": explain,
 	// absolute times
 	"at": {drop: dropTime}, "first seen": {drop: dropTime}, "last seen": {drop: dropTime},
 	"applied at": {drop: dropTime}, "added": {drop: dropTime}, "since": {drop: dropTime},
@@ -73,7 +73,7 @@ var columnRoles = map[string]columnRole{
 	"candidates": {drop: dropCount}, "pinned": {drop: dropCount}, "purged": {drop: dropCount},
 	"ops 1h": {drop: dropCount}, "ops 1d": {drop: dropCount}, "bodies": {drop: dropCount},
 	"pins": {drop: dropCount}, "postings": {drop: dropCount}, "operations": {drop: dropCount},
-	"trials": {drop: dropCount}, "inbox amount": {drop: dropCount}, "report amount": {drop: dropCount},
+	"trials": {drop: dropCount}, "items": {drop: dropCount}, "inbox amount": {drop: dropCount}, "report amount": {drop: dropCount},
 	// other detail
 	"db user": {drop: dropDetail},
 	// the lab's anomaly counts

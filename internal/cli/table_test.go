@@ -110,7 +110,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 		out := mustRun(dsn, "record", "plan", "--file", entries, "--reason", tableCJKText, "--correction", "LC-12", "-o", "json")
 		return fmt.Sprint(jsonLines(t, out)[0]["id"])
 	}
-	recordPlan()
+	rplan := recordPlan()
 
 	// Two operations that differ only in their operation id: suspects.
 	for _, op := range []string{tableLongOp + "-s1", tableLongOp + "-s2"} {
@@ -122,12 +122,14 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 		"suspects":                 {{args: []string{"suspects", "--since", "1h"}, whole: []string{tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"change list":              {{args: []string{"change", "list"}, whole: []string{tableSource + "-old"}}},
 		"record plan":              {{args: []string{"record", "plan", "--file", entries, "--reason", "x", "--correction", "LC-12"}, whole: []string{entries}}},
+		"record list":              {{args: []string{"record", "list"}, whole: []string{rplan}}},
+		"record show":              {{args: []string{"record", "show", rplan}, whole: []string{rplan, tableLongOp + "-rec", tableTenant}}},
 		"quarantine list":          {{args: []string{"quarantine", "list", "--status", "all"}, whole: []string{tableLongOp, tableTenant}}},
 		"quarantine show":          {{args: []string{"quarantine", "show", fmt.Sprint(q1)}, whole: []string{tableLongOp, tableTenant}}},
 		"quarantine groups":        {{args: []string{"quarantine", "groups"}, whole: []string{group}}},
 		"quarantine accept-as-new": {{args: []string{"quarantine", "accept-as-new", "--group", group, "--rule", "{operation_id}-rev3", "--max", "5", "--reason", "x", "--dry-run"}, whole: []string{tableLongOp}}},
-		"quarantine bulk show":     {{args: []string{"quarantine", "bulk", "show", bulk}, whole: []string{bulk, fmt.Sprint(q1)}}},
-		"quarantine bulk approve":  {{args: []string{"quarantine", "bulk", "approve", bulk}, as: "bob", stdin: "n\n", whole: []string{fmt.Sprint(q1)}}},
+		"quarantine bulk show":     {{args: []string{"quarantine", "bulk", "show", bulk}, whole: []string{bulk, fmt.Sprint(q1), tableLongOp + "-rev2"}}},
+		"quarantine bulk approve":  {{args: []string{"quarantine", "bulk", "approve", bulk}, as: "bob", stdin: "n\n", whole: []string{fmt.Sprint(q1), tableLongOp + "-rev2"}}},
 		"audit list":               {{args: []string{"audit", "list"}, whole: []string{"quarantine.reject"}}},
 		"inspect": {
 			{args: []string{"inspect", "--tenant", tableTenant, "--op", tableLongOp}, whole: []string{tableLongOp, tableTenant}},

@@ -33,7 +33,7 @@ func NewCmdTUI(f *Factory, runF func(*TUIOptions) error) *cobra.Command {
 	opts := &TUIOptions{IO: f.IO, f: f}
 	cmd := &cobra.Command{
 		Use:   "tui",
-		Short: "On-call console: quarantine queue, step-by-step resolve, purge approval, audit log, reconcile",
+		Short: "On-call console: quarantine queue, step-by-step resolve, purge approval, audit log, reconcile, approvals",
 		Long: `The console an on-call engineer uses by hand, over the same services as the
 other commands:
 
@@ -52,8 +52,11 @@ other commands:
              by idemctl reconcile --save-mapping); enter runs one against its
              report: the counts and amounts per status, the discrepancies;
              enter opens one, p pins it as a pending manual correction.
+  6 Approvals  accept-as-new and record plans with the money totals per
+             currency each applies; enter shows each record's changed fields
+             (or its evidence); a approves (four eyes: not the planner).
 
-Keys: tab or 1-5 switch views, ? full help, esc back, q or ctrl+c quit.
+Keys: tab or 1-6 switch views, ? full help, esc back, q or ctrl+c quit.
 Every decision is recorded with the operator (--operator, IDEMCTL_OPERATOR,
 else the OS user). NO_COLOR (or --no-color) turns colour off. It needs a
 terminal of at least 60x16.`,

@@ -13,7 +13,7 @@ import (
 type Global struct {
 	Next  key.Binding
 	Prev  key.Binding
-	Views [5]key.Binding
+	Views [6]key.Binding
 	Help  key.Binding
 	Back  key.Binding
 	Quit  key.Binding
@@ -109,6 +109,14 @@ type Reconcile struct {
 	Refresh key.Binding
 }
 
+// Approvals is the approvals view: four-eyes plans and what they run.
+type Approvals struct {
+	List
+	Open    key.Binding
+	Approve key.Binding
+	Refresh key.Binding
+}
+
 // KeyMap is every binding of the TUI.
 type KeyMap struct {
 	Global    Global
@@ -119,6 +127,7 @@ type KeyMap struct {
 	Horizon   Horizon
 	Audit     Audit
 	Reconcile Reconcile
+	Approvals Approvals
 }
 
 func b(keys []string, helpKey, desc string) key.Binding {
@@ -142,12 +151,13 @@ func Default() KeyMap {
 		Global: Global{
 			Next: b([]string{"tab"}, "tab", "views"),
 			Prev: b([]string{"shift+tab"}, "shift+tab", "previous view"),
-			Views: [5]key.Binding{
+			Views: [6]key.Binding{
 				b([]string{"1"}, "1", "queue"),
 				b([]string{"2"}, "2", "resolve"),
 				b([]string{"3"}, "3", "horizon"),
 				b([]string{"4"}, "4", "audit"),
 				b([]string{"5"}, "5", "reconcile"),
+				b([]string{"6"}, "6", "approvals"),
 			},
 			Help:      b([]string{"?"}, "?", "help"),
 			Back:      b([]string{"esc"}, "esc", "back"),
@@ -205,6 +215,12 @@ func Default() KeyMap {
 			Open:    b([]string{"enter"}, "enter", "open"),
 			Pin:     b([]string{"p"}, "p", "pin"),
 			Refresh: b([]string{"r"}, "r", "reload"),
+		},
+		Approvals: Approvals{
+			List:    list(),
+			Open:    b([]string{"enter"}, "enter", "open"),
+			Approve: b([]string{"a"}, "a", "approve"),
+			Refresh: b([]string{"r"}, "r", "refresh"),
 		},
 	}
 }

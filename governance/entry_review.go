@@ -1,0 +1,119 @@
+package governance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EntryLine is one identity of an entry plan as its approver sees it: the
+// class, the evidence, the amount for a money class, and the run's outcome.
+type EntryLine struct {
+	Seq         int    `json:"seq"`
+	TenantID    string `json:"tenant_id"`
+	OperationID string `json:"operation_id"`
+	Class       string `json:"class"`
+	Evidence    string `json:"evidence"`
+	// Outcome is empty before the run; then entered, exists or refused.
+	Outcome string `json:"outcome,omitempty"`
+	// Money: the class moves money; Amount is then "EUR 9.00", or empty
+	// when the payload's amount cannot be read (named in the review's
+	// MoneyProblems).
+	Money  bool   `json:"money"`
+	Amount string `json:"amount,omitempty"`
+}
+
+// EntryReview is an entry plan with its identities and, for money classes,
+// the totals per currency of what it records (the identities not left
+// alone or refused by a run).
+type EntryReview struct {
+	EntryPlan
+	Entries       []EntryLine    `json:"entries"`
+	Totals        []Total        `json:"totals"`
+	MoneyProblems []MoneyProblem `json:"money_problems"`
+}
+
+// ListEntries returns the newest entry plans, at most limit.
+func ListEntries(ctx context.Context, db DBTX, limit int) ([]EntryReview, error) {
+	rows, err := db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p ORDER BY id DESC LIMIT $1", limit)
+	if err != nil {
+		return nil, fmt.Errorf("list entry plans: %w", err)
+	}
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, fmt.Errorf("list entry plans: %w", err)
+	}
+	out := make([]EntryReview, 0, len(raws))
+	for _, raw := range raws {
+		p, err := decodeEntry(raw)
+		if err != nil {
+			return nil, err
+		}
+		r, err := ReviewEntry(ctx, db, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ShowEntry loads an entry plan with its identities and money totals.
+func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
+	var raw []byte
+	err := db.QueryRow(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE id = $1", id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EntryReview{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", ErrNotFound, id)
+	}
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load entry plan %d: %w", id, err)
+	}
+	p, err := decodeEntry(raw)
+	if err != nil {
+		return EntryReview{}, err
+	}
+	return ReviewEntry(ctx, db, p)
+}
+
+// ReviewEntry adds an entry plan's identities and money totals to it.
+func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error) {
+	r := EntryReview{EntryPlan: p, Entries: []EntryLine{}, Totals: []Total{}, MoneyProblems: []MoneyProblem{}}
+	rows, err := db.Query(ctx, `SELECT i.seq, i.tenant_id, i.operation_id, i.op_class, i.evidence, coalesce(i.outcome, ''),
+			i.payload, c.money
+		FROM idem.entry_item i LEFT JOIN idem.op_class c ON c.name = i.op_class
+		WHERE i.plan_id = $1 ORDER BY i.seq`, p.ID)
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load entry plan %d's items: %w", p.ID, err)
+	}
+	var totals Totals
+	var l EntryLine
+	var payload string
+	var money *Money
+	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &payload, &money},
+		func() error {
+			line := l
+			line.Money = money != nil
+			if money != nil {
+				if amount, cur, err := money.Read([]byte(payload)); err == nil {
+					line.Amount = cur + " " + groupThousands(formatMajor(amount, cur))
+				}
+			}
+			if line.Outcome == "" || line.Outcome == "entered" {
+				totals.Add("item "+strconv.Itoa(l.Seq)+" ("+l.TenantID+"/"+l.OperationID+")", money, []byte(payload))
+			}
+			r.Entries = append(r.Entries, line)
+			money = nil
+			return nil
+		})
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load entry plan %d's items: %w", p.ID, err)
+	}
+	r.Totals = totals.List()
+	if totals.Problems != nil {
+		r.MoneyProblems = totals.Problems
+	}
+	return r, nil
+}

@@ -1,0 +1,418 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/idemctl/idemctl/tui/keys"
+)
+
+// ApprovalService is what the approvals view needs: the four-eyes plans that
+// let something run or enter (accept-as-new plans, record and import plans),
+// each with what it will run, and the approval. An adapter over packages
+// quarantine and governance implements it (ApprovalsDB).
+type ApprovalService interface {
+	// Plans lists the plans, newest first, each with its review.
+	Plans(ctx context.Context) ([]ApprovalPlan, error)
+	// Approve is the second person's approval of plan id of kind. It
+	// returns an error wrapping ErrSamePerson when the operator's person
+	// planned it.
+	Approve(ctx context.Context, kind PlanKind, id int64, operator string) error
+}
+
+// ErrSamePerson is the four-eyes refusal of an approval: the person who
+// planned a plan cannot approve it, whatever the login.
+var ErrSamePerson = errors.New("four eyes: another person must approve")
+
+// PlanKind says what a plan lets happen.
+type PlanKind string
+
+// Plan kinds of the approvals view.
+const (
+	// KindAccept: accept-as-new (bulk, or the single one of a money class):
+	// the incoming payloads run as new operations.
+	KindAccept PlanKind = "accept-as-new"
+	// KindRecord: outcomes known from outside enter without their effect.
+	KindRecord PlanKind = "record"
+	// KindImport: an existing store's identities enter without their effect.
+	KindImport PlanKind = "import"
+)
+
+// ApprovalPlan is one plan as its approver sees it.
+type ApprovalPlan struct {
+	Kind  PlanKind
+	ID    int64
+	State string
+	// Planned and Approved are the persons (with the login or label).
+	Planned, Approved string
+	Reason            string
+	// What says in a few words what it does ("rule {operation_id}-rev2",
+	// "from charges.ndjson").
+	What string
+	// Totals are the money totals per currency of what it runs or records
+	// ("EUR 1,234.50 over 12 records"); Problems the items of a money class
+	// left out of them, named.
+	Totals   []string
+	Problems []string
+	Items    []ApprovalItem
+}
+
+// ApprovalItem is one record or identity of a plan.
+type ApprovalItem struct {
+	// Ref is the record id ("#12") or the item number ("item 3").
+	Ref string
+	// Identity is tenant/operation; Target what it runs as or its class.
+	Identity, Target string
+	// Lines say what runs: each changed field ("/amount: 500 -> 650"), that
+	// the stored body was purged, or the evidence and the amount.
+	Lines []string
+}
+
+// planned reports whether the plan waits for its approval.
+func (p ApprovalPlan) planned() bool { return p.State == "planned" }
+
+// Messages of the approvals view.
+type (
+	approvalsLoadedMsg struct {
+		seq   int
+		plans []ApprovalPlan
+		err   error
+	}
+	planApprovedMsg struct {
+		kind PlanKind
+		id   int64
+		err  error
+	}
+)
+
+type approvalsView struct {
+	c   *Context
+	svc ApprovalService
+
+	plans   []ApprovalPlan
+	loaded  bool
+	loading bool
+	seq     int
+	nav     listNav
+	ban     banner
+	loadBan banner
+
+	// open shows the selected plan whole; scroll is its first line.
+	open    bool
+	scroll  int
+	confirm bool
+	busy    bool
+}
+
+func newApprovalsView(c *Context, svc ApprovalService) *approvalsView {
+	return &approvalsView{c: c, svc: svc}
+}
+
+func (v *approvalsView) activate() tea.Cmd {
+	if v.svc == nil {
+		v.ban = warningBanner("the approvals service is not wired into this build")
+		return nil
+	}
+	return v.load()
+}
+
+func (v *approvalsView) load() tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	v.seq++
+	v.loading = true
+	seq, svc := v.seq, v.svc
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		plans, err := svc.Plans(ctx)
+		if err != nil {
+			return approvalsLoadedMsg{seq: seq, err: fmt.Errorf("load the plans: %w", err)}
+		}
+		return approvalsLoadedMsg{seq: seq, plans: plans}
+	}
+}
+
+func (v *approvalsView) typing() bool   { return false }
+func (v *approvalsView) status() banner { return v.ban }
+
+func (v *approvalsView) back() (bool, tea.Cmd) {
+	switch {
+	case v.confirm:
+		v.confirm = false
+		v.ban = infoBanner("cancelled: nothing changed")
+		return true, nil
+	case v.open:
+		v.open, v.scroll = false, 0
+		return true, nil
+	}
+	return false, nil
+}
+
+func (v *approvalsView) listRows() int { return max(1, v.c.bodyHeight()-4) }
+
+func (v *approvalsView) selected() *ApprovalPlan {
+	if v.nav.cursor < len(v.plans) {
+		return &v.plans[v.nav.cursor]
+	}
+	return nil
+}
+
+func (v *approvalsView) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case approvalsLoadedMsg:
+		if msg.seq != v.seq {
+			return nil
+		}
+		v.loading = false
+		if msg.err != nil {
+			v.ban = errorBanner(msg.err)
+			v.loadBan = v.ban
+			return nil
+		}
+		if v.ban == v.loadBan {
+			v.ban = banner{}
+		}
+		v.loadBan = banner{}
+		var kind PlanKind
+		var id int64
+		if p := v.selected(); p != nil {
+			kind, id = p.Kind, p.ID
+		}
+		v.plans, v.loaded = msg.plans, true
+		for i, p := range v.plans {
+			if p.Kind == kind && p.ID == id {
+				v.nav.cursor = i
+			}
+		}
+		v.nav.clamp(len(v.plans), v.listRows())
+	case planApprovedMsg:
+		v.busy = false
+		switch {
+		case errors.Is(msg.err, ErrSamePerson):
+			v.ban = banner{bannerError, fmt.Sprintf("refused: you planned %s plan #%d; another person must approve it", msg.kind, msg.id)}
+		case msg.err != nil:
+			v.ban = errorBanner(fmt.Errorf("approve %s plan #%d: %w", msg.kind, msg.id, msg.err))
+		default:
+			v.ban = successBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Operator)
+		}
+		return v.load()
+	case tea.KeyMsg:
+		return v.key(msg)
+	}
+	return nil
+}
+
+func (v *approvalsView) key(msg tea.KeyMsg) tea.Cmd {
+	if v.svc == nil {
+		return nil
+	}
+	k := v.c.Keys.Approvals
+	if v.confirm {
+		switch {
+		case key.Matches(msg, v.c.Keys.Confirm.Yes):
+			v.confirm = false
+			return v.approve()
+		case key.Matches(msg, v.c.Keys.Confirm.No):
+			v.confirm = false
+			v.ban = infoBanner("cancelled: nothing changed")
+		}
+		return nil
+	}
+	if v.open {
+		switch {
+		case key.Matches(msg, k.Down), key.Matches(msg, k.PageDown):
+			v.scroll++
+			if key.Matches(msg, k.PageDown) {
+				v.scroll += v.c.bodyHeight() - 2
+			}
+			return nil
+		case key.Matches(msg, k.Up), key.Matches(msg, k.PageUp):
+			v.scroll--
+			if key.Matches(msg, k.PageUp) {
+				v.scroll -= v.c.bodyHeight() - 2
+			}
+			v.scroll = max(0, v.scroll)
+			return nil
+		case key.Matches(msg, k.Top):
+			v.scroll = 0
+			return nil
+		}
+	} else if v.nav.handle(k.List, msg, len(v.plans), v.listRows()) {
+		return nil
+	}
+	p := v.selected()
+	switch {
+	case key.Matches(msg, k.Refresh):
+		return v.load()
+	case key.Matches(msg, k.Open):
+		if p != nil {
+			v.open, v.scroll = true, 0
+		}
+	case key.Matches(msg, k.Approve):
+		switch {
+		case p == nil || v.busy:
+		case !p.planned():
+			v.ban = warningBanner("%s plan #%d is %s: only a planned plan can be approved", p.Kind, p.ID, p.State)
+		default:
+			v.confirm, v.scroll, v.ban = true, 0, banner{}
+		}
+	}
+	return nil
+}
+
+func (v *approvalsView) approve() tea.Cmd {
+	p := v.selected()
+	if p == nil {
+		return nil
+	}
+	v.busy = true
+	kind, id, svc, op := p.Kind, p.ID, v.svc, v.c.Operator
+	return func() tea.Msg {
+		ctx, cancel := v.c.cmdContext()
+		defer cancel()
+		return planApprovedMsg{kind: kind, id: id, err: svc.Approve(ctx, kind, id, op)}
+	}
+}
+
+func (v *approvalsView) keyMap() help.KeyMap {
+	k := v.c.Keys.Approvals
+	switch {
+	case v.svc == nil:
+		return keys.Bindings{}
+	case v.confirm:
+		return keys.Bindings{Short: []key.Binding{v.c.Keys.Confirm.Yes, v.c.Keys.Confirm.No}}
+	case v.open:
+		return keys.Bindings{Short: []key.Binding{k.Approve, k.Down, k.Up, v.c.Keys.Global.Back}}
+	}
+	return keys.Bindings{
+		Short: []key.Binding{k.Open, k.Approve, k.Refresh, k.Down},
+		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.Approve, k.Refresh}},
+	}
+}
+
+func (v *approvalsView) render(w, h int) string {
+	st := v.c.Styles
+	if v.svc == nil {
+		return fitLines([]string{st.Title.Render("Approvals"), "",
+			st.Warning.Render("  The approvals service is not available in this build.")}, w, h)
+	}
+	if p := v.selected(); p != nil && (v.open || v.confirm) {
+		return v.renderPlan(*p, w, h)
+	}
+	waiting := 0
+	for _, p := range v.plans {
+		if p.planned() {
+			waiting++
+		}
+	}
+	title := st.Title.Render("Approvals") + st.Muted.Render(fmt.Sprintf("  %d plans · %d waiting for a second person", len(v.plans), waiting))
+	if v.loading {
+		title += st.Muted.Render("  loading…")
+	}
+	ids := make([]int64, len(v.plans))
+	for i, p := range v.plans {
+		ids[i] = p.ID
+	}
+	const kindW, stateW, byW = 13, 9, 10
+	idW := idWidth(ids...)
+	totW := max(10, w-2-kindW-idW-stateW-2*byW-5)
+	lines := []string{title, "", st.Column.Render("  " + pad("KIND", kindW) + " " + padLeft("ID", idW) + " " + pad("STATE", stateW) + " " +
+		pad("PLANNED", byW) + " " + pad("APPROVED", byW) + " " + pad("WILL APPLY", totW))}
+	if v.loaded && len(v.plans) == 0 {
+		lines = append(lines, st.Muted.Render("  no plan (idemctl quarantine accept-as-new --rule ..., idemctl record plan make them)"))
+	}
+	rows := v.listRows()
+	for i := v.nav.top; i < len(v.plans) && i < v.nav.top+rows; i++ {
+		p := v.plans[i]
+		marker := "  "
+		if i == v.nav.cursor {
+			marker = "> "
+		}
+		row := marker + pad(string(p.Kind), kindW) + " " + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.State, stateW) + " " +
+			pad(orDash(p.Planned), byW) + " " + pad(orDash(p.Approved), byW) + " " + pad(willApplyLine(p), totW)
+		if i == v.nav.cursor {
+			row = st.Selected.Render(row)
+		}
+		lines = append(lines, row)
+	}
+	return fitLines(lines, w, h)
+}
+
+// willApplyLine is a plan's totals on one line.
+func willApplyLine(p ApprovalPlan) string {
+	s := strings.Join(p.Totals, "; ")
+	if len(p.Problems) > 0 {
+		s = strings.TrimPrefix(s+fmt.Sprintf("; %d not in the totals", len(p.Problems)), "; ")
+	}
+	if s == "" {
+		return "no money class"
+	}
+	return s
+}
+
+// renderPlan draws one plan whole: who, why, the money totals, and each
+// record with what it runs; in the confirmation the question comes first
+// and the keys last.
+func (v *approvalsView) renderPlan(p ApprovalPlan, w, h int) string {
+	st := v.c.Styles
+	var head, lines []string
+	row := func(k, val string) { lines = append(lines, st.Label.Render(pad(k, 12))+val) }
+	if v.confirm {
+		head = append(head, st.Warning.Render(fmt.Sprintf("Confirm: approve %s plan #%d", p.Kind, p.ID)))
+	} else {
+		head = append(head, st.Title.Render(fmt.Sprintf("%s plan #%d", p.Kind, p.ID))+st.Muted.Render("  "+p.State))
+	}
+	row("what", p.What)
+	row("planned by", orDash(p.Planned))
+	row("approved by", orDash(p.Approved))
+	row("reason", p.Reason)
+	if len(p.Totals) == 0 && len(p.Problems) == 0 {
+		row("will apply", "no money class")
+	}
+	for i, t := range p.Totals {
+		k := ""
+		if i == 0 {
+			k = "will apply"
+		}
+		row(k, st.Warning.Render(t))
+	}
+	for _, pr := range p.Problems {
+		row("not counted", st.Error.Render(pr))
+	}
+	lines = append(lines, "", st.Label.Render(fmt.Sprintf("%s (%d)", itemsTitle(p.Kind), len(p.Items))))
+	for _, it := range p.Items {
+		lines = append(lines, st.DiffPath.Render(it.Ref)+" "+it.Identity+st.Muted.Render(" -> ")+it.Target)
+		for _, l := range it.Lines {
+			lines = append(lines, "    "+l)
+		}
+	}
+	var foot []string
+	if v.confirm {
+		foot = []string{"", "Four eyes: the person who planned it cannot approve it (any login). " +
+			st.Focused.Render("y") + " approve   " + st.Focused.Render("n/esc") + " cancel"}
+	}
+	body := wrapAll(lines, w)
+	room := max(1, h-len(head)-len(wrapAll(foot, w)))
+	v.scroll = max(0, min(v.scroll, len(body)-room))
+	body = body[v.scroll:]
+	if len(body) > room {
+		body = append(body[:room-1], st.Muted.Render(fmt.Sprintf("… %d more lines (↓ scrolls)", len(body)-room+1)))
+	}
+	return fitLines(append(append(head, body...), wrapAll(foot, w)...), w, h)
+}
+
+func itemsTitle(k PlanKind) string {
+	if k == KindAccept {
+		return "What each record runs (pointer: stored -> incoming)"
+	}
+	return "Identities (evidence, amount)"
+}
