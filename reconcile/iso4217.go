@@ -13,8 +13,8 @@ import "strings"
 //
 // Cross-checked on 2026-12-01 against github.com/govalues/money v0.2.4
 // (scripts/currency/currency_data.csv, the only Go module in reach that
-// carries ISO exponents rather than CLDR's): every code both list agrees on
-// exponent, except ISK (ISO: 0; that module: 2). That module is behind the
+// carries ISO exponents rather than CLDR's): every code both lists hold has
+// the same exponent, except ISK (ISO: 0; that module: 2). That module is behind the
 // ISO list (it still has GWP, HRK, SLL, ZWL; it lacks SLE, VED, XCG, ZWG,
 // the funds codes BOV CHE CHW CLF COU MXV USN UYI UYW, and SVC), which is
 // why it is not a dependency. Codes in transition are kept while
