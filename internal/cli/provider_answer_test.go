@@ -101,6 +101,12 @@ func TestRedrive422WithNothingInTheInboxIsQuarantined(t *testing.T) {
 		AND target = $1 AND details::jsonb -> 'answer' ->> 'status' = '422'`, fmt.Sprintf("quarantine:%d", qid)).Scan(&audited))
 	assert.Equal(t, 1, audited)
 
+	// A dry run says what a real run does now: conflict, from the record.
+	code, got, errOut = w.resolve([]string{appLine("t1", "op-1", 100)}, "--dry-run")
+	require.Equal(t, ExitConflict, code, errOut)
+	assert.Equal(t, "conflict", got["t1/op-1"].Outcome)
+	assert.Equal(t, qid, *got["t1/op-1"].QuarantineID)
+
 	// Resolved again: answered from the record, not sent again.
 	code, got, errOut = w.resolve([]string{appLine("t1", "op-1", 100)})
 	require.Equal(t, ExitConflict, code, errOut)
