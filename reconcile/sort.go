@@ -67,7 +67,6 @@ type sorter struct {
 	dir   string
 	limit int
 	chunk []record
-	idx   []int32 // the chunk's order, reused
 	bytes int
 	runs  []string
 }
@@ -89,29 +88,16 @@ func (s *sorter) add(r record) error {
 	return nil
 }
 
-// order returns the chunk's indexes in identity order: sorting 4-byte
-// indexes moves far less memory than sorting the records themselves, and
-// the comparison reads the records in place instead of copying two.
-func (s *sorter) order() []int32 {
-	idx := s.idx[:0]
-	for i := range s.chunk {
-		idx = append(idx, int32(i))
-	}
-	slices.SortFunc(idx, func(a, b int32) int { return compareRecords(&s.chunk[a], &s.chunk[b]) })
-	s.idx = idx
-	return idx
-}
-
 // spill sorts the chunk and writes it to a new run file.
 func (s *sorter) spill() error {
-	order := s.order()
+	slices.SortFunc(s.chunk, func(a, b record) int { return compareRecords(&a, &b) })
 	path := filepath.Join(s.dir, "run-"+strconv.Itoa(len(s.runs)))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("sort the report: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
-	for _, i := range order {
+	for i := range s.chunk {
 		writeRecord(w, &s.chunk[i])
 	}
 	if err := w.Flush(); err != nil {
@@ -131,20 +117,15 @@ func (s *sorter) spill() error {
 // close; the run files are removed with the sorter's directory.
 func (s *sorter) sorted() (*mergeIter, error) {
 	if len(s.runs) == 0 {
-		order := s.order()
-		mem := make([]record, len(order))
-		for k, i := range order {
-			mem[k] = s.chunk[i]
-		}
-		s.chunk, s.idx = nil, nil
-		return &mergeIter{mem: mem}, nil
+		slices.SortFunc(s.chunk, func(a, b record) int { return compareRecords(&a, &b) })
+		return &mergeIter{mem: s.chunk}, nil
 	}
 	if len(s.chunk) > 0 {
 		if err := s.spill(); err != nil {
 			return nil, err
 		}
 	}
-	s.chunk, s.idx = nil, nil
+	s.chunk = nil
 	it := &mergeIter{}
 	for _, path := range s.runs {
 		f, err := os.Open(path)
