@@ -75,6 +75,9 @@ type Mapping struct {
 	Profile     string `json:"profile,omitempty"`
 	ProfileFile string `json:"profile_file,omitempty"`
 	Rows
+	// withReference reads ReferenceColumn (Run sets it for --emit-record
+	// only: a run that writes no evidence does not carry the column).
+	withReference bool
 }
 
 // Rows says how a report writes its rows beyond the key and the compared
@@ -100,7 +103,8 @@ type Rows struct {
 	Negate []string `json:"negate,omitempty"`
 	// ReferenceColumn holds the provider's own reference of a row (Stripe's
 	// balance_transaction_id, Adyen's Psp Reference): evidence written with
-	// --emit-record. Optional: a report without the column has none.
+	// --emit-record, and read only then. Optional: a report without the
+	// column has none.
 	ReferenceColumn string `json:"reference_column,omitempty"`
 }
 
@@ -335,7 +339,7 @@ func (p *plan) parseProfile() error {
 		}
 	}
 	n := 2 + len(p.fields)
-	if p.ReferenceColumn = strings.TrimSpace(p.ReferenceColumn); p.ReferenceColumn != "" {
+	if p.ReferenceColumn = strings.TrimSpace(p.ReferenceColumn); p.ReferenceColumn != "" && p.withReference {
 		p.refSlot, n = n, n+1
 	}
 	if p.KindColumn != "" {

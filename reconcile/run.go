@@ -92,6 +92,7 @@ type run struct {
 // report's SHA-256) once it has compared anything.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, emit func(Finding) error) (Summary, error) {
 	cfg = cfg.withDefaults()
+	cfg.Mapping.withReference = cfg.EmitRecord != ""
 	p, err := cfg.Mapping.compile(cfg.Now())
 	if err != nil {
 		return Summary{}, err
