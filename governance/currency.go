@@ -10,6 +10,16 @@ import "strings"
 // are not codes here. A provider that writes a currency with another
 // exponent (HUF, TWD, ISK, UGX are the usual ones) is declared per currency
 // in the profile (minor_units), not edited here.
+//
+// Cross-checked on 2026-12-01 against github.com/govalues/money v0.2.4
+// (scripts/currency/currency_data.csv, the only Go module in reach that
+// carries ISO exponents rather than CLDR's): every code both lists hold has
+// the same exponent, except ISK (ISO: 0; that module: 2). That module is
+// behind the ISO list (it still has GWP, HRK, SLL, ZWL; it lacks SLE, VED,
+// XCG, ZWG, the funds codes BOV CHE CHW CLF COU MXV USN UYI UYW, and SVC),
+// which is why it is not a dependency. Codes in transition are kept while
+// settlements may still carry them: ANG beside its successor XCG, BGN after
+// Bulgaria's move to the euro.
 
 // NoMinorUnit is the exponent of the codes ISO marks "N.A." (precious
 // metals, SDR, test and "no currency" codes): not amounts of money in a

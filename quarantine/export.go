@@ -77,6 +77,10 @@ func Export(ctx context.Context, db idem.TxBeginner, id int64, operator string) 
 			Stored:   evidence(rec.StoredPayload, rec.StoredHash),
 			Incoming: evidence(rec.IncomingPayload, rec.IncomingHash),
 		}
+		if rec.StoredSide == StoredProvider {
+			b.Stored = PayloadEvidence{Problem: "nothing here holds this identity: the other side is the provider's answer " +
+				"(record.stored_response: status, body, where it was sent), the key used there with another payload"}
+		}
 		b.Verified = (b.Stored.HashVerified || rec.StoredPayload == nil) && b.Incoming.HashVerified
 		b.Instructions = instructions(rec)
 		row, err := audit.Append(ctx, tx, audit.Entry{
@@ -120,10 +124,15 @@ func evidence(payload []byte, hash string) PayloadEvidence {
 }
 
 func instructions(rec Record) []string {
+	stored := "stored is the payload the identity was first executed with; incoming is the conflicting retry, which did not run."
+	if rec.StoredSide == StoredProvider {
+		stored = "stored is empty: the provider answered that the key was used there with another payload, and nothing here holds the identity; " +
+			"record.stored_response is the provider's answer (status, body); incoming is the payload sent."
+	}
 	return []string{
 		fmt.Sprintf("Quarantine record %d: tenant %q, operation %q, class %s, status %s, seen %d time(s).",
 			rec.ID, rec.Tenant, rec.OperationID, rec.Class, rec.Status, rec.Occurrences),
-		"stored is the payload the identity was first executed with; incoming is the conflicting retry, which did not run.",
+		stored,
 		"Each canonical_payload is the exact RFC 8785 (JCS) canonical text; hash is jcs-sha256: followed by the hex SHA-256 of its UTF-8 bytes.",
 		"Verify: jq -j .stored.canonical_payload BUNDLE.json | sha256sum   (and .incoming); compare with the hex after jcs-sha256: in .stored.hash.",
 		"Or: jq -j .incoming.canonical_payload BUNDLE.json | idemctl hash   prints the full jcs-sha256:<hex>.",

@@ -256,7 +256,7 @@ func List(ctx context.Context, db idem.DBTX, f Filter) (Page, error) {
 		var s Summary
 		var decidedBy, newOp *string
 		err := r.Scan(&s.ID, &s.Tenant, &s.OperationID, &s.Class, &s.IncomingClass, &s.Status, &s.Occurrences,
-			&s.FirstSeen, &s.LastSeen, &s.Changes, &s.DecidedAt, &decidedBy, &newOp)
+			&s.FirstSeen, &s.LastSeen, &s.Changes, &s.DecidedAt, &decidedBy, &newOp, &s.StoredSide)
 		s.DecidedBy, s.NewOperationID = deref(decidedBy), deref(newOp)
 		s.Cursor = Cursor{LastSeen: s.LastSeen, ID: s.ID}.String()
 		return s, err

@@ -69,6 +69,22 @@ var (
 	ErrEvidenceImmutable = errors.New("quarantine evidence is immutable")
 	// ErrInvalidFilter: List was given a filter or cursor it cannot use.
 	ErrInvalidFilter = errors.New("invalid quarantine filter")
+	// ErrProviderAnswer: a provider's answer was refused as a record (IX127):
+	// the inbox holds the identity, or the answer is not a 4xx with a body.
+	ErrProviderAnswer = errors.New("the provider's answer cannot be recorded")
+)
+
+// Stored sides: what a record holds as the other side of the conflict.
+const (
+	// StoredInbox: the inbox's payload and saved response.
+	StoredInbox = "inbox"
+	// StoredTombstone: the stored side was purged; its hash and class remain.
+	StoredTombstone = "tombstone"
+	// StoredProvider: nothing here holds the identity; the other side is a
+	// provider's answer (status and body) that the key was used there with
+	// another payload. StoredResponse holds the answer; there is no stored
+	// payload and no stored hash.
+	StoredProvider = "provider"
 )
 
 // Status is where a record stands.
@@ -141,6 +157,9 @@ type Record struct {
 	FirstSeen     time.Time `json:"first_seen"`
 	LastSeen      time.Time `json:"last_seen"`
 
+	// StoredSide is inbox, tombstone or provider (StoredProvider: the
+	// stored response is the provider's answer, and nothing is stored here).
+	StoredSide        string          `json:"stored_side"`
 	StoredHash        string          `json:"stored_hash"`
 	StoredPayload     json.RawMessage `json:"stored_payload"`
 	StoredResponse    json.RawMessage `json:"stored_response"`
@@ -170,7 +189,9 @@ type Summary struct {
 	FirstSeen     time.Time `json:"first_seen"`
 	LastSeen      time.Time `json:"last_seen"`
 	// Changes is the number of differing values.
-	Changes        int        `json:"changes"`
+	Changes int `json:"changes"`
+	// StoredSide is inbox, tombstone or provider (see Record).
+	StoredSide     string     `json:"stored_side"`
 	DecidedAt      *time.Time `json:"decided_at"`
 	DecidedBy      string     `json:"decided_by,omitempty"`
 	NewOperationID string     `json:"new_operation_id,omitempty"`
@@ -187,7 +208,7 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 	var auditID *int64
 	err := db.QueryRow(ctx, showSQL, id).Scan(
 		&r.ID, &r.Tenant, &r.OperationID, &r.Class, &r.IncomingClass, &r.Status, &r.Occurrences, &r.FirstSeen, &r.LastSeen,
-		&r.StoredHash, &r.StoredPayload, &r.StoredResponse,
+		&r.StoredSide, &r.StoredHash, &r.StoredPayload, &r.StoredResponse,
 		&r.IncomingHash, &r.IncomingPayload, &r.IncomingTransport,
 		&diff, &app, &user, &op,
 		&decidedAt, &decidedBy, &decidedPerson, &decidedDBUser, &reason, &newOp, &newOutcome, &auditID)
@@ -338,6 +359,7 @@ var decisionErrors = pgerr.Table{Codes: map[string]error{
 	"IX004": ErrCannotExecute,
 	"IX108": ErrInvalidFilter,
 	"IX125": ErrNeedsSecondPerson,
+	"IX127": ErrProviderAnswer,
 }}
 
 func mapError(err error) error { return decisionErrors.Map(err) }
@@ -354,4 +376,49 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// ProviderAnswer is what a provider answered a request that reused a key
+// with another payload: the other side of a conflict nothing here holds.
+type ProviderAnswer struct {
+	Status int    `json:"status"`
+	Body   string `json:"body"`
+	// Via is http or nats; Target where the request was sent.
+	Via    string `json:"via,omitempty"`
+	Target string `json:"target,omitempty"`
+}
+
+// RecordProviderAnswer quarantines a request the provider refused as a
+// reused key (a 422) while the inbox holds no identity: the payload sent
+// (canonical, with its hash) and the provider's answer as the stored side
+// (idem.quarantine_provider_answer; operators only, audited). Returns the
+// record's id; a repeat of the same payload counts on the same record.
+func RecordProviderAnswer(ctx context.Context, db idem.DBTX, id idem.Identity, class string, canonical []byte, hash string,
+	answer ProviderAnswer, operator string) (int64, error) {
+	raw, err := json.Marshal(answer)
+	if err != nil {
+		return 0, err
+	}
+	var qid int64
+	err = db.QueryRow(ctx, "SELECT idem.quarantine_provider_answer($1, $2, $3, $4, $5, $6, $7)",
+		id.TenantID, id.OperationID, class, string(canonical), hash, string(raw), operator).Scan(&qid)
+	if err != nil {
+		return 0, fmt.Errorf("quarantine the provider's answer for %s: %w", id, mapError(err))
+	}
+	return qid, nil
+}
+
+// ProviderRecords returns the ids of the records of an identity whose other
+// side is a provider's answer (the inbox holds nothing of it), oldest first.
+func ProviderRecords(ctx context.Context, db idem.DBTX, id idem.Identity) ([]int64, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM idem.quarantine
+		WHERE tenant_id = $1 AND operation_id = $2 AND holds_on = 'provider' ORDER BY id`, id.TenantID, id.OperationID)
+	if err != nil {
+		return nil, fmt.Errorf("provider answers of %s: %w", id, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("provider answers of %s: %w", id, err)
+	}
+	return ids, nil
 }

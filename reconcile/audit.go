@@ -27,7 +27,8 @@ func AuditRun(ctx context.Context, db audit.DBTX, operator string, s Summary, ru
 		Details: map[string]any{
 			"report": s.Report, "class": s.Class, "since": s.Since, "until": s.Until,
 			"counts": counts, "amounts": s.Amounts,
-			"emit_file": s.EmitFile, "emitted": s.Emitted, "pinned": s.Pinned, "already_pinned": s.AlreadyPinned,
+			"emit_file": s.EmitFile, "emitted": s.Emitted, "record_file": s.RecordFile, "record_lines": s.RecordLines,
+			"pinned": s.Pinned, "already_pinned": s.AlreadyPinned,
 			"withheld": s.Withheld, "interrupted": s.Interrupted, "error": failure,
 			"started_at": s.StartedAt, "finished_at": s.FinishedAt,
 		},

@@ -39,12 +39,20 @@ func NewBatchWriter(w io.Writer) *BatchWriter {
 
 // Write appends one line.
 func (b *BatchWriter) Write(l BatchLine) error {
-	out, err := json.Marshal(l)
-	if err != nil {
+	if err := b.WriteValue(l); err != nil {
 		return fmt.Errorf("resolve batch line %s/%s: %w", l.Tenant, l.OperationID, err)
 	}
+	return nil
+}
+
+// WriteValue appends one line holding v as JSON (a record plan's line).
+func (b *BatchWriter) WriteValue(v any) error {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
 	if _, err := b.w.Write(append(out, '\n')); err != nil {
-		return fmt.Errorf("write the resolve batch: %w", err)
+		return fmt.Errorf("write: %w", err)
 	}
 	b.n++
 	return nil

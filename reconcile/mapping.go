@@ -75,6 +75,9 @@ type Mapping struct {
 	Profile     string `json:"profile,omitempty"`
 	ProfileFile string `json:"profile_file,omitempty"`
 	Rows
+	// withReference reads ReferenceColumn (Run sets it for --emit-record
+	// only: a run that writes no evidence does not carry the column).
+	withReference bool
 }
 
 // Rows says how a report writes its rows beyond the key and the compared
@@ -98,6 +101,11 @@ type Rows struct {
 	ReversalKinds []string `json:"reversal_kinds,omitempty"`
 	// Negate names the columns whose amounts count negative (a debit).
 	Negate []string `json:"negate,omitempty"`
+	// ReferenceColumn holds the provider's own reference of a row (Stripe's
+	// balance_transaction_id, Adyen's Psp Reference): evidence written with
+	// --emit-record, and read only then. Optional: a report without the
+	// column has none.
+	ReferenceColumn string `json:"reference_column,omitempty"`
 }
 
 // condition is one row filter: the row's column holds one of values.
@@ -129,6 +137,7 @@ type plan struct {
 	major            bool // amounts in major units
 	decimalComma     bool // "12,50"
 	kindSlot         int  // the slot of KindColumn, -1 without
+	refSlot          int  // the slot of ReferenceColumn, -1 without
 	where            []condition
 	whereSlot        int // the slot of the first condition
 	reversal         map[string]bool
@@ -145,6 +154,9 @@ func (p *plan) slots() [][]string {
 	}
 	for _, f := range p.fields {
 		out = append(out, f.alts)
+	}
+	if p.refSlot >= 0 {
+		out = append(out, []string{p.ReferenceColumn})
 	}
 	if p.KindColumn != "" {
 		out = append(out, []string{p.KindColumn})
@@ -184,7 +196,7 @@ func (m Mapping) compile(now time.Time) (*plan, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	p := &plan{Mapping: m, amount: -1, currency: -1, delimiter: ',', kindSlot: -1}
+	p := &plan{Mapping: m, amount: -1, currency: -1, delimiter: ',', kindSlot: -1, refSlot: -1}
 	if err := p.parseKey(); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -327,6 +339,9 @@ func (p *plan) parseProfile() error {
 		}
 	}
 	n := 2 + len(p.fields)
+	if p.ReferenceColumn = strings.TrimSpace(p.ReferenceColumn); p.ReferenceColumn != "" && p.withReference {
+		p.refSlot, n = n, n+1
+	}
 	if p.KindColumn != "" {
 		p.kindSlot, n = n, n+1
 	} else if len(p.ReversalKinds) > 0 {

@@ -281,7 +281,7 @@ func (m *merger) resolve(cand *item, s *stored) item {
 	switch {
 	case s == nil:
 		rs := m.cmp.reportSide(rec)
-		it := item{fromReport: true, report: rs, f: Finding{Status: MissingInInbox, Line: rec.line,
+		it := item{fromReport: true, report: rs, rec: rec, revOnly: cand.revOnly, f: Finding{Status: MissingInInbox, Line: rec.line,
 			Tenant: rec.tenant, OperationID: rec.op, Class: p.Class,
 			Note: "the report settled an operation the inbox never recorded"}}
 		if cand.revOnly {

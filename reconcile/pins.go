@@ -36,6 +36,15 @@ func (r *run) deliver(it *item) error {
 			return err
 		}
 	}
+	if f.Status == MissingInInbox && r.record != nil && it.rec != nil && !it.revOnly {
+		l, err := r.p.recordLine(*f, it.rec, r.sum.Report)
+		if err == nil {
+			err = r.record.WriteValue(l)
+		}
+		if err != nil {
+			return fmt.Errorf("write the record plan input: %w", err)
+		}
+	}
 	if r.pins != nil && f.Status.Discrepancy() {
 		if err := r.pins.add(&record{tenant: f.Tenant, op: f.OperationID, line: f.Line,
 			invalid: PinReason(*f, r.sum.Report)}); err != nil {

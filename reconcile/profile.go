@@ -39,7 +39,8 @@ var builtinProfiles = map[string]Profile{
 		// A refund's and a dispute's gross is negative: the reversed amount
 		// is its absolute value.
 		Rows: Rows{AmountUnit: "major", Where: []string{"reporting_category=charge|refund|dispute"},
-			KindColumn: "reporting_category", ReversalKinds: []string{"refund", "dispute"}},
+			KindColumn: "reporting_category", ReversalKinds: []string{"refund", "dispute"},
+			ReferenceColumn: "balance_transaction_id"},
 	},
 	"adyen-settlement": {
 		Name:        "adyen-settlement",
@@ -48,7 +49,8 @@ var builtinProfiles = map[string]Profile{
 		Key:         "operation_id=Merchant Reference",
 		Compare:     "/amount=Gross Credit (GC)|Gross Debit (GC),/currency=Gross Currency",
 		Rows: Rows{AmountUnit: "major", Where: []string{"Type=Settled|Refunded|Chargeback"}, KindColumn: "Type",
-			ReversalKinds: []string{"Refunded", "Chargeback"}, Negate: []string{"Gross Debit (GC)"}},
+			ReversalKinds: []string{"Refunded", "Chargeback"}, Negate: []string{"Gross Debit (GC)"},
+			ReferenceColumn: "Psp Reference"},
 	},
 }
 
@@ -121,6 +123,7 @@ func (m Mapping) withProfile() (Mapping, error) {
 	str(&m.Currency, p.Currency)
 	str(&m.AmountUnit, p.AmountUnit)
 	str(&m.KindColumn, p.KindColumn)
+	str(&m.ReferenceColumn, p.ReferenceColumn)
 	if m.Where == nil {
 		m.Where = p.Where
 	}

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -164,9 +165,19 @@ func TestAdyenSettlementFixture(t *testing.T) {
 		transfer{tenant: "acme", op: "order-1006", amount: 700, currency: "EUR"},
 		transfer{tenant: "acme", op: "order-1008", amount: 300, currency: "EUR"},
 	)
+	records := filepath.Join(t.TempDir(), "unrecorded.ndjson")
 	sum, found, err := f.run(reconcile.Config{Mapping: reconcile.Mapping{Class: "demo.transfer",
-		Report: "testdata/adyen-settlement.csv", Profile: "adyen-settlement", Tenant: "acme"}})
+		Report: "testdata/adyen-settlement.csv", Profile: "adyen-settlement", Tenant: "acme"}, EmitRecord: records})
 	require.NoError(t, err)
+	// The payment the inbox never recorded, as a record plan line with the
+	// Psp Reference as evidence.
+	assert.EqualValues(t, 1, sum.RecordLines)
+	raw, err := os.ReadFile(records)
+	require.NoError(t, err)
+	var line reconcile.RecordLine
+	require.NoError(t, json.Unmarshal(raw, &line))
+	assert.Equal(t, "order-1007", line.OperationID)
+	assert.Regexp(t, `^provider report adyen-settlement\.csv sha256:[0-9a-f]{64} line 10: provider reference 8800000000000009, 310 EUR \(minor units\)$`, line.Evidence)
 	byOp := map[string]reconcile.Finding{}
 	for _, x := range found {
 		byOp[x.OperationID] = x

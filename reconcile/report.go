@@ -243,6 +243,10 @@ func (r *reportReader) csvColumns(index map[string]int, header []string) ([][]in
 	for i, alts := range slots {
 		for _, name := range alts {
 			c, ok := index[name]
+			if !ok && i == r.p.refSlot {
+				cols[i] = []int{} // optional: no reference on any line
+				continue
+			}
 			if !ok {
 				return nil, fmt.Errorf("%w: %s has no column %q (mapped by %s%s); its columns are: %s",
 					ErrInvalidReport, r.info.Name, name, r.slotFlag(i), name, strings.Join(header, ", "))
@@ -263,6 +267,8 @@ func (r *reportReader) slotFlag(i int) string {
 		return "--key operation_id="
 	case i < 2+len(p.fields):
 		return "--compare " + p.fields[i-2].Pointer + "="
+	case i == p.refSlot:
+		return "reference_column "
 	case i == p.kindSlot:
 		return "the profile's kind_column "
 	}

@@ -80,7 +80,11 @@ func (p *plan) signed(column, v string) string {
 // column the line does not have (NDJSON).
 func (r *reportReader) makeLine(n int64, values []string, missing []string) line {
 	p := r.p
-	rec := record{line: n, tenant: values[0], op: values[1], values: values[2 : 2+len(p.fields)]}
+	end := 2 + len(p.fields)
+	if p.refSlot >= 0 {
+		end++ // the reference travels with the compared values
+	}
+	rec := record{line: n, tenant: values[0], op: values[1], values: values[2:end]}
 	if p.kindSlot >= 0 && p.reversal[strings.ToLower(values[p.kindSlot])] {
 		rec.kind = values[p.kindSlot]
 	}

@@ -31,7 +31,11 @@ type Config struct {
 	// EmitResolve, when set, is the file the missing_in_report operations
 	// are written to as a resolve batch; Overwrite lets it replace a file.
 	EmitResolve string
-	Overwrite   bool
+	// EmitRecord, when set, is the file the missing_in_inbox lines are
+	// written to as the input of `idemctl record plan` (never recorded
+	// here: a plan needs two persons).
+	EmitRecord string
+	Overwrite  bool
 	// Pin records every discrepancy as a pending manual correction, unless
 	// there are more than MaxPins (DefaultMaxPins when 0).
 	Pin     bool
@@ -72,6 +76,7 @@ type run struct {
 	sum    Summary
 	totals totals
 	batch  *BatchFile
+	record *BatchFile
 	pins   *spool
 	dir    string
 }
@@ -87,6 +92,7 @@ type run struct {
 // report's SHA-256) once it has compared anything.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, emit func(Finding) error) (Summary, error) {
 	cfg = cfg.withDefaults()
+	cfg.Mapping.withReference = cfg.EmitRecord != ""
 	p, err := cfg.Mapping.compile(cfg.Now())
 	if err != nil {
 		return Summary{}, err
@@ -105,6 +111,15 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, emit func(Finding)
 			return Summary{}, err
 		}
 		defer r.batch.Abort()
+	}
+	if cfg.EmitRecord != "" {
+		if cfg.EmitRecord == cfg.EmitResolve {
+			return Summary{}, fmt.Errorf("%w: --emit-record and --emit-resolve name the same file", ErrInvalidMapping)
+		}
+		if r.record, err = CreateBatchFile(cfg.EmitRecord, cfg.Overwrite); err != nil {
+			return Summary{}, err
+		}
+		defer r.record.Abort()
 	}
 	sorted, keyless, err := r.readReport(ctx)
 	if err != nil {
@@ -206,6 +221,13 @@ func (r *run) finish(ctx context.Context, runErr error) (Summary, error) {
 			errs = append(errs, err)
 		} else {
 			r.sum.EmitFile, r.sum.Emitted = r.batch.Path(), r.batch.Lines()
+		}
+	}
+	if r.record != nil && r.sum.Withheld == "" {
+		if err := r.record.Commit(); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.sum.RecordFile, r.sum.RecordLines = r.record.Path(), r.record.Lines()
 		}
 	}
 	if r.pins != nil && r.sum.Withheld == "" {

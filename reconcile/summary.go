@@ -104,6 +104,10 @@ type Summary struct {
 	// EmitFile and Emitted: the resolve batch written (--emit-resolve).
 	EmitFile string `json:"emit_file,omitempty"`
 	Emitted  int64  `json:"emitted"`
+	// RecordFile and RecordLines: the record plan input written
+	// (--emit-record), one line per missing_in_inbox operation.
+	RecordFile  string `json:"record_file,omitempty"`
+	RecordLines int64  `json:"record_lines"`
 	// Pinned and AlreadyPinned count the manual corrections recorded
 	// (--pin), and the discrepancies a pending correction already pinned.
 	Pinned        int64 `json:"pinned"`

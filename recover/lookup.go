@@ -90,7 +90,15 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		case !ok && cannotRun(j) != nil:
 			res.Outcome, res.Err = Failed, cannotRun(j)
 		case !ok && j.redrive != nil:
-			res.Outcome, res.Conditional = WouldRedrive, true
+			// The provider refused this payload's key before: the real run
+			// answers from that record and sends nothing; so does this.
+			if refused, rerr := r.refusedBefore(ctx, j); rerr != nil {
+				res.Outcome, res.Err = Failed, fmt.Errorf("%w; nothing concluded (a dry run writes nothing)", rerr)
+			} else if refused.Outcome != "" {
+				res = refused
+			} else {
+				res.Outcome, res.Conditional = WouldRedrive, true
+			}
 		case !ok:
 			res.Outcome, res.Conditional = WouldApply, true
 		case f.answers(&res):

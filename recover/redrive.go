@@ -12,11 +12,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/redrive"
 )
 
 //go:embed sql/read_back.sql
 var readBackSQL string
+
+//go:embed sql/provider_record.sql
+var providerRecordSQL string
 
 // RedriveTrace is what a re-drive sent and heard, for the report and the
 // audit record.
@@ -64,6 +68,9 @@ const (
 //     first attempt was still alive and won); still absent is an error, not
 //     sent again;
 //   - 422 (key reused with another payload): the primary says conflict;
+//     when it holds nothing, the key was used at the provider with another
+//     payload: the provider's answer is quarantined as the conflict's other
+//     side (providerRefused);
 //   - 409 (in flight), a timeout, a 5xx or a lost connection: the primary is
 //     polled; the operation is sent again only while it is absent and the
 //     budget (--retry-for) lasts;
@@ -77,6 +84,9 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 		res.Outcome = Failed
 		res.Err = cannotRun(j)
 		return res, nil
+	}
+	if refused, err := r.refusedBefore(ctx, j); err != nil || refused.Outcome != "" {
+		return refused, err
 	}
 	sender, err := r.sender(ctx, j)
 	if err != nil {
@@ -163,11 +173,11 @@ func (r *Resolver) afterRedrive(ctx context.Context, stop <-chan struct{}, j job
 		if err != nil || found {
 			return out, false, err
 		}
+		if status == 422 {
+			return r.providerRefused(ctx, j, reply), false, nil
+		}
 		out = j.result()
 		out.Outcome, out.Err = Failed, ErrAckWithoutRecord
-		if status == 422 {
-			out.Err = fmt.Errorf("the service refused a reused key (422) and the identity is not recorded; not sent again: %s", reply.Body)
-		}
 		return out, false, nil
 	case sendErr == nil && status >= 400 && status < 500 && status != 409 && status != 429:
 		out = j.result()
@@ -477,4 +487,55 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// maxAnswerBody is the longest provider answer body kept as evidence.
+const maxAnswerBody = 64 << 10
+
+// providerRefused is the answer to a 422 ("key used with another payload")
+// while the primary holds no identity: the key was used at the provider, not
+// here. The payload sent and the provider's answer are quarantined as a
+// conflict whose other side is the provider's (idem.quarantine_provider_answer),
+// decided by a person like any other; not sent again.
+func (r *Resolver) providerRefused(ctx context.Context, j job, reply redrive.Reply) Result {
+	out := j.result()
+	body := reply.Body
+	if len(body) > maxAnswerBody {
+		body = body[:maxAnswerBody]
+	}
+	answer := quarantine.ProviderAnswer{Status: reply.Status, Body: strings.ReplaceAll(strings.ToValidUTF8(body, "\uFFFD"), "\x00", "\uFFFD"),
+		Via: j.redrive.Kind, Target: j.redrive.Target()}
+	qid, err := quarantine.RecordProviderAnswer(context.WithoutCancel(ctx), r.Pool, j.p.Identity, j.p.Class,
+		j.p.Canonical, j.p.Hash, answer, r.Operator)
+	if err != nil {
+		out.Outcome = Failed
+		out.Err = fmt.Errorf("the service refused a reused key (422) and the identity is not recorded; not sent again; its answer could not be quarantined (%v): %s",
+			err, reply.Body)
+		return out
+	}
+	out.Outcome, out.QuarantineID = Conflict, qid
+	out.Note = fmt.Sprintf("quarantined as #%d: the provider answered %d (the key was used there with another payload) and nothing here holds it (idemctl quarantine show %d)",
+		qid, reply.Status, qid)
+	return out
+}
+
+// refusedBefore answers an operation the provider already refused as a
+// reused key (a quarantine record of its answer to this payload): a
+// conflict, not sent again, whatever the record's decision (the provider
+// would refuse it again). An empty Outcome: no such record.
+func (r *Resolver) refusedBefore(ctx context.Context, j job) (Result, error) {
+	var qid int64
+	var status string
+	err := r.Pool.QueryRow(ctx, providerRecordSQL, j.p.TenantID, j.p.OperationID, j.p.Hash, j.p.Class).Scan(&qid, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("read the provider's earlier answer: %w", err)
+	}
+	res := j.result()
+	res.Outcome, res.QuarantineID = Conflict, qid
+	res.Note = fmt.Sprintf("quarantined as #%d (%s): the provider refused this key with another payload before and nothing here holds it; not sent again (idemctl quarantine show %d)",
+		qid, status, qid)
+	return res, nil
 }

@@ -765,9 +765,20 @@ func (v *queueView) detailLines(w int) []string {
 			add(marker+label(name), "    "+style.Render(hash))
 		}
 	}
-	hashLine("stored", st.HashStored, r.StoredHash)
+	stored := r.StoredHash
+	if r.StoredSide == quarantine.StoredProvider {
+		stored = "(none: nothing here holds this identity)"
+	}
+	hashLine("stored", st.HashStored, stored)
 	hashLine("incoming", st.HashIncoming, r.IncomingHash)
 	add("")
+	if r.StoredSide == quarantine.StoredProvider {
+		add(st.Title.Render("The provider's answer") + st.Muted.Render(" (the key was used there with another payload)"))
+		for _, l := range wrap(string(r.StoredResponse), max(10, w-4)) {
+			add("  " + l)
+		}
+		add("")
+	}
 
 	add(st.Title.Render(fmt.Sprintf("Differing fields (%d)", len(r.Diff))) + st.Muted.Render(" JSON Pointer, stored → incoming"))
 	if len(r.Diff) == 0 {

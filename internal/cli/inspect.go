@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
 	recovery "github.com/idemctl/idemctl/recover"
 )
 
@@ -144,7 +145,12 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 	id := opts.Identity
 	rec, err := recovery.ReadTombstone(ctx, db, id)
 	if errors.Is(err, recovery.ErrNoRecord) {
-		return fmt.Errorf("%w: tenant %q operation %q has neither an inbox record nor a tombstone", errIdentityNotFound, id.TenantID, id.OperationID)
+		msg := fmt.Sprintf("tenant %q operation %q has neither an inbox record nor a tombstone", id.TenantID, id.OperationID)
+		if ids, qerr := quarantine.ProviderRecords(ctx, db, id); qerr == nil && len(ids) > 0 {
+			msg += fmt.Sprintf("; the provider refused this key as used there with another payload: quarantine record #%d (idemctl quarantine show %d)",
+				ids[len(ids)-1], ids[len(ids)-1])
+		}
+		return fmt.Errorf("%w: %s", errIdentityNotFound, msg)
 	}
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)

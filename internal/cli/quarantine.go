@@ -84,6 +84,11 @@ the stored one), type_changed (e.g. number -> string) or changed; with -o json
 the diff is a list of {path, change, stored, incoming} where the absent side of
 an added or removed value is null. Nothing is written.
 
+When the other side is a provider's answer (a re-drive answered 422, the key
+used there with another payload, while the inbox holds nothing), "stored side"
+says so, and the answer (status, body, where it was sent) stands in for the
+stored payload and response (-o json: stored_side "provider").
+
 Exit code 7 when there is no such record.`,
 		Example: `  idemctl quarantine show 42
   idemctl quarantine show 42 -o json | jq '.diff[] | [.path, .stored, .incoming]'`,
@@ -147,6 +152,16 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 		{"incoming payload", string(rec.IncomingPayload)},
 		{"saved response", orDash(string(rec.StoredResponse))},
 		{"incoming transport", orDash(string(rec.IncomingTransport))},
+	}
+	switch rec.StoredSide {
+	case quarantine.StoredProvider:
+		rows[7] = []string{"stored hash", "- (nothing here holds this identity)"}
+		rows[9] = []string{"stored payload", "- (the key was used at the provider with another payload)"}
+		rows[11] = []string{"provider's answer", string(rec.StoredResponse)}
+		rows = append(rows[:7], append([][]string{{"stored side", "the provider's answer: it refused this key as used with another payload, and the inbox holds nothing"}},
+			rows[7:]...)...)
+	case quarantine.StoredTombstone:
+		rows = append(rows[:7], append([][]string{{"stored side", "a tombstone: the stored payload and response were purged"}}, rows[7:]...)...)
 	}
 	if d := rec.Decision; d != nil {
 		rows = append(rows,

@@ -206,6 +206,9 @@ func quarantineRows(items []quarantine.Summary) [][]string {
 		if s.NewOperationID != "" {
 			status += " as " + s.NewOperationID
 		}
+		if s.StoredSide == quarantine.StoredProvider {
+			status += " (provider's answer)"
+		}
 		rows = append(rows, []string{
 			strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
 			strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),

@@ -27,6 +27,7 @@ type ReconcileOptions struct {
 	// SaveMapping writes the mapping to this file instead of running.
 	SaveMapping string
 	EmitResolve string
+	EmitRecord  string
 	Overwrite   bool
 	Pin         bool
 	MaxPins     int
@@ -92,7 +93,12 @@ identity order (tenant, then operation id).
 
 --emit-resolve FILE writes the missing_in_report operations, with their stored
 payloads, as a resolve batch (idemctl resolve --file FILE); an existing FILE is
-replaced only with --overwrite. --pin records every discrepancy as a pending
+replaced only with --overwrite. --emit-record FILE writes the missing_in_inbox
+lines as the input of idemctl record plan (one JSON object a line: tenant_id,
+operation_id, class, a payload of the compared fields, a stand-in response,
+and the evidence: the report's name, SHA-256 and line, the provider's
+reference and the amount); nothing is recorded: a person checks the lines and
+plans them, another approves (docs/reconcile.md). --pin records every discrepancy as a pending
 manual correction (idemctl corrections list), with the report's name and line
 in its reason, so that no purge removes its evidence while it is open (a
 discrepancy pinned with the same reason before is not pinned twice; more than
@@ -108,8 +114,8 @@ reconcile view runs the mappings in ~/.config/idemctl/reconcile).
 
 Exit codes: 0 everything matched; 3 a discrepancy (mismatch, missing in the
 inbox or in the report, a duplicate in the report); 5 invalid input (an invalid line, a report that
-cannot be read); 4 not the primary; 2 usage (and an --emit-resolve file that
-exists); 1 other failures.`
+cannot be read); 4 not the primary; 2 usage (and an --emit-resolve or --emit-record
+file that exists); 1 other failures.`
 
 // NewCmdReconcile builds `idemctl reconcile`.
 func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Command {
@@ -131,6 +137,10 @@ func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
   # turn findings into work: a resolve batch, and pins against purges
   idemctl reconcile --mapping psp.json --emit-resolve unsettled.ndjson --pin
   idemctl resolve --file unsettled.ndjson --dry-run
+
+  # money moved with no record: the input of a four-eyes record plan
+  idemctl reconcile --mapping psp.json --emit-record unrecorded.ndjson
+  idemctl record plan --file unrecorded.ndjson --reason "PSP settled, never recorded (INC-9)" --contract PSP-2024-7
 
   # a Stripe itemized balance report as downloaded (BOM, decimals, refunds, fees)
   idemctl reconcile --class demo.transfer --tenant acme --profile stripe-balance-itemized \
@@ -186,7 +196,8 @@ func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
 	fl.StringVar(&opts.MappingFile, "mapping", "", "read the mapping from this saved file (flags win)")
 	fl.StringVar(&opts.SaveMapping, "save-mapping", "", "write the mapping to this file and exit")
 	fl.StringVar(&opts.EmitResolve, "emit-resolve", "", "write the missing_in_report operations to this file as a resolve batch")
-	fl.BoolVar(&opts.Overwrite, "overwrite", false, "let --emit-resolve and --save-mapping replace an existing file")
+	fl.StringVar(&opts.EmitRecord, "emit-record", "", "write the missing_in_inbox lines to this file as the input of idemctl record plan")
+	fl.BoolVar(&opts.Overwrite, "overwrite", false, "let --emit-resolve, --emit-record and --save-mapping replace an existing file")
 	fl.BoolVar(&opts.Pin, "pin", false, "record every discrepancy as a pending manual correction (pins it against purges)")
 	fl.IntVar(&opts.MaxPins, "max-pins", reconcile.DefaultMaxPins, "pin nothing when there are more discrepancies than this")
 	fl.IntVar(&opts.BatchSize, "batch-size", reconcile.DefaultBatchSize, "identities per lookup, inbox rows per fetch")
@@ -244,7 +255,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	}
 	defer pool.Close()
 	cfg := reconcile.Config{Mapping: opts.Mapping, Input: opts.IO.In, Operator: opts.Operator,
-		EmitResolve: opts.EmitResolve, Overwrite: opts.Overwrite, Pin: opts.Pin, MaxPins: opts.MaxPins,
+		EmitResolve: opts.EmitResolve, EmitRecord: opts.EmitRecord, Overwrite: opts.Overwrite, Pin: opts.Pin, MaxPins: opts.MaxPins,
 		BatchSize: opts.BatchSize, ChunkBytes: opts.SortBufferMiB << 20, TempDir: opts.TempDir, Now: opts.f.Now}
 	var shown []reconcile.Finding
 	more := 0
@@ -339,6 +350,10 @@ func printReconcileActions(w io.Writer, sum reconcile.Summary) error {
 	var lines []string
 	if sum.EmitFile != "" {
 		lines = append(lines, fmt.Sprintf("Resolve batch: %s (%s): idemctl resolve --file %s --dry-run", sum.EmitFile, countOf(int64(sum.Emitted), "operation"), sum.EmitFile))
+	}
+	if sum.RecordFile != "" {
+		lines = append(lines, fmt.Sprintf("Record plan input: %s (%s; nothing recorded): check each line, then idemctl record plan --file %s --reason TEXT",
+			sum.RecordFile, countOf(sum.RecordLines, "operation"), sum.RecordFile))
 	}
 	if sum.Pinned > 0 || sum.AlreadyPinned > 0 {
 		lines = append(lines, fmt.Sprintf("Pinned %d discrepancies as manual corrections (%d were pinned already): idemctl corrections list", sum.Pinned, sum.AlreadyPinned))

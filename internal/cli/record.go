@@ -29,7 +29,8 @@ response in the service's own shape, marked as recorded by hand, and its effect
 is NOT run; a later retry of it answers already_applied, not a second charge.
 
 One person plans from a file (one JSON object a line: tenant_id, operation_id,
-class, payload, response, evidence such as the provider's reference), another
+class, payload, response, evidence such as the provider's reference; idemctl
+reconcile --emit-record writes one from a report's missing_in_inbox lines), another
 person approves, then it runs. The plan keeps the file's sha256, the counts
 and a sample. A money class needs --contract; a class with a SQL effect needs
 --correction too (its ledger rows are not written by recording: say who writes

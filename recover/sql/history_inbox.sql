@@ -20,9 +20,13 @@ SELECT at, ord, event, detail, audit_id, NULL::text AS audit_target, NULL::text 
            ON b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at
     WHERE i.tenant_id = $1 AND i.operation_id = $2
     UNION ALL
-    SELECT q.first_seen, 2, 'conflict',
+    SELECT q.first_seen, 2, CASE q.holds_on WHEN 'provider' THEN 'provider refused' ELSE 'conflict' END,
            format('quarantine id %s: incoming %s (class %s), %s occurrence(s), last seen %s%s', q.id, q.incoming_hash,
-                  q.incoming_class, q.occurrences, q.last_seen, coalesce(', transport ' || q.incoming_transport::text, '')),
+                  q.incoming_class, q.occurrences, q.last_seen, coalesce(', transport ' || q.incoming_transport::text, ''))
+               || CASE WHEN q.holds_on = 'provider'
+                       THEN format('; the provider answered %s (the key was used there with another payload; nothing here holds it)',
+                                   q.stored_response ->> 'status')
+                       ELSE '' END,
            NULL
     FROM idem.quarantine q WHERE q.tenant_id = $1 AND q.operation_id = $2
     UNION ALL
