@@ -61,24 +61,29 @@ const (
 // records, a rule naming each new operation, a cap, one reason, and a second
 // person's approval before anything runs.
 type AcceptPlan struct {
-	ID             int64           `json:"id"`
-	State          string          `json:"state"`
-	Rule           string          `json:"rule"`
-	Max            int             `json:"max"`
-	IDs            []int64         `json:"ids"`
-	Reason         string          `json:"reason"`
-	Selection      json.RawMessage `json:"selection"`
-	PlannedAt      time.Time       `json:"planned_at"`
-	PlannedBy      string          `json:"planned_by"`
-	PlannedPerson  string          `json:"planned_person"`
-	ApprovedAt     *time.Time      `json:"approved_at,omitempty"`
-	ApprovedBy     string          `json:"approved_by,omitempty"`
-	ApprovedPerson string          `json:"approved_person,omitempty"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
-	AbortReason    string          `json:"abort_reason,omitempty"`
-	DoneThrough    int64           `json:"done_through"`
-	Accepted       int             `json:"accepted"`
-	Skipped        int             `json:"skipped"`
+	ID        int64           `json:"id"`
+	State     string          `json:"state"`
+	Rule      string          `json:"rule"`
+	Max       int             `json:"max"`
+	IDs       []int64         `json:"ids"`
+	Reason    string          `json:"reason"`
+	Selection json.RawMessage `json:"selection"`
+	PlannedAt time.Time       `json:"planned_at"`
+	PlannedBy string          `json:"planned_by"`
+	// PlannedPerson and ApprovedPerson are the persons behind the logins
+	// PlannedDBUser and ApprovedDBUser (four eyes compares persons);
+	// PlannedBy and ApprovedBy the --operator labels.
+	PlannedPerson  string     `json:"planned_person"`
+	PlannedDBUser  string     `json:"planned_db_user"`
+	ApprovedAt     *time.Time `json:"approved_at,omitempty"`
+	ApprovedBy     string     `json:"approved_by,omitempty"`
+	ApprovedPerson string     `json:"approved_person,omitempty"`
+	ApprovedDBUser string     `json:"approved_db_user,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	AbortReason    string     `json:"abort_reason,omitempty"`
+	DoneThrough    int64      `json:"done_through"`
+	Accepted       int        `json:"accepted"`
+	Skipped        int        `json:"skipped"`
 }
 
 // NewOperationID is the id the rule gives a record's operation.
@@ -255,11 +260,12 @@ func RunAccept(ctx context.Context, db idem.TxBeginner, id int64, operator strin
 
 func scanPlan(row pgx.Row) (AcceptPlan, error) {
 	var p AcceptPlan
-	var approvedBy, approvedPerson, abortReason *string
+	var approvedBy, approvedPerson, approvedDBUser, abortReason *string
 	err := row.Scan(&p.ID, &p.State, &p.Rule, &p.Max, &p.IDs, &p.Reason, &p.Selection, &p.PlannedAt, &p.PlannedBy,
-		&p.PlannedPerson, &p.ApprovedAt, &approvedBy, &approvedPerson, &p.FinishedAt, &abortReason, &p.DoneThrough,
-		&p.Accepted, &p.Skipped)
+		&p.PlannedPerson, &p.PlannedDBUser, &p.ApprovedAt, &approvedBy, &approvedPerson, &approvedDBUser, &p.FinishedAt,
+		&abortReason, &p.DoneThrough, &p.Accepted, &p.Skipped)
 	p.ApprovedBy, p.ApprovedPerson, p.AbortReason = deref(approvedBy), deref(approvedPerson), deref(abortReason)
+	p.ApprovedDBUser = deref(approvedDBUser)
 	return p, err
 }
 

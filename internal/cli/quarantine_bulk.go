@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -123,7 +124,7 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Planned bulk accept-as-new %d: %d record(s), rule %s, by %s. Nothing runs until another person approves:\n"+
 		"  idemctl quarantine bulk approve %d\nthen: idemctl quarantine bulk run %d\n",
-		plan.ID, len(plan.IDs), plan.Rule, plan.PlannedPerson, plan.ID, plan.ID)
+		plan.ID, len(plan.IDs), plan.Rule, audit.Who(plan.PlannedPerson, plan.PlannedDBUser), plan.ID, plan.ID)
 	return err
 }
 
@@ -283,14 +284,22 @@ func printBulkPlan(w io.Writer, plan quarantine.AcceptPlan) error {
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
-		{"planned", fmt.Sprintf("by %s (person %s) at %s", plan.PlannedBy, plan.PlannedPerson, formatStamp(plan.PlannedAt))},
-		{"approved", orDash(plan.ApprovedPerson)},
+		{"planned", fmt.Sprintf("by %s at %s", audit.Who(plan.PlannedPerson, plan.PlannedDBUser), formatStamp(plan.PlannedAt))},
+		{"approved", approvedWhen(plan)},
 		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
 	}
 	if plan.AbortReason != "" {
 		rows = append(rows, []string{"aborted", plan.AbortReason})
 	}
 	return printTable(w, []string{"field", "value"}, rows)
+}
+
+// approvedWhen says who approved a bulk plan and when ("-": not yet).
+func approvedWhen(plan quarantine.AcceptPlan) string {
+	if plan.ApprovedAt == nil {
+		return "-"
+	}
+	return fmt.Sprintf("by %s at %s", audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser), formatStamp(*plan.ApprovedAt))
 }
 
 func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
@@ -303,7 +312,7 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 		return bulkPlanErr(err)
 	}
 	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s), approved by %s?",
-		len(plan.IDs), plan.ID, plan.Rule, orDash(plan.ApprovedPerson))) {
+		len(plan.IDs), plan.ID, plan.Rule, audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser))) {
 		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
 		return silentExit{ExitFailure}
 	}

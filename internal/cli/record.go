@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 )
@@ -161,7 +162,7 @@ func showEntry(f *Factory, p governance.EntryPlan) error {
 	}
 	approved := "-"
 	if p.ApprovedPerson != nil {
-		approved = personLogin(*p.ApprovedPerson, deref(p.ApprovedDBUser))
+		approved = audit.Who(*p.ApprovedPerson, deref(p.ApprovedDBUser))
 	}
 	rows := [][]string{
 		{"plan", strconv.FormatInt(p.ID, 10)},
@@ -172,7 +173,7 @@ func showEntry(f *Factory, p governance.EntryPlan) error {
 		{"counts", string(p.Counts)},
 		{"sample", string(p.Sample)},
 		{"reason", p.Reason},
-		{"planned by", personLogin(p.PlannedPerson, p.PlannedDBUser)},
+		{"planned by", audit.Who(p.PlannedPerson, p.PlannedDBUser)},
 		{"approved by", approved},
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", p.Entered, p.LeftAlone)},
 	}
