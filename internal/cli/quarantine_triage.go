@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -560,7 +561,7 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		return printJSONLine(opts.IO.Out, rec)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d (%s/%s) rejected by %s: replays of that payload stay refused.\nAudit row %d.\n",
-		rec.ID, rec.Tenant, rec.OperationID, rec.Decision.By, rec.Decision.AuditID)
+		rec.ID, rec.Tenant, rec.OperationID, audit.Who(rec.Decision.Person, rec.Decision.DBUser), rec.Decision.AuditID)
 	return err
 }
 
