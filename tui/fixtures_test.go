@@ -282,10 +282,12 @@ type fixedAudit struct{}
 func (fixedAudit) List(context.Context, audit.Filter) ([]audit.Record, error) {
 	h := func(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 	rows := []audit.Record{
-		{ID: 30, At: fixedNow.Add(-3 * time.Minute), Actor: "bob", DBUser: "payments", Action: "quarantine.reject", Target: "quarantine:10",
+		{ID: 30, At: fixedNow.Add(-3 * time.Minute), Actor: "root", Person: "bob", DBUser: "bob", Action: "quarantine.reject", Target: "quarantine:10",
 			Details: json.RawMessage(`{"reason": "duplicate webhook, ticket PAY-88"}`)},
-		{ID: 29, At: fixedNow.Add(-20 * time.Minute), Actor: "alice", DBUser: "payments", Action: "resolve.run", Target: "resolve:tui",
-			Details: json.RawMessage(`{"source": "tui", "counts": {"applied": 1}, "dry_run": false}`)},
+		{ID: 29, At: fixedNow.Add(-20 * time.Minute), Actor: "root", Person: "alice", DBUser: "op1", Action: "resolve.run", Target: "resolve:tui",
+			Details: json.RawMessage(`{"source": "tui", "counts": {"applied": 1}, "dry_run": false, "operations": [` +
+				strings.Repeat(`{"tenant": "acme", "operation_id": "charge-2026-11-30-000123", "outcome": "applied"}, `, 12) +
+				`{"tenant": "acme", "operation_id": "charge-last-of-the-run", "outcome": "applied"}]}`)},
 		{ID: 28, At: fixedNow.Add(-time.Hour), Actor: "alice", DBUser: "payments", Action: "quarantine.export", Target: "quarantine:9",
 			Details: json.RawMessage(`{"verified": true}`)},
 	}

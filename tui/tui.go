@@ -346,13 +346,26 @@ func (m *Model) problemView(w int) string {
 		trunc("q quit", w)}, "\n")
 }
 
+// header names the console, the operator and the database. The database's
+// identity is what tells a primary from a look-alike, so it is never cut:
+// the other parts shorten, then go, first (only an identity wider than the
+// terminal itself is shortened, in the middle).
 func (m *Model) header(w int) string {
 	st := m.ctx.Styles
-	left := st.Header.Render("idemctl tui")
-	op := st.HeaderKey.Render("operator ") + m.ctx.Operator
-	dbw := w - lipgloss.Width(left) - lipgloss.Width(op) - 8
-	db := st.HeaderKey.Render("db ") + truncMiddle(m.ctx.Database, max(8, dbw))
-	return trunc(left+"  "+op+"  "+db, w)
+	db, op := m.ctx.Database, m.ctx.Operator
+	for _, h := range []string{
+		st.Header.Render("idemctl tui") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.HeaderKey.Render("db ") + db,
+		db,
+	} {
+		if lipgloss.Width(h) <= w {
+			return h
+		}
+	}
+	return truncMiddle(db, w)
 }
 
 func (m *Model) tabs(w int) string {

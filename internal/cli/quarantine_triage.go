@@ -349,7 +349,7 @@ func quarantineGroupsRun(ctx context.Context, opts *QuarantineGroupsOptions) err
 	header = append(header, "first seen", "last seen", "example")
 	rows := make([][]string, 0, len(groups))
 	for _, g := range groups {
-		row := []string{g.ID, humanCount(g.Count), groupClass(g.GroupKey), groupFields(g.Fields)}
+		row := []string{g.ID, humanCount(g.Count), groupClass(g.GroupKey), g.Changed()}
 		if g.Tenant != nil {
 			row = append(row, *g.Tenant)
 		}
@@ -374,13 +374,6 @@ func groupClass(k quarantine.GroupKey) string {
 		return k.Class + " -> " + k.IncomingClass
 	}
 	return k.Class
-}
-
-func groupFields(fields []string) string {
-	if len(fields) == 0 {
-		return "(class only)"
-	}
-	return strings.Join(fields, " ")
 }
 
 // QuarantineRejectOptions are the flags of `idemctl quarantine reject`.

@@ -22,7 +22,7 @@ func TestKeymapConsistent(t *testing.T) {
 		"queue":   {k.Queue.Up, k.Queue.Down, k.Queue.PageUp, k.Queue.PageDown, k.Queue.Top, k.Queue.Bottom, k.Queue.Open, k.Queue.Status, k.Queue.Search, k.Queue.Refresh, k.Queue.Reject, k.Queue.Accept, k.Queue.NextPage, k.Queue.PrevPage, k.Queue.Select, k.Queue.Groups, k.Queue.Copy},
 		"resolve": {k.Resolve.Edit, k.Resolve.Run, k.Resolve.DryRun, k.Resolve.Load, k.Resolve.Clear, k.Resolve.OpenRec, k.Resolve.Toggle},
 		"horizon": {k.Horizon.Up, k.Horizon.Down, k.Horizon.Approve, k.Horizon.Purge, k.Horizon.Refresh},
-		"audit":   {k.Audit.Up, k.Audit.Down, k.Audit.Details, k.Audit.Verify, k.Audit.Refresh},
+		"audit":   {k.Audit.Up, k.Audit.Down, k.Audit.Details, k.Audit.DetailsUp, k.Audit.DetailsDown, k.Audit.Verify, k.Audit.Refresh},
 		// The reconcile view's mappings list, then a run's findings.
 		"reconcile":          {k.Reconcile.Up, k.Reconcile.Down, k.Reconcile.Run, k.Reconcile.Refresh},
 		"reconcile findings": {k.Reconcile.Up, k.Reconcile.Down, k.Reconcile.Open, k.Reconcile.Pin},
