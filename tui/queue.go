@@ -608,6 +608,9 @@ func (v *queueView) keyMap() help.KeyMap {
 
 // render
 
+// tall: the evidence of a record uses every line it can get.
+func (v *queueView) tall() bool { return v.mode == queueDetail }
+
 func (v *queueView) render(w, h int) string {
 	switch v.mode {
 	case queueDetail:

@@ -302,18 +302,38 @@ func (m *Model) View() string {
 	}
 	v := m.views[m.active]
 	bodyH := c.bodyHeight()
+	ban := m.banner(m.shownBanner(v.status()), w)
+	if t, ok := v.(tallView); ok && t.tall() && !m.full {
+		// A reading view takes the banner's unused lines: the banner keeps
+		// only the lines it has, and the help line stays at the bottom.
+		lines := strings.Split(ban, "\n")
+		for len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		bodyH += bannerLines - len(lines)
+		ban = strings.Join(lines, "\n")
+	}
 	var body string
 	if m.full {
 		body = m.fullHelp(w, bodyH)
 	} else {
 		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
 	}
-	ban := m.banner(m.shownBanner(v.status()), w)
+	parts := []string{header, tabs, body}
+	if ban != "" || bodyH == c.bodyHeight() {
+		parts = append(parts, ban)
+	}
 	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
 	if m.full {
 		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
 	}
-	return strings.Join([]string{header, tabs, body, ban, m.helpLine(km, w)}, "\n")
+	return strings.Join(append(parts, m.helpLine(km, w)), "\n")
+}
+
+// tallView is a view that reads better taller (the evidence of a record):
+// while tall, it gets the lines the banner leaves unused.
+type tallView interface {
+	tall() bool
 }
 
 // helpLine is the footer: the global keys (? help, q quit) always show; the
