@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -171,11 +172,38 @@ func showEntry(f *Factory, p governance.EntryPlan) error {
 		{"source", p.Source},
 		{"digest", p.SourceDigest},
 		{"counts", string(p.Counts)},
-		{"sample", string(p.Sample)},
 		{"reason", p.Reason},
 		{"planned by", audit.Who(p.PlannedPerson, p.PlannedDBUser)},
 		{"approved by", approved},
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", p.Entered, p.LeftAlone)},
 	}
-	return printTable(f.IO.Out, []string{"field", "value"}, rows)
+	if err := printTable(f.IO.Out, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	return printEntrySample(f.IO.Out, p.Sample)
+}
+
+// printEntrySample prints an entry plan's sample as a table of its own: its
+// tenants and operation ids are identifiers, kept whole (a table too narrow
+// for them turns vertical), where the JSON text in a wrapping value column
+// was split inside an id.
+func printEntrySample(w io.Writer, raw json.RawMessage) error {
+	var items []struct {
+		TenantID    string `json:"tenant_id"`
+		OperationID string `json:"operation_id"`
+		Class       string `json:"class"`
+		Evidence    string `json:"evidence"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf("the plan's sample: %w", err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, []string{it.TenantID, it.OperationID, it.Class, orDash(it.Evidence)})
+	}
+	fmt.Fprintln(w, "sample (the plan's first identities):")
+	return printTable(w, []string{"tenant", "operation", "class", "evidence"}, rows)
 }

@@ -60,7 +60,7 @@ var columnRoles = map[string]columnRole{
 	// explaining columns: they wrap
 	"detail": explain, "details": explain, "meaning": explain, "reason": explain, "value": explain,
 	"description": explain, "contract / abort": explain, "incoming": explain, "stored": explain,
-	"what to do": explain, "changed": explain, "response": explain, "where": explain,
+	"what to do": explain, "changed": explain, "response": explain, "where": explain, "evidence": explain,
 	// absolute times
 	"at": {drop: dropTime}, "first seen": {drop: dropTime}, "last seen": {drop: dropTime},
 	"applied at": {drop: dropTime}, "added": {drop: dropTime}, "since": {drop: dropTime},
