@@ -180,6 +180,10 @@ type Summary struct {
 	DecidedAt      *time.Time `json:"decided_at"`
 	DecidedBy      string     `json:"decided_by,omitempty"`
 	NewOperationID string     `json:"new_operation_id,omitempty"`
+	// DecidedPerson and DecidedDBUser are who decided: the person behind
+	// the login (DecidedBy is the --operator label).
+	DecidedPerson string `json:"decided_person,omitempty"`
+	DecidedDBUser string `json:"decided_db_user,omitempty"`
 	// Cursor resumes the listing after this record (--after).
 	Cursor string `json:"cursor"`
 }

@@ -185,7 +185,7 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 			}
 		}
 	} else if len(page.Items) > 0 {
-		if err := printTable(opts.IO.Out, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"},
+		if err := printTable(opts.IO.Out, quarantineHeader,
 			quarantineRows(page.Items)); err != nil {
 			return err
 		}
@@ -195,6 +195,9 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	}
 	return nil
 }
+
+// quarantineHeader heads the rows of quarantineRows.
+var quarantineHeader = []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen", "decided by"}
 
 func quarantineRows(items []quarantine.Summary) [][]string {
 	rows := make([][]string, 0, len(items))
@@ -210,7 +213,7 @@ func quarantineRows(items []quarantine.Summary) [][]string {
 		rows = append(rows, []string{
 			strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
 			strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),
-			formatStamp(s.FirstSeen), formatStamp(s.LastSeen),
+			formatStamp(s.FirstSeen), formatStamp(s.LastSeen), audit.Who(s.DecidedPerson, s.DecidedDBUser),
 		})
 	}
 	return rows
@@ -687,7 +690,7 @@ func printBulkPreview(io *IOStreams, p quarantine.Preview, group, verb string) {
 		fmt.Fprintf(w, "filter: %s\n", p.Filter.Describe())
 	}
 	fmt.Fprintf(w, "sample (%d of %s):\n", len(p.Sample), humanCount(p.Open))
-	_ = printTable(w, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"},
+	_ = printTable(w, quarantineHeader,
 		quarantineRows(p.Sample))
 }
 

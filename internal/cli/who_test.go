@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -69,4 +70,35 @@ func TestFourEyesShowPersonAndLogin(t *testing.T) {
 	assert.Contains(t, out, alice)
 	assert.Contains(t, out, bobWho)
 	assert.Contains(t, out, "root", "the --operator label has its own column")
+}
+
+// A quarantine decision names who decided as the person with the login, in
+// the list, the record, the refusal of a second decision and the history.
+func TestQuarantineDecisionShowsPersonAndLogin(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	bob := dbtest.As(fx.dsn, dbtest.Operator2)
+	bobWho := "bob (" + string(dbtest.Operator2) + ")"
+	q := fmt.Sprint(fx.conflict(t, "acme", "charge-1", 100, 200))
+	code, out, errOut := runQ(t, bob, "quarantine", "reject", q, "--yes", "--reason", "tampered", "--operator", "root", "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "rejected by "+bobWho)
+
+	code, out, _ = runQ(t, fx.dsn, "quarantine", "list", "--status", "all", "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "DECIDED BY")
+	assert.Contains(t, out, bobWho)
+	code, out, _ = runQ(t, fx.dsn, "quarantine", "list", "--status", "all", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, `"decided_person":"bob","decided_db_user":"`+string(dbtest.Operator2)+`"`)
+	code, out, _ = runQ(t, fx.dsn, "quarantine", "show", q, "-o", "table")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "rejected by "+bobWho)
+	assert.Contains(t, out, "(operator root)")
+	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", q, "--yes", "--reason", "again", "--operator", "root")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, errOut, "already rejected by "+bobWho)
+	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "charge-1", "--history", "-o", "json")
+	require.Equal(t, ExitOK, code)
+	assert.Contains(t, out, "rejected by "+bobWho+" (operator root)")
 }
