@@ -280,7 +280,9 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 			}
 			return v.load()
 		}
-		v.ban = successBanner("plan #%d approved by %s; it can now be purged (p)", msg.id, v.c.Operator)
+		// Who approved is the person behind this login: the plan, reloaded,
+		// names them with the login (an --operator label proves nothing).
+		v.ban = successBanner("plan #%d approved; it can now be purged (p)", msg.id)
 		return v.load()
 	case purgeProgressMsg:
 		if msg.id == v.purgeID {

@@ -466,7 +466,7 @@ func TestModelHorizonActions(t *testing.T) {
 		state    PlanState
 	}{
 		{"alice", "refused: you planned purge #3; another person must approve it", PlanPlanned},
-		{"bob", "ok: plan #3 approved by bob", PlanApproved},
+		{"bob", "ok: plan #3 approved; it can now be purged", PlanApproved},
 	} {
 		h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: c.operator})}
 		h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
@@ -550,7 +550,7 @@ func TestModelHorizonDatabase(t *testing.T) {
 
 	h = console("bob")
 	h.keys("a", "y")
-	assert.Contains(t, h.view(), "ok: plan #"+itoa(plan.ID)+" approved by bob")
+	assert.Contains(t, h.view(), "ok: plan #"+itoa(plan.ID)+" approved; it can now be purged")
 	assert.Equal(t, "bob", state(plan.ID).ApprovedBy)
 	// Four eyes are persons: the view names each with the login it used.
 	alice, bobWho := "alice ("+string(dbtest.Operator)+")", "bob ("+string(dbtest.Operator2)+")"
