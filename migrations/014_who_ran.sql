@@ -12,10 +12,22 @@ ALTER TABLE idem.horizon_plan
                                    AND (ran_person IS NULL OR purge_started_at IS NOT NULL));
 
 -- Plans begun before this migration: the audit row of their last purge start
--- names the person and the login.
-UPDATE idem.horizon_plan p
-SET ran_person = s.details ->> 'person', ran_db_user = s.details ->> 'login'
-FROM (SELECT DISTINCT ON (target) target, details::jsonb AS details FROM idem.audit
-      WHERE action = 'horizon.purge.start' ORDER BY target, id DESC) s
-WHERE s.target = 'horizon_plan:' || p.id AND p.purge_started_at IS NOT NULL
-  AND s.details ->> 'person' IS NOT NULL AND s.details ->> 'login' IS NOT NULL;
+-- names the person and the login. One UPDATE a plan, by constant, not a
+-- join: on Citus horizon_plan is a reference table and the audit a local one.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT DISTINCT ON (target) substring(target FROM '^horizon_plan:([0-9]+)$')::bigint AS plan_id,
+               details::jsonb ->> 'person' AS person, details::jsonb ->> 'login' AS login
+        FROM idem.audit
+        WHERE action = 'horizon.purge.start' AND target ~ '^horizon_plan:[0-9]+$'
+        ORDER BY target, id DESC
+    LOOP
+        CONTINUE WHEN r.person IS NULL OR r.login IS NULL;
+        UPDATE idem.horizon_plan SET ran_person = r.person, ran_db_user = r.login
+        WHERE id = r.plan_id AND purge_started_at IS NOT NULL;
+    END LOOP;
+END
+$$;
