@@ -20,6 +20,7 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/quarantine"
 )
 
 const projClass = "proj.view"
@@ -455,6 +456,19 @@ func TestPurgeAndLateReplays(t *testing.T) {
 	assert.Contains(t, diff, "stored_purged")
 	assert.Contains(t, diff, fmt.Sprintf(`"purge_plan": %d`, p.ID))
 	assert.Equal(t, "identity", holdsOn, "the record holds the tombstone")
+	// Screens say so: the stored body was purged, when and by which plan
+	// (not "(class only)", which is a conflict of classes).
+	rec, err := quarantine.Show(f.ctx, f.pool, res.QuarantineID)
+	require.NoError(t, err)
+	require.Len(t, rec.Diff, 1)
+	assert.Equal(t, quarantine.ChangeStoredPurged, rec.Diff[0].Kind)
+	require.NotNil(t, rec.Diff[0].PurgedAt)
+	require.NotNil(t, rec.Diff[0].PurgePlan)
+	assert.Equal(t, p.ID, *rec.Diff[0].PurgePlan)
+	groups, err := quarantine.Groups(f.ctx, f.pool, quarantine.GroupOptions{Filter: quarantine.Filter{Tenant: "t1", Op: "op-10"}})
+	require.NoError(t, err)
+	require.Len(t, groups, 1)
+	assert.Equal(t, "stored body purged "+rec.Diff[0].PurgedAt.UTC().Format("2006-01-02"), groups[0].Changed())
 	// The pinned and the quarantined identities still answer from their body.
 	res, _, err = f.replay("t1", "op-3", `{"n":3}`)
 	require.NoError(t, err)

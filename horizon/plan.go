@@ -111,11 +111,19 @@ type Plan struct {
 	PlannedAt time.Time `json:"planned_at"`
 	PlannedBy string    `json:"planned_by"`
 	// PlannedPerson and ApprovedPerson are the persons behind the logins
-	// (four-eyes); PlannedBy and ApprovedBy the --operator labels.
+	// PlannedDBUser and ApprovedDBUser (four-eyes compares persons);
+	// PlannedBy and ApprovedBy the --operator labels. Screens show them as
+	// audit.Who: "alice (op1)".
 	PlannedPerson  string     `json:"planned_person"`
+	PlannedDBUser  string     `json:"planned_db_user"`
 	ApprovedAt     *time.Time `json:"approved_at,omitempty"`
 	ApprovedBy     string     `json:"approved_by,omitempty"`
 	ApprovedPerson string     `json:"approved_person,omitempty"`
+	ApprovedDBUser string     `json:"approved_db_user,omitempty"`
+	// RanPerson and RanDBUser are who last began or resumed the purge
+	// (empty: not run yet).
+	RanPerson      string     `json:"ran_person,omitempty"`
+	RanDBUser      string     `json:"ran_db_user,omitempty"`
 	PurgeStartedAt *time.Time `json:"purge_started_at,omitempty"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
 	AbortedAt      *time.Time `json:"aborted_at,omitempty"`
@@ -147,9 +155,10 @@ func scanPlan(row pgx.Row) (Plan, error) {
 	var p Plan
 	var state, ret string
 	err := row.Scan(&p.ID, &p.Class, &p.Action, &state, &ret, &p.MinAgeSec, &p.Contract, &p.Before, &p.Cutoff, &p.MarginSec,
-		&p.PlannedAt, &p.PlannedBy, &p.PlannedPerson, &p.ApprovedAt, &p.ApprovedBy, &p.ApprovedPerson,
+		&p.PlannedAt, &p.PlannedBy, &p.PlannedPerson, &p.PlannedDBUser,
+		&p.ApprovedAt, &p.ApprovedBy, &p.ApprovedPerson, &p.ApprovedDBUser,
 		&p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt, &p.AbortedBy, &p.AbortReason,
-		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof, &p.ExpiresAt)
+		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof, &p.ExpiresAt, &p.RanPerson, &p.RanDBUser)
 	p.State, p.Retention = State(state), Retention(ret)
 	return p, err
 }

@@ -62,26 +62,29 @@ const (
 // records, a rule naming each new operation, a cap, one reason, and a second
 // person's approval before anything runs.
 type AcceptPlan struct {
-	ID             int64           `json:"id"`
-	State          string          `json:"state"`
-	Rule           string          `json:"rule"`
-	Max            int             `json:"max"`
-	IDs            []int64         `json:"ids"`
-	Reason         string          `json:"reason"`
-	Selection      json.RawMessage `json:"selection"`
-	PlannedAt      time.Time       `json:"planned_at"`
-	PlannedBy      string          `json:"planned_by"`
-	PlannedPerson  string          `json:"planned_person"`
-	PlannedDBUser  string          `json:"planned_db_user"`
-	ApprovedAt     *time.Time      `json:"approved_at,omitempty"`
-	ApprovedBy     string          `json:"approved_by,omitempty"`
-	ApprovedPerson string          `json:"approved_person,omitempty"`
-	ApprovedDBUser string          `json:"approved_db_user,omitempty"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
-	AbortReason    string          `json:"abort_reason,omitempty"`
-	DoneThrough    int64           `json:"done_through"`
-	Accepted       int             `json:"accepted"`
-	Skipped        int             `json:"skipped"`
+	ID        int64           `json:"id"`
+	State     string          `json:"state"`
+	Rule      string          `json:"rule"`
+	Max       int             `json:"max"`
+	IDs       []int64         `json:"ids"`
+	Reason    string          `json:"reason"`
+	Selection json.RawMessage `json:"selection"`
+	PlannedAt time.Time       `json:"planned_at"`
+	PlannedBy string          `json:"planned_by"`
+	// PlannedPerson and ApprovedPerson are the persons behind the logins
+	// PlannedDBUser and ApprovedDBUser (four eyes compares persons);
+	// PlannedBy and ApprovedBy the --operator labels.
+	PlannedPerson  string     `json:"planned_person"`
+	PlannedDBUser  string     `json:"planned_db_user"`
+	ApprovedAt     *time.Time `json:"approved_at,omitempty"`
+	ApprovedBy     string     `json:"approved_by,omitempty"`
+	ApprovedPerson string     `json:"approved_person,omitempty"`
+	ApprovedDBUser string     `json:"approved_db_user,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	AbortReason    string     `json:"abort_reason,omitempty"`
+	DoneThrough    int64      `json:"done_through"`
+	Accepted       int        `json:"accepted"`
+	Skipped        int        `json:"skipped"`
 }
 
 // NewOperationID is the id the rule gives a record's operation.

@@ -78,6 +78,26 @@ func (k GroupKey) Describe() string {
 	return s
 }
 
+// Changed says what differs in a group's records, for a screen: the JSON
+// Pointers; "stored body purged <date>" when the stored side is gone (no
+// field can be compared); "(class only)" when only the class differs;
+// "(whole payload)" when the payloads differ at their root.
+func (g Group) Changed() string {
+	if g.StoredPurged && (len(g.Fields) == 0 || (len(g.Fields) == 1 && g.Fields[0] == "")) {
+		if g.StoredPurgedAt == nil {
+			return "stored body purged"
+		}
+		return "stored body purged " + g.StoredPurgedAt.UTC().Format("2006-01-02")
+	}
+	switch {
+	case len(g.Fields) == 0:
+		return "(class only)"
+	case len(g.Fields) == 1 && g.Fields[0] == "":
+		return "(whole payload)"
+	}
+	return strings.Join(g.Fields, " ")
+}
+
 // Group is one group of open records: the same cause, most likely.
 type Group struct {
 	// ID names the group for --group: stable as long as its key is (a new
@@ -87,6 +107,12 @@ type Group struct {
 	Count     int64     `json:"count"`
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
+	// StoredPurged: a record of the group conflicts with an identity whose
+	// stored body was purged (under a proven horizon) before the conflict,
+	// so only the class and the hash are compared; StoredPurgedAt is the
+	// latest such purge (nil: unknown).
+	StoredPurged   bool       `json:"stored_purged,omitempty"`
+	StoredPurgedAt *time.Time `json:"stored_purged_at,omitempty"`
 	// Example is the group's newest record.
 	Example struct {
 		ID          int64  `json:"id"`
@@ -125,7 +151,7 @@ func Groups(ctx context.Context, db idem.DBTX, o GroupOptions) ([]Group, error) 
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) {
 		var g Group
 		err := r.Scan(&g.Class, &g.IncomingClass, &g.Fields, &g.Tenant, &g.Source, &g.Count, &g.FirstSeen, &g.LastSeen,
-			&g.Example.ID, &g.Example.Tenant, &g.Example.OperationID)
+			&g.Example.ID, &g.Example.Tenant, &g.Example.OperationID, &g.StoredPurged, &g.StoredPurgedAt)
 		if g.Fields == nil {
 			g.Fields = []string{}
 		}

@@ -254,10 +254,11 @@ func List(ctx context.Context, db idem.DBTX, f Filter) (Page, error) {
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Summary, error) {
 		var s Summary
-		var decidedBy, newOp *string
+		var decidedBy, newOp, decidedPerson, decidedDBUser *string
 		err := r.Scan(&s.ID, &s.Tenant, &s.OperationID, &s.Class, &s.IncomingClass, &s.Status, &s.Occurrences,
-			&s.FirstSeen, &s.LastSeen, &s.Changes, &s.DecidedAt, &decidedBy, &newOp, &s.StoredSide)
+			&s.FirstSeen, &s.LastSeen, &s.Changes, &s.DecidedAt, &decidedBy, &newOp, &decidedPerson, &decidedDBUser, &s.StoredSide)
 		s.DecidedBy, s.NewOperationID = deref(decidedBy), deref(newOp)
+		s.DecidedPerson, s.DecidedDBUser = deref(decidedPerson), deref(decidedDBUser)
 		s.Cursor = Cursor{LastSeen: s.LastSeen, ID: s.ID}.String()
 		return s, err
 	})

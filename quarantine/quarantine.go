@@ -111,13 +111,20 @@ func ParseStatus(s string) (Status, error) {
 type Change struct {
 	// Path is an RFC 6901 JSON Pointer ("" is the whole payload).
 	Path string `json:"path"`
-	// Kind is added, removed, type_changed or changed.
+	// Kind is added, removed, type_changed or changed; stored_purged when
+	// the stored body was purged before the conflict (nothing to compare).
 	Kind string `json:"change"`
 	// Stored and Incoming are the two values; the absent side of an added or
 	// removed value is JSON null (Kind tells it from a real null).
 	Stored   json.RawMessage `json:"stored"`
 	Incoming json.RawMessage `json:"incoming"`
+	// PurgePlan and PurgedAt name the purge of a stored_purged side.
+	PurgePlan *int64     `json:"purge_plan,omitempty"`
+	PurgedAt  *time.Time `json:"purged_at,omitempty"`
 }
+
+// ChangeStoredPurged is the Kind of a change whose stored side was purged.
+const ChangeStoredPurged = "stored_purged"
 
 // Detection says where a conflict was first seen.
 type Detection struct {
@@ -195,6 +202,10 @@ type Summary struct {
 	DecidedAt      *time.Time `json:"decided_at"`
 	DecidedBy      string     `json:"decided_by,omitempty"`
 	NewOperationID string     `json:"new_operation_id,omitempty"`
+	// DecidedPerson and DecidedDBUser are who decided: the person behind
+	// the login (DecidedBy is the --operator label).
+	DecidedPerson string `json:"decided_person,omitempty"`
+	DecidedDBUser string `json:"decided_db_user,omitempty"`
 	// Cursor resumes the listing after this record (--after).
 	Cursor string `json:"cursor"`
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/tui/keys"
@@ -43,7 +44,9 @@ type auditView struct {
 	verifyErr error
 	nav       listNav
 	details   bool
-	ban       banner
+	// dtop is the first line of the details pane shown (it scrolls).
+	dtop int
+	ban  banner
 }
 
 func newAuditView(c *Context, svc AuditService) *auditView {
@@ -136,12 +139,17 @@ func (v *auditView) update(msg tea.Msg) tea.Cmd {
 		}
 		k := v.c.Keys.Audit
 		if v.nav.handle(k.List, msg, len(v.rows), v.listHeight()) {
+			v.dtop = 0 // another row: its details from the top
 			return nil
 		}
 		switch {
 		case key.Matches(msg, k.Details):
-			v.details = !v.details
+			v.details, v.dtop = !v.details, 0
 			v.nav.clamp(len(v.rows), v.listHeight())
+		case key.Matches(msg, k.DetailsUp) && v.details:
+			v.dtop = max(0, v.dtop-1)
+		case key.Matches(msg, k.DetailsDown) && v.details:
+			v.dtop++ // clamped when rendered, where the pane's lines are known
 		case key.Matches(msg, k.Verify):
 			return v.verify()
 		case key.Matches(msg, k.Refresh):
@@ -155,7 +163,8 @@ func (v *auditView) keyMap() help.KeyMap {
 	k := v.c.Keys.Audit
 	return keys.Bindings{
 		Short: []key.Binding{k.Details, k.Verify, k.Refresh},
-		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Details, k.Verify, k.Refresh}},
+		Full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			{k.Details, k.DetailsUp, k.DetailsDown, k.Verify, k.Refresh}},
 	}
 }
 
@@ -183,19 +192,35 @@ func (v *auditView) render(w, h int) string {
 	if v.loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
-	const atW, actorW = 20, 10
+	const atW = 20
 	ids := make([]int64, len(v.rows))
+	// TARGET (what an operator types next) and ACTION as wide as their
+	// widest; ACTOR is the person and the login (four eyes compare
+	// persons), or the person alone when the logins do not fit.
+	targetW, actionW, actorFull, actorShort := len("TARGET"), len("ACTION"), len("ACTOR"), len("ACTOR")
 	for i, r := range v.rows {
 		ids[i] = r.ID
+		targetW = max(targetW, lipgloss.Width(orDash(r.Target)))
+		actionW = max(actionW, lipgloss.Width(r.Action))
+		actorFull = max(actorFull, lipgloss.Width(r.Who()))
+		actorShort = max(actorShort, lipgloss.Width(auditShortWho(r)))
 	}
 	idW := idWidth(ids...)
-	// ACTION takes what its longest value needs, up to half of what is left.
-	actionW := 20
-	for _, r := range v.rows {
-		actionW = max(actionW, len([]rune(r.Action)))
+	room := w - 2 - idW - atW - 4 // for ACTOR, ACTION and TARGET
+	// What gives way, in order: the logins (the persons stay), ACTION down
+	// to 12 cells, then the actor itself; TARGET last.
+	actorW, who := actorFull, audit.Record.Who
+	switch avail := room - targetW - actionW; {
+	case avail >= actorFull:
+	case avail >= actorShort:
+		actorW, who = actorShort, auditShortWho
+	default:
+		actionW = max(min(actionW, 12), room-targetW-actorFull)
+		if avail = room - targetW - actionW; avail < actorFull {
+			actorW, who = max(5, min(actorShort, avail)), auditShortWho
+		}
 	}
-	actionW = min(actionW, max(20, (w-2-idW-atW-actorW-4)/2))
-	targetW := max(8, w-2-idW-atW-actorW-actionW-4)
+	targetW = max(8, room-actorW-actionW)
 	lines := []string{title, v.chainLine(),
 		st.Column.Render("  " + padLeft("ID", idW) + " " + pad("AT", atW) + " " + pad("ACTOR", actorW) + " " + pad("ACTION", actionW) + " " + pad("TARGET", targetW))}
 	switch {
@@ -213,7 +238,7 @@ func (v *auditView) render(w, h int) string {
 		if i == v.nav.cursor {
 			marker = "> "
 		}
-		row := marker + padLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + pad(stamp(r.At), atW) + " " + pad(r.Actor, actorW) + " " +
+		row := marker + padLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + pad(stamp(r.At), atW) + " " + pad(who(r), actorW) + " " +
 			pad(r.Action, actionW) + " " + pad(orDash(r.Target), targetW)
 		if i == v.nav.cursor {
 			row = st.Selected.Render(row)
@@ -227,18 +252,36 @@ func (v *auditView) render(w, h int) string {
 	return fitLines(lines, w, h)
 }
 
+// auditShortWho is a row's person alone, or its login when it has none.
+func auditShortWho(r audit.Record) string {
+	if r.Person != "" {
+		return r.Person
+	}
+	return r.Who()
+}
+
+// detailLines is the details pane of row r: h lines of at most w cells,
+// scrolled to v.dtop, with a position line when the row is longer.
 func (v *auditView) detailLines(r audit.Record, w, h int) []string {
 	st := v.c.Styles
 	lines := []string{
-		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  actor ") + r.Actor + st.Label.Render(" db user ") + r.DBUser,
+		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  by ") + r.Who() + st.Label.Render("  operator ") + r.Actor,
 		st.Label.Render("hash ") + r.Hash,
 		st.Label.Render("prev ") + r.PrevHash,
 	}
 	lines = append(lines, wrap(st.Label.Render("details ")+oneLine(string(r.Details)), w)...)
-	if len(lines) > h {
-		lines = lines[:h]
+	if len(lines) <= h {
+		v.dtop = 0
+		return lines
 	}
-	return lines
+	// Longer than the pane: a window on it, and where it is.
+	body := max(1, h-1)
+	v.dtop = max(0, min(v.dtop, len(lines)-body))
+	end := v.dtop + body
+	k := v.c.Keys.Audit
+	pos := st.Muted.Render(fmt.Sprintf("lines %d-%d of %d  %s/%s scroll", v.dtop+1, end, len(lines),
+		k.DetailsUp.Keys()[0], k.DetailsDown.Keys()[0]))
+	return append(append([]string{}, lines[v.dtop:end]...), pos)
 }
 
 // fitLinesSlice cuts or pads lines to exactly n.

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -160,4 +162,68 @@ func TestEmptyReasonSaysSo(t *testing.T) {
 	h.keys("esc", "esc", " ", "x", "enter")
 	assert.Contains(t, h.view(), "a reason is required")
 	assert.Contains(t, h.view(), "Reject 1 selected record")
+}
+
+// The header never cuts the database's identity: at 80 columns the other
+// parts give way, and the identity stays whole.
+func TestHeaderKeepsDatabaseIdentityWhole(t *testing.T) {
+	t.Parallel()
+	long := "postgres@db-primary-eu-west-1.payments.internal.example.com:5432/payments"
+	require.Less(t, len(long), 80)
+	for _, w := range []int{80, 100, 200} {
+		st := styles.Ascii()
+		m := New(Options{Services: Services{Audit: fixedAudit{}}, Operator: "alice", Database: long,
+			Now: func() time.Time { return fixedNow }, Styles: &st, Refresh: -1})
+		h := &harness{t: t, m: m}
+		h.send(tea.WindowSizeMsg{Width: w, Height: 24})
+		first := strings.Split(h.view(), "\n")[0]
+		assert.Contains(t, first, long, "at %d columns", w)
+		assert.LessOrEqual(t, lipgloss.Width(first), w)
+		if w == 200 {
+			assert.Contains(t, first, "operator alice", "room for everything: nothing is shortened")
+		}
+	}
+}
+
+// The audit list names who acted as the person with the login; the details
+// pane of a long row scrolls with its keys.
+func TestAuditWhoAndDetailsScroll(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{}, 80, 24)
+	h.keys("4")
+	v := h.view()
+	assert.Contains(t, v, "bob (bob)")
+	assert.Contains(t, v, "alice (op1)")
+	assert.Contains(t, v, "(no person) payments", "a login with no person says so")
+	h.keys("down", "enter")
+	v = h.view()
+	assert.Contains(t, v, "Row #29  by alice (op1)  operator root")
+	assert.Contains(t, v, "lines 1-7 of 20")
+	assert.NotContains(t, v, "charge-last-of-the-run")
+	for range 20 {
+		h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'J'}})
+	}
+	v = h.view()
+	assert.Contains(t, v, "lines 14-20 of 20", "scrolled to the end, and no further")
+	assert.Contains(t, v, "charge-last-of-the-run")
+	assert.NotContains(t, v, "Row #29")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'K'}})
+	assert.Contains(t, h.view(), "lines 13-19 of 20")
+	h.keys("up")
+	assert.Contains(t, h.view(), "Row #30", "another row's details start at the top")
+}
+
+// A conflict whose stored body was purged says so, with the date and the
+// plan, in the evidence and in the groups.
+func TestStoredBodyPurgedLabelled(t *testing.T) {
+	t.Parallel()
+	at, plan := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC), int64(7)
+	assert.Equal(t, "stored body purged 2026-11-02 (plan 7)",
+		storedPurged(quarantine.Change{Kind: quarantine.ChangeStoredPurged, PurgedAt: &at, PurgePlan: &plan}))
+	g := quarantine.Group{GroupKey: quarantine.GroupKey{Fields: []string{""}}, StoredPurged: true, StoredPurgedAt: &at}
+	assert.Equal(t, "stored body purged 2026-11-02", g.Changed())
+	g.StoredPurged = false
+	assert.Equal(t, "(whole payload)", g.Changed())
+	g.Fields = []string{}
+	assert.Equal(t, "(class only)", g.Changed())
 }

@@ -287,10 +287,12 @@ type fixedAudit struct{}
 func (fixedAudit) List(context.Context, audit.Filter) ([]audit.Record, error) {
 	h := func(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 	rows := []audit.Record{
-		{ID: 30, At: fixedNow.Add(-3 * time.Minute), Actor: "bob", DBUser: "payments", Action: "quarantine.reject", Target: "quarantine:10",
+		{ID: 30, At: fixedNow.Add(-3 * time.Minute), Actor: "root", Person: "bob", DBUser: "bob", Action: "quarantine.reject", Target: "quarantine:10",
 			Details: json.RawMessage(`{"reason": "duplicate webhook, ticket PAY-88"}`)},
-		{ID: 29, At: fixedNow.Add(-20 * time.Minute), Actor: "alice", DBUser: "payments", Action: "resolve.run", Target: "resolve:tui",
-			Details: json.RawMessage(`{"source": "tui", "counts": {"applied": 1}, "dry_run": false}`)},
+		{ID: 29, At: fixedNow.Add(-20 * time.Minute), Actor: "root", Person: "alice", DBUser: "op1", Action: "resolve.run", Target: "resolve:tui",
+			Details: json.RawMessage(`{"source": "tui", "counts": {"applied": 1}, "dry_run": false, "operations": [` +
+				strings.Repeat(`{"tenant": "acme", "operation_id": "charge-2026-11-30-000123", "outcome": "applied"}, `, 12) +
+				`{"tenant": "acme", "operation_id": "charge-last-of-the-run", "outcome": "applied"}]}`)},
 		{ID: 28, At: fixedNow.Add(-time.Hour), Actor: "alice", DBUser: "payments", Action: "quarantine.export", Target: "quarantine:9",
 			Details: json.RawMessage(`{"verified": true}`)},
 	}
@@ -342,12 +344,12 @@ func newFixedHorizon() *fixedHorizon {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 	return &fixedHorizon{plans: []PurgePlan{
 		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: PlanPlanned, Identities: 12840,
-			PlannedBy: "alice", PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
+			PlannedBy: Who{"alice", "op1"}, PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
 			Proof: []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"}},
 		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: PlanApproved, Identities: 5000,
-			PlannedBy: "carol", PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: "alice"},
+			PlannedBy: Who{"carol", "carol"}, PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: Who{"alice", "op1"}},
 		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: PlanAborted, Identities: 700,
-			PlannedBy: "bob", PlannedAt: fixedNow.Add(-72 * time.Hour), ApprovedBy: "carol",
+			PlannedBy: Who{"bob", "bob"}, PlannedAt: fixedNow.Add(-72 * time.Hour), ApprovedBy: Who{"carol", "carol"},
 			AbortReason: "horizon moved: archive s3://replays can replay from 2026-07-20"},
 	}}
 }
@@ -388,10 +390,10 @@ func (h *fixedHorizon) Approve(_ context.Context, id int64, operator string) err
 	if p == nil {
 		return errors.New("no such plan")
 	}
-	if p.PlannedBy == operator {
+	if p.PlannedBy.Person == operator {
 		return fmt.Errorf("approve plan %d: %w", id, ErrSameOperator)
 	}
-	p.State, p.ApprovedBy = PlanApproved, operator
+	p.State, p.ApprovedBy = PlanApproved, Who{operator, operator}
 	return nil
 }
 

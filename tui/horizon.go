@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/tui/keys"
 )
 
@@ -77,9 +78,12 @@ type PurgePlan struct {
 	// it removed so far.
 	Identities int64
 	Purged     int64
-	PlannedBy  string
+	// PlannedBy, ApprovedBy and RanBy are who planned, approved and ran
+	// the purge: persons, with their logins (zero: not yet).
+	PlannedBy  Who
 	PlannedAt  time.Time
-	ApprovedBy string
+	ApprovedBy Who
+	RanBy      Who
 	// Contract is the business contract reference cited (money operations).
 	Contract string
 	// Proof is the plan's evidence, one line a source: what each probe found.
@@ -87,6 +91,26 @@ type PurgePlan struct {
 	// AbortReason says why an aborted plan stopped.
 	AbortReason string
 }
+
+// Who is a person with the login they acted through: four eyes compare
+// persons, and the console shows both, as the CLI does (audit.Who).
+type Who struct {
+	Person string
+	Login  string
+}
+
+// String is "alice (op1)", "(no person) op1", or "-" for nobody yet.
+func (w Who) String() string { return audit.Who(w.Person, w.Login) }
+
+// short is the person alone, or the login when it maps to no person.
+func (w Who) short() string {
+	if w.Person != "" {
+		return w.Person
+	}
+	return w.String()
+}
+
+func (w Who) zero() bool { return w.Person == "" && w.Login == "" }
 
 // PurgeResult is what a purge did.
 type PurgeResult struct {
@@ -208,7 +232,7 @@ func (v *horizonView) sourceRows() int {
 }
 
 func (v *horizonView) planRows() int {
-	return max(1, v.c.bodyHeight()-9-v.sourceRows())
+	return max(1, v.c.bodyHeight()-10-v.sourceRows())
 }
 
 func (v *horizonView) selected() *PurgePlan {
@@ -256,7 +280,9 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 			}
 			return v.load()
 		}
-		v.ban = successBanner("plan #%d approved by %s; it can now be purged (p)", msg.id, v.c.Operator)
+		// Who approved is the person behind this login: the plan, reloaded,
+		// names them with the login (an --operator label proves nothing).
+		v.ban = successBanner("plan #%d approved; it can now be purged (p)", msg.id)
 		return v.load()
 	case purgeProgressMsg:
 		if msg.id == v.purgeID {
@@ -460,14 +486,17 @@ func (v *horizonView) render(w, h int) string {
 			style.Render(pad(orDash(s.Result), resW))+" "+pad(s.Detail, detW))
 	}
 	lines = append(lines, "", st.Label.Render("Plans"))
-	const stateW, countW, byW = 9, 10, 10
+	const stateW, countW = 9, 10
 	ids := make([]int64, len(v.plans))
 	for i, p := range v.plans {
 		ids[i] = p.ID
 	}
 	idW := idWidth(ids...)
 	beforeW := 17
-	scopeW := max(8, w-2-idW-beforeW-stateW-countW-2*byW-6)
+	// PLANNED and APPROVED show the person and the login when the scope
+	// still fits whole beside them, else the persons (the footer and the
+	// confirmation name the logins too).
+	who, byW, scopeW := v.whoColumns(w - 2 - idW - beforeW - stateW - countW - 6)
 	lines = append(lines, st.Column.Render("  "+padLeft("ID", idW)+" "+pad("SCOPE", scopeW)+" "+pad("BEFORE", beforeW)+" "+
 		pad("STATE", stateW)+" "+padLeft("IDENTITIES", countW)+" "+pad("PLANNED", byW)+" "+pad("APPROVED", byW)))
 	if v.loaded && len(v.plans) == 0 {
@@ -490,15 +519,34 @@ func (v *horizonView) render(w, h int) string {
 		}
 		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
 			state + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
-			pad(orDash(p.PlannedBy), byW) + " " + pad(orDash(p.ApprovedBy), byW)
+			pad(who(p.PlannedBy), byW) + " " + pad(who(p.ApprovedBy), byW)
 		if i == v.nav.cursor {
 			row = st.Selected.Render(row)
 		}
 		lines = append(lines, row)
 	}
-	lines = fitLinesSlice(lines, h-3)
+	lines = fitLinesSlice(lines, h-4)
 	lines = append(lines, v.footer(w)...)
 	return fitLines(lines, w, h)
+}
+
+// whoColumns sizes the plan list's PLANNED and APPROVED columns in room
+// (what the other columns leave): the person and the login when the widest
+// scope still fits whole, else the persons alone. It returns how to show a
+// Who, the columns' width and the scope's.
+func (v *horizonView) whoColumns(room int) (func(Who) string, int, int) {
+	scopeNeed, full, short := len("SCOPE"), len("APPROVED"), len("APPROVED")
+	for _, p := range v.plans {
+		scopeNeed = max(scopeNeed, lipgloss.Width(p.Scope))
+		for _, w := range []Who{p.PlannedBy, p.ApprovedBy} {
+			full = max(full, lipgloss.Width(w.String()))
+			short = max(short, lipgloss.Width(w.short()))
+		}
+	}
+	if room-2*full >= scopeNeed {
+		return Who.String, full, room - 2*full
+	}
+	return Who.short, short, max(8, room-2*short)
 }
 
 // footer is the selected plan's detail, or the purge's progress.
@@ -516,31 +564,40 @@ func (v *horizonView) footer(w int) []string {
 		}
 		bar = label + v.bar.ViewAs(min(1, pct)) + fmt.Sprintf(" %d/%d", v.purgeDone, v.purgeTotal)
 		if v.purging() || p == nil {
-			return []string{"", bar, ""}
+			return []string{"", bar, "", ""}
 		}
 	}
 	if p == nil {
-		return []string{"", "", ""}
+		return []string{"", "", "", ""}
 	}
 	l1 := st.Label.Render(fmt.Sprintf("plan #%d ", p.ID)) + "purges identities older than " + stamp(p.Before)
-	l2 := st.Label.Render("planned ") + orDash(p.PlannedBy) + " " + stamp(p.PlannedAt)
 	if p.Contract != "" {
-		l2 += st.Label.Render("  contract ") + p.Contract
+		l1 += st.Label.Render("  contract ") + p.Contract
 	}
+	// Who planned, approved and ran it: persons with their logins, one
+	// line for the planner and one for the rest, so that none is cut.
+	l2 := st.Label.Render("planned ") + p.PlannedBy.String() + " " + stamp(p.PlannedAt)
 	l3 := ""
+	if !p.ApprovedBy.zero() {
+		l3 = st.Label.Render("approved ") + p.ApprovedBy.String()
+	}
+	if !p.RanBy.zero() {
+		l3 += st.Label.Render("  ran ") + p.RanBy.String()
+	}
+	l4 := ""
 	switch {
 	case p.State == PlanAborted && p.AbortReason != "":
-		l3 = st.Warning.Render("aborted: " + p.AbortReason)
+		l4 = st.Warning.Render("aborted: " + p.AbortReason)
 	case p.State == PlanPlanned:
-		l3 = st.Muted.Render("needs the approval of a person other than its planner (" + orDash(p.PlannedBy) + ")")
+		l4 = st.Muted.Render("needs the approval of a person other than its planner, " + p.PlannedBy.String())
 	case p.State == PlanDone || p.State == PlanPurging:
-		l3 = fmt.Sprintf("purged %d of %d", p.Purged, p.Identities)
+		l4 = fmt.Sprintf("purged %d of %d", p.Purged, p.Identities)
 	}
 	if bar != "" {
 		// The purge just ran: its bar, then where the plan ended.
-		return []string{trunc(bar, w), trunc(l1, w), trunc(l3, w)}
+		return []string{trunc(bar, w), trunc(l1, w), trunc(l3, w), trunc(l4, w)}
 	}
-	return []string{trunc(l1, w), trunc(l2, w), trunc(l3, w)}
+	return []string{trunc(l1, w), trunc(l2, w), trunc(l3, w), trunc(l4, w)}
 }
 
 func (v *horizonView) renderConfirm(w, h int) string {
@@ -559,9 +616,12 @@ func (v *horizonView) renderConfirm(w, h int) string {
 	row("scope", p.Scope)
 	row("before", stamp(p.Before))
 	row("identities", strconv.FormatInt(p.Identities, 10))
-	row("planned by", p.PlannedBy)
-	if p.ApprovedBy != "" {
-		row("approved by", p.ApprovedBy)
+	row("planned by", p.PlannedBy.String())
+	if !p.ApprovedBy.zero() {
+		row("approved by", p.ApprovedBy.String())
+	}
+	if !p.RanBy.zero() {
+		row("ran by", p.RanBy.String())
 	}
 	row("contract", orDash(p.Contract))
 	for i, line := range p.Proof {

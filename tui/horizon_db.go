@@ -102,7 +102,8 @@ func (h HorizonDB) plans(ctx context.Context) ([]PurgePlan, error) {
 		}
 		out = append(out, PurgePlan{
 			ID: p.ID, Scope: scope, Before: p.Cutoff, State: PlanState(p.State), Identities: p.Candidates, Purged: p.Purged,
-			PlannedBy: p.PlannedBy, PlannedAt: p.PlannedAt, ApprovedBy: p.ApprovedBy, Contract: p.Contract,
+			PlannedBy: Who{p.PlannedPerson, p.PlannedDBUser}, PlannedAt: p.PlannedAt,
+			ApprovedBy: Who{p.ApprovedPerson, p.ApprovedDBUser}, RanBy: Who{p.RanPerson, p.RanDBUser}, Contract: p.Contract,
 			AbortReason: p.AbortReason, Proof: proofLines(p),
 		})
 	}

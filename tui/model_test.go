@@ -466,7 +466,7 @@ func TestModelHorizonActions(t *testing.T) {
 		state    PlanState
 	}{
 		{"alice", "refused: you planned purge #3; another person must approve it", PlanPlanned},
-		{"bob", "ok: plan #3 approved by bob", PlanApproved},
+		{"bob", "ok: plan #3 approved; it can now be purged", PlanApproved},
 	} {
 		h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: c.operator})}
 		h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
@@ -550,13 +550,22 @@ func TestModelHorizonDatabase(t *testing.T) {
 
 	h = console("bob")
 	h.keys("a", "y")
-	assert.Contains(t, h.view(), "ok: plan #"+itoa(plan.ID)+" approved by bob")
+	assert.Contains(t, h.view(), "ok: plan #"+itoa(plan.ID)+" approved; it can now be purged")
 	assert.Equal(t, "bob", state(plan.ID).ApprovedBy)
+	// Four eyes are persons: the view names each with the login it used.
+	alice, bobWho := "alice ("+string(dbtest.Operator)+")", "bob ("+string(dbtest.Operator2)+")"
+	v = h.view()
+	assert.Contains(t, v, "planned "+alice)
+	assert.Contains(t, v, "approved "+bobWho)
 	h.keys("p", "y")
 	v = h.view()
 	assert.Contains(t, v, "ok: purge #"+itoa(plan.ID)+" done: 40 identities purged")
 	assert.Contains(t, v, "40/40")
+	assert.Contains(t, v, "ran "+bobWho, "who ran it stays after the purge finished")
 	assert.Equal(t, horizon.StateDone, state(plan.ID).State)
+	done := state(plan.ID)
+	assert.Equal(t, []string{"alice", string(dbtest.Operator), "bob", string(dbtest.Operator2), "bob", string(dbtest.Operator2)},
+		[]string{done.PlannedPerson, done.PlannedDBUser, done.ApprovedPerson, done.ApprovedDBUser, done.RanPerson, done.RanDBUser})
 
 	// The horizon moves after approval: a source now holds an older message.
 	seed("b-", 10)

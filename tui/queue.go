@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/keys"
@@ -620,6 +621,9 @@ func (v *queueView) keyMap() help.KeyMap {
 
 // render
 
+// tall: the evidence of a record uses every line it can get.
+func (v *queueView) tall() bool { return v.mode == queueDetail }
+
 func (v *queueView) render(w, h int) string {
 	switch v.mode {
 	case queueDetail:
@@ -789,7 +793,12 @@ func (v *queueView) detailLines(w int) []string {
 		if path == "" {
 			path = "(whole payload)"
 		}
-		add("! " + st.DiffPath.Render(path) + " " + st.Muted.Render(ch.Kind))
+		if ch.Kind == quarantine.ChangeStoredPurged {
+			add("! " + st.DiffPath.Render(storedPurged(ch)) + " " +
+				st.Muted.Render("only the stored hash and class remain; nothing to compare"))
+		} else {
+			add("! " + st.DiffPath.Render(path) + " " + st.Muted.Render(ch.Kind))
+		}
 		valueLines := func(name string, style lipgloss.Style, raw []byte) {
 			text := string(raw)
 			if len(raw) == 0 {
@@ -811,8 +820,9 @@ func (v *queueView) detailLines(w int) []string {
 
 	add(st.Title.Render("Decision"))
 	if d := r.Decision; d != nil {
-		add("  " + v.statusStyle(r.Status).Render(string(r.Status)) + label(" by ") + d.By + label(" at ") + stamp(d.At) +
-			label(" audit row ") + fmt.Sprintf("#%d", d.AuditID))
+		add("  " + v.statusStyle(r.Status).Render(string(r.Status)) + label(" by ") + audit.Who(d.Person, d.DBUser) +
+			label(" at ") + stamp(d.At) + label(" audit row ") + fmt.Sprintf("#%d", d.AuditID))
+		add("  " + label("operator ") + d.By)
 		add(indent("  ", wrap(label("reason ")+d.Reason, max(10, w-2)))...)
 		if d.NewOperationID != "" {
 			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
@@ -833,6 +843,19 @@ func (v *queueView) detailLines(w int) []string {
 		block("Incoming transport (tracing only)", r.IncomingTransport)
 	}
 	return lines
+}
+
+// storedPurged names the purge that removed a conflict's stored side:
+// "stored body purged 2026-11-02 (plan 7)".
+func storedPurged(ch quarantine.Change) string {
+	s := "stored body purged"
+	if ch.PurgedAt != nil {
+		s += " " + ch.PurgedAt.UTC().Format("2006-01-02")
+	}
+	if ch.PurgePlan != nil {
+		s += fmt.Sprintf(" (plan %d)", *ch.PurgePlan)
+	}
+	return s
 }
 
 func orDash(s string) string {

@@ -472,10 +472,7 @@ func (v *queueView) renderGroups(w, h int) string {
 		if g.IncomingClass != g.Class {
 			class += "→" + g.IncomingClass
 		}
-		fields := strings.Join(g.Fields, " ")
-		if fields == "" {
-			fields = "(class only)"
-		}
+		fields := g.Changed()
 		src := "-"
 		if g.Source != nil && *g.Source != "" {
 			src = *g.Source

@@ -306,18 +306,38 @@ func (m *Model) View() string {
 	}
 	v := m.views[m.active]
 	bodyH := c.bodyHeight()
+	ban := m.banner(m.shownBanner(v.status()), w)
+	if t, ok := v.(tallView); ok && t.tall() && !m.full {
+		// A reading view takes the banner's unused lines: the banner keeps
+		// only the lines it has, and the help line stays at the bottom.
+		lines := strings.Split(ban, "\n")
+		for len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		bodyH += bannerLines - len(lines)
+		ban = strings.Join(lines, "\n")
+	}
 	var body string
 	if m.full {
 		body = m.fullHelp(w, bodyH)
 	} else {
 		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
 	}
-	ban := m.banner(m.shownBanner(v.status()), w)
+	parts := []string{header, tabs, body}
+	if ban != "" || bodyH == c.bodyHeight() {
+		parts = append(parts, ban)
+	}
 	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
 	if m.full {
 		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
 	}
-	return strings.Join([]string{header, tabs, body, ban, m.helpLine(km, w)}, "\n")
+	return strings.Join(append(parts, m.helpLine(km, w)), "\n")
+}
+
+// tallView is a view that reads better taller (the evidence of a record):
+// while tall, it gets the lines the banner leaves unused.
+type tallView interface {
+	tall() bool
 }
 
 // helpLine is the footer: the global keys (? help, q quit) always show; the
@@ -350,13 +370,26 @@ func (m *Model) problemView(w int) string {
 		trunc("q quit", w)}, "\n")
 }
 
+// header names the console, the operator and the database. The database's
+// identity is what tells a primary from a look-alike, so it is never cut:
+// the other parts shorten, then go, first (only an identity wider than the
+// terminal itself is shortened, in the middle).
 func (m *Model) header(w int) string {
 	st := m.ctx.Styles
-	left := st.Header.Render("idemctl tui")
-	op := st.HeaderKey.Render("operator ") + m.ctx.Operator
-	dbw := w - lipgloss.Width(left) - lipgloss.Width(op) - 8
-	db := st.HeaderKey.Render("db ") + truncMiddle(m.ctx.Database, max(8, dbw))
-	return trunc(left+"  "+op+"  "+db, w)
+	db, op := m.ctx.Database, m.ctx.Operator
+	for _, h := range []string{
+		st.Header.Render("idemctl tui") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
+		st.HeaderKey.Render("db ") + db,
+		db,
+	} {
+		if lipgloss.Width(h) <= w {
+			return h
+		}
+	}
+	return truncMiddle(db, w)
 }
 
 func (m *Model) tabs(w int) string {

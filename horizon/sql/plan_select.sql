@@ -1,9 +1,11 @@
 -- Plans, newest first; $1 one id or NULL for all, $2 a class or NULL.
 SELECT id, op_class, action, state, retention, coalesce(extract(epoch FROM min_age), 0)::float8,
        coalesce(contract, ''), before, cutoff, extract(epoch FROM margin)::float8,
-       planned_at, planned_by, planned_person, approved_at, coalesce(approved_by, ''), coalesce(approved_person, ''),
+       planned_at, planned_by, planned_person, planned_db_user,
+       approved_at, coalesce(approved_by, ''), coalesce(approved_person, ''), coalesce(approved_db_user, ''),
        purge_started_at, finished_at, aborted_at, coalesce(aborted_by, ''), coalesce(abort_reason, ''),
-       candidates, pinned, purged, batches, proof, expires_at
+       candidates, pinned, purged, batches, proof, expires_at,
+       coalesce(ran_person, runner_person, ''), coalesce(ran_db_user, runner_login, '')
 FROM idem.horizon_plan
 WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR op_class = $2)
 ORDER BY id DESC

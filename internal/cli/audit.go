@@ -132,11 +132,13 @@ func auditListRun(ctx context.Context, opts *AuditListOptions) error {
 		table := make([][]string, 0, len(rows))
 		for _, r := range rows {
 			table = append(table, []string{
-				strconv.FormatInt(r.ID, 10), formatStamp(r.At), r.Actor, r.DBUser, r.Action,
-				orDash(r.Target), clipText(string(r.Details), 80),
+				strconv.FormatInt(r.ID, 10), formatStamp(r.At), r.Who(), r.Action,
+				orDash(r.Target), r.Actor, clipText(string(r.Details), 80),
 			})
 		}
-		if err := printTable(opts.IO.Out, []string{"id", "at", "actor", "db user", "action", "target", "details"}, table); err != nil {
+		// actor is the person and the login (four eyes compare persons);
+		// operator the self-declared --operator label, for the record.
+		if err := printTable(opts.IO.Out, []string{"id", "at", "actor", "action", "target", "operator", "details"}, table); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
 )
 
@@ -101,23 +102,13 @@ func printChanges(f *Factory, cs []governance.Change) error {
 	rows := make([][]string, 0, len(cs))
 	for _, c := range cs {
 		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Kind, c.Target, c.State,
-			personLogin(c.PlannedPerson, c.PlannedDBUser), personLogin(deref(c.ApprovedPerson), deref(c.ApprovedDBUser)),
+			audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(deref(c.ApprovedPerson), deref(c.ApprovedDBUser)),
 			changeSummary(c)})
 	}
 	return printTable(f.IO.Out, []string{"id", "kind", "target", "state", "planned by", "approved by", "change"}, rows)
 }
 
-// personLogin shows who acted as a person with the login: "alice (op1)".
-func personLogin(person, login string) string {
-	switch {
-	case person == "":
-		return "-"
-	case login == "":
-		return person
-	}
-	return person + " (" + login + ")"
-}
-
+// deref is the string a nullable column holds, "" for NULL.
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -172,9 +163,9 @@ func showChange(f *Factory, c governance.Change) error {
 	fmt.Fprintf(w, "change %d: %s %s (%s)\n", c.ID, c.Kind, c.Target, c.State)
 	fmt.Fprintf(w, "  before:   %s\n  after:    %s\n", jsonOrNone(c.Before), jsonOrNone(c.After))
 	fmt.Fprintf(w, "  reason:   %s\n", c.Reason)
-	fmt.Fprintf(w, "  planned:  %s at %s\n", personLogin(c.PlannedPerson, c.PlannedDBUser), c.PlannedAt.UTC().Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(w, "  planned:  %s at %s\n", audit.Who(c.PlannedPerson, c.PlannedDBUser), c.PlannedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	if c.ApprovedPerson != nil {
-		fmt.Fprintf(w, "  approved: %s at %s\n", personLogin(*c.ApprovedPerson, deref(c.ApprovedDBUser)), c.ApprovedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		fmt.Fprintf(w, "  approved: %s at %s\n", audit.Who(*c.ApprovedPerson, deref(c.ApprovedDBUser)), c.ApprovedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if c.AbortReason != nil {
 		fmt.Fprintf(w, "  aborted:  %s\n", *c.AbortReason)

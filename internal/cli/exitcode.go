@@ -48,6 +48,23 @@ var exitWhy = map[string]map[int]string{
 		ExitFailure: "an interrupted purge: run it again to resume",
 		ExitInvalid: "horizon not proven (a source failed, timed out, returned nonsense or can replay before the cutoff), a forever class without --contract, approval by the planner's person or by a login with no person, a plan not in a state for the step, a purge running elsewhere, or a purge aborted by its re-probe",
 	},
+	"resolve": {
+		ExitOK:      "every operation converged (applied, already_applied, purged, or would_apply in a dry run)",
+		ExitFailure: "also an interrupted run without conflicts, invalid lines or failures, and a run stopped by an unreachable database or a failed write of its results",
+		ExitInvalid: "at least one invalid line or failed operation, and no conflict",
+	},
+	"reconcile": {
+		ExitOK:       "everything matched",
+		ExitUsage:    "also an --emit-resolve or --emit-record file that exists",
+		ExitConflict: "a discrepancy: a mismatch, missing in the inbox or in the report, a duplicate in the report",
+		ExitInvalid:  "an invalid line, or a report that cannot be read",
+	},
+	"intake": {
+		ExitOK:       "every message is in the inbox with its payload (the batch is empty)",
+		ExitFailure:  "also a source that cannot be read",
+		ExitConflict: "the batch holds operations to resolve",
+		ExitInvalid:  "some messages could not be read (an invalid identity or payload) or carry no payload",
+	},
 	"horizon source add": {ExitUsage: "also a secret in the source's DSN (name the variable that holds it: --password-env)"},
 	"horizon cancel":     {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
 	"class set":          {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},

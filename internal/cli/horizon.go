@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/horizon"
 )
 
@@ -535,14 +536,17 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		{"candidates", humanCount(p.Candidates)},
 		{"pinned", humanCount(p.Pinned)},
 		{"purged", humanCount(p.Purged)},
-		{"planned", p.PlannedBy + " at " + formatStamp(p.PlannedAt)},
+		{"planned", audit.Who(p.PlannedPerson, p.PlannedDBUser) + " at " + formatStamp(p.PlannedAt)},
 		{"contract", orDash(p.Contract)},
 	}
 	if p.ExpiresAt != nil {
 		rows = append(rows, []string{"expires", formatStamp(*p.ExpiresAt) + " (approve and start the purge before)"})
 	}
-	if p.ApprovedBy != "" {
-		rows = append(rows, []string{"approved", p.ApprovedBy + " at " + formatStamp(*p.ApprovedAt)})
+	if p.ApprovedAt != nil {
+		rows = append(rows, []string{"approved", audit.Who(p.ApprovedPerson, p.ApprovedDBUser) + " at " + formatStamp(*p.ApprovedAt)})
+	}
+	if p.RanPerson != "" || p.RanDBUser != "" {
+		rows = append(rows, []string{"ran", audit.Who(p.RanPerson, p.RanDBUser)})
 	}
 	if p.AbortReason != "" {
 		rows = append(rows, []string{"aborted", p.AbortReason})
@@ -552,7 +556,7 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		var names []string
 		for _, c := range p.RemovedSources {
 			names = append(names, fmt.Sprintf("%s (change %d, planned by %s, approved by %s)", c.Target, c.ID,
-				personLogin(c.PlannedPerson, c.PlannedDBUser), personLogin(deref(c.ApprovedPerson), deref(c.ApprovedDBUser))))
+				audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(deref(c.ApprovedPerson), deref(c.ApprovedDBUser))))
 		}
 		removed = strings.Join(names, "; ")
 	}
@@ -620,7 +624,7 @@ source's evidence) and asks; without a terminal it needs --yes.`,
 					return err
 				}
 				q := fmt.Sprintf("Approve plan %d: purge %s rows of class %s created before %s (contract %s, planned by %s)?",
-					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), p.PlannedBy)
+					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), audit.Who(p.PlannedPerson, p.PlannedDBUser))
 				if !confirmAction(opts.IO, q) {
 					fmt.Fprintln(opts.IO.ErrOut, "nothing approved")
 					return silentExit{ExitFailure}
@@ -633,8 +637,8 @@ source's evidence) and asks; without a terminal it needs --yes.`,
 			if opts.JSON {
 				return printJSONLine(opts.IO.Out, p)
 			}
-			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (person %s; planned by %s, person %s); run: idemctl horizon purge %d\n",
-				p.ID, p.ApprovedBy, p.ApprovedPerson, p.PlannedBy, p.PlannedPerson, p.ID)
+			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (planned by %s); run: idemctl horizon purge %d\n",
+				p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser), audit.Who(p.PlannedPerson, p.PlannedDBUser), p.ID)
 			return nil
 		},
 	}
@@ -763,7 +767,7 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	}
 	if !opts.Yes {
 		q := fmt.Sprintf("Purge %s rows of class %s created before %s (plan %d, approved by %s)?",
-			humanCount(p.Candidates-p.Purged), p.Class, formatStamp(p.Cutoff), p.ID, orDash(p.ApprovedBy))
+			humanCount(p.Candidates-p.Purged), p.Class, formatStamp(p.Cutoff), p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser))
 		if !confirmAction(opts.IO, q) {
 			fmt.Fprintln(opts.IO.ErrOut, "nothing purged")
 			return silentExit{ExitFailure}
@@ -880,9 +884,11 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 			note = p.AbortReason
 		}
 		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), formatStamp(p.Cutoff),
-			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), p.PlannedBy, orDash(p.ApprovedBy), orDash(note)})
+			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), audit.Who(p.PlannedPerson, p.PlannedDBUser),
+			audit.Who(p.ApprovedPerson, p.ApprovedDBUser), audit.Who(p.RanPerson, p.RanDBUser), orDash(note)})
 	}
-	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged", "planned by", "approved by", "contract / abort"}, rows)
+	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged",
+		"planned by", "approved by", "ran by", "contract / abort"}, rows)
 }
 
 // HorizonMaintainOptions are the flags of `idemctl horizon maintain`.

@@ -64,12 +64,7 @@ the message is as its transport, and a note saying why it is there.
 to --out FILE (created when the run ends, never over an existing file unless
 --overwrite), and a summary to stderr (to stdout with --out). The run is
 recorded in the audit log. Nothing is written to the database or the source.
---timeout (default 10m) bounds the reading of the source.
-
-Exit codes: 0 every message is in the inbox with its payload (the batch is
-empty); 3 the batch holds operations to resolve; 5 some messages could not
-be read (an invalid identity or payload) or carry no payload; 4 not the
-primary; 2 usage; 1 other failures (a source that cannot be read).`,
+--timeout (default 10m) bounds the reading of the source.`,
 		Example: `  # a topic whose messages carry the identity in the body, not in headers
   idemctl intake --source payments-topic --class demo.transfer --tenant-ptr /tenant --op-ptr /id
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
 )
@@ -165,7 +166,7 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 	}
 	if d := rec.Decision; d != nil {
 		rows = append(rows,
-			[]string{"decided", fmt.Sprintf("%s by %s (database user %s) at %s, audit row %d", rec.Status, d.By, d.DBUser, formatStamp(d.At), d.AuditID)},
+			[]string{"decided", fmt.Sprintf("%s by %s at %s (operator %s), audit row %d", rec.Status, audit.Who(d.Person, d.DBUser), formatStamp(d.At), d.By, d.AuditID)},
 			[]string{"reason", d.Reason})
 		if d.NewOperationID != "" {
 			rows = append(rows, []string{"new operation", fmt.Sprintf("%s (%s)", d.NewOperationID, d.NewOutcome)})
@@ -335,7 +336,7 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 		what = "was already there with this payload: linked, not run again"
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d accepted by %s: operation %s/%s %s.\nResponse: %s\nAudit row %d.\n",
-		acc.Record.ID, acc.Record.Decision.By, acc.Record.Tenant, opts.NewOperationID, what, acc.Response, acc.Record.Decision.AuditID)
+		acc.Record.ID, audit.Who(acc.Record.Decision.Person, acc.Record.Decision.DBUser), acc.Record.Tenant, opts.NewOperationID, what, acc.Response, acc.Record.Decision.AuditID)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -131,7 +132,7 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Planned bulk accept-as-new %d: %d record(s), rule %s, by %s. Nothing runs until another person approves:\n"+
 		"  idemctl quarantine bulk approve %d\nthen: idemctl quarantine bulk run %d\n",
-		plan.ID, len(plan.IDs), plan.Rule, plan.PlannedPerson, plan.ID, plan.ID)
+		plan.ID, len(plan.IDs), plan.Rule, audit.Who(plan.PlannedPerson, plan.PlannedDBUser), plan.ID, plan.ID)
 	return err
 }
 
@@ -309,9 +310,8 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
-		{"planned", fmt.Sprintf("by %s (label %s) at %s", personLogin(plan.PlannedPerson, plan.PlannedDBUser), plan.PlannedBy,
-			formatStamp(plan.PlannedAt))},
-		{"approved", personLogin(plan.ApprovedPerson, plan.ApprovedDBUser)},
+		{"planned", fmt.Sprintf("by %s at %s", audit.Who(plan.PlannedPerson, plan.PlannedDBUser), formatStamp(plan.PlannedAt))},
+		{"approved", approvedWhen(plan)},
 		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
 	}
 	if plan.AbortReason != "" {
@@ -381,6 +381,14 @@ func applyingClause(r quarantine.AcceptReview) string {
 	return ", applying " + willApply(r)
 }
 
+// approvedWhen says who approved a bulk plan and when ("-": not yet).
+func approvedWhen(plan quarantine.AcceptPlan) string {
+	if plan.ApprovedAt == nil {
+		return "-"
+	}
+	return fmt.Sprintf("by %s at %s", audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser), formatStamp(*plan.ApprovedAt))
+}
+
 func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
@@ -392,7 +400,7 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 	}
 	plan := review.AcceptPlan
 	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
-		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), orDash(plan.ApprovedPerson))) {
+		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser))) {
 		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
 		return silentExit{ExitFailure}
 	}

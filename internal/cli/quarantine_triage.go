@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -184,7 +185,7 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 			}
 		}
 	} else if len(page.Items) > 0 {
-		if err := printTable(opts.IO.Out, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"},
+		if err := printTable(opts.IO.Out, quarantineHeader,
 			quarantineRows(page.Items)); err != nil {
 			return err
 		}
@@ -194,6 +195,9 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	}
 	return nil
 }
+
+// quarantineHeader heads the rows of quarantineRows.
+var quarantineHeader = []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen", "decided by"}
 
 func quarantineRows(items []quarantine.Summary) [][]string {
 	rows := make([][]string, 0, len(items))
@@ -212,7 +216,7 @@ func quarantineRows(items []quarantine.Summary) [][]string {
 		rows = append(rows, []string{
 			strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
 			strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),
-			formatStamp(s.FirstSeen), formatStamp(s.LastSeen),
+			formatStamp(s.FirstSeen), formatStamp(s.LastSeen), audit.Who(s.DecidedPerson, s.DecidedDBUser),
 		})
 	}
 	return rows
@@ -351,7 +355,7 @@ func quarantineGroupsRun(ctx context.Context, opts *QuarantineGroupsOptions) err
 	header = append(header, "first seen", "last seen", "example")
 	rows := make([][]string, 0, len(groups))
 	for _, g := range groups {
-		row := []string{g.ID, humanCount(g.Count), groupClass(g.GroupKey), groupFields(g.Fields)}
+		row := []string{g.ID, humanCount(g.Count), groupClass(g.GroupKey), g.Changed()}
 		if g.Tenant != nil {
 			row = append(row, *g.Tenant)
 		}
@@ -376,13 +380,6 @@ func groupClass(k quarantine.GroupKey) string {
 		return k.Class + " -> " + k.IncomingClass
 	}
 	return k.Class
-}
-
-func groupFields(fields []string) string {
-	if len(fields) == 0 {
-		return "(class only)"
-	}
-	return strings.Join(fields, " ")
 }
 
 // QuarantineRejectOptions are the flags of `idemctl quarantine reject`.
@@ -563,7 +560,7 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		return printJSONLine(opts.IO.Out, rec)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d (%s/%s) rejected by %s: replays of that payload stay refused.\nAudit row %d.\n",
-		rec.ID, rec.Tenant, rec.OperationID, rec.Decision.By, rec.Decision.AuditID)
+		rec.ID, rec.Tenant, rec.OperationID, audit.Who(rec.Decision.Person, rec.Decision.DBUser), rec.Decision.AuditID)
 	return err
 }
 
@@ -696,7 +693,7 @@ func printBulkPreview(io *IOStreams, p quarantine.Preview, group, verb string) {
 		fmt.Fprintf(w, "filter: %s\n", p.Filter.Describe())
 	}
 	fmt.Fprintf(w, "sample (%d of %s):\n", len(p.Sample), humanCount(p.Open))
-	_ = printTable(w, []string{"id", "tenant", "operation", "class", "status", "seen", "changes", "first seen", "last seen"},
+	_ = printTable(w, quarantineHeader,
 		quarantineRows(p.Sample))
 }
 

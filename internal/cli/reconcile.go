@@ -110,12 +110,7 @@ or recorded. Every run is recorded in the audit log with the report's SHA-256.
 --mapping FILE reads the flags from a saved mapping (JSON, the same names:
 {"class": ..., "report": ..., "key": ..., "compare": ...}; flags given as
 well win); --save-mapping FILE writes one and runs nothing (the TUI's
-reconcile view runs the mappings in ~/.config/idemctl/reconcile).
-
-Exit codes: 0 everything matched; 3 a discrepancy (mismatch, missing in the
-inbox or in the report, a duplicate in the report); 5 invalid input (an invalid line, a report that
-cannot be read); 4 not the primary; 2 usage (and an --emit-resolve or --emit-record
-file that exists); 1 other failures.`
+reconcile view runs the mappings in ~/.config/idemctl/reconcile).`
 
 // NewCmdReconcile builds `idemctl reconcile`.
 func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Command {

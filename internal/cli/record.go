@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 )
@@ -244,7 +245,7 @@ classes, the totals per currency each records.`,
 			rows := make([][]string, 0, len(rs))
 			for _, r := range rs {
 				rows = append(rows, []string{strconv.FormatInt(r.ID, 10), r.Kind, r.State, strconv.Itoa(r.Items),
-					personLogin(r.PlannedPerson, r.PlannedDBUser), personLogin(deref(r.ApprovedPerson), deref(r.ApprovedDBUser)),
+					audit.Who(r.PlannedPerson, r.PlannedDBUser), audit.Who(deref(r.ApprovedPerson), deref(r.ApprovedDBUser)),
 					entryTotals(r), r.Reason})
 			}
 			return printTable(f.IO.Out, []string{"plan", "kind", "state", "items", "planned by", "approved by", "totals", "reason"}, rows)
@@ -319,7 +320,7 @@ func entryTotals(r governance.EntryReview) string {
 func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	approved := "-"
 	if r.ApprovedPerson != nil {
-		approved = personLogin(*r.ApprovedPerson, deref(r.ApprovedDBUser))
+		approved = audit.Who(*r.ApprovedPerson, deref(r.ApprovedDBUser))
 	}
 	rows := [][]string{
 		{"plan", strconv.FormatInt(r.ID, 10)},
@@ -331,13 +332,10 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		{"reason", r.Reason},
 		{"contract", derefOr(r.Contract)},
 		{"correction", derefOr(r.Correction)},
-		{"planned by", personLogin(r.PlannedPerson, r.PlannedDBUser)},
+		{"planned by", audit.Who(r.PlannedPerson, r.PlannedDBUser)},
 		{"approved by", approved},
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
 		{"money", entryTotals(r)},
-	}
-	if items == 0 {
-		rows = append(rows, []string{"sample", string(r.Sample)})
 	}
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
@@ -345,7 +343,10 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
-	if items == 0 || len(r.Entries) == 0 {
+	if items == 0 {
+		return printEntrySample(w, r.Sample)
+	}
+	if len(r.Entries) == 0 {
 		return nil
 	}
 	shown := r.Entries
@@ -373,4 +374,29 @@ func derefOr(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// printEntrySample prints an entry plan's sample as a table of its own: its
+// tenants and operation ids are identifiers, kept whole (a table too narrow
+// for them turns vertical), where the JSON text in a wrapping value column
+// was split inside an id.
+func printEntrySample(w io.Writer, raw json.RawMessage) error {
+	var items []struct {
+		TenantID    string `json:"tenant_id"`
+		OperationID string `json:"operation_id"`
+		Class       string `json:"class"`
+		Evidence    string `json:"evidence"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf("the plan's sample: %w", err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, []string{it.TenantID, it.OperationID, it.Class, orDash(it.Evidence)})
+	}
+	fmt.Fprintln(w, "sample (the plan's first identities):")
+	return printTable(w, []string{"tenant", "operation", "class", "evidence"}, rows)
 }

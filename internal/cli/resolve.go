@@ -159,14 +159,7 @@ never half, and the summary so far is printed. Running the same file again is
 safe: what was applied is reported already_applied. Each run is recorded in the
 audit log twice: resolve.start before it reads anything (so that a run an
 outage cuts short still leaves a trace) and resolve.run at its end (operator,
-database clock, counts), both naming the input by path and SHA-256.
-
-Exit codes: 0 every operation converged (applied, already_applied, purged, or
-would_apply in a dry run); 3 at least one conflict; 4 refused: not the primary
-(a standby, or a read-only session), nothing concluded; 5 at least one invalid
-line or failed operation and no conflict; 2 usage; 1 other failures, and an
-interrupted run without conflicts, invalid lines or failures, and a run stopped
-by an unreachable database or a failed write of its results.`,
+database clock, counts), both naming the input by path and SHA-256.`,
 		Example: `  # one operation, payload inline or from a file
   idemctl resolve --tenant acme --op charge-42 --class demo.transfer \
     --payload '{"from":"alice","to":"bob","amount":1250,"currency":"EUR"}'

@@ -121,7 +121,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	runs := map[string][]tableRun{
 		"suspects":                 {{args: []string{"suspects", "--since", "1h"}, whole: []string{tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"change list":              {{args: []string{"change", "list"}, whole: []string{tableSource + "-old"}}},
-		"record plan":              {{args: []string{"record", "plan", "--file", entries, "--reason", "x", "--correction", "LC-12"}, whole: []string{entries}}},
+		"record plan":              {{args: []string{"record", "plan", "--file", entries, "--reason", "x", "--correction", "LC-12"}, whole: []string{entries, tableLongOp + "-rec", tableTenant}}},
 		"record list":              {{args: []string{"record", "list"}, whole: []string{rplan}}},
 		"record show":              {{args: []string{"record", "show", rplan}, whole: []string{rplan, tableLongOp + "-rec", tableTenant}}},
 		"quarantine list":          {{args: []string{"quarantine", "list", "--status", "all"}, whole: []string{tableLongOp, tableTenant}}},

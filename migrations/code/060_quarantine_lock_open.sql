@@ -20,10 +20,12 @@ BEGIN
         RAISE EXCEPTION '%', format('quarantine record %s was already %s%s by %s', v_q.id, v_q.status,
                 CASE WHEN v_q.status = 'accepted'
                      THEN format(' as new operation %s', quote_literal(v_q.new_operation_id)) ELSE '' END,
-                v_q.decided_by)
+                -- who decided: the person, then the login (as every screen shows it)
+                CASE WHEN coalesce(v_q.decided_person, '') = '' THEN '(no person) ' || v_q.decided_db_user
+                     ELSE v_q.decided_person || ' (' || v_q.decided_db_user || ')' END)
             USING ERRCODE = 'IX103',
-                  DETAIL = format('decided at %s by %s (database user %s): %s',
-                                  v_q.decided_at, v_q.decided_by, v_q.decided_db_user, v_q.decision_reason),
+                  DETAIL = format('decided at %s (operator %s): %s',
+                                  v_q.decided_at, v_q.decided_by, v_q.decision_reason),
                   HINT = 'a decision is final; nothing was changed';
     END IF;
     RETURN v_q;

@@ -8,7 +8,8 @@
 -- login itself must hold the operator role (42501). It records this session
 -- (backend pid, login, person) as the plan's runner, which the purge's
 -- batches check (idem.horizon_lock_purging) and which idem.horizon_purge_finish
--- and idem.horizon_purge_release clear; a runner whose session ended no
+-- and idem.horizon_purge_release clear (ran_person and ran_db_user keep who
+-- ran it after that); a runner whose session ended no
 -- longer holds the plan. Recorded in the audit log with the re-probe's
 -- evidence.
 CREATE OR REPLACE FUNCTION idem.horizon_purge_begin(p_plan bigint, p_operator text, p_reprobe jsonb)
@@ -51,7 +52,8 @@ BEGIN
     END IF;
     v_resume := v_p.state = 'purging';
     UPDATE idem.horizon_plan SET state = 'purging', purge_started_at = coalesce(purge_started_at, v_now),
-                                 runner_pid = pg_backend_pid(), runner_login = session_user, runner_person = v_person
+                                 runner_pid = pg_backend_pid(), runner_login = session_user, runner_person = v_person,
+                                 ran_person = v_person, ran_db_user = session_user
     WHERE id = p_plan
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'horizon.purge.start', 'horizon_plan:' || p_plan, jsonb_build_object(

@@ -1,3 +1,4 @@
 -- bulk_accept_abort.sql: stop a plan; what ran stays. $1 plan id, $2 operator, $3 reason.
-SELECT id, state, rule, max_count, ids, reason, selection, planned_at, planned_by, planned_person, planned_db_user, approved_at, approved_by, approved_person, approved_db_user, finished_at, abort_reason, done_through, accepted, skipped
+SELECT id, state, rule, max_count, ids, reason, selection, planned_at, planned_by, planned_person, planned_db_user,
+       approved_at, approved_by, approved_person, approved_db_user, finished_at, abort_reason, done_through, accepted, skipped
 FROM idem.quarantine_bulk_accept_abort($1, $2, $3)

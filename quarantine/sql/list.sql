@@ -5,7 +5,7 @@
 -- another page follows).
 SELECT q.id, q.tenant_id, q.operation_id, q.op_class, q.incoming_class, q.status, q.occurrences,
        q.first_seen, q.last_seen, jsonb_array_length(q.diff) AS changes,
-       q.decided_at, q.decided_by, q.new_operation_id,
+       q.decided_at, q.decided_by, q.new_operation_id, q.decided_person, q.decided_db_user,
        CASE q.holds_on WHEN 'body' THEN 'inbox' WHEN 'identity' THEN 'tombstone' ELSE q.holds_on END AS stored_side
 FROM idem.quarantine q
 WHERE /*FILTER*/

@@ -31,7 +31,11 @@ SELECT at, ord, event, detail, audit_id, NULL::text AS audit_target, NULL::text 
     FROM idem.quarantine q WHERE q.tenant_id = $1 AND q.operation_id = $2
     UNION ALL
     SELECT q.decided_at, 3, 'decision',
-           format('quarantine id %s %s by %s (person %s): %s', q.id, q.status, q.decided_by, q.decided_person, q.decision_reason)
+           format('quarantine id %s %s by %s (operator %s): %s', q.id, q.status,
+                  -- who decided, as audit.Who shows it: the person, then the login
+                  CASE WHEN coalesce(q.decided_person, '') = '' THEN '(no person) ' || q.decided_db_user
+                       ELSE q.decided_person || ' (' || q.decided_db_user || ')' END,
+                  q.decided_by, q.decision_reason)
                || CASE WHEN q.new_operation_id IS NULL THEN ''
                        ELSE format(', as operation %s (%s)', q.new_operation_id, q.new_outcome) END,
            q.decision_audit_id

@@ -95,8 +95,11 @@ type Horizon struct {
 type Audit struct {
 	List
 	Details key.Binding
-	Verify  key.Binding
-	Refresh key.Binding
+	// DetailsUp and DetailsDown scroll the details pane of a long row.
+	DetailsUp   key.Binding
+	DetailsDown key.Binding
+	Verify      key.Binding
+	Refresh     key.Binding
 }
 
 // Reconcile is the reconcile view: saved mappings, a run's findings, one
@@ -204,10 +207,12 @@ func Default() KeyMap {
 			Refresh: b([]string{"r"}, "r", "refresh"),
 		},
 		Audit: Audit{
-			List:    list(),
-			Details: b([]string{"enter"}, "enter", "details"),
-			Verify:  b([]string{"v"}, "v", "verify"),
-			Refresh: b([]string{"r"}, "r", "refresh"),
+			List:        list(),
+			Details:     b([]string{"enter"}, "enter", "details"),
+			DetailsUp:   b([]string{"K", "shift+up"}, "K/shift+↑", "scroll details up"),
+			DetailsDown: b([]string{"J", "shift+down"}, "J/shift+↓", "scroll details down"),
+			Verify:      b([]string{"v"}, "v", "verify"),
+			Refresh:     b([]string{"r"}, "r", "refresh"),
 		},
 		Reconcile: Reconcile{
 			List:    list(),

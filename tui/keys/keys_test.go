@@ -23,7 +23,7 @@ func TestKeymapConsistent(t *testing.T) {
 		"resolve":   {k.Resolve.Edit, k.Resolve.Run, k.Resolve.DryRun, k.Resolve.Load, k.Resolve.Clear, k.Resolve.OpenRec, k.Resolve.Toggle},
 		"horizon":   {k.Horizon.Up, k.Horizon.Down, k.Horizon.Approve, k.Horizon.Purge, k.Horizon.Refresh},
 		"approvals": {k.Approvals.Up, k.Approvals.Down, k.Approvals.Open, k.Approvals.Approve, k.Approvals.Refresh},
-		"audit":     {k.Audit.Up, k.Audit.Down, k.Audit.Details, k.Audit.Verify, k.Audit.Refresh},
+		"audit":     {k.Audit.Up, k.Audit.Down, k.Audit.Details, k.Audit.DetailsUp, k.Audit.DetailsDown, k.Audit.Verify, k.Audit.Refresh},
 		// The reconcile view's mappings list, then a run's findings.
 		"reconcile":          {k.Reconcile.Up, k.Reconcile.Down, k.Reconcile.Run, k.Reconcile.Refresh},
 		"reconcile findings": {k.Reconcile.Up, k.Reconcile.Down, k.Reconcile.Open, k.Reconcile.Pin},
