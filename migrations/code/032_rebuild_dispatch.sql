@@ -44,13 +44,16 @@ BEGIN
         END IF;
         -- Names, not OIDs: the body is the same on every node of a cluster.
         -- The fast check is idem.effect_problem's conditions in one
-        -- statement; the shape needs no check (an OID keeps its argument and
-        -- result types), and the pinned search_path is the one registered
-        -- (an effect without one never passes here: NULL).
+        -- statement: the argument types are the signature's (the literal
+        -- names them; a function dropped and created again under it may
+        -- return another type, so the result is checked), and the pinned
+        -- search_path is the one registered (an effect without one never
+        -- passes here: NULL).
         v_branches := v_branches || format(
             '    IF p_op_class = %1$L THEN' || chr(10) ||
             '        SELECT true INTO v_ok FROM pg_catalog.pg_proc p' || chr(10) ||
             '        WHERE p.oid = %2$L::pg_catalog.regprocedure AND p.pronamespace = %3$L::pg_catalog.regnamespace AND p.proname = %4$L' || chr(10) ||
+            '          AND p.prorettype = ''pg_catalog.jsonb''::pg_catalog.regtype AND NOT p.proretset' || chr(10) ||
             '          AND p.prosecdef AND p.proconfig OPERATOR(pg_catalog.@>) %5$L::text[]' || chr(10) ||
             '          AND (SELECT NOT (r.rolsuper OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication) FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner)' || chr(10) ||
             '          AND NOT (pg_catalog.pg_has_role(p.proowner, current_user, ''MEMBER'')' || chr(10) ||
