@@ -269,7 +269,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 		}
 		rep.CodeInstalled = append(rep.CodeInstalled, again...)
 	}
-	if err := tunePlans(ctx, conn, rep.Citus == nil); err != nil {
+	if err := tunePlans(ctx, conn); err != nil {
 		return rep, err
 	}
 	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
@@ -295,25 +295,19 @@ func Apply(ctx context.Context, conn *pgx.Conn, o Options) (Report, error) {
 	return rep, nil
 }
 
-// genericPlanFunctions read idem.inbox_body by parameters on every call.
-// The plan cache keeps re-planning such a statement (a custom plan), since
-// the generic plan's estimate counts every day partition although it prunes
-// all but one at executor start; on an inbox with weeks of partitions that
-// planning was two thirds of a replay's server time (BENCHMARKS.md, "Speed").
-var genericPlanFunctions = []string{"idem.settle(text, text, text, text, text, jsonb, boolean)"}
+// settingFreeFunctions are executor helpers that once carried a function
+// setting (plan_cache_mode = force_generic_plan on idem.settle, when it read
+// the day-partitioned bodies by parameters; the generated
+// idem.inbox_body_read probes one partition now). A function setting costs a
+// GUC save and restore on every call of the executor's hot path, so an
+// upgrade removes it.
+var settingFreeFunctions = []string{"idem.settle(text, text, text, text, text, jsonb, boolean)"}
 
-// tunePlans gives genericPlanFunctions generic plans on plain PostgreSQL,
-// after every install of the code package (which replaces their settings).
-// Not on Citus: a delegated function cannot plan a generic plan over
-// distributed tables ("could not create distributed plan"), so there the
-// setting is removed, before the functions are propagated to the workers.
-func tunePlans(ctx context.Context, conn *pgx.Conn, plain bool) error {
-	for _, fn := range genericPlanFunctions {
-		sql := "ALTER FUNCTION " + fn + " SET plan_cache_mode = force_generic_plan"
-		if !plain {
-			sql = "ALTER FUNCTION " + fn + " RESET plan_cache_mode"
-		}
-		if _, err := conn.Exec(ctx, sql); err != nil {
+// tunePlans removes plan_cache_mode from settingFreeFunctions, after every
+// install of the code package, on plain PostgreSQL and on Citus alike.
+func tunePlans(ctx context.Context, conn *pgx.Conn) error {
+	for _, fn := range settingFreeFunctions {
+		if _, err := conn.Exec(ctx, "ALTER FUNCTION "+fn+" RESET plan_cache_mode"); err != nil {
 			return fmt.Errorf("plan settings of %s: %w", fn, err)
 		}
 	}

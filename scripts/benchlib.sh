@@ -26,6 +26,16 @@ metric() {
 	awk -v name="$2" -v unit="$3" '
 		$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) { print $i; exit } }' "$1"
 }
+# median FILE NAME_PATTERN UNIT: the median of that value over every matching
+# line (a benchmark run with -count N prints N lines).
+median() {
+	awk -v name="$2" -v unit="$3" '
+		$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) v[n++] = $i }
+		END {
+			if (n == 0) exit
+			for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }' "$1"
+}
 # check VALUE OP TARGET: "ok" or "MISSED".
 check() {
 	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {

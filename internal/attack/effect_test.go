@@ -89,6 +89,9 @@ func TestEffectChangedAfterRegistrationIsRefused(t *testing.T) {
 		{"owner to superuser", `ALTER FUNCTION %[2]s OWNER TO CURRENT_USER`, ""},
 		{"drop and create", `DROP FUNCTION %[2]s; CREATE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
 			AS $$ SELECT jsonb_build_object('ran_as', current_user::text) $$; GRANT EXECUTE ON FUNCTION %[2]s TO %[3]s`, "owner"},
+		{"drop and create returning text", `DROP FUNCTION %[2]s; CREATE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS text LANGUAGE sql
+			SECURITY DEFINER SET search_path = pg_catalog, %[1]s, pg_temp AS $$ SELECT jsonb_build_object('ran_as', current_user::text)::text $$;
+			GRANT EXECUTE ON FUNCTION %[2]s TO %[3]s`, "owner"},
 		{"rename and replace", `ALTER FUNCTION %[2]s RENAME TO fx_old; CREATE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
 			AS $$ SELECT jsonb_build_object('ran_as', current_user::text) $$; GRANT EXECUTE ON FUNCTION %[2]s TO %[3]s`, "owner"},
 		{"owner given createrole", `ALTER ROLE %[1]s CREATEROLE`, "creator"},

@@ -21,6 +21,18 @@ var (
 // installed.
 func Pgbench(b *testing.B, dsn, script string, clients, seconds int) (tps float64, transactions int64) {
 	b.Helper()
+	return runPgbench(b, dsn, script, clients, "-T", strconv.Itoa(seconds))
+}
+
+// PgbenchCount is Pgbench for a number of transactions per connection
+// instead of a duration.
+func PgbenchCount(b *testing.B, dsn, script string, clients, transactions int) (tps float64, total int64) {
+	b.Helper()
+	return runPgbench(b, dsn, script, clients, "-t", strconv.Itoa(transactions))
+}
+
+func runPgbench(b *testing.B, dsn, script string, clients int, limit ...string) (tps float64, transactions int64) {
+	b.Helper()
 	if _, err := exec.LookPath("pgbench"); err != nil {
 		b.Skip("pgbench is not installed (it ships with PostgreSQL: apt-get install postgresql-client)")
 	}
@@ -29,8 +41,8 @@ func Pgbench(b *testing.B, dsn, script string, clients, seconds int) (tps float6
 		b.Fatal(err)
 	}
 	threads := min(clients, 2)
-	out, err := exec.Command("pgbench", "-n", "-M", "simple", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(threads),
-		"-T", strconv.Itoa(seconds), "-f", path, dsn).CombinedOutput()
+	args := append([]string{"-n", "-M", "simple", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(threads)}, limit...)
+	out, err := exec.Command("pgbench", append(args, "-f", path, dsn)...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("pgbench: %v\n%s", err, out)
 	}
