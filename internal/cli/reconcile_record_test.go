@@ -71,7 +71,7 @@ func TestReconcileEmitRecordThenRecordPlan(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
-	code, _, errOut = run(t, bob, "", "record", "approve", m[1], "--operator", "bob")
+	code, _, errOut = run(t, bob, "", "record", "approve", m[1], "--operator", "bob", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = run(t, dsn, "", "record", "run", m[1], "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)
