@@ -198,6 +198,7 @@ func (f *fixedQuarantine) PreviewBulk(_ context.Context, sel quarantine.Selectio
 	for _, r := range f.selected(sel) {
 		p.Open++
 		p.MaxID = max(p.MaxID, r.ID)
+		p.IDs = append(p.IDs, r.ID)
 		if len(p.Sample) < quarantine.SampleSize {
 			p.Sample = append(p.Sample, quarantine.Summary{ID: r.ID, Tenant: r.Tenant, OperationID: r.OperationID, Changes: len(r.Diff)})
 		}

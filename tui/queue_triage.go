@@ -373,10 +373,14 @@ func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
 // batches, and what was committed stays.
 func (v *queueView) runBulk() tea.Cmd {
 	v.mode, v.tri.decided = queueBulkRunning, 0
-	svc, sel, op := v.svc, v.tri.sel, v.c.Operator
+	// The run decides exactly the records the preview counted (those still
+	// open): a record that joined the selection since, whatever its id, is
+	// left alone, as a token does on the command line.
+	svc, op := v.svc, v.c.Operator
+	sel := quarantine.Selection{IDs: v.tri.preview.IDs}
 	events := make(chan tea.Msg, 16)
 	v.tri.events = events
-	opts := quarantine.BulkOptions{Operator: op, Reason: strings.TrimSpace(v.reason.Value()), MaxID: v.tri.preview.MaxID,
+	opts := quarantine.BulkOptions{Operator: op, Reason: strings.TrimSpace(v.reason.Value()),
 		Progress: func(r quarantine.BulkResult) {
 			select {
 			case events <- bulkProgressMsg{decided: r.Decided}:

@@ -90,11 +90,16 @@ func TestModelGroupReject(t *testing.T) {
 	assert.Contains(t, v, "25")
 	assert.Contains(t, v, "changed /currency")
 	assert.Equal(t, 0, h.count("SELECT count(*) FROM idem.quarantine WHERE status <> 'open'"), "nothing before the confirmation")
+	// Three records of the same cause arrive between the preview and the
+	// confirmation: the run decides what was previewed, not the group now.
+	dbtest.SeedConflicts(t, h.dsn, dbtest.ClientBug{Prefix: "w2-", Tenants: 1, N: 3, Change: "currency", Source: "web"})
 
 	h.keys("y")
 	assert.Contains(t, h.view(), "ok: rejected 25 records")
 	assert.Equal(t, 25, h.count("SELECT count(*) FROM idem.quarantine WHERE status = 'rejected' AND operation_id LIKE 'w-%'"))
-	assert.Equal(t, 40, h.count("SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+	assert.Equal(t, 3, h.count("SELECT count(*) FROM idem.quarantine WHERE status = 'open' AND operation_id LIKE 'w2-%'"),
+		"records that joined the group after the preview are not decided")
+	assert.Equal(t, 43, h.count("SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
 	assert.Equal(t, 25, h.count(`SELECT count(DISTINCT target) FROM idem.audit WHERE action = 'quarantine.reject'
 		AND details::jsonb ->> 'reason' = 'web currency bug INC-881' AND person = 'alice'`))
 	report, err := audit.Verify(context.Background(), h.pool)
