@@ -51,6 +51,11 @@ type EntryPlan struct {
 	ApprovedDBUser *string         `json:"approved_db_user"`
 	Entered        int             `json:"entered"`
 	LeftAlone      int             `json:"left_alone"`
+	// Cursor is where an import stopped reading its source (--since of
+	// the next one); HashFunction the hash function a hash-only store
+	// was declared to use.
+	Cursor       *string `json:"cursor"`
+	HashFunction *string `json:"hash_function"`
 }
 
 // EntryOptions are what a planner states besides the items.
