@@ -176,5 +176,11 @@ func showEntry(f *Factory, p governance.EntryPlan) error {
 		{"approved by", approved},
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", p.Entered, p.LeftAlone)},
 	}
+	if p.Cursor != nil {
+		rows = append(rows, []string{"cursor", *p.Cursor})
+	}
+	if p.HashFunction != nil {
+		rows = append(rows, []string{"hash function", *p.HashFunction})
+	}
 	return printTable(f.IO.Out, []string{"field", "value"}, rows)
 }
