@@ -116,7 +116,7 @@ type PlanOptions struct {
 	HashFunction string
 	// Since skips the rows at or before it.
 	Since *Cursor
-	// BatchSize is how many items a call sends (default 5000).
+	// BatchSize is how many items a call sends (default 10000).
 	BatchSize int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -176,7 +176,7 @@ type invalidLine struct {
 // ErrNothingToImport with the counts.
 func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks Sinks) (Result, error) {
 	if o.BatchSize <= 0 {
-		o.BatchSize = 5000
+		o.BatchSize = 10000
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -247,23 +247,35 @@ type planner struct {
 	now         time.Time
 	counts      Counts
 	cursor      *Cursor
-	batch       []batchItem
+	batch       batch
 	ambiguousAt []Cursor
 }
 
-// batchItem is an item as idem.import_plan_add reads it: payload and
-// payload_hash, or store_hash alone.
-type batchItem struct {
-	TenantID    string          `json:"tenant_id"`
-	OperationID string          `json:"operation_id"`
-	Class       string          `json:"class"`
-	Payload     *string         `json:"payload,omitempty"`
-	PayloadHash *string         `json:"payload_hash,omitempty"`
-	Response    json.RawMessage `json:"response"`
-	Evidence    string          `json:"evidence"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StoreHash   *string         `json:"store_hash,omitempty"`
+// batch holds the items idem.import_plan_add takes next, as its parallel
+// arrays: a payload and its hash, or the store's hash alone (nil: NULL).
+type batch struct {
+	tenant, operation, response, evidence []string
+	payload, payloadHash, storeHash       []*string
+	createdAt                             []time.Time
 }
+
+func (b *batch) add(v Verdict) {
+	b.tenant = append(b.tenant, v.Item.TenantID)
+	b.operation = append(b.operation, v.Item.OperationID)
+	b.response = append(b.response, string(v.Item.Response))
+	b.evidence = append(b.evidence, v.Item.Evidence)
+	b.createdAt = append(b.createdAt, v.CreatedAt)
+	if v.StoreHash != "" {
+		b.payload, b.payloadHash, b.storeHash = append(b.payload, nil), append(b.payloadHash, nil), append(b.storeHash, &v.StoreHash)
+	} else {
+		b.payload, b.payloadHash = append(b.payload, &v.Item.Payload), append(b.payloadHash, &v.Item.PayloadHash)
+		b.storeHash = append(b.storeHash, nil)
+	}
+}
+
+func (b *batch) len() int { return len(b.tenant) }
+
+func (b *batch) reset() { *b = batch{} }
 
 func (p *planner) read(src Source) error {
 	last := time.Now()
@@ -328,15 +340,8 @@ func (p *planner) row(r Row) error {
 	if v.StoreHash != "" {
 		p.counts.HashOnly++
 	}
-	it := batchItem{TenantID: v.Item.TenantID, OperationID: v.Item.OperationID, Class: v.Item.Class,
-		Response: v.Item.Response, Evidence: v.Item.Evidence, CreatedAt: v.CreatedAt}
-	if v.StoreHash != "" {
-		it.StoreHash = &v.StoreHash
-	} else {
-		it.Payload, it.PayloadHash = &v.Item.Payload, &v.Item.PayloadHash
-	}
-	p.batch = append(p.batch, it)
-	if len(p.batch) >= p.o.BatchSize {
+	p.batch.add(v)
+	if p.batch.len() >= p.o.BatchSize {
 		return p.flush()
 	}
 	return nil
@@ -350,17 +355,15 @@ func orNull(b []byte) []byte {
 }
 
 func (p *planner) flush() error {
-	if len(p.batch) == 0 {
+	if p.batch.len() == 0 {
 		return nil
 	}
-	raw, err := json.Marshal(p.batch)
-	if err != nil {
-		return err
-	}
-	if _, err := p.tx.Exec(p.ctx, "SELECT idem.import_plan_add($1, $2)", p.id, string(raw)); err != nil {
+	b := &p.batch
+	if _, err := p.tx.Exec(p.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", p.id, p.o.Class,
+		b.tenant, b.operation, b.payload, b.payloadHash, b.response, b.evidence, b.createdAt, b.storeHash); err != nil {
 		return fmt.Errorf("plan import: %w", governance.MapError(err))
 	}
-	p.batch = p.batch[:0]
+	b.reset()
 	return nil
 }
 
@@ -376,10 +379,12 @@ func writeLine(w io.Writer, v any) error {
 	return err
 }
 
-// Outcomes counts the items of an import plan by outcome after its run
-// (entered, skipped, quarantined, refused).
+// Outcomes counts the items of an import plan by outcome (entered,
+// skipped, quarantined, refused; pending before the run). The run writes
+// an outcome only for the items it did not enter.
 func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int, error) {
-	rows, err := db.Query(ctx, "SELECT coalesce(outcome, 'pending'), count(*) FROM idem.entry_item WHERE plan_id = $1 GROUP BY 1", id)
+	rows, err := db.Query(ctx, `SELECT coalesce(e.outcome, CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END), count(*)
+		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1 GROUP BY 1`, id)
 	if err != nil {
 		return nil, err
 	}

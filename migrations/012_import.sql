@@ -57,3 +57,4 @@ CREATE TABLE idem.imported_hash (
     entry_plan    bigint NOT NULL,
     PRIMARY KEY (tenant_id, operation_id)
 );
+

@@ -1,7 +1,6 @@
 package attack_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +19,11 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	payload := `{"amount":5}`
-	item := func(op string, at time.Time) string {
-		return fmt.Sprintf(`[{"tenant_id":"t1","operation_id":%q,"class":%q,"payload":%q,"payload_hash":%q,"response":{"ok":true},"evidence":"row 1","created_at":%q}]`,
-			op, projClass, payload, hashOf(payload), at.Format(time.RFC3339Nano))
+	add := func(pool *pgxpool.Pool, id int64, op string, at time.Time, hash string) error {
+		_, err := pool.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", id, projClass,
+			[]string{"t1"}, []string{op}, []string{payload}, []string{hash}, []string{`{"ok":true}`}, []string{"row 1"},
+			[]time.Time{at}, []*string{nil})
+		return err
 	}
 	old := time.Now().Add(-400 * 24 * time.Hour)
 	digest := "sha256:" + strings.Repeat("ab", 32)
@@ -38,7 +39,7 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 			"INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response) VALUES ('t1', 'x', now() - interval '400 days', 'proj.view', '{}', '{}')",
 			"UPDATE idem.entry_plan SET state = 'planned'",
 			"SELECT idem.import_run(p, 'alice') FROM idem.entry_plan p",
-			"SELECT * FROM idem.import_batch('[]')",
+			"SELECT idem.import_item_problem('t1', 'x', NULL, NULL, '{}', now(), NULL)",
 		} {
 			_, err := pool.Exec(w.ctx, sql)
 			assert.Equal(t, "42501", code(err), "%s: %s", name, sql)
@@ -48,20 +49,18 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 
 	var id int64
 	require.NoError(t, w.operator.QueryRow(w.ctx, begin).Scan(&id))
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2)", id, item("future", time.Now().Add(time.Hour)))
+	err = add(w.operator, id, "future", time.Now().Add(time.Hour), hashOf(payload))
 	assert.Equal(t, "IX343", code(err), "a future created_at")
-	forged := strings.Replace(item("forged", old), hashOf(payload), hashOf(`{"amount":6}`), 1)
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2)", id, forged)
+	err = add(w.operator, id, "forged", old, hashOf(`{"amount":6}`))
 	assert.Equal(t, "IX343", code(err), "a hash that is not the payload's")
-	_, err = w.second.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2)", id, item("bobs", old))
+	err = add(w.second, id, "bobs", old, hashOf(payload))
 	assert.Equal(t, "IX343", code(err), "bob fills no plan of alice's")
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2)", id, item("old-1", old))
-	require.NoError(t, err)
+	require.NoError(t, add(w.operator, id, "old-1", old, hashOf(payload)))
 	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
 	assert.Equal(t, "IX341", code(err), "a plan still being filled is not approved")
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, digest)
 	require.NoError(t, err)
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2)", id, item("late", old))
+	err = add(w.operator, id, "late", old, hashOf(payload))
 	assert.Equal(t, "IX341", code(err), "a sealed plan takes no more items")
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
 	assert.Equal(t, "IX341", code(err), "not approved: nothing enters")

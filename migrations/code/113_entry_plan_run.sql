@@ -21,6 +21,7 @@ DECLARE
     v_i      idem.entry_item;
     v_out    text;
     v_n      integer;
+    v_c      record;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
     IF v_p.state <> 'approved' THEN
@@ -51,18 +52,21 @@ BEGIN
         END IF;
         UPDATE idem.entry_item SET outcome = v_out WHERE plan_id = p_id AND seq = v_i.seq;
     END LOOP;
+    -- An import's entered items keep outcome NULL (idem.import_run).
+    SELECT count(*) FILTER (WHERE outcome = 'entered' OR (v_p.kind = 'import' AND outcome IS NULL)) AS n_entered,
+           count(*) FILTER (WHERE outcome = 'exists') AS n_exists, count(*) FILTER (WHERE outcome = 'refused') AS n_refused,
+           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined
+    INTO v_c
+    FROM idem.entry_item WHERE plan_id = p_id;
     UPDATE idem.entry_plan
     SET state = 'done', started_at = now(), finished_at = now(),
-        entered = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'entered'),
-        left_alone = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome <> 'entered')
+        entered = v_c.n_entered, left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined
     WHERE id = p_id
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
         jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone,
-                           'exists', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'exists'),
-                           'refused', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'refused'),
-                           'skipped', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'skipped'),
-                           'quarantined', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'quarantined'),
+                           'exists', v_c.n_exists, 'refused', v_c.n_refused, 'skipped', v_c.n_skipped,
+                           'quarantined', v_c.n_quarantined,
                            'source_digest', v_p.source_digest, 'counts', v_p.counts, 'cursor', v_p.cursor,
                            'person', v_person)::text);
     RETURN v_p;

@@ -1,24 +1,29 @@
--- object: function idem.import_plan_add(bigint, jsonb)
+-- object: function idem.import_plan_add(bigint, text, text[], text[], text[], text[], text[], text[], timestamptz[], text[])
 -- grant: operator
--- import_plan_add adds a batch of at most 10000 items to a staging import
--- plan, by its planner only (the same person and login, IX343). p_items is a
--- JSON array of {tenant_id, operation_id, class, payload (canonical text),
--- payload_hash, response, evidence, created_at} or, for a store that kept
--- only its own request hash, store_hash (64 hex) instead of payload and
--- payload_hash. Every item is checked as idem.execute checks a request
--- (identity, hash of exactly the payload's bytes, limits, class), its
+-- import_plan_add adds a batch of at most 50000 items of class p_class to a
+-- staging import plan, by its planner only (the same person and login,
+-- IX343). The items come as parallel arrays (one element an item): tenant
+-- and operation ids, payload (canonical text) and payload_hash, response
+-- (JSON text), evidence, the original created_at and, for a store that kept
+-- only its own request hash, store_hash (64 hex) with payload and
+-- payload_hash NULL. Every item is checked as idem.execute checks a request
+-- (identity, hash of exactly the payload's bytes, limits, JSON, class), its
 -- created_at must be known and not in the future, and a batch with one bad
 -- item adds nothing (IX343 naming it). An identity twice in one plan is
 -- refused. Returns how many items the plan holds.
-CREATE OR REPLACE FUNCTION idem.import_plan_add(p_id bigint, p_items jsonb)
-RETURNS integer
+CREATE OR REPLACE FUNCTION idem.import_plan_add(
+    p_id bigint, p_class text, p_tenant text[], p_operation text[], p_payload text[], p_payload_hash text[],
+    p_response text[], p_evidence text[], p_created_at timestamptz[], p_store_hash text[]
+) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
     v_person text := idem.require_person('fill an import plan');
     v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_n      integer := coalesce(cardinality(p_tenant), 0);
     v_seq    integer;
+    v_added  integer;
     v_bad    record;
 BEGIN
     IF v_p.kind <> 'import' OR v_p.state <> 'staging' THEN
@@ -28,47 +33,43 @@ BEGIN
     IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
         RAISE EXCEPTION 'import plan % is filled by its planner only', p_id USING ERRCODE = 'IX343';
     END IF;
-    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array' OR jsonb_array_length(p_items) NOT BETWEEN 1 AND 10000 THEN
-        RAISE EXCEPTION 'import plan: between 1 and 10000 items a batch' USING ERRCODE = 'IX343';
+    IF v_n NOT BETWEEN 1 AND 50000 OR cardinality(p_operation) <> v_n OR cardinality(p_payload) <> v_n
+       OR cardinality(p_payload_hash) <> v_n OR cardinality(p_response) <> v_n OR cardinality(p_evidence) <> v_n
+       OR cardinality(p_created_at) <> v_n OR cardinality(p_store_hash) <> v_n THEN
+        RAISE EXCEPTION 'import plan: between 1 and 50000 items a batch, every array as long' USING ERRCODE = 'IX343';
     END IF;
-    SELECT b.n, b.tenant_id, b.operation_id, c.problem INTO v_bad
-    FROM idem.import_batch(p_items) b
-    CROSS JOIN LATERAL (SELECT CASE
-        WHEN idem.identity_problem(b.tenant_id, b.operation_id) IS NOT NULL THEN idem.identity_problem(b.tenant_id, b.operation_id)
-        WHEN NOT EXISTS (SELECT 1 FROM idem.op_class k WHERE k.name = b.class) THEN format('unknown operation class %s', quote_nullable(b.class))
-        WHEN b.created_at IS NULL THEN 'created_at is unknown'
-        WHEN b.created_at > now() THEN format('created_at %s is in the future', b.created_at)
-        WHEN b.response IS NULL THEN 'no response'
-        WHEN idem.text_problem('evidence', b.evidence, 1024) IS NOT NULL THEN idem.text_problem('evidence', b.evidence, 1024)
-        WHEN b.payload IS NULL AND b.payload_hash IS NULL THEN
-            CASE WHEN b.store_hash IS NULL OR b.store_hash !~ '^[0-9a-f]{64}$' THEN 'neither a payload nor the store''s hash (64 lowercase hex)' END
-        WHEN b.payload IS NULL OR b.store_hash IS NOT NULL THEN 'a payload and its hash, or the store''s hash alone'
-        WHEN b.payload_hash IS NULL OR b.payload_hash !~ '^jcs-sha256:[0-9a-f]{64}$' THEN 'payload hash is not jcs-sha256:<64 hex>'
-        WHEN octet_length(b.payload) > 1048576 THEN format('payload is too large: %s bytes, at most 1048576', octet_length(b.payload))
-        WHEN b.payload_hash <> 'jcs-sha256:' || encode(sha256(convert_to(b.payload, 'UTF8')), 'hex') THEN 'payload hash is not the SHA-256 of the payload'
-        WHEN idem.json_too_deep(b.payload, 64) THEN 'payload is nested more than 64 levels deep'
-        WHEN jsonb_typeof(b.payload::jsonb) IS NULL THEN 'payload is not JSON' -- the cast raises on text that is not JSON
-        END AS problem) c
-    WHERE c.problem IS NOT NULL
-    ORDER BY b.n
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'import plan: item % of the batch (%, %): %', v_bad.n, v_bad.tenant_id, v_bad.operation_id, v_bad.problem
-            USING ERRCODE = 'IX343';
+    IF NOT EXISTS (SELECT 1 FROM idem.op_class k WHERE k.name = p_class) THEN
+        RAISE EXCEPTION 'import plan: unknown operation class %', quote_nullable(p_class) USING ERRCODE = 'IX343';
     END IF;
     SELECT coalesce(max(e.seq), 0) INTO v_seq FROM idem.entry_item e WHERE e.plan_id = p_id;
     BEGIN
         INSERT INTO idem.entry_item (plan_id, seq, tenant_id, operation_id, op_class, payload, payload_hash, response,
                                      evidence, created_at, store_hash, hash_function)
-        SELECT p_id, v_seq + b.n, b.tenant_id, b.operation_id, b.class, b.payload, b.payload_hash, b.response,
-               b.evidence, b.created_at, decode(b.store_hash, 'hex'),
-               CASE WHEN b.store_hash IS NOT NULL THEN v_p.hash_function END
-        FROM idem.import_batch(p_items) b
-        ORDER BY b.n;
+        SELECT p_id, v_seq + u.n, u.tenant_id, u.operation_id, p_class, u.payload, u.payload_hash, u.response::jsonb,
+               u.evidence, u.created_at, decode(u.store_hash, 'hex'),
+               CASE WHEN u.store_hash IS NOT NULL THEN v_p.hash_function END
+        FROM unnest(p_tenant, p_operation, p_payload, p_payload_hash, p_response, p_evidence, p_created_at, p_store_hash)
+             WITH ORDINALITY AS u(tenant_id, operation_id, payload, payload_hash, response, evidence, created_at, store_hash, n)
+        WHERE idem.import_item_problem(u.tenant_id, u.operation_id, u.payload, u.payload_hash, u.response, u.created_at,
+                                       u.store_hash) IS NULL;
+        GET DIAGNOSTICS v_added = ROW_COUNT;
     EXCEPTION WHEN unique_violation THEN
         RAISE EXCEPTION 'import plan: the source holds an identity twice (one plan holds it once)'
             USING ERRCODE = 'IX343', HINT = 'deduplicate the source''s query (one row per tenant and key)';
     END;
-    RETURN v_seq + jsonb_array_length(p_items);
+    IF v_added < v_n THEN
+        SELECT u.n, u.tenant_id, u.operation_id,
+               idem.import_item_problem(u.tenant_id, u.operation_id, u.payload, u.payload_hash, u.response, u.created_at,
+                                        u.store_hash) AS problem
+        INTO v_bad
+        FROM unnest(p_tenant, p_operation, p_payload, p_payload_hash, p_response, p_evidence, p_created_at, p_store_hash)
+             WITH ORDINALITY AS u(tenant_id, operation_id, payload, payload_hash, response, evidence, created_at, store_hash, n)
+        WHERE idem.import_item_problem(u.tenant_id, u.operation_id, u.payload, u.payload_hash, u.response, u.created_at,
+                                       u.store_hash) IS NOT NULL
+        ORDER BY u.n LIMIT 1;
+        RAISE EXCEPTION 'import plan: item % of the batch (%, %): %', v_bad.n, v_bad.tenant_id, v_bad.operation_id, v_bad.problem
+            USING ERRCODE = 'IX343';
+    END IF;
+    RETURN v_seq + v_n;
 END
 $$;
