@@ -394,3 +394,22 @@ func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int
 	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil })
 	return out, err
 }
+
+// Run runs an approved import plan (idem.entry_plan_run) in a transaction
+// of its own without a statement timeout: a million items outlast any
+// timeout meant for one call, and the plan bounds the work.
+func Run(ctx context.Context, db TxBeginner, id int64, operator string) (governance.EntryPlan, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return governance.EntryPlan{}, err
+	}
+	p, err := governance.RunEntry(ctx, tx, id, operator)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	return p, tx.Commit(ctx)
+}

@@ -165,7 +165,6 @@ func TestImportRocketRides(t *testing.T) {
 	rocketSetup(t, f)
 	fillRocket(t, f.dsn, "key-", 300, 90*24*time.Hour, time.Hour)
 	keys := rocketKeys(t, f)
-	posted := postings(t, f)
 
 	// Meanwhile the new service already executed two keys itself: one with
 	// the same request (skipped), one with another (quarantined, both kept).
@@ -178,7 +177,7 @@ func TestImportRocketRides(t *testing.T) {
 		Class: rideCharge, Payload: []byte(`{"amount":1,"currency":"usd"}`)})
 	require.NoError(t, err)
 	require.Equal(t, idem.Applied, res.Outcome)
-	posted = postings(t, f)
+	posted := postings(t, f)
 
 	src := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}
 	var ambiguous, invalid bytes.Buffer

@@ -68,10 +68,6 @@ type ndjsonLine struct {
 	RequestHash string          `json:"request_hash"`
 }
 
-// maxLine bounds one NDJSON line: the payload limit, a response as large,
-// and room for the rest.
-const maxLine = 3 << 20
-
 type ndjsonSource struct {
 	name string
 	f    *os.File
@@ -205,6 +201,11 @@ func (s *postgresSource) start(ctx context.Context) error {
 		return fmt.Errorf("source: begin read-only: %s", db.Scrub(s.cfg.DSN, err.Error()))
 	}
 	s.tx = tx
+	// A read of a million rows outlasts any statement timeout meant for
+	// one lookup; it is read-only, on the store's own database.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return fmt.Errorf("source: %s", db.Scrub(s.cfg.DSN, err.Error()))
+	}
 	q := strings.TrimRight(strings.TrimSpace(s.cfg.Query), "; \n")
 	probe, err := tx.Query(ctx, "SELECT * FROM ("+q+") AS source LIMIT 0")
 	if err != nil {

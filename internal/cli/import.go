@@ -261,11 +261,12 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			do := governance.ApproveEntry
+			var p governance.EntryPlan
 			if step == "run" {
-				do = governance.RunEntry
+				p, err = importer.Run(cmd.Context(), pool, id, f.Operator())
+			} else {
+				p, err = governance.ApproveEntry(cmd.Context(), pool, id, f.Operator())
 			}
-			p, err := do(cmd.Context(), pool, id, f.Operator())
 			if err != nil {
 				return governanceErr(err)
 			}
