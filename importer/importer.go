@@ -120,8 +120,10 @@ type PlanOptions struct {
 	BatchSize int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Progress, when set, is called now and then with the counts so far.
-	Progress func(Counts)
+	// Progress, when set, is called every ProgressEvery (default 2s) with
+	// the counts so far, and once at the end of the read.
+	Progress      func(Counts)
+	ProgressEvery time.Duration
 }
 
 // Sinks receive the rows that are not imported, one JSON object a line:
@@ -181,11 +183,20 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 2 * time.Second
+	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The plan's transaction lasts as long as the source's read: it waits
+	// on the source between batches (a sort of a million rows before the
+	// first) and its seal counts every item.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return Result{}, err
+	}
 	var hf *string
 	if o.HashFunction != "" {
 		hf = &o.HashFunction
@@ -290,7 +301,7 @@ func (p *planner) read(src Source) error {
 		if err := p.row(r); err != nil {
 			return err
 		}
-		if p.o.Progress != nil && p.counts.Read%10000 == 0 && time.Since(last) > time.Second {
+		if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
 			last = time.Now()
 			p.o.Progress(p.counts)
 		}

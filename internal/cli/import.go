@@ -193,16 +193,16 @@ func importPlanRun(cmd *cobra.Command, f *Factory, o *ImportPlanOptions) error {
 		invalid = inv
 	}
 	start := time.Now()
-	progress := func(c importer.Counts) {
-		if o.ProgressEvery <= 0 {
-			return
+	var progress func(importer.Counts)
+	if o.ProgressEvery > 0 {
+		progress = func(c importer.Counts) {
+			rate := float64(c.Read) / time.Since(start).Seconds()
+			fmt.Fprintf(f.IO.ErrOut, "import: %d rows read: %d to import, %d ambiguous, %d invalid (%.0f rows/s)\n",
+				c.Read, c.ToImport, c.Ambiguous, c.Invalid, rate)
 		}
-		rate := float64(c.Read) / time.Since(start).Seconds()
-		fmt.Fprintf(f.IO.ErrOut, "import: %d rows read: %d to import, %d ambiguous, %d invalid (%.0f rows/s)\n",
-			c.Read, c.ToImport, c.Ambiguous, c.Invalid, rate)
 	}
 	res, err := importer.Plan(ctx, pool, src, importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
-		HashFunction: o.HashFunction, Since: since, Progress: progress}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
+		HashFunction: o.HashFunction, Since: since, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
 	if errors.Is(err, importer.ErrNothingToImport) {
 		fmt.Fprintf(f.IO.ErrOut, "nothing to import: %d rows read (%d ambiguous, %d invalid); no plan stored\n",
 			res.Counts.Read, res.Counts.Ambiguous, res.Counts.Invalid)

@@ -58,6 +58,7 @@ func TestImportCommands(t *testing.T) {
 	code, out, errOut := runQ(t, dsn, append(plan, "-o", "table")...)
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, errOut, "30 rows read: 24 to import (0 hash-only), 6 ambiguous")
+	assert.Contains(t, errOut, "import: 30 rows read: 24 to import, 6 ambiguous, 0 invalid", "the last progress line says what was read")
 	assert.Contains(t, out, "alice (idemctl_test_operator)")
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
@@ -103,4 +104,36 @@ func TestImportCommands(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "-o", "table")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
+}
+
+// import plan's flags become options; a wrong combination is a usage
+// error before anything is read.
+func TestImportPlanOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	var got *ImportPlanOptions
+	capture := func(o *ImportPlanOptions) error { got = o; return nil }
+	base := []string{"--class", "rides.charge", "--ambiguous", "a.ndjson", "--reason", "MIG-1"}
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"ndjson", append([]string{"--from-ndjson", "k.ndjson"}, base...), ExitOK},
+		{"postgres", append([]string{"--from-postgres", "postgres://r@db/x", "--query", "SELECT 1", "--password-env", "IDEMCTL_SOURCE_X"}, base...), ExitOK},
+		{"no source", base, ExitUsage},
+		{"two sources", append([]string{"--from-ndjson", "k", "--from-postgres", "postgres://r@db/x", "--query", "q"}, base...), ExitUsage},
+		{"postgres without query", append([]string{"--from-postgres", "postgres://r@db/x"}, base...), ExitUsage},
+		{"query with a file", append([]string{"--from-ndjson", "k", "--query", "q"}, base...), ExitUsage},
+		{"no ambiguous list", []string{"--from-ndjson", "k", "--class", "c", "--reason", "r"}, ExitUsage},
+		{"bad hash function", append([]string{"--from-ndjson", "k", "--hash-function", "md5"}, base...), ExitUsage},
+		{"bad cursor", append([]string{"--from-ndjson", "k", "--since", "yesterday"}, base...), ExitUsage},
+		{"cursor", append([]string{"--from-ndjson", "k", "--since", "2026-11-30T23:59:58.123456Z/42/key-9001"}, base...), ExitOK},
+	}
+	for _, c := range cases {
+		got = nil
+		code := execSub(t, NewCmdImportPlan(NewFactory(ios), capture), c.args...)
+		assert.Equal(t, c.code, code, c.name)
+		assert.Equal(t, c.code == ExitOK, got != nil, c.name)
+	}
 }
