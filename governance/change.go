@@ -47,6 +47,10 @@ var codes = pgerr.Table{Named: true, Codes: map[string]error{
 }}
 
 // mapError maps the database's refusal to its sentinel, keeping the message.
+// MapError maps a database error of a four-eyes function to this
+// package's sentinels (ErrNotFound, ErrState, ErrSamePerson, ErrRefused).
+func MapError(err error) error { return mapError(err) }
+
 func mapError(err error) error { return codes.Map(err) }
 
 // Kinds of governed change.

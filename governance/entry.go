@@ -51,6 +51,11 @@ type EntryPlan struct {
 	ApprovedDBUser *string         `json:"approved_db_user"`
 	Entered        int             `json:"entered"`
 	LeftAlone      int             `json:"left_alone"`
+	// Cursor is where an import stopped reading its source (--since of
+	// the next one); HashFunction the hash function a hash-only store
+	// was declared to use.
+	Cursor       *string `json:"cursor"`
+	HashFunction *string `json:"hash_function"`
 }
 
 // EntryOptions are what a planner states besides the items.
@@ -121,9 +126,12 @@ func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPla
 	return p, nil
 }
 
-// EntryOutcomes returns each item's outcome after a run, by "tenant/op".
+// EntryOutcomes returns each item's outcome after a run, by "tenant/op"
+// (an import's run writes none for the items it entered: "entered").
 func EntryOutcomes(ctx context.Context, db DBTX, id int64) (map[string]string, error) {
-	rows, err := db.Query(ctx, "SELECT tenant_id || '/' || operation_id, coalesce(outcome, '') FROM idem.entry_item WHERE plan_id = $1", id)
+	rows, err := db.Query(ctx, `SELECT e.tenant_id || '/' || e.operation_id,
+			coalesce(e.outcome, CASE WHEN p.state = 'done' AND p.kind = 'import' THEN 'entered' ELSE '' END)
+		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1`, id)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,7 @@ var citusLayout = []struct{ table, kind string }{
 	{"idem.inbox_body", "distributed"},
 	{"idem.pending_claim", "distributed"},
 	{"idem.quarantine", "distributed"},
+	{"idem.imported_hash", "distributed"},
 	{"idem.audit_head", "local"},
 	{"idem.audit", "local"},
 	{"idem.person", "local"},

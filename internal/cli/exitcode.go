@@ -68,6 +68,7 @@ var exitWhy = map[string]map[int]string{
 	"horizon source add": {ExitUsage: "also a secret in the source's DSN (name the variable that holds it: --password-env)"},
 	"horizon cancel":     {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
 	"class set":          {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},
+	"import plan":        {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
 	"corrections add":    {ExitInvalid: "invalid identity or reason"},
 	"corrections done":   {ExitNotFound: "no pending correction with that id"},
 	"quarantine bulk": {

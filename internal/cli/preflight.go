@@ -108,6 +108,9 @@ var policies = map[string]commandPolicy{
 	"record show":    {need: needSchema, codes: []int{ExitNotFound}},
 	"record approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 	"record run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"import plan":    {need: needWrite, codes: []int{ExitInvalid}},
+	"import approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"import run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
 }
 
 // commandKey is cmd's path without the root's name: "quarantine reject".

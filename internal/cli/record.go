@@ -337,6 +337,12 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
 		{"money", entryTotals(r)},
 	}
+	if r.Cursor != nil {
+		rows = append(rows, []string{"cursor", *r.Cursor})
+	}
+	if r.HashFunction != nil {
+		rows = append(rows, []string{"hash function", *r.HashFunction})
+	}
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
 	}

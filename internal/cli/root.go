@@ -135,7 +135,7 @@ primary.`,
 	root.AddCommand(NewCmdAudit(f))
 	root.AddCommand(NewCmdTUI(f, nil))
 	root.AddCommand(NewCmdHorizon(f), NewCmdClass(f), NewCmdCorrections(f))
-	root.AddCommand(NewCmdPerson(f), NewCmdRedrive(f), NewCmdChange(f), NewCmdRecord(f))
+	root.AddCommand(NewCmdPerson(f), NewCmdRedrive(f), NewCmdChange(f), NewCmdRecord(f), NewCmdImport(f))
 	return root
 }
 

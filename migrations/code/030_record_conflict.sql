@@ -9,7 +9,10 @@
 -- purge re-checks on the row it deletes. Purged already: it holds the
 -- tombstone (identity.holds) instead, and says in the diff which plan purged
 -- the stored side. Concurrent first occurrences make one record; only the
--- inserter counts its hold.
+-- inserter counts its hold. An identity imported from a store that kept
+-- only its own request hash (idem.imported_hash) has no stored payload: the
+-- record keeps the stored response, no stored payload, and says "imported
+-- without its payload" and why this request does not match.
 CREATE OR REPLACE FUNCTION idem.record_conflict(
     p_id idem.identity, p_op_class text, p_payload text, p_payload_hash text, p_transport jsonb
 ) RETURNS bigint
@@ -24,6 +27,8 @@ DECLARE
     v_diff     jsonb;
     v_plan     idem.horizon_plan;
     v_inserted boolean;
+    v_imported idem.imported_hash;
+    v_body     boolean;
     -- now() as a value: Citus refuses a function call in ON CONFLICT DO
     -- UPDATE SET on a distributed table (it must be IMMUTABLE there).
     v_now      timestamptz := now();
@@ -40,7 +45,20 @@ BEGIN
     FROM idem.inbox_body b
     WHERE b.tenant_id = p_id.tenant_id AND b.operation_id = p_id.operation_id AND b.created_at = p_id.created_at
     FOR NO KEY UPDATE;
-    IF FOUND THEN
+    v_body := FOUND;
+    SELECT * INTO v_imported FROM idem.imported_hash h
+    WHERE h.tenant_id = p_id.tenant_id AND h.operation_id = p_id.operation_id;
+    IF v_imported.tenant_id IS NOT NULL AND v_body THEN
+        v_payload := NULL;
+        v_diff := jsonb_build_array(jsonb_build_object(
+            'path', '', 'change', 'imported_without_payload', 'stored', NULL, 'incoming', p_payload::jsonb,
+            'entry_plan', v_imported.entry_plan, 'store_hash', encode(v_imported.store_hash, 'hex'),
+            'hash_function', v_imported.hash_function,
+            'note', CASE WHEN v_imported.hash_function IS NULL
+                THEN 'imported without its payload: the old store kept only its own request hash and the import declared no hash function, so no retry can be matched to it; nothing ran'
+                ELSE format('imported without its payload: the old store kept only its own request hash (%s) and this request does not hash to it; nothing ran',
+                            v_imported.hash_function) END));
+    ELSIF v_body THEN
         v_diff := idem.json_diff(v_payload::jsonb, p_payload::jsonb);
     ELSE
         PERFORM 1 FROM idem.identity i

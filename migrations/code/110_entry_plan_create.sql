@@ -1,8 +1,9 @@
 -- object: function idem.entry_plan_create(text, text, text, jsonb, text, text, text, text)
 -- grant: operator
 -- entry_plan_create plans identities that enter the inbox without their
--- effect running: kind 'record' (outcomes known from outside, recorded by
--- hand) or 'import' (an existing store adopted). p_source names where they
+-- effect running, of kind 'record' (outcomes known from outside, recorded
+-- by hand); an import (an existing store adopted, with the original ages)
+-- is planned by idem.import_plan_begin, _add and _seal instead. p_source names where they
 -- come from and p_source_digest is its sha256; p_items is a JSON array of
 -- {tenant_id, operation_id, class, payload (canonical text), payload_hash,
 -- response, evidence}, at most 10000, each checked as idem.execute checks a
@@ -30,8 +31,9 @@ BEGIN
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'entry plan: %', v_problem USING ERRCODE = 'IX343', HINT = 'pass --reason';
     END IF;
-    IF p_kind IS NULL OR p_kind NOT IN ('record', 'import') THEN
-        RAISE EXCEPTION 'entry plan: kind % is neither record nor import', coalesce(quote_literal(p_kind), 'NULL')
+    IF p_kind IS NULL OR p_kind <> 'record' THEN
+        RAISE EXCEPTION 'entry plan: kind % is not record (an import is planned by idem.import_plan_begin, _add and _seal)',
+                coalesce(quote_literal(p_kind), 'NULL')
             USING ERRCODE = 'IX343';
     END IF;
     IF p_source_digest IS NULL OR p_source_digest !~ '^sha256:[0-9a-f]{64}$' THEN

@@ -6,7 +6,10 @@
 -- both persons; the effect is not run. The unique key settles a race: an
 -- identity that appeared meanwhile is left alone ('exists'); one with a
 -- pending claim or an open quarantine record is refused ('refused'). The
--- runner must be a person (IX313). Audited. Returns the plan.
+-- runner must be a person (IX313). An import plan runs its own way
+-- (idem.import_run: original created_at kept, same payload skipped, another
+-- payload quarantined). Audited, with the source's digest and the counts.
+-- Returns the plan.
 CREATE OR REPLACE FUNCTION idem.entry_plan_run(p_id bigint, p_operator text)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
@@ -18,12 +21,16 @@ DECLARE
     v_i      idem.entry_item;
     v_out    text;
     v_n      integer;
+    v_c      record;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
     IF v_p.state <> 'approved' THEN
         RAISE EXCEPTION 'entry plan % is %: only an approved plan runs', p_id, v_p.state USING ERRCODE = 'IX341';
     END IF;
-    FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id ORDER BY seq LOOP
+    IF v_p.kind = 'import' THEN
+        PERFORM idem.import_run(v_p, p_operator);
+    END IF;
+    FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id AND v_p.kind = 'record' ORDER BY seq LOOP
         IF EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
            OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = v_i.tenant_id
                       AND q.operation_id = v_i.operation_id AND q.status = 'open') THEN
@@ -45,16 +52,22 @@ BEGIN
         END IF;
         UPDATE idem.entry_item SET outcome = v_out WHERE plan_id = p_id AND seq = v_i.seq;
     END LOOP;
+    -- An import's entered items keep outcome NULL (idem.import_run).
+    SELECT count(*) FILTER (WHERE outcome = 'entered' OR (v_p.kind = 'import' AND outcome IS NULL)) AS n_entered,
+           count(*) FILTER (WHERE outcome = 'exists') AS n_exists, count(*) FILTER (WHERE outcome = 'refused') AS n_refused,
+           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined
+    INTO v_c
+    FROM idem.entry_item WHERE plan_id = p_id;
     UPDATE idem.entry_plan
     SET state = 'done', started_at = now(), finished_at = now(),
-        entered = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'entered'),
-        left_alone = (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome <> 'entered')
+        entered = v_c.n_entered, left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined
     WHERE id = p_id
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
         jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone,
-                           'exists', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'exists'),
-                           'refused', (SELECT count(*) FROM idem.entry_item WHERE plan_id = p_id AND outcome = 'refused'),
+                           'exists', v_c.n_exists, 'refused', v_c.n_refused, 'skipped', v_c.n_skipped,
+                           'quarantined', v_c.n_quarantined,
+                           'source_digest', v_p.source_digest, 'counts', v_p.counts, 'cursor', v_p.cursor,
                            'person', v_person)::text);
     RETURN v_p;
 END

@@ -1,0 +1,84 @@
+package importer_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// TestImportSpeed measures BENCHMARKS.md's import figure: a rocket-rides
+// store of IDEMCTL_BENCH_IMPORT_ROWS keys (1000000 for the figure) over
+// three years, planned, approved and run; it prints the rows a second of
+// each step and the peak memory of idemctl's process and of the database
+// backend that ran the plan. Skipped unless the variable is set.
+func TestImportSpeed(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("IDEMCTL_BENCH_IMPORT_ROWS"))
+	if n <= 0 {
+		t.Skip("set IDEMCTL_BENCH_IMPORT_ROWS=1000000 to measure the import")
+	}
+	f := setup(t)
+	rocketSetup(t, f)
+	start := time.Now()
+	dbtest.Admin(t, f.dsn, `
+		INSERT INTO rocket.idempotency_keys (created_at, idempotency_key, last_run_at, locked_at, request_method,
+		                                     request_params, request_path, response_code, response_body, recovery_point, user_id)
+		SELECT now() - interval '1095 days' * (1 - g::float8 / $1), 'key-' || g, now(), NULL, 'POST',
+		       jsonb_build_object('amount', 1000 + g % 5000, 'currency', 'usd', 'origin_lat', 37.7749, 'origin_lon', -122.4194,
+		                          'target_lat', 37.8044, 'target_lon', -122.2712),
+		       '/rides', 201, jsonb_build_object('id', 'ride_' || g, 'charge', 'ch_' || g, 'status', 'succeeded'),
+		       'finished', 1 + g % 1000
+		FROM generate_series(1, $1::int) g`, n)
+	dbtest.Admin(t, f.dsn, "VACUUM ANALYZE rocket.idempotency_keys")
+	t.Logf("source: %d rows written in %s", n, time.Since(start).Round(time.Millisecond))
+
+	alice := dbtest.PoolAs(t, f.dsn, dbtest.Operator, 1)
+	var pid int
+	require.NoError(t, alice.QueryRow(f.ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	src, err := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}.Open(f.ctx)
+	require.NoError(t, err)
+	defer src.Close()
+	start = time.Now()
+	r, err := importer.Plan(f.ctx, alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "bench"},
+		importer.Sinks{})
+	require.NoError(t, err)
+	plan := time.Since(start)
+	require.Equal(t, n, r.Counts.ToImport)
+	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	require.NoError(t, err)
+	start = time.Now()
+	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice")
+	require.NoError(t, err)
+	run := time.Since(start)
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	backend := "unknown"
+	if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(raw); m != nil {
+			kb, _ := strconv.Atoi(string(bytes.TrimSpace(m[1])))
+			backend = fmt.Sprintf("%d MiB", kb>>10)
+		}
+	}
+	var parts int
+	require.NoError(t, alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.inbox_body_partitions()").Scan(&parts))
+	// The baseline, in the same run: the store's rows copied once by the
+	// server itself into a table without index.
+	dbtest.Admin(t, f.dsn, "CREATE TABLE rocket.copy (LIKE rocket.idempotency_keys)")
+	start = time.Now()
+	dbtest.Admin(t, f.dsn, "INSERT INTO rocket.copy SELECT * FROM rocket.idempotency_keys")
+	baseline := time.Since(start)
+	rate := func(d time.Duration) int { return int(float64(n) / d.Seconds()) }
+	t.Logf("import of %d rows: plan %s (%d rows/s), run %s (%d rows/s), end to end %d rows/s; baseline INSERT ... SELECT of the store into an unindexed table %s (%d rows/s); idemctl peak RSS %d MiB, database backend peak RSS %s; %d body partitions",
+		n, plan.Round(time.Millisecond), rate(plan), run.Round(time.Millisecond), rate(run), rate(plan+run),
+		baseline.Round(time.Millisecond), rate(baseline), ru.Maxrss>>10, backend, parts)
+}

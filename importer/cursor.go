@@ -1,0 +1,53 @@
+package importer
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Cursor is a position in a store: the last (created_at, tenant, operation)
+// an import read, in that order. A later import with --since reads only the
+// rows after it.
+type Cursor struct {
+	At          time.Time
+	Tenant      string
+	OperationID string
+}
+
+// String is the cursor as printed and taken by --since:
+// RFC 3339 created_at (UTC, nanoseconds), then the tenant and the operation
+// id, each path-escaped, separated by "/".
+func (c Cursor) String() string {
+	return c.At.UTC().Format(time.RFC3339Nano) + "/" + url.PathEscape(c.Tenant) + "/" + url.PathEscape(c.OperationID)
+}
+
+// ParseCursor reads a cursor printed by an earlier import.
+func ParseCursor(s string) (Cursor, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return Cursor{}, fmt.Errorf("cursor %q: want CREATED_AT/TENANT/OPERATION as printed by the last import", s)
+	}
+	at, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return Cursor{}, fmt.Errorf("cursor %q: created_at: %v", s, err)
+	}
+	tenant, err1 := url.PathUnescape(parts[1])
+	op, err2 := url.PathUnescape(parts[2])
+	if err1 != nil || err2 != nil {
+		return Cursor{}, fmt.Errorf("cursor %q: tenant or operation is not path-escaped", s)
+	}
+	return Cursor{At: at, Tenant: tenant, OperationID: op}, nil
+}
+
+// Before reports whether c comes before d in the store's order.
+func (c Cursor) Before(d Cursor) bool {
+	if !c.At.Equal(d.At) {
+		return c.At.Before(d.At)
+	}
+	if c.Tenant != d.Tenant {
+		return c.Tenant < d.Tenant
+	}
+	return c.OperationID < d.OperationID
+}

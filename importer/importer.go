@@ -1,0 +1,426 @@
+package importer
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/idem"
+)
+
+// Hash functions a store that kept only its own request hash may declare.
+const (
+	// SHA256Raw: SHA-256 of the request body's bytes as received.
+	SHA256Raw = "sha256-raw"
+	// SHA256SortedJSON: SHA-256 of the JSON with its keys sorted and no
+	// whitespace (RFC 8785, what idemctl sends as a payload).
+	SHA256SortedJSON = "sha256-sorted-json"
+)
+
+// Kind is what the import does with a row.
+type Kind int
+
+const (
+	// Import: a finished operation, entered with its response.
+	Import Kind = iota
+	// Ambiguous: unfinished, locked or without a response: not imported,
+	// listed for idemctl resolve.
+	Ambiguous
+	// Invalid: unreadable, a NULL or future created_at, a payload over the
+	// limit, ids that break the identity rules.
+	Invalid
+)
+
+// Verdict is a row's classification.
+type Verdict struct {
+	Kind   Kind
+	Reason string
+	Item   governance.EntryItem
+	// CreatedAt is the row's original created_at (Import).
+	CreatedAt time.Time
+	// StoreHash is the store's own hash, hex (hash-only Import).
+	StoreHash string
+}
+
+// Classify decides what happens to one row of class class, at now.
+func Classify(r Row, class string, now time.Time) Verdict {
+	bad := func(format string, a ...any) Verdict {
+		return Verdict{Kind: Invalid, Reason: fmt.Sprintf(format, a...)}
+	}
+	if r.Problem != "" {
+		return bad("%s", r.Problem)
+	}
+	if err := (idem.Identity{TenantID: r.Tenant, OperationID: r.OperationID}).Validate(); err != nil {
+		return bad("identity: %v", err)
+	}
+	if r.CreatedAt == nil {
+		return bad("created_at is NULL: its age, and so its replay horizon, is unknown")
+	}
+	if r.CreatedAt.After(now) {
+		return bad("created_at %s is in the future", r.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	switch {
+	case r.Status != "finished":
+		return Verdict{Kind: Ambiguous, Reason: fmt.Sprintf("unfinished in the old store (status %q)", r.Status)}
+	case r.Locked:
+		return Verdict{Kind: Ambiguous, Reason: "still locked in the old store (a worker may be running it)"}
+	case r.Response == nil:
+		return Verdict{Kind: Ambiguous, Reason: "finished without a saved response"}
+	}
+	if !json.Valid(r.Response) {
+		return bad("the response is not JSON")
+	}
+	v := Verdict{Kind: Import, CreatedAt: *r.CreatedAt}
+	v.Item = governance.EntryItem{TenantID: r.Tenant, OperationID: r.OperationID, Class: class,
+		Response: json.RawMessage(r.Response), Evidence: "imported from " + r.Ref}
+	if r.Payload == nil {
+		h := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(r.RequestHash, `\x`), "sha256:"))
+		if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+			return bad("neither a payload nor a request hash of 64 hex digits")
+		}
+		v.StoreHash = h
+		return v
+	}
+	canon, hash, err := idem.Canonicalize(r.Payload, idem.PayloadLimits{})
+	if err != nil {
+		return bad("payload: %v", err)
+	}
+	v.Item.Payload, v.Item.PayloadHash = string(canon), hash
+	return v
+}
+
+// Counts are what a plan read of its source.
+type Counts struct {
+	Read      int `json:"read"`
+	ToImport  int `json:"to_import"`
+	HashOnly  int `json:"hash_only"`
+	Ambiguous int `json:"ambiguous"`
+	Invalid   int `json:"invalid"`
+	// NotAfterSince counts rows at or before --since (a file is read whole).
+	NotAfterSince int `json:"not_after_since,omitempty"`
+}
+
+// PlanOptions are what a planner states besides the source.
+type PlanOptions struct {
+	Class, Operator, Reason string
+	// HashFunction is the store's declared hash function (SHA256Raw,
+	// SHA256SortedJSON), "" when undeclared.
+	HashFunction string
+	// Since skips the rows at or before it.
+	Since *Cursor
+	// BatchSize is how many items a call sends (default 10000).
+	BatchSize int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Progress, when set, is called every ProgressEvery (default 2s) with
+	// the counts so far, and once at the end of the read.
+	Progress      func(Counts)
+	ProgressEvery time.Duration
+}
+
+// Sinks receive the rows that are not imported, one JSON object a line:
+// Ambiguous in idemctl resolve's input format, Invalid with the reason.
+type Sinks struct {
+	Ambiguous, Invalid io.Writer
+}
+
+// Result is a planned import.
+type Result struct {
+	// Plan is the sealed plan; ID 0 when there was nothing to import.
+	Plan   governance.EntryPlan
+	Counts Counts
+	// Cursor is the last row read (nil when none had a usable created_at).
+	Cursor *Cursor
+	// AmbiguousBeforeCursor counts the ambiguous rows a rerun with --since
+	// Cursor will not read again.
+	AmbiguousBeforeCursor int
+	Digest                string
+}
+
+// ErrNothingToImport: the source held no row to import (after --since).
+var ErrNothingToImport = errors.New("nothing to import")
+
+// TxBeginner starts transactions; a pool or a connection.
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// ambiguousLine is a line of idemctl resolve's input.
+type ambiguousLine struct {
+	Tenant         string          `json:"tenant"`
+	OperationID    string          `json:"operation_id"`
+	Class          string          `json:"class"`
+	Payload        json.RawMessage `json:"payload"`
+	FirstAttemptAt *time.Time      `json:"first_attempt_at,omitempty"`
+	Note           string          `json:"note"`
+}
+
+type invalidLine struct {
+	Ref         string `json:"ref"`
+	Tenant      string `json:"tenant,omitempty"`
+	OperationID string `json:"operation_id,omitempty"`
+	Outcome     string `json:"outcome"`
+	Reason      string `json:"reason"`
+}
+
+// Plan reads src to its end and stores an import plan of its finished rows,
+// in one transaction (idem.import_plan_begin, _add by batches, _seal with
+// the digest, the counts and the cursor): nothing enters until another
+// person approves it. With nothing to import it stores nothing and returns
+// ErrNothingToImport with the counts.
+func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks Sinks) (Result, error) {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 10000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 2 * time.Second
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The plan's transaction lasts as long as the source's read: it waits
+	// on the source between batches (a sort of a million rows before the
+	// first) and its seal counts every item.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return Result{}, err
+	}
+	var hf *string
+	if o.HashFunction != "" {
+		hf = &o.HashFunction
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, "SELECT (idem.import_plan_begin($1, $2, $3, $4)).id", src.Describe(), hf, o.Operator, o.Reason).Scan(&id); err != nil {
+		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
+	}
+	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now()}
+	if err := p.read(src); err != nil {
+		return Result{Counts: p.counts}, err
+	}
+	res := Result{Counts: p.counts, Cursor: p.cursor, Digest: src.Digest()}
+	for _, at := range p.ambiguousAt {
+		if res.Cursor != nil && !res.Cursor.Before(at) {
+			res.AmbiguousBeforeCursor++
+		}
+	}
+	if p.counts.ToImport == 0 {
+		return res, ErrNothingToImport
+	}
+	counts, _ := json.Marshal(p.counts)
+	var cursor *string
+	if p.cursor != nil {
+		cursor = ptr(p.cursor.String())
+	}
+	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
+	if err != nil {
+		return res, fmt.Errorf("seal import plan %d: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit import plan %d: %w", id, err)
+	}
+	res.Plan = plan
+	return res, nil
+}
+
+func oneEntry(rows pgx.Rows, err error) (governance.EntryPlan, error) {
+	if err != nil {
+		return governance.EntryPlan{}, governance.MapError(err)
+	}
+	raw, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return governance.EntryPlan{}, governance.MapError(err)
+	}
+	var p governance.EntryPlan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("decode entry plan: %w", err)
+	}
+	return p, nil
+}
+
+type planner struct {
+	ctx         context.Context
+	tx          pgx.Tx
+	id          int64
+	o           PlanOptions
+	sinks       Sinks
+	now         time.Time
+	counts      Counts
+	cursor      *Cursor
+	batch       batch
+	ambiguousAt []Cursor
+}
+
+// batch holds the items idem.import_plan_add takes next, as its parallel
+// arrays: a payload and its hash, or the store's hash alone (nil: NULL).
+type batch struct {
+	tenant, operation, response, evidence []string
+	payload, payloadHash, storeHash       []*string
+	createdAt                             []time.Time
+}
+
+func (b *batch) add(v Verdict) {
+	b.tenant = append(b.tenant, v.Item.TenantID)
+	b.operation = append(b.operation, v.Item.OperationID)
+	b.response = append(b.response, string(v.Item.Response))
+	b.evidence = append(b.evidence, v.Item.Evidence)
+	b.createdAt = append(b.createdAt, v.CreatedAt)
+	if v.StoreHash != "" {
+		b.payload, b.payloadHash, b.storeHash = append(b.payload, nil), append(b.payloadHash, nil), append(b.storeHash, &v.StoreHash)
+	} else {
+		b.payload, b.payloadHash = append(b.payload, &v.Item.Payload), append(b.payloadHash, &v.Item.PayloadHash)
+		b.storeHash = append(b.storeHash, nil)
+	}
+}
+
+func (b *batch) len() int { return len(b.tenant) }
+
+func (b *batch) reset() { *b = batch{} }
+
+func (p *planner) read(src Source) error {
+	last := time.Now()
+	for {
+		r, err := src.Next(p.ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.row(r); err != nil {
+			return err
+		}
+		if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
+			last = time.Now()
+			p.o.Progress(p.counts)
+		}
+	}
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if p.o.Progress != nil {
+		p.o.Progress(p.counts)
+	}
+	return nil
+}
+
+func (p *planner) row(r Row) error {
+	if r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" {
+		if !p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}) {
+			p.counts.NotAfterSince++
+			return nil
+		}
+	}
+	p.counts.Read++
+	v := Classify(r, p.o.Class, p.now)
+	var at *Cursor
+	if r.CreatedAt != nil && !r.CreatedAt.After(p.now) && r.Problem == "" {
+		at = &Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
+		if p.cursor == nil || p.cursor.Before(*at) {
+			p.cursor = at
+		}
+	}
+	switch v.Kind {
+	case Invalid:
+		p.counts.Invalid++
+		return writeLine(p.sinks.Invalid, invalidLine{Ref: r.Ref, Tenant: r.Tenant, OperationID: r.OperationID, Outcome: "invalid", Reason: v.Reason})
+	case Ambiguous:
+		p.counts.Ambiguous++
+		if at != nil {
+			p.ambiguousAt = append(p.ambiguousAt, *at)
+		}
+		note := "import: " + v.Reason + " (" + r.Ref + ")"
+		if r.Payload == nil {
+			note += "; the store kept no payload: resolve cannot answer it"
+		}
+		return writeLine(p.sinks.Ambiguous, ambiguousLine{Tenant: r.Tenant, OperationID: r.OperationID, Class: p.o.Class,
+			Payload: json.RawMessage(orNull(r.Payload)), FirstAttemptAt: r.CreatedAt, Note: note})
+	}
+	p.counts.ToImport++
+	if v.StoreHash != "" {
+		p.counts.HashOnly++
+	}
+	p.batch.add(v)
+	if p.batch.len() >= p.o.BatchSize {
+		return p.flush()
+	}
+	return nil
+}
+
+func orNull(b []byte) []byte {
+	if b == nil {
+		return []byte("null")
+	}
+	return b
+}
+
+func (p *planner) flush() error {
+	if p.batch.len() == 0 {
+		return nil
+	}
+	b := &p.batch
+	if _, err := p.tx.Exec(p.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", p.id, p.o.Class,
+		b.tenant, b.operation, b.payload, b.payloadHash, b.response, b.evidence, b.createdAt, b.storeHash); err != nil {
+		return fmt.Errorf("plan import: %w", governance.MapError(err))
+	}
+	b.reset()
+	return nil
+}
+
+func writeLine(w io.Writer, v any) error {
+	if w == nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(raw, '\n'))
+	return err
+}
+
+// Outcomes counts the items of an import plan by outcome (entered,
+// skipped, quarantined, refused; pending before the run). The run writes
+// an outcome only for the items it did not enter.
+func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int, error) {
+	rows, err := db.Query(ctx, `SELECT coalesce(e.outcome, CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END), count(*)
+		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1 GROUP BY 1`, id)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	var k string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil })
+	return out, err
+}
+
+// Run runs an approved import plan (idem.entry_plan_run) in a transaction
+// of its own without a statement timeout: a million items outlast any
+// timeout meant for one call, and the plan bounds the work.
+func Run(ctx context.Context, db TxBeginner, id int64, operator string) (governance.EntryPlan, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return governance.EntryPlan{}, err
+	}
+	p, err := governance.RunEntry(ctx, tx, id, operator)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	return p, tx.Commit(ctx)
+}

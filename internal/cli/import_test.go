@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// importStore is a rocket-rides-shaped store (idempotency_keys) in schema
+// rides, readable by the replay-source login: 30 keys over ninety days,
+// every tenth abandoned at "started", every tenth+1 still locked.
+const importStore = `
+CREATE SCHEMA rides;
+CREATE TABLE rides.idempotency_keys (
+    id BIGSERIAL PRIMARY KEY, created_at TIMESTAMPTZ NOT NULL DEFAULT now(), idempotency_key TEXT NOT NULL,
+    last_run_at TIMESTAMPTZ NOT NULL DEFAULT now(), locked_at TIMESTAMPTZ DEFAULT now(), request_method TEXT NOT NULL,
+    request_params JSONB NOT NULL, request_path TEXT NOT NULL, response_code INT NULL, response_body JSONB NULL,
+    recovery_point TEXT NOT NULL, user_id BIGINT NOT NULL);
+CREATE UNIQUE INDEX ON rides.idempotency_keys (user_id, idempotency_key);
+GRANT USAGE ON SCHEMA rides TO idemctl_test_nobody;
+GRANT SELECT ON rides.idempotency_keys TO idemctl_test_nobody;
+INSERT INTO rides.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params, request_path,
+                                    response_code, response_body, recovery_point, user_id)
+SELECT now() - interval '90 days' * (1 - g / 31.0), 'key-' || g, CASE WHEN g % 10 = 1 THEN now() END, 'POST',
+       jsonb_build_object('from', 'alice', 'to', 'bob', 'amount', 100 + g, 'currency', 'EUR'), '/charges',
+       CASE WHEN g % 10 > 1 THEN 201 END, CASE WHEN g % 10 > 1 THEN jsonb_build_object('id', 'ch_' || g) END,
+       CASE g % 10 WHEN 0 THEN 'started' WHEN 1 THEN 'ride_created' ELSE 'finished' END, 7
+FROM generate_series(1, 30) g;`
+
+const importQuery = `SELECT user_id AS tenant_id, idempotency_key AS operation_id, request_params AS payload,
+  CASE WHEN response_code IS NOT NULL THEN jsonb_build_object('code', response_code, 'body', response_body) END AS response,
+  created_at, recovery_point AS status, locked_at IS NOT NULL AS locked FROM rides.idempotency_keys`
+
+// idemctl import: alice plans from the store's database, bob approves, it
+// runs; idemctl resolve then answers every finished key, sent again with
+// its JSON re-serialised, already_applied with no effect run, and takes the
+// ambiguous list as it is.
+func TestImportCommands(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	dbtest.Admin(t, dsn, importStore)
+	dir := t.TempDir()
+	amb := filepath.Join(dir, "ambiguous.ndjson")
+	plan := []string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+		"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", amb, "--reason", "MIG-1", "--operator", "alice"}
+	code, _, errOut := runQ(t, dsn, append(plan[:len(plan):len(plan)], "--password-env", "PGPASSWORD")...)
+	assert.Equal(t, ExitInvalid, code, "a source's password is read from IDEMCTL_SOURCE_* only")
+	assert.Contains(t, errOut, "IDEMCTL_SOURCE_")
+	code, out, errOut := runQ(t, dsn, append(plan, "-o", "table")...)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, errOut, "30 rows read: 24 to import (0 hash-only), 6 ambiguous")
+	assert.Contains(t, errOut, "import: 30 rows read: 24 to import, 6 ambiguous, 0 invalid", "the last progress line says what was read")
+	assert.Contains(t, out, "alice (idemctl_test_operator)")
+	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	id := m[1]
+	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice")
+	assert.Equal(t, ExitInvalid, code, "four eyes")
+	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob")
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, errOut, "outcomes: entered 24")
+	assert.Regexp(t, `cursor: \S+/7/key-30 `, errOut)
+
+	// The migrated service's retries, through idemctl resolve.
+	var retries strings.Builder
+	for g := 1; g <= 30; g++ {
+		if g%10 > 1 {
+			fmt.Fprintf(&retries, `{"operation_id":"key-%d", "tenant":"7", "class":"demo.transfer", "payload":{ "currency":"EUR", "amount": %d, "to":"bob", "from":"alice" }}`+"\n", g, 100+g)
+		}
+	}
+	file := filepath.Join(dir, "retries.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(retries.String()), 0o600))
+	code, out, errOut = runQ(t, dsn, "resolve", "--file", file, "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	lines := jsonLines(t, out)
+	require.Len(t, lines, 24)
+	for _, l := range lines {
+		assert.Equal(t, "already_applied", l["outcome"], l)
+		assert.Contains(t, fmt.Sprint(l["response"]), "ch_", l)
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM demo.posting").Scan(&n))
+	assert.Zero(t, n, "no effect ran")
+
+	// The ambiguous list is resolve's input as it is.
+	code, out, errOut = runQ(t, dsn, "resolve", "--file", amb, "--dry-run", "-o", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	lines = jsonLines(t, out)
+	require.Len(t, lines, 6)
+	for _, l := range lines {
+		assert.NotEqual(t, "invalid", l["outcome"], l)
+	}
+	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "-o", "table")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
+}
+
+// import plan's flags become options; a wrong combination is a usage
+// error before anything is read.
+func TestImportPlanOptions(t *testing.T) {
+	t.Parallel()
+	ios, _, _, _ := Test(false)
+	var got *ImportPlanOptions
+	capture := func(o *ImportPlanOptions) error { got = o; return nil }
+	base := []string{"--class", "rides.charge", "--ambiguous", "a.ndjson", "--reason", "MIG-1"}
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"ndjson", append([]string{"--from-ndjson", "k.ndjson"}, base...), ExitOK},
+		{"postgres", append([]string{"--from-postgres", "postgres://r@db/x", "--query", "SELECT 1", "--password-env", "IDEMCTL_SOURCE_X"}, base...), ExitOK},
+		{"no source", base, ExitUsage},
+		{"two sources", append([]string{"--from-ndjson", "k", "--from-postgres", "postgres://r@db/x", "--query", "q"}, base...), ExitUsage},
+		{"postgres without query", append([]string{"--from-postgres", "postgres://r@db/x"}, base...), ExitUsage},
+		{"query with a file", append([]string{"--from-ndjson", "k", "--query", "q"}, base...), ExitUsage},
+		{"no ambiguous list", []string{"--from-ndjson", "k", "--class", "c", "--reason", "r"}, ExitUsage},
+		{"bad hash function", append([]string{"--from-ndjson", "k", "--hash-function", "md5"}, base...), ExitUsage},
+		{"bad cursor", append([]string{"--from-ndjson", "k", "--since", "yesterday"}, base...), ExitUsage},
+		{"cursor", append([]string{"--from-ndjson", "k", "--since", "2026-11-30T23:59:58.123456Z/42/key-9001"}, base...), ExitOK},
+	}
+	for _, c := range cases {
+		got = nil
+		code := execSub(t, NewCmdImportPlan(NewFactory(ios), capture), c.args...)
+		assert.Equal(t, c.code, code, c.name)
+		assert.Equal(t, c.code == ExitOK, got != nil, c.name)
+	}
+}
