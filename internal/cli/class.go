@@ -320,9 +320,8 @@ func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db hori
 		return err
 	}
 	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Make it horizon (purgeable on the replay proof alone)?", opts.Name)
-	if !confirmAction(opts.IO, q) {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing changed")
-		return silentExit{ExitFailure}
+	if err := confirm(opts.IO, false, q, "nothing changed"); err != nil {
+		return err
 	}
 	return nil
 }

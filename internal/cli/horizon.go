@@ -625,9 +625,8 @@ source's evidence) and asks; without a terminal it needs --yes.`,
 				}
 				q := fmt.Sprintf("Approve plan %d: purge %s rows of class %s created before %s (contract %s, planned by %s)?",
 					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), audit.Who(p.PlannedPerson, p.PlannedDBUser))
-				if !confirmAction(opts.IO, q) {
-					fmt.Fprintln(opts.IO.ErrOut, "nothing approved")
-					return silentExit{ExitFailure}
+				if err := confirm(opts.IO, false, q, "nothing approved"); err != nil {
+					return err
 				}
 			}
 			p, err := horizon.Approve(cmd.Context(), pool, opts.ID, opts.Operator)
@@ -768,9 +767,8 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	if !opts.Yes {
 		q := fmt.Sprintf("Purge %s rows of class %s created before %s (plan %d, approved by %s)?",
 			humanCount(p.Candidates-p.Purged), p.Class, formatStamp(p.Cutoff), p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser))
-		if !confirmAction(opts.IO, q) {
-			fmt.Fprintln(opts.IO.ErrOut, "nothing purged")
-			return silentExit{ExitFailure}
+		if err := confirm(opts.IO, false, q, "nothing purged"); err != nil {
+			return err
 		}
 	}
 	var done atomic.Int64

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -541,9 +540,8 @@ func confirmDecision(ctx context.Context, io *IOStreams, db idem.DBTX, id int64,
 	if err := decidedAlready(rec); err != nil {
 		return err
 	}
-	if !confirmAction(io, question(rec)) {
-		fmt.Fprintln(io.ErrOut, "nothing done")
-		return silentExit{ExitFailure}
+	if err := confirm(io, false, question(rec), "nothing done"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -556,24 +554,4 @@ func decidedAlready(rec quarantine.Record) error {
 	}
 	return withCode(ExitInvalid, fmt.Errorf("record %d (%s/%s) is already %s: %w", rec.ID, rec.Tenant, rec.OperationID,
 		rec.Status, quarantine.ErrAlreadyDecided))
-}
-
-// needYes refuses a confirming command without a terminal to ask on and
-// without --yes.
-func needYes(io *IOStreams, yes bool, what string) error {
-	if yes || io.CanPrompt() {
-		return nil
-	}
-	return usageErr("%s: pass --yes (-y) when there is no terminal to confirm on", what)
-}
-
-// confirmAction asks a yes/no question on the terminal; only "y" or "yes" agree.
-func confirmAction(io *IOStreams, question string) bool {
-	fmt.Fprintf(io.ErrOut, "%s [y/N] ", question)
-	line, _ := bufio.NewReader(io.In).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
 }

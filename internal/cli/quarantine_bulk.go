@@ -258,10 +258,9 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 			if err := printAcceptReview(opts.IO.ErrOut, shown, promptRecords); err != nil {
 				return err
 			}
-			if !confirmAction(opts.IO, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)%s?",
-				shown.ID, len(shown.IDs), shown.Rule, applyingClause(shown))) {
-				fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-				return silentExit{ExitFailure}
+			if err := confirm(opts.IO, false, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)%s?",
+				shown.ID, len(shown.IDs), shown.Rule, applyingClause(shown)), "nothing done"); err != nil {
+				return err
 			}
 		}
 		plan, err = quarantine.ApproveAccept(ctx, pool, opts.ID, opts.Operator)
@@ -399,10 +398,9 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 		return bulkPlanErr(err)
 	}
 	plan := review.AcceptPlan
-	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
-		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser))) {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-		return silentExit{ExitFailure}
+	if err := confirm(opts.IO, opts.Yes, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
+		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser)), "nothing done"); err != nil {
+		return err
 	}
 	res, err := quarantine.RunAccept(ctx, pool, opts.ID, opts.Operator, opts.Batch, func(r quarantine.BulkResult) {
 		fmt.Fprintf(opts.IO.ErrOut, "accepted %s of %s (%s skipped, %d batch(es))\n",

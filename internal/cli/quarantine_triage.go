@@ -547,9 +547,8 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		}
 		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
 			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
-		if !confirmAction(opts.IO, question) {
-			fmt.Fprintln(opts.IO.ErrOut, "nothing done")
-			return silentExit{ExitFailure}
+		if err := confirm(opts.IO, false, question, "nothing done"); err != nil {
+			return err
 		}
 	}
 	rec, err := quarantine.Reject(ctx, pool, opts.ID, opts.Operator, opts.Reason)
@@ -624,9 +623,8 @@ func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions
 	if err != nil {
 		return quarantineErr(err, ExitInvalid)
 	}
-	if !opts.Yes && !confirmAction(opts.IO, fmt.Sprintf("Reject the %s record(s) of the preview with reason %q?", humanCount(int64(len(taken.IDs))), opts.Reason)) {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing done (the token is used: preview again)")
-		return silentExit{ExitFailure}
+	if err := confirm(opts.IO, opts.Yes, fmt.Sprintf("Reject the %s record(s) of the preview with reason %q?", humanCount(int64(len(taken.IDs))), opts.Reason), "nothing done (the token is used: preview again)"); err != nil {
+		return err
 	}
 	res, err := quarantine.RejectBulk(ctx, pool, quarantine.Selection{IDs: taken.IDs}, quarantine.BulkOptions{
 		Operator: opts.Operator, Reason: opts.Reason, Batch: opts.Batch,

@@ -200,9 +200,8 @@ func confirmEntry(ctx context.Context, f *Factory, db governance.DBTX, id int64)
 	if len(r.Totals) > 0 || len(r.MoneyProblems) > 0 {
 		money = ", recording " + entryTotals(r)
 	}
-	if !confirmAction(f.IO, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money)) {
-		fmt.Fprintln(f.IO.ErrOut, "nothing done")
-		return silentExit{ExitFailure}
+	if err := confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money), "nothing done"); err != nil {
+		return err
 	}
 	return nil
 }
