@@ -17,7 +17,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // smallLedger applies six transfers p-1..p-6 of acme and returns them.

@@ -12,7 +12,7 @@ import (
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // IntakeOutcome is what intake says of one message of a source.

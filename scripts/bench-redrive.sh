@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . scripts/benchlib.sh
 
 echo "== re-drive through the reference service vs calling it directly, 8 in flight"
-bench "$out/redrive.txt" go test ./recover -run '^$' -bench 'BenchmarkRedrive$' -benchtime 4000x -count 3
+bench "$out/redrive.txt" go test ./recovery -run '^$' -bench 'BenchmarkRedrive$' -benchtime 4000x -count 3
 for r in $(awk '{ for (i = 2; i < NF; i++) if ($(i+1) == "x_direct") print $i }' "$out/redrive.txt"); do
 	echo "re-drive / direct: ${r}x  [>= 0.8x: $(check "$r" '>=' 0.8)]"
 done

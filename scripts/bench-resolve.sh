@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 . scripts/benchlib.sh
 
 echo "== resolve --dry-run: 100,000 identities, 1,000,000-row inbox"
-bench "$out/dry.txt" go test ./recover -run '^$' -bench 'BenchmarkDryRun$' -benchtime 3x -count 1 -timeout 60m
+bench "$out/dry.txt" go test ./recovery -run '^$' -bench 'BenchmarkDryRun$' -benchtime 3x -count 1 -timeout 60m
 base=$(metric "$out/dry.txt" 'select_per_key' keys/s)
 batched=$(metric "$out/dry.txt" 'batched-' keys/s)
 ratio=$(metric "$out/dry.txt" 'batched-' x_select_per_key)
@@ -28,13 +28,13 @@ echo "batched:                   ${batched} keys/s = ${ratio}x  [>= 25x: $(check
 
 echo
 echo "== resolve --dry-run: 100,000 identities, 10,000,000-row inbox"
-bench "$out/large.txt" go test ./recover -run '^$' -bench 'BenchmarkDryRunLarge$' -benchtime 3x -count 1 -timeout 120m
+bench "$out/large.txt" go test ./recovery -run '^$' -bench 'BenchmarkDryRunLarge$' -benchtime 3x -count 1 -timeout 120m
 large=$(metric "$out/large.txt" 'DryRunLarge' keys/s)
 echo "batched:                   ${large} keys/s  [>= 150000 keys/s: $(check "$large" '>=' 150000)]"
 
 echo
 echo "== resolve of 100,000 lines, 95% already applied, vs its dry run"
-bench "$out/rerun.txt" go test ./recover -run '^$' -bench 'BenchmarkRerun$' -benchtime 3x -count 1 -timeout 60m
+bench "$out/rerun.txt" go test ./recovery -run '^$' -bench 'BenchmarkRerun$' -benchtime 3x -count 1 -timeout 60m
 rr=$(metric "$out/rerun.txt" 'applied=95%' x_dry_run)
 rl=$(metric "$out/rerun.txt" 'applied=100%' x_dry_run)
 echo "real run / dry run, 95% applied:  ${rr}x  [>= 0.5x: $(check "$rr" '>=' 0.5)]"
@@ -42,7 +42,7 @@ echo "real run / dry run, 100% applied: ${rl}x  (the lookups alone)"
 
 echo
 echo "== resolve applying at concurrency 16 vs pgbench -c 16 calling idem.execute"
-bench "$out/apply.txt" go test ./recover -run '^$' -bench 'BenchmarkApply$' -benchtime 20000x -count 1 -timeout 60m
+bench "$out/apply.txt" go test ./recovery -run '^$' -bench 'BenchmarkApply$' -benchtime 20000x -count 1 -timeout 60m
 pgb=$(metric "$out/apply.txt" 'pgbench_c16' ops/s)
 rsv=$(metric "$out/apply.txt" 'resolve_c16' ops/s)
 aratio=$(metric "$out/apply.txt" 'resolve_c16' x_pgbench)
@@ -50,7 +50,7 @@ echo "pgbench: ${pgb} ops/s, resolve: ${rsv} ops/s = ${aratio}x  [>= 1.0x: $(che
 
 echo
 echo "== peak memory of idemctl resolve --dry-run -o json over 1,000,000 lines"
-bench "$out/rss.txt" go test ./recover -run '^$' -bench 'BenchmarkDryRunPeakRSS$' -benchtime 1x -count 1 -timeout 30m
+bench "$out/rss.txt" go test ./recovery -run '^$' -bench 'BenchmarkDryRunPeakRSS$' -benchtime 1x -count 1 -timeout 30m
 peak=$(metric "$out/rss.txt" 'PeakRSS' peak_MiB)
 e2e=$(metric "$out/rss.txt" 'PeakRSS' keys/s)
 echo "peak RSS: ${peak} MiB  [<= 200 MiB: $(check "$peak" '<=' 200)], end to end with JSON output: ${e2e} keys/s"

@@ -15,7 +15,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/reconcile"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // Fixed data for the golden tests: every value a view shows is fixed here,

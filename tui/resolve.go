@@ -17,7 +17,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/idemctl/idemctl/idem"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/tui/keys"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // InspectOptions are the flags of `idemctl inspect`.

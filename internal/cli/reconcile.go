@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/reconcile"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // ReconcileOptions are the flags of `idemctl reconcile`.

@@ -22,7 +22,7 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
 )
 

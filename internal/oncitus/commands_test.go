@@ -18,7 +18,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/lab"
 	"github.com/idemctl/idemctl/quarantine"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/tui"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/migrations"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // batch is NDJSON input for resolve: n transfers op-<prefix>-K spread over tenants.

@@ -27,14 +27,14 @@ import (
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/migrations"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // Benchmarks of resolve, against a persistent database of 1,000,000 inbox
 // rows (built once, kept across runs, named after the schema and the data
 // rules). scripts/bench-resolve.sh runs them and prints the ratios:
 //
-//	go test ./recover -run '^$' -bench . -benchtime 3x
+//	go test ./recovery -run '^$' -bench . -benchtime 3x
 
 //go:embed testdata/bench_inbox.sql
 var benchInboxSQL string

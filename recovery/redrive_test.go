@@ -15,7 +15,7 @@ import (
 
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/idem"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
 )
 

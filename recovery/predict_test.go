@@ -14,7 +14,7 @@ import (
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/idemctl/idemctl/demo"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
 )
 
@@ -23,7 +23,7 @@ import (
 // same concurrency, over new operations each time, the two alternated in one
 // run. Target: re-drive at least 0.8x the direct calls' throughput (x_direct).
 //
-//	go test ./recover -run '^$' -bench BenchmarkRedrive -benchtime 2000x
+//	go test ./recovery -run '^$' -bench BenchmarkRedrive -benchtime 2000x
 func BenchmarkRedrive(b *testing.B) {
 	pool, dsn := dbtest.NewPool(b, 16)
 	svc := &demo.Service{Pool: dbtest.PoolAs(b, dsn, dbtest.App, 16), Provider: dbtest.PoolAs(b, dsn, dbtest.App, 16)}

@@ -5,7 +5,7 @@
 --   tenant_id    bench-<g mod 16>
 --   operation_id op-<md5(g)>           (random order in the primary key)
 --   payload      {"amount":g,"currency":"EUR","from":"acct-<g mod 1000>","to":"acct-<1000 + g mod 1000>"}
--- recover/bench_test.go generates its input lines from the same rules.
+-- recovery/bench_test.go generates its input lines from the same rules.
 -- Written straight into the tables (the identity and its body, as
 -- idem.execute writes them) by the superuser that builds the database:
 -- history that no API would backdate.

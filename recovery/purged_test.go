@@ -10,7 +10,7 @@ import (
 
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // TestPurgedIdentities: after a proven purge, a dry run and a real run of a

@@ -21,7 +21,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 type bundle struct {

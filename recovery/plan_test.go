@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // TestLookupPlanIsAProbePerKey: the batched lookup of a dry run over an

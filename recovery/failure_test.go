@@ -18,7 +18,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 // withAppName returns dsn with another application_name, so that a test can

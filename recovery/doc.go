@@ -1,7 +1,6 @@
-// Package recovery (in folder recover/; the name recover is a Go builtin) is
-// idemctl's main job: the five-step recovery protocol for operations whose
-// outcome is ambiguous. For each operation it checks that the database is the
-// authoritative primary, then settles the identity through the atomic
+// Package recovery is idemctl's main job: the five-step recovery protocol
+// for operations whose outcome is ambiguous. For each operation it checks
+// that the database is the authoritative primary, then settles the identity through the atomic
 // executor (idem.execute): already applied (the saved response), applied now,
 // or a conflict quarantined with its evidence. A dry run answers the same
 // question with batched read-only lookups and writes nothing.
