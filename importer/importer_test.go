@@ -222,6 +222,14 @@ func TestImportRocketRides(t *testing.T) {
 		assert.Equal(t, k.Status != "finished" || k.Locked, listed[k.Tenant+"/"+k.Key], k.Key)
 	}
 
+	// The review of an import plan (record list/show, the console) is its
+	// digest, counts and sample: a store's history is not loaded item by item.
+	review, err := governance.ShowEntry(f.ctx, f.bob, r.Plan.ID)
+	require.NoError(t, err)
+	assert.Equal(t, governance.EntryImport, review.Kind)
+	assert.Equal(t, r.Plan.Items, review.Items)
+	assert.Empty(t, review.Entries)
+
 	_, err = governance.RunEntry(f.ctx, f.alice, r.Plan.ID, "alice")
 	assert.ErrorIs(t, err, governance.ErrState, "nothing runs before the approval")
 	_, err = governance.ApproveEntry(f.ctx, f.alice, r.Plan.ID, "alice")

@@ -255,7 +255,8 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 		"approve": "Approve an import plan another person made (four eyes)",
 		"run":     "Enter an approved import plan's identities, without running their effects",
 	}[step]
-	return &cobra.Command{
+	var yes bool
+	cmd := &cobra.Command{
 		Use:     step + " ID",
 		Short:   short,
 		Long:    short + ". The run prints each outcome's count (entered, skipped, quarantined, refused) and the cursor for the next import's --since.",
@@ -266,9 +267,19 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if step == "approve" {
+				if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
+					return err
+				}
+			}
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if step == "approve" && !yes {
+				if err := confirmEntry(cmd.Context(), f, pool, id); err != nil {
+					return err
+				}
 			}
 			var p governance.EntryPlan
 			if step == "run" {
@@ -300,4 +311,8 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 			return nil
 		},
 	}
+	if step == "approve" {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the plan and ask on a terminal")
+	}
+	return cmd
 }

@@ -63,9 +63,9 @@ func TestImportCommands(t *testing.T) {
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	id := m[1]
-	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice")
+	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice", "--yes")
 	assert.Equal(t, ExitInvalid, code, "four eyes")
-	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob")
+	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
 	require.Equal(t, ExitOK, code, errOut)
