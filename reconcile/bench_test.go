@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ import (
 // with N: compare 100k with 1M.
 //
 //	go test ./reconcile -run '^$' -bench BenchmarkReconcile -benchtime 1x
+//
+// IDEMCTL_BENCH_RECONCILE_CASE=NAME[,NAME...] runs only the cases named (their
+// full names below the benchmark's, e.g.
+// lines=1000000/sort-buffer=16MiB/stripe-profile).
 func BenchmarkReconcile(b *testing.B) {
 	type ledger struct {
 		pool   *pgxpool.Pool
@@ -43,6 +48,9 @@ func BenchmarkReconcile(b *testing.B) {
 			// The same operations in a Stripe itemized balance report as
 			// downloaded: 19 columns, BOM, CRLF, major units, lower case.
 			name += "/stripe-profile"
+		}
+		if only := os.Getenv("IDEMCTL_BENCH_RECONCILE_CASE"); only != "" && !slices.Contains(strings.Split(only, ","), name) {
+			continue // only the cases named, e.g. for a profile
 		}
 		b.Run(name, func(b *testing.B) {
 			l, ok := ledgers[c.lines]
