@@ -148,6 +148,7 @@ func (r *run) readReport(ctx context.Context) (*mergeIter, *spool, error) {
 	}
 	defer rep.close()
 	srt := newSorter(r.dir, r.cfg.ChunkBytes)
+	defer srt.wait() // a chunk still being written when reading fails
 	keyless, err := newSpool(r.dir, "keyless")
 	if err != nil {
 		return nil, nil, err

@@ -16,10 +16,11 @@ import (
 	"unsafe"
 )
 
-// DefaultChunkBytes is how much of a report is sorted in memory before it is
-// written to a run file. The Go heap peaks at about three times this (the
-// chunk, the garbage of reading it, and the collector's headroom), whatever
-// the report's size (BENCHMARKS.md).
+// DefaultChunkBytes is how much of a report is held in memory to be sorted:
+// two chunks of half this, one filling while the other is sorted and written
+// to a run file. The Go heap peaks at about three times this (the chunks,
+// the garbage of reading them, and the collector's headroom), whatever the
+// report's size (BENCHMARKS.md).
 const DefaultChunkBytes = 16 << 20
 
 // record is one report line as the merge needs it: its identity, its line,
@@ -72,15 +73,22 @@ func (s byRecord) Less(i, j int) bool { return compareRecords(&s[i], &s[j]) < 0 
 func (s byRecord) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
 
 // sorter sorts records by identity with bounded memory: chunks of at most
-// limit bytes are sorted in memory and, when there is more than one, written
-// to run files in dir and merged.
+// half the limit are sorted in memory and, when there is more than one,
+// written to run files in dir and merged. A full chunk is sorted and written
+// by a goroutine while the next one fills (two chunks at most: the limit
+// holds).
 type sorter struct {
 	dir   string
 	limit int
 	chunk []record
 	bytes int
 	runs  []string
-	buf   []byte
+	buf   []byte // the spilling goroutine's scratch (one at a time)
+	// spilling answers when the chunk in flight is written; spare is the
+	// chunk the last spill gave back, to be filled again.
+	spilling chan error
+	inflight []record
+	spare    []record
 }
 
 func newSorter(dir string, limit int) *sorter {
@@ -94,23 +102,48 @@ func newSorter(dir string, limit int) *sorter {
 func (s *sorter) add(r record) error {
 	s.chunk = append(s.chunk, r)
 	s.bytes += r.size()
-	if s.bytes >= s.limit {
+	if 2*s.bytes >= s.limit {
 		return s.spill()
 	}
 	return nil
 }
 
-// spill sorts the chunk and writes it to a new run file.
+// spill hands the chunk to a goroutine that sorts it and writes it to a new
+// run file, once the previous one is written.
 func (s *sorter) spill() error {
-	sort.Sort(byRecord(s.chunk))
+	if err := s.wait(); err != nil {
+		return err
+	}
 	path := filepath.Join(s.dir, "run-"+strconv.Itoa(len(s.runs)))
+	s.runs = append(s.runs, path)
+	chunk := s.chunk
+	s.inflight, s.spilling = chunk, make(chan error, 1)
+	go func(done chan<- error) { done <- s.writeRun(path, chunk) }(s.spilling)
+	s.chunk, s.spare, s.bytes = s.spare, nil, 0
+	return nil
+}
+
+// wait waits for the chunk in flight, if any, and keeps it as the spare.
+func (s *sorter) wait() error {
+	if s.spilling == nil {
+		return nil
+	}
+	err := <-s.spilling
+	clear(s.inflight)
+	s.spare, s.inflight, s.spilling = s.inflight[:0], nil, nil
+	return err
+}
+
+// writeRun sorts a chunk and writes it to a new run file at path.
+func (s *sorter) writeRun(path string, chunk []record) error {
+	sort.Sort(byRecord(chunk))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("sort the report: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
-	for i := range s.chunk {
-		writeRecord(w, &s.chunk[i], &s.buf)
+	for i := range chunk {
+		writeRecord(w, &chunk[i], &s.buf)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -119,9 +152,6 @@ func (s *sorter) spill() error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("sort the report: %w", err)
 	}
-	s.runs = append(s.runs, path)
-	clear(s.chunk)
-	s.chunk, s.bytes = s.chunk[:0], 0
 	return nil
 }
 
@@ -137,7 +167,10 @@ func (s *sorter) sorted() (*mergeIter, error) {
 			return nil, err
 		}
 	}
-	s.chunk = nil
+	if err := s.wait(); err != nil {
+		return nil, err
+	}
+	s.chunk, s.spare = nil, nil
 	it := &mergeIter{}
 	for _, path := range s.runs {
 		f, err := os.Open(path)
