@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	recovery "github.com/idemctl/idemctl/recover"
 )
 
 var (
@@ -216,11 +218,32 @@ type stored struct {
 	payload, transport []byte
 }
 
+// batcher sends a batch of statements in one round trip: a pool, a
+// connection.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // lookup fetches a batch of identities (tenants[i], ops[i]) in one round
-// trip; the answer's i-th entry is nil when the identity does not exist.
-func lookup(ctx context.Context, q DBTX, tenants, ops []string, withPayload bool) ([]*stored, error) {
+// trip; the answer's i-th entry is nil when the identity does not exist. It
+// runs in a read-only transaction of its own whose plans are probes, as
+// resolve's lookup (recover/sql/probe_only.sql): an over-estimate must not
+// turn 5,000 keys into a read of every day partition.
+func lookup(ctx context.Context, q batcher, tenants, ops []string, withPayload bool) ([]*stored, error) {
 	out := make([]*stored, len(tenants))
-	rows, err := q.Query(ctx, lookupSQL, tenants, ops, withPayload)
+	var batch pgx.Batch
+	batch.Queue("BEGIN READ ONLY")
+	batch.Queue(recovery.ProbeOnlyStatement())
+	batch.Queue(lookupSQL, tenants, ops, withPayload)
+	batch.Queue("COMMIT")
+	br := q.SendBatch(ctx, &batch)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("look up %d identities: %w", len(tenants), err)
+		}
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("look up %d identities: %w", len(tenants), err)
 	}
@@ -235,7 +258,11 @@ func lookup(ctx context.Context, q DBTX, tenants, ops []string, withPayload bool
 			out[ord-1] = &s
 		}
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up %d identities: %w", len(tenants), err)
+	}
+	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("look up %d identities: %w", len(tenants), err)
 	}
 	return out, nil
