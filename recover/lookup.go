@@ -22,9 +22,9 @@ var (
 	probeOnlySQL string
 )
 
-// ProbeOnlyStatement is sql/probe_only.sql: makes the rest of its transaction plan
-// a batched lookup of keys as primary-key probes, one a key; reconcile's
-// batched lookup runs it too.
+// ProbeOnlyStatement is sql/probe_only.sql, which makes the rest of its
+// transaction plan a batched lookup as primary-key probes, one a key;
+// reconcile's batched lookup runs it too.
 func ProbeOnlyStatement() string { return probeOnlySQL }
 
 // found is what the lookup says of an identity that exists.
