@@ -24,7 +24,7 @@ func (p *plan) normalizeAmount(rec *record) string {
 	if !p.major {
 		return ""
 	}
-	code := strings.ToUpper(rec.values[p.currency])
+	code := p.upper.of(rec.values[p.currency])
 	exp, ok := p.MinorUnits[code]
 	if !ok {
 		if exp, ok = MinorUnits(code); !ok {
@@ -40,6 +40,40 @@ func (p *plan) normalizeAmount(rec *record) string {
 	}
 	rec.values[p.amount] = minor
 	return ""
+}
+
+// upperCodes upper-cases currency codes without an allocation per line:
+// a code already in upper case is itself, another one is upper-cased once
+// and remembered (up to maxUpperCodes of them). Not safe for concurrent use.
+type upperCodes map[string]string
+
+const maxUpperCodes = 1024
+
+func (u *upperCodes) of(s string) string {
+	lower := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'a' && c <= 'z' {
+			lower = true
+			break
+		}
+		if s[i] >= 0x80 {
+			return strings.ToUpper(s)
+		}
+	}
+	if !lower {
+		return s
+	}
+	if v, ok := (*u)[s]; ok {
+		return v
+	}
+	v := strings.ToUpper(s)
+	if *u == nil {
+		*u = upperCodes{}
+	}
+	if len(*u) < maxUpperCodes {
+		(*u)[s] = v
+	}
+	return v
 }
 
 // toMinor converts a decimal in major units to an integer in minor units

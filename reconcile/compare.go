@@ -190,7 +190,7 @@ func (c *comparer) reportSide(rec *record) side {
 		s.amount = rec.values[c.p.amount]
 	}
 	if c.p.currency >= 0 {
-		s.currency = strings.ToUpper(rec.values[c.p.currency])
+		s.currency = c.p.upper.of(rec.values[c.p.currency])
 	}
 	return s
 }

@@ -127,7 +127,8 @@ type Field struct {
 // plan is a mapping checked and parsed.
 type plan struct {
 	Mapping
-	tenantCol, opCol string // tenantCol is "" with a fixed tenant
+	upper            upperCodes // the report's currency codes, upper-cased
+	tenantCol, opCol string     // tenantCol is "" with a fixed tenant
 	fields           []Field
 	amount, currency int // index in fields of the amount and currency columns, -1 when unmapped
 	amountTokens     []string

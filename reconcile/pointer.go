@@ -49,6 +49,14 @@ type pointerReader struct {
 // valueAt returns the value the tokens point at in doc, errNotFound when
 // nothing is there, or the document's syntax error.
 func (pr *pointerReader) valueAt(doc []byte, tokens []string) (jsonValue, error) {
+	if len(tokens) == 1 {
+		if v, found, ok := topMember(doc, tokens[0]); ok {
+			if !found {
+				return jsonValue{}, errNotFound
+			}
+			return v, nil
+		}
+	}
 	pr.rd.Reset(doc)
 	pr.dec.Reset(&pr.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(false))
 	for _, tok := range tokens {
@@ -115,4 +123,123 @@ func (pr *pointerReader) descend(tok string) error {
 		return io.ErrUnexpectedEOF
 	}
 	return errNotFound
+}
+
+// topMember is valueAt's fast path for a member of a flat object of plain
+// members, the shape of most stored payloads (canonical JSON: no white
+// space): names and strings without escapes, control characters or
+// non-ASCII bytes, numbers, true, false, null. It gives up (ok false) on
+// anything else, an object or array member included, and valueAt then
+// decodes the document; where it answers, the answer is valueAt's.
+func topMember(doc []byte, name string) (v jsonValue, found, ok bool) {
+	if len(doc) < 2 || doc[0] != '{' {
+		return jsonValue{}, false, false
+	}
+	i := 1
+	if doc[i] == '}' {
+		return jsonValue{}, false, i+1 == len(doc)
+	}
+	for {
+		key, next, ok := plainString(doc, i)
+		if !ok || next >= len(doc) || doc[next] != ':' {
+			return jsonValue{}, false, false
+		}
+		i = next + 1
+		var text string
+		var kind jsontext.Kind
+		switch {
+		case i >= len(doc):
+			return jsonValue{}, false, false
+		case doc[i] == '"':
+			if text, next, ok = plainString(doc, i); !ok {
+				return jsonValue{}, false, false
+			}
+			kind = '"'
+		case doc[i] == '-' || (doc[i] >= '0' && doc[i] <= '9'):
+			if next = numberEnd(doc, i); next < 0 {
+				return jsonValue{}, false, false
+			}
+			text, kind = string(doc[i:next]), '0'
+		default:
+			for _, lit := range [...]string{"true", "false", "null"} {
+				if len(doc)-i >= len(lit) && string(doc[i:i+len(lit)]) == lit {
+					text, next, kind = lit, i+len(lit), jsontext.Kind(lit[0])
+					break
+				}
+			}
+			if kind == 0 {
+				return jsonValue{}, false, false
+			}
+		}
+		if key == name {
+			return jsonValue{text: text, kind: kind}, true, true
+		}
+		switch {
+		case next < len(doc) && doc[next] == ',':
+			i = next + 1
+		case next+1 == len(doc) && doc[next] == '}':
+			return jsonValue{}, false, true
+		default:
+			return jsonValue{}, false, false
+		}
+	}
+}
+
+// plainString reads the JSON string at doc[i] when it holds only printable
+// ASCII without escapes; next is the index after its closing quote.
+func plainString(doc []byte, i int) (s string, next int, ok bool) {
+	if i >= len(doc) || doc[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(doc); j++ {
+		switch c := doc[j]; {
+		case c == '"':
+			return string(doc[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// numberEnd returns the index after the JSON number at doc[i], -1 when it
+// is not one (JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?).
+func numberEnd(doc []byte, i int) int {
+	digits := func(j int) int {
+		k := j
+		for k < len(doc) && doc[k] >= '0' && doc[k] <= '9' {
+			k++
+		}
+		return k
+	}
+	if doc[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(doc) && doc[i] == '0':
+		i++
+	case i < len(doc) && doc[i] >= '1' && doc[i] <= '9':
+		i = digits(i)
+	default:
+		return -1
+	}
+	if i < len(doc) && doc[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return -1
+		}
+	}
+	if i < len(doc) && (doc[i] == 'e' || doc[i] == 'E') {
+		i++
+		if i < len(doc) && (doc[i] == '+' || doc[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return -1
+		}
+	}
+	return i
 }

@@ -18,6 +18,7 @@ import (
 // the alternative columns of each slot of the plan.
 func (r *reportReader) csvReader(cr *csv.Reader, cols [][]int) func() (line, error) {
 	slots := r.p.slots()
+	var slab []string // the lines' values, carved from one allocation
 	return func() (line, error) {
 		for {
 			rec, err := cr.Read()
@@ -41,7 +42,11 @@ func (r *reportReader) csvReader(cr *csv.Reader, cols [][]int) func() (line, err
 			}
 			r.info.Lines++
 			n, _ := cr.FieldPos(0)
-			values := make([]string, len(cols))
+			if len(slab) < len(cols) {
+				slab = make([]string, 1024*len(cols))
+			}
+			values := slab[:len(cols):len(cols)]
+			slab = slab[len(cols):]
 			for i, alts := range cols {
 				if alts == nil {
 					values[i] = r.p.Tenant

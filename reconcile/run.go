@@ -121,6 +121,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, emit func(Finding)
 		}
 		defer r.record.Abort()
 	}
+	// The inbox is read (and sorted on the server) while the report is.
+	inbox := openInbox(ctx, pool, p, cfg.BatchSize)
+	defer inbox.close()
 	sorted, keyless, err := r.readReport(ctx)
 	if err != nil {
 		return Summary{}, err
@@ -132,7 +135,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg Config, emit func(Finding)
 		}
 		defer r.pins.close()
 	}
-	runErr := r.compare(ctx, sorted, keyless)
+	runErr := r.compare(ctx, sorted, keyless, inbox)
 	return r.finish(ctx, runErr)
 }
 
@@ -145,6 +148,7 @@ func (r *run) readReport(ctx context.Context) (*mergeIter, *spool, error) {
 	}
 	defer rep.close()
 	srt := newSorter(r.dir, r.cfg.ChunkBytes)
+	defer srt.wait() // a chunk still being written when reading fails
 	keyless, err := newSpool(r.dir, "keyless")
 	if err != nil {
 		return nil, nil, err
@@ -182,7 +186,7 @@ func (r *run) readReport(ctx context.Context) (*mergeIter, *spool, error) {
 
 // compare emits the keyless invalid lines, then merges the sorted report
 // with the inbox (pass 2).
-func (r *run) compare(ctx context.Context, sorted *mergeIter, keyless *spool) error {
+func (r *run) compare(ctx context.Context, sorted *mergeIter, keyless *spool, inbox *inboxStream) error {
 	err := keyless.each(func(rec *record) error {
 		return r.deliver(&item{f: Finding{Status: Invalid, Line: rec.line, Reason: rec.invalid}})
 	})
@@ -190,11 +194,6 @@ func (r *run) compare(ctx context.Context, sorted *mergeIter, keyless *spool) er
 	if err != nil {
 		return err
 	}
-	inbox, err := openInbox(ctx, r.pool, r.p, r.cfg.BatchSize)
-	if err != nil {
-		return err
-	}
-	defer inbox.close()
 	m := &merger{r: r, rep: sorted, inbox: inbox, cmp: comparer{p: r.p}}
 	return m.run(ctx)
 }

@@ -12,9 +12,10 @@ import (
 // the invalid lines without an identity (emitted after the whole report has
 // been read) and the pins (recorded only once the run has succeeded).
 type spool struct {
-	f *os.File
-	w *bufio.Writer
-	n int64
+	f   *os.File
+	w   *bufio.Writer
+	n   int64
+	buf []byte
 }
 
 func newSpool(dir, name string) (*spool, error) {
@@ -26,7 +27,7 @@ func newSpool(dir, name string) (*spool, error) {
 }
 
 func (s *spool) add(r *record) error {
-	writeRecord(s.w, r)
+	writeRecord(s.w, r, &s.buf)
 	s.n++
 	if s.w.Buffered() > 32<<10 {
 		if err := s.w.Flush(); err != nil {
@@ -44,9 +45,9 @@ func (s *spool) each(fn func(*record) error) error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	r := bufio.NewReaderSize(s.f, 64<<10)
+	r := recordReader{r: bufio.NewReaderSize(s.f, 64<<10)}
 	for {
-		rec, err := readRecord(r)
+		rec, err := r.read()
 		if err == io.EOF {
 			return nil
 		}

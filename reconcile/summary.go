@@ -155,7 +155,8 @@ func (s Summary) Currencies(st Status) []string {
 
 // totals accumulates exact sums per status, currency and side.
 type totals struct {
-	sums map[totalsKey]*sum
+	sums  map[totalsKey]*sum
+	upper upperCodes
 }
 
 type totalsKey struct {
@@ -184,7 +185,7 @@ func (t *totals) add(st Status, s side, report bool) {
 	if t.sums == nil {
 		t.sums = map[totalsKey]*sum{}
 	}
-	k := totalsKey{st, strings.ToUpper(s.currency), report}
+	k := totalsKey{st, t.upper.of(s.currency), report}
 	acc := t.sums[k]
 	if acc == nil {
 		acc = &sum{}

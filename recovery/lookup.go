@@ -22,6 +22,11 @@ var (
 	probeOnlySQL string
 )
 
+// ProbeOnlyStatement is sql/probe_only.sql, which makes the rest of its
+// transaction plan a batched lookup as primary-key probes, one a key;
+// reconcile's batched lookup runs it too.
+func ProbeOnlyStatement() string { return probeOnlySQL }
+
 // found is what the lookup says of an identity that exists.
 type found struct {
 	stored, storedClass *string
