@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	recovery "github.com/idemctl/idemctl/recover"
+	"github.com/idemctl/idemctl/recovery"
 )
 
 var (
