@@ -3,10 +3,13 @@ package reconcile
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemctl/idemctl/internal/pgerr"
 )
 
 //go:embed sql/suspects.sql
@@ -16,8 +19,8 @@ var suspectsSQL string
 type SuspectsQuery struct {
 	// Since is the earliest created_at looked at.
 	Since time.Time
-	// Classes limits the search (empty: every class); Exclude leaves classes
-	// out (those whose payloads legitimately repeat).
+	// Classes limits the search (empty: every class but those declared to
+	// repeat their payloads, DeclareRepeats); Exclude leaves more classes out.
 	Classes []string
 	Exclude []string
 	// Window is how close in time two identities must be (DefaultSuspectWindow
@@ -86,3 +89,31 @@ func FindSuspects(ctx context.Context, pool *pgxpool.Pool, q SuspectsQuery) ([]S
 	}
 	return out, nil
 }
+
+// DeclareRepeats declares whether class's payloads legitimately repeat (a
+// projection's tick, a daily total): FindSuspects then leaves the class out
+// unless it is named. One operator with a reason, audited
+// (idem.class_repeats_set). Returns the declaration before the change.
+func DeclareRepeats(ctx context.Context, pool *pgxpool.Pool, class string, repeats bool, operator, reason string) (bool, error) {
+	var before bool
+	err := pool.QueryRow(ctx, "SELECT idem.class_repeats_set($1, $2, $3, $4)", class, repeats, operator, reason).Scan(&before)
+	if err != nil {
+		return false, fmt.Errorf("class %s: payloads-repeat: %w", class, declareErrors.Map(err))
+	}
+	return before, nil
+}
+
+// Errors of DeclareRepeats.
+var (
+	// ErrUnknownClass: no registered class of that name (IX003).
+	ErrUnknownClass = errors.New("unknown operation class")
+	// ErrRefusedDeclaration: an operator label or a reason is missing or
+	// invalid (IX015, IX306).
+	ErrRefusedDeclaration = errors.New("refused")
+)
+
+var declareErrors = pgerr.Table{Codes: map[string]error{
+	"IX003": ErrUnknownClass,
+	"IX015": ErrRefusedDeclaration,
+	"IX306": ErrRefusedDeclaration,
+}}

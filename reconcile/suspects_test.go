@@ -69,6 +69,38 @@ func TestSuspectsFindsRetriesWithNewIDs(t *testing.T) {
 	groups, err = reconcile.FindSuspects(f.ctx, f.pool, reconcile.SuspectsQuery{Since: q.Since, Window: time.Hour, Classes: []string{"pay.charge"}})
 	require.NoError(t, err)
 	assert.Len(t, groups, 20, "a-1..a-20, each with its retry, and later-1..10 with the first ten")
+	// Declared once instead of a flag on every run: one operator with a
+	// reason, audited; named with --class it is listed again.
+	operator := dbtest.PoolAs(t, f.dsn, dbtest.Operator, 1)
+	_, err = reconcile.DeclareRepeats(f.ctx, operator, "proj.tick", true, "alice", "")
+	assert.ErrorIs(t, err, reconcile.ErrRefusedDeclaration, "a reason is required")
+	_, err = reconcile.DeclareRepeats(f.ctx, operator, "no.such", true, "alice", "x")
+	assert.ErrorIs(t, err, reconcile.ErrUnknownClass)
+	before, err := reconcile.DeclareRepeats(f.ctx, operator, "proj.tick", true, "alice", "a projection's tick (OPS-12)")
+	require.NoError(t, err)
+	assert.False(t, before)
+	declared := reconcile.SuspectsQuery{Since: q.Since, Window: 10 * time.Minute}
+	groups, err = reconcile.FindSuspects(f.ctx, f.pool, declared)
+	require.NoError(t, err)
+	assert.Len(t, groups, 20, "the declared class is left out")
+	for _, g := range groups {
+		assert.Equal(t, "pay.charge", g.Class)
+	}
+	declared.Classes = []string{"proj.tick"}
+	groups, err = reconcile.FindSuspects(f.ctx, f.pool, declared)
+	require.NoError(t, err)
+	assert.Len(t, groups, 10, "named, it is listed")
+	var audited int
+	require.NoError(t, f.pool.QueryRow(f.ctx, `SELECT count(*) FROM idem.audit WHERE action = 'class.payloads_repeat'
+		AND target = 'class:proj.tick' AND person = 'alice'`).Scan(&audited))
+	assert.Equal(t, 1, audited)
+	app := dbtest.PoolAs(t, f.dsn, dbtest.App, 1)
+	_, err = reconcile.DeclareRepeats(f.ctx, app, "pay.charge", true, "app", "x")
+	assert.Error(t, err, "an app login cannot declare it")
+	before, err = reconcile.DeclareRepeats(f.ctx, operator, "proj.tick", false, "alice", "OPS-13")
+	require.NoError(t, err)
+	assert.True(t, before)
+
 	// The auditor's login is enough.
 	auditor := dbtest.PoolAs(t, f.dsn, dbtest.Auditor, 1)
 	_, err = reconcile.FindSuspects(f.ctx, auditor, q)

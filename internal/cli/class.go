@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/reconcile"
 	"github.com/idemctl/idemctl/redrive"
 )
 
@@ -129,13 +131,17 @@ type ClassSetOptions struct {
 	// declaration (nil: the class moves no money).
 	MoneySet bool
 	Money    *governance.Money
-	f        *Factory
+	// RepeatsSet is true when --payloads-repeat was given; Repeats is then
+	// the declaration (idemctl suspects leaves such a class out).
+	RepeatsSet bool
+	Repeats    bool
+	f          *Factory
 }
 
 // NewCmdClassSet builds `idemctl class set`.
 func NewCmdClassSet(f *Factory, runF func(*ClassSetOptions) error) *cobra.Command {
 	opts := &ClassSetOptions{IO: f.IO, f: f}
-	var retention, minAge, money string
+	var retention, minAge, money, repeats string
 	var rd redriveFlags
 	cmd := &cobra.Command{
 		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--money AMOUNT,CURRENCY,UNIT] [--redrive http|nats ...]",
@@ -192,8 +198,8 @@ after a crash between that call and its commit cannot charge twice.
 			case horizon.Forever, horizon.Horizon:
 				opts.Retention = horizon.Retention(retention)
 			case "":
-				if opts.Redrive == nil && !opts.ClearRedrive && !cmd.Flags().Changed("money") {
-					return usageErr("--retention, --money or --redrive is required")
+				if opts.Redrive == nil && !opts.ClearRedrive && !cmd.Flags().Changed("money") && !cmd.Flags().Changed("payloads-repeat") {
+					return usageErr("--retention, --money, --payloads-repeat or --redrive is required")
 				}
 			default:
 				return usageErr("--retention must be forever or horizon")
@@ -212,6 +218,16 @@ after a crash between that call and its commit cannot charge twice.
 				}
 				opts.MoneySet, opts.Money = true, m
 			}
+			if cmd.Flags().Changed("payloads-repeat") {
+				switch repeats {
+				case "yes":
+					opts.RepeatsSet, opts.Repeats = true, true
+				case "no":
+					opts.RepeatsSet = true
+				default:
+					return usageErr("--payloads-repeat: yes or no")
+				}
+			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -223,7 +239,8 @@ after a crash between that call and its commit cannot charge twice.
 	cmd.Flags().StringVar(&retention, "retention", "", "forever (money: purges need --contract) or horizon")
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
 	cmd.Flags().StringVar(&money, "money", "", "the class moves money: AMOUNT_POINTER,CURRENCY_POINTER,minor|major (none: it does not)")
-	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, or to change a money declaration)")
+	cmd.Flags().StringVar(&repeats, "payloads-repeat", "", "yes: the class's payloads legitimately repeat, idemctl suspects leaves it out unless named (needs --reason); no: it does not")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, to change a money declaration, or with --payloads-repeat)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon")
 	rd.register(cmd)
 	return cmd
@@ -257,6 +274,11 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	}
 	if opts.MoneySet {
 		if err := classMoneyRun(ctx, opts, pool); err != nil {
+			return err
+		}
+	}
+	if opts.RepeatsSet {
+		if err := classRepeatsRun(ctx, opts, pool); err != nil {
 			return err
 		}
 	}
@@ -302,6 +324,26 @@ func classMoneyRun(ctx context.Context, opts *ClassSetOptions, db governance.DBT
 	default:
 		fmt.Fprintf(opts.IO.Out, "class %s: moves money (amount %s, currency %s, %s units)\n", opts.Name,
 			opts.Money.Amount, opts.Money.Currency, opts.Money.Unit)
+	}
+	return nil
+}
+
+// classRepeatsRun declares whether the class's payloads repeat.
+func classRepeatsRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.Pool) error {
+	before, err := reconcile.DeclareRepeats(ctx, pool, opts.Name, opts.Repeats, opts.Operator, opts.Reason)
+	if errors.Is(err, reconcile.ErrUnknownClass) || errors.Is(err, reconcile.ErrRefusedDeclaration) {
+		return withCode(ExitInvalid, err)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return printJSONLine(opts.IO.Out, map[string]any{"class": opts.Name, "payloads_repeat": opts.Repeats, "before": before})
+	}
+	if opts.Repeats {
+		fmt.Fprintf(opts.IO.Out, "class %s: payloads repeat; idemctl suspects leaves it out unless --class names it\n", opts.Name)
+	} else {
+		fmt.Fprintf(opts.IO.Out, "class %s: payloads do not repeat; idemctl suspects lists it\n", opts.Name)
 	}
 	return nil
 }

@@ -34,7 +34,9 @@ operation ids and times; look at each (idemctl inspect --history) before
 calling it a double charge.
 
 Classes whose payloads legitimately repeat (a tick, a fixed daily job) are
-left out with --exclude-class. Nothing is written; an auditor's login is
+declared once (idemctl class set NAME --payloads-repeat yes --reason ...) and
+left out unless --class names them; --exclude-class leaves out more for one
+run. Nothing is written; an auditor's login is
 enough. It reads idem.identity since --since in one pass (BENCHMARKS.md).
 
 Exit code 3 when any group is found (for cron), 0 when none.`,

@@ -54,4 +54,22 @@ func TestSuspectsCommand(t *testing.T) {
 	assert.Equal(t, ExitOK, code, stderr)
 	assert.Empty(t, out)
 	assert.Contains(t, stderr, "0 group(s)")
+
+	// Declared once by an operator (a reason required), the class is left
+	// out of every later run unless named; an auditor cannot declare it.
+	operator := dbtest.As(dsn, dbtest.Operator)
+	code, _, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "yes")
+	assert.Equal(t, ExitInvalid, code, stderr)
+	assert.Contains(t, stderr, "reason")
+	code, _, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "maybe", "--reason", "x")
+	assert.Equal(t, ExitUsage, code, stderr)
+	code, _, stderr = run(t, auditor, "", "class", "set", "pay.charge", "--payloads-repeat", "yes", "--reason", "x")
+	assert.NotEqual(t, ExitOK, code, stderr)
+	code, out, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "yes", "--reason", "fixed daily job (OPS-12)")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, `"payloads_repeat":true`)
+	code, _, stderr = run(t, auditor, "", "suspects")
+	assert.Equal(t, ExitOK, code, stderr)
+	code, _, stderr = run(t, auditor, "", "suspects", "--class", "pay.charge")
+	assert.Equal(t, ExitConflict, code, stderr)
 }
