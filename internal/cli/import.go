@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/governance"
@@ -267,28 +269,11 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if step == "approve" {
-				if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
-					return err
-				}
-			}
-			pool, err := f.Pool(cmd.Context())
+			p, pool, err := entryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				return importer.Run(ctx, db, id, f.Operator())
+			})
 			if err != nil {
 				return err
-			}
-			if step == "approve" && !yes {
-				if err := confirmEntry(cmd.Context(), f, pool, id); err != nil {
-					return err
-				}
-			}
-			var p governance.EntryPlan
-			if step == "run" {
-				p, err = importer.Run(cmd.Context(), pool, id, f.Operator())
-			} else {
-				p, err = governance.ApproveEntry(cmd.Context(), pool, id, f.Operator())
-			}
-			if err != nil {
-				return governanceErr(err)
 			}
 			if err := showImportPlan(f, p); err != nil {
 				return err

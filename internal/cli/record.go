@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/audit"
@@ -156,26 +157,11 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if step == "approve" {
-				if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
-					return err
-				}
-			}
-			pool, err := f.Pool(cmd.Context())
+			p, pool, err := entryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				return governance.RunEntry(ctx, db, id, f.Operator())
+			})
 			if err != nil {
 				return err
-			}
-			do := governance.ApproveEntry
-			if step == "run" {
-				do = governance.RunEntry
-			} else if !yes {
-				if err := confirmEntry(cmd.Context(), f, pool, id); err != nil {
-					return err
-				}
-			}
-			p, err := do(cmd.Context(), pool, id, f.Operator())
-			if err != nil {
-				return governanceErr(err)
 			}
 			return showEntry(cmd.Context(), f, pool, p)
 		},
@@ -184,6 +170,38 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	}
 	return cmd
+}
+
+// entryStep approves (step "approve") or runs an entry plan of record or
+// import: an approval needs --yes without a terminal, and on one shows the
+// plan and asks first; run is the kind's own run. It returns the plan as the
+// step left it and the pool it used.
+func entryStep(ctx context.Context, f *Factory, step string, id int64, yes bool,
+	run func(context.Context, *pgxpool.Pool) (governance.EntryPlan, error)) (governance.EntryPlan, *pgxpool.Pool, error) {
+	if step == "approve" {
+		if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
+			return governance.EntryPlan{}, nil, err
+		}
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, nil, err
+	}
+	var p governance.EntryPlan
+	if step == "approve" {
+		if !yes {
+			if err := confirmEntry(ctx, f, pool, id); err != nil {
+				return p, pool, err
+			}
+		}
+		p, err = governance.ApproveEntry(ctx, pool, id, f.Operator())
+	} else {
+		p, err = run(ctx, pool)
+	}
+	if err != nil {
+		return p, pool, governanceErr(err)
+	}
+	return p, pool, nil
 }
 
 // confirmEntry shows an entry plan on the terminal and asks whether to
