@@ -38,7 +38,7 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 			"INSERT INTO idem.entry_item (plan_id, seq, tenant_id, operation_id, op_class, response, evidence, store_hash) VALUES (1, 1, 't1', 'x', 'proj.view', '{}', 'e', decode(repeat('00', 32), 'hex'))",
 			"INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response) VALUES ('t1', 'x', now() - interval '400 days', 'proj.view', '{}', '{}')",
 			"UPDATE idem.entry_plan SET state = 'planned'",
-			"SELECT idem.import_run(p, 'alice') FROM idem.entry_plan p",
+			"SELECT idem.import_run(p.id, 'alice') FROM idem.entry_plan p",
 			"SELECT idem.import_item_problem('t1', 'x', NULL, NULL, '{}', now(), NULL)",
 		} {
 			_, err := pool.Exec(w.ctx, sql)

@@ -28,7 +28,7 @@ BEGIN
         RAISE EXCEPTION 'entry plan % is %: only an approved plan runs', p_id, v_p.state USING ERRCODE = 'IX341';
     END IF;
     IF v_p.kind = 'import' THEN
-        PERFORM idem.import_run(v_p, p_operator);
+        PERFORM idem.import_run(v_p.id, p_operator);
     END IF;
     FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id AND v_p.kind = 'record' ORDER BY seq LOOP
         IF EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
