@@ -78,11 +78,7 @@ func TestResolveNotesFailover(t *testing.T) {
 		}(w)
 	}
 	require.Eventually(t, func() bool { return n.Load() > 200 }, 60*time.Second, 50*time.Millisecond)
-	standby, err := pgx.Connect(ctx, promoted)
-	require.NoError(t, err)
-	_, err = standby.Exec(ctx, "SELECT pg_promote(true, 60)")
-	require.NoError(t, err)
-	standby.Close(ctx)
+	promote(t, promoted)
 	time.Sleep(300 * time.Millisecond) // the old primary acknowledges more, which the new one never sees
 	close(stop)
 	wg.Wait()
@@ -125,4 +121,36 @@ func TestResolveNotesFailover(t *testing.T) {
 	_, _, checks := doctorLines(t, newPrimary)
 	assert.Contains(t, checks["failover"]["detail"], "promoted at ", "%v", checks["failover"])
 	assert.Contains(t, checks["failover"]["detail"], "(timeline 2)")
+}
+
+// promote promotes the standby at dsn and waits until it accepts writes.
+// pg_promote does not wait here: a statement on a hot standby that waits
+// while the primary's cleanup records replay is cancelled by the conflict
+// (SQLSTATE 40001), so the signal is sent again until it lands and the end
+// of recovery is polled.
+func promote(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	var last error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			last = err
+			continue
+		}
+		var recovering bool
+		err = conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering)
+		if err == nil && !recovering {
+			conn.Close(ctx)
+			return
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, "SELECT pg_promote(false)")
+		}
+		if err != nil {
+			last = err
+		}
+		conn.Close(ctx)
+	}
+	t.Fatalf("the standby was never promoted in 60s; last error: %v", last)
 }
