@@ -60,34 +60,34 @@ alias.) Nothing is written.`,
   idemctl audit list --action quarantine --since 24h
   idemctl audit list --target quarantine:42 -o json | jq .details
   idemctl audit list --actor alice --limit 20 --after 1200`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if since != "" {
-				if opts.Filter.Since, err = parseSinceFlag(since, f.Now()); err != nil {
-					return usageErr("--since: %v", err)
+				if opts.Filter.Since, err = ParseSinceFlag(since, f.Now()); err != nil {
+					return UsageErr("--since: %v", err)
 				}
 			}
 			if until != "" {
-				if opts.Filter.Until, err = parseSinceFlag(until, f.Now()); err != nil {
-					return usageErr("--until: %v", err)
+				if opts.Filter.Until, err = ParseSinceFlag(until, f.Now()); err != nil {
+					return UsageErr("--until: %v", err)
 				}
 			}
 			if opts.Filter.Limit < 1 || opts.Filter.Limit > audit.MaxLimit {
-				return usageErr("--limit must be between 1 and %d", audit.MaxLimit)
+				return UsageErr("--limit must be between 1 and %d", audit.MaxLimit)
 			}
 			if after != "" {
 				if opts.Filter.Before != 0 {
-					return usageErr("--after and --before are the same cursor: give one")
+					return UsageErr("--after and --before are the same cursor: give one")
 				}
 				id, err := strconv.ParseInt(after, 10, 64)
 				if err != nil || id <= 0 {
-					return usageErr("--after %q: use the cursor printed by the previous page (a row id)", after)
+					return UsageErr("--after %q: use the cursor printed by the previous page (a row id)", after)
 				}
 				opts.Filter.Before = id
 			}
 			if opts.Filter.Before < 0 {
-				return usageErr("--before must be a row id")
+				return UsageErr("--before must be a row id")
 			}
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -116,13 +116,13 @@ func auditListRun(ctx context.Context, opts *AuditListOptions) error {
 	rows, err := audit.List(ctx, pool, opts.Filter)
 	if err != nil {
 		if errors.Is(err, audit.ErrInvalidFilter) {
-			return withCode(ExitUsage, err)
+			return WithCode(ExitUsage, err)
 		}
 		return err
 	}
 	if opts.JSON {
 		for _, r := range rows {
-			if err := printJSONLine(opts.IO.Out, r); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, r); err != nil {
 				return err
 			}
 		}
@@ -132,13 +132,13 @@ func auditListRun(ctx context.Context, opts *AuditListOptions) error {
 		table := make([][]string, 0, len(rows))
 		for _, r := range rows {
 			table = append(table, []string{
-				strconv.FormatInt(r.ID, 10), formatStamp(r.At), r.Who(), r.Action,
-				orDash(r.Target), r.Actor, clipText(string(r.Details), 80),
+				strconv.FormatInt(r.ID, 10), FormatStamp(r.At), r.Who(), r.Action,
+				OrDash(r.Target), r.Actor, ClipText(string(r.Details), 80),
 			})
 		}
 		// actor is the person and the login (four eyes compare persons);
 		// operator the self-declared --operator label, for the record.
-		if err := printTable(opts.IO.Out, []string{"id", "at", "actor", "action", "target", "operator", "details"}, table); err != nil {
+		if err := PrintTable(opts.IO.Out, []string{"id", "at", "actor", "action", "target", "operator", "details"}, table); err != nil {
 			return err
 		}
 	}
@@ -194,12 +194,12 @@ Nothing is written to the database.`,
 		Example: `  idemctl audit verify
   idemctl audit verify --anchor-file /secure/idemctl-anchors.json
   idemctl audit verify --anchor 1200:sha256:3f5c...e9 -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, s := range anchors {
 				a, err := audit.ParseAnchor(s)
 				if err != nil {
-					return withCode(ExitUsage, err)
+					return WithCode(ExitUsage, err)
 				}
 				opts.Anchors = append(opts.Anchors, a)
 			}
@@ -222,7 +222,7 @@ func anchorStore(path string) (audit.AnchorStore, error) {
 	}
 	p, err := audit.DefaultAnchorPath()
 	if err != nil {
-		return audit.AnchorStore{}, withCode(ExitUsage, err)
+		return audit.AnchorStore{}, WithCode(ExitUsage, err)
 	}
 	return audit.AnchorStore{Path: p}, nil
 }
@@ -246,7 +246,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	key := anchorKey(pool)
 	kept, err := store.Load(key)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	r, err := audit.VerifyKept(ctx, pool, kept, opts.Anchors...)
 	if err != nil {
@@ -259,12 +259,12 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	}
 	if r.Intact && r.LastID > 0 {
 		if _, err := store.Keep(key, audit.Anchor{ID: r.LastID, Hash: r.LastHash}, time.Now()); err != nil {
-			return withCode(ExitUsage, err)
+			return WithCode(ExitUsage, err)
 		}
 		out.Kept = true
 	}
 	if opts.JSON {
-		if err := printJSONLine(opts.IO.Out, out); err != nil {
+		if err := PrintJSONLine(opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else if r.Intact {
@@ -272,7 +272,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		if r.LastID > 0 {
 			anchor = audit.Anchor{ID: r.LastID, Hash: r.LastHash}.String()
 		}
-		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", humanCount(int64(r.Rows)), len(opts.Anchors), anchor)
+		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", HumanCount(int64(r.Rows)), len(opts.Anchors), anchor)
 	}
 	switch {
 	case out.FirstRun && out.Kept:
@@ -285,7 +285,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "checked against row %d verified on %s (%s); the anchor did not move\n", kept.ID, out.KeptAt, store.Path)
 	}
 	if !r.Intact {
-		return withCode(ExitInvalid, r.Err())
+		return WithCode(ExitInvalid, r.Err())
 	}
 	return nil
 }

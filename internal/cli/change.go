@@ -33,30 +33,30 @@ target changed since it was planned is refused: abort it and plan again.`,
 	return cmd
 }
 
-// governanceErr gives a governance refusal its exit code.
-func governanceErr(err error) error {
+// GovernanceErr gives a governance refusal its exit code.
+func GovernanceErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, governance.ErrNotFound), errors.Is(err, governance.ErrSourceNotFound):
-		return withCode(ExitNotFound, err)
+		return WithCode(ExitNotFound, err)
 	}
 	for _, refusal := range []error{governance.ErrState, governance.ErrSamePerson, governance.ErrStale, governance.ErrRefused,
 		governance.ErrNoPerson, governance.ErrUnknownClass, governance.ErrInvalidOperator} {
 		if errors.Is(err, refusal) {
-			return withCode(ExitInvalid, err)
+			return WithCode(ExitInvalid, err)
 		}
 	}
 	return err
 }
 
-func parseID(args []string, what string) (int64, error) {
+func ParseID(args []string, what string) (int64, error) {
 	if len(args) != 1 {
-		return 0, usageErr("%s id is required", what)
+		return 0, UsageErr("%s id is required", what)
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id < 1 {
-		return 0, usageErr("%s id %q: a positive number", what, args[0])
+		return 0, UsageErr("%s id %q: a positive number", what, args[0])
 	}
 	return id, nil
 }
@@ -69,7 +69,7 @@ func newCmdChangeList(f *Factory) *cobra.Command {
 		Long:  `List governed changes, newest first: the planned ones, or every one with --all.`,
 		Example: `  idemctl change list
   idemctl change list --all -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
@@ -77,7 +77,7 @@ func newCmdChangeList(f *Factory) *cobra.Command {
 			}
 			cs, err := governance.ListChanges(cmd.Context(), pool, all)
 			if err != nil {
-				return governanceErr(err)
+				return GovernanceErr(err)
 			}
 			return printChanges(f, cs)
 		},
@@ -89,7 +89,7 @@ func newCmdChangeList(f *Factory) *cobra.Command {
 func printChanges(f *Factory, cs []governance.Change) error {
 	if f.JSON() {
 		for _, c := range cs {
-			if err := printJSONLine(f.IO.Out, c); err != nil {
+			if err := PrintJSONLine(f.IO.Out, c); err != nil {
 				return err
 			}
 		}
@@ -102,14 +102,14 @@ func printChanges(f *Factory, cs []governance.Change) error {
 	rows := make([][]string, 0, len(cs))
 	for _, c := range cs {
 		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Kind, c.Target, c.State,
-			audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(deref(c.ApprovedPerson), deref(c.ApprovedDBUser)),
+			audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(Deref(c.ApprovedPerson), Deref(c.ApprovedDBUser)),
 			changeSummary(c)})
 	}
-	return printTable(f.IO.Out, []string{"id", "kind", "target", "state", "planned by", "approved by", "change"}, rows)
+	return PrintTable(f.IO.Out, []string{"id", "kind", "target", "state", "planned by", "approved by", "change"}, rows)
 }
 
-// deref is the string a nullable column holds, "" for NULL.
-func deref(s *string) string {
+// Deref is the string a nullable column holds, "" for NULL.
+func Deref(s *string) string {
 	if s == nil {
 		return ""
 	}
@@ -136,9 +136,9 @@ func newCmdChangeShow(f *Factory) *cobra.Command {
 		Short:   "Show one governed change: what it changes, who planned it, why",
 		Long:    `Show one governed change with its target before and after, its reason and its persons.`,
 		Example: `  idemctl change show 4`,
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "a change")
+			id, err := ParseID(args, "a change")
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func newCmdChangeShow(f *Factory) *cobra.Command {
 			}
 			c, err := governance.GetChange(cmd.Context(), pool, id)
 			if err != nil {
-				return governanceErr(err)
+				return GovernanceErr(err)
 			}
 			return showChange(f, c)
 		},
@@ -157,7 +157,7 @@ func newCmdChangeShow(f *Factory) *cobra.Command {
 
 func showChange(f *Factory, c governance.Change) error {
 	if f.JSON() {
-		return printJSONLine(f.IO.Out, c)
+		return PrintJSONLine(f.IO.Out, c)
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "change %d: %s %s (%s)\n", c.ID, c.Kind, c.Target, c.State)
@@ -165,7 +165,7 @@ func showChange(f *Factory, c governance.Change) error {
 	fmt.Fprintf(w, "  reason:   %s\n", c.Reason)
 	fmt.Fprintf(w, "  planned:  %s at %s\n", audit.Who(c.PlannedPerson, c.PlannedDBUser), c.PlannedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	if c.ApprovedPerson != nil {
-		fmt.Fprintf(w, "  approved: %s at %s\n", audit.Who(*c.ApprovedPerson, deref(c.ApprovedDBUser)), c.ApprovedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		fmt.Fprintf(w, "  approved: %s at %s\n", audit.Who(*c.ApprovedPerson, Deref(c.ApprovedDBUser)), c.ApprovedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if c.AbortReason != nil {
 		fmt.Fprintf(w, "  aborted:  %s\n", *c.AbortReason)
@@ -180,9 +180,9 @@ func newCmdChangeApprove(f *Factory) *cobra.Command {
 		Long: `Approve a governed change: the second pair of eyes. The approval applies it in
 the same transaction. Your login must map to a person other than the planner's.`,
 		Example: `  idemctl change show 4 && idemctl change approve 4`,
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "a change")
+			id, err := ParseID(args, "a change")
 			if err != nil {
 				return err
 			}
@@ -200,14 +200,14 @@ func newCmdChangeAbort(f *Factory) *cobra.Command {
 		Short:   "Withdraw a planned governed change",
 		Long:    `Withdraw a planned governed change; any person may, with a reason.`,
 		Example: `  idemctl change abort 4 --reason "planned on the wrong class"`,
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "a change")
+			id, err := ParseID(args, "a change")
 			if err != nil {
 				return err
 			}
 			if reason == "" {
-				return usageErr("--reason is required")
+				return UsageErr("--reason is required")
 			}
 			return changeDecide(cmd.Context(), f, func(pool governance.DBTX) (governance.Change, error) {
 				return governance.AbortChange(cmd.Context(), pool, id, f.Operator(), reason)
@@ -225,7 +225,7 @@ func changeDecide(ctx context.Context, f *Factory, decide func(governance.DBTX) 
 	}
 	c, err := decide(pool)
 	if err != nil {
-		return governanceErr(err)
+		return GovernanceErr(err)
 	}
 	return showChange(f, c)
 }

@@ -62,7 +62,7 @@ min-age floor, and whether its effect is SQL (idem.execute) or application
 code. Nothing is written.`,
 		Example: `  idemctl class list
   idemctl class list -o json | jq -r 'select(.retention == "horizon") | .class'`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -84,7 +84,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 	}
 	if opts.JSON {
 		for _, c := range classes {
-			if err := printJSONLine(opts.IO.Out, c); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, c); err != nil {
 				return err
 			}
 		}
@@ -106,7 +106,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
 		return nil
 	}
-	return printTable(opts.IO.Out, []string{"class", "retention", "min age", "effect", "money", "description"}, rows)
+	return PrintTable(opts.IO.Out, []string{"class", "retention", "min age", "effect", "money", "description"}, rows)
 }
 
 // ClassSetOptions are the flags of `idemctl class set`.
@@ -185,10 +185,10 @@ after a crash between that call and its commit cannot charge twice.
   idemctl class set payments.charge --redrive http --url https://payments.internal/v1/charges \
       --header 'Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
   idemctl class set payments.charge --redrive nats --url nats://nats.internal:4222 --subject payments.charge --downstream-idempotent`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("a class name is required (idemctl class list shows them)")
+				return UsageErr("a class name is required (idemctl class list shows them)")
 			}
 			opts.Name = args[0]
 			if err := rd.apply(cmd, opts); err != nil {
@@ -199,22 +199,22 @@ after a crash between that call and its commit cannot charge twice.
 				opts.Retention = horizon.Retention(retention)
 			case "":
 				if opts.Redrive == nil && !opts.ClearRedrive && !cmd.Flags().Changed("money") && !cmd.Flags().Changed("payloads-repeat") {
-					return usageErr("--retention, --money, --payloads-repeat or --redrive is required")
+					return UsageErr("--retention, --money, --payloads-repeat or --redrive is required")
 				}
 			default:
-				return usageErr("--retention must be forever or horizon")
+				return UsageErr("--retention must be forever or horizon")
 			}
 			if cmd.Flags().Changed("min-age") {
 				d, err := horizon.ParseDuration(minAge)
 				if err != nil {
-					return usageErr("--min-age: %v", err)
+					return UsageErr("--min-age: %v", err)
 				}
 				opts.MinAge = &d
 			}
 			if cmd.Flags().Changed("money") {
 				m, err := governance.ParseMoney(money)
 				if err != nil {
-					return usageErr("%v", err)
+					return UsageErr("%v", err)
 				}
 				opts.MoneySet, opts.Money = true, m
 			}
@@ -225,7 +225,7 @@ after a crash between that call and its commit cannot charge twice.
 				case "no":
 					opts.RepeatsSet = true
 				default:
-					return usageErr("--payloads-repeat: yes or no")
+					return UsageErr("--payloads-repeat: yes or no")
 				}
 			}
 			opts.Operator = f.Operator()
@@ -260,12 +260,12 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 		pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
 		if err != nil {
 			if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
-				return withCode(ExitInvalid, err)
+				return WithCode(ExitInvalid, err)
 			}
 			return err
 		}
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, pol); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, pol); err != nil {
 				return err
 			}
 		} else {
@@ -289,13 +289,13 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	if err != nil {
 		for _, refusal := range []error{redrive.ErrInvalidConfig, redrive.ErrSecret, redrive.ErrHostNotAllowed, idem.ErrUnknownClass} {
 			if errors.Is(err, refusal) {
-				return withCode(ExitInvalid, err)
+				return WithCode(ExitInvalid, err)
 			}
 		}
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rc)
+		return PrintJSONLine(opts.IO.Out, rc)
 	}
 	if rc.Redrive == nil {
 		fmt.Fprintf(opts.IO.Out, "class %s: not re-driven\n", rc.Class)
@@ -310,10 +310,10 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 func classMoneyRun(ctx context.Context, opts *ClassSetOptions, db governance.DBTX) error {
 	res, err := governance.SetMoney(ctx, db, opts.Name, opts.Money, opts.Operator, opts.Reason)
 	if err != nil {
-		return governanceErr(err)
+		return GovernanceErr(err)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, res)
+		return PrintJSONLine(opts.IO.Out, res)
 	}
 	switch {
 	case !res.Applied:
@@ -332,13 +332,13 @@ func classMoneyRun(ctx context.Context, opts *ClassSetOptions, db governance.DBT
 func classRepeatsRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.Pool) error {
 	before, err := reconcile.DeclareRepeats(ctx, pool, opts.Name, opts.Repeats, opts.Operator, opts.Reason)
 	if errors.Is(err, reconcile.ErrUnknownClass) || errors.Is(err, reconcile.ErrRefusedDeclaration) {
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	if err != nil {
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, map[string]any{"class": opts.Name, "payloads_repeat": opts.Repeats, "before": before})
+		return PrintJSONLine(opts.IO.Out, map[string]any{"class": opts.Name, "payloads_repeat": opts.Repeats, "before": before})
 	}
 	if opts.Repeats {
 		fmt.Fprintf(opts.IO.Out, "class %s: payloads repeat; idemctl suspects leaves it out unless --class names it\n", opts.Name)
@@ -358,11 +358,11 @@ func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db hori
 	if strings.TrimSpace(opts.Reason) == "" {
 		return nil // SetClass refuses it: a reason first
 	}
-	if err := needYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
+	if err := NeedYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
 		return err
 	}
 	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Make it horizon (purgeable on the replay proof alone)?", opts.Name)
-	if err := confirm(opts.IO, false, q, "nothing changed"); err != nil {
+	if err := Confirm(opts.IO, false, q, "nothing changed"); err != nil {
 		return err
 	}
 	return nil

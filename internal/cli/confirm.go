@@ -11,13 +11,13 @@ import (
 // without one it needs --yes; a "no" ends the command with exit 1 and says
 // what was not done.
 
-// needYes refuses a confirming command without a terminal to ask on and
+// NeedYes refuses a confirming command without a terminal to ask on and
 // without --yes.
-func needYes(io *IOStreams, yes bool, what string) error {
+func NeedYes(io *IOStreams, yes bool, what string) error {
 	if yes || io.CanPrompt() {
 		return nil
 	}
-	return usageErr("%s: pass --yes (-y) when there is no terminal to confirm on", what)
+	return UsageErr("%s: pass --yes (-y) when there is no terminal to confirm on", what)
 }
 
 // confirmAction asks a yes/no question on the terminal; only "y" or "yes" agree.
@@ -31,13 +31,13 @@ func confirmAction(io *IOStreams, question string) bool {
 	return false
 }
 
-// confirm asks question unless yes; any answer but "y" or "yes" ends the
+// Confirm asks question unless yes; any answer but "y" or "yes" ends the
 // command with exit 1 after printing declined ("nothing done", "nothing
 // purged", ...) on stderr.
-func confirm(io *IOStreams, yes bool, question, declined string) error {
+func Confirm(io *IOStreams, yes bool, question, declined string) error {
 	if yes || confirmAction(io, question) {
 		return nil
 	}
 	fmt.Fprintln(io.ErrOut, declined)
-	return silentExit{ExitFailure}
+	return SilentExit{ExitFailure}
 }

@@ -46,12 +46,12 @@ func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int,
 }
 
 // runnableCommands lists every command a user can run, by its path without
-// "idemctl " (commandKey).
+// "idemctl " (CommandKey).
 func runnableCommands() map[string]*cobra.Command {
 	ios, _, _, _ := Test(false)
 	out := map[string]*cobra.Command{}
-	for _, c := range runnableOf(NewCmdRoot(NewFactory(ios))) {
-		out[commandKey(c)] = c
+	for _, c := range RunnableOf(NewCmdRoot(NewFactory(ios))) {
+		out[CommandKey(c)] = c
 	}
 	return out
 }

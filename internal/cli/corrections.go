@@ -50,13 +50,13 @@ func NewCmdCorrectionsAdd(f *Factory, runF func(*CorrectionsAddOptions) error) *
 		Long: `Record a pending manual correction of one identity. It pins the identity
 against purges until "idemctl corrections done". Prints its id.`,
 		Example: `  idemctl corrections add --tenant acme --op charge-42 --reason "refund REF-9 awaiting sign-off"`,
-		Args:    maxArgs(0),
+		Args:    MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Identity.TenantID == "" || opts.Identity.OperationID == "" {
-				return usageErr("--tenant and --op are required")
+				return UsageErr("--tenant and --op are required")
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
-				return usageErr("--reason is required")
+				return UsageErr("--reason is required")
 			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
@@ -80,12 +80,12 @@ func correctionsAddRun(ctx context.Context, opts *CorrectionsAddOptions) error {
 	c, err := horizon.AddCorrection(ctx, pool, opts.Identity, opts.Reason, opts.Operator)
 	if err != nil {
 		if errors.Is(err, horizon.ErrInvalidCorrection) {
-			return withCode(ExitInvalid, err)
+			return WithCode(ExitInvalid, err)
 		}
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, c)
+		return PrintJSONLine(opts.IO.Out, c)
 	}
 	fmt.Fprintf(opts.IO.Out, "correction %d pending: %s/%s is pinned until idemctl corrections done %d\n", c.ID, c.Tenant, c.Operation, c.ID)
 	return nil
@@ -108,7 +108,7 @@ func NewCmdCorrectionsList(f *Factory, runF func(*CorrectionsListOptions) error)
 		Long:  `List manual corrections, newest first: pending ones, or all with --all. Nothing is written.`,
 		Example: `  idemctl corrections list
   idemctl corrections list --all -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -132,7 +132,7 @@ func correctionsListRun(ctx context.Context, opts *CorrectionsListOptions) error
 	}
 	if opts.JSON {
 		for _, c := range list {
-			if err := printJSONLine(opts.IO.Out, c); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, c); err != nil {
 				return err
 			}
 		}
@@ -146,12 +146,12 @@ func correctionsListRun(ctx context.Context, opts *CorrectionsListOptions) error
 	for _, c := range list {
 		done := "pending"
 		if c.DoneAt != nil {
-			done = "done " + formatStamp(*c.DoneAt) + " by " + c.DoneBy
+			done = "done " + FormatStamp(*c.DoneAt) + " by " + c.DoneBy
 		}
 		rows = append(rows, []string{strconv.FormatInt(c.ID, 10), c.Tenant, c.Operation, c.Reason,
-			c.CreatedBy, formatStamp(c.CreatedAt), done})
+			c.CreatedBy, FormatStamp(c.CreatedAt), done})
 	}
-	return printTable(opts.IO.Out, []string{"id", "tenant", "operation", "reason", "by", "added", "state"}, rows)
+	return PrintTable(opts.IO.Out, []string{"id", "tenant", "operation", "reason", "by", "added", "state"}, rows)
 }
 
 // CorrectionsDoneOptions are the flags of `idemctl corrections done`.
@@ -172,14 +172,14 @@ func NewCmdCorrectionsDone(f *Factory, runF func(*CorrectionsDoneOptions) error)
 		Long: `Mark a pending correction applied. Its identity is no longer pinned by the manual
 source. Recorded in the audit log.`,
 		Example: `  idemctl corrections done 7`,
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("a correction ID is required (idemctl corrections list shows them)")
+				return UsageErr("a correction ID is required (idemctl corrections list shows them)")
 			}
 			id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
 			if err != nil || id <= 0 {
-				return usageErr("invalid correction ID %q: want a positive number", args[0])
+				return UsageErr("invalid correction ID %q: want a positive number", args[0])
 			}
 			opts.ID = id
 			opts.Operator = f.Operator()
@@ -200,12 +200,12 @@ func correctionsDoneRun(ctx context.Context, opts *CorrectionsDoneOptions) error
 	c, err := horizon.DoneCorrection(ctx, pool, opts.ID, opts.Operator)
 	if err != nil {
 		if errors.Is(err, horizon.ErrCorrectionNotFound) {
-			return withCode(ExitInvalid, err)
+			return WithCode(ExitInvalid, err)
 		}
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, c)
+		return PrintJSONLine(opts.IO.Out, c)
 	}
 	fmt.Fprintf(opts.IO.Out, "correction %d done: %s/%s is no longer pinned\n", c.ID, c.Tenant, c.Operation)
 	return nil

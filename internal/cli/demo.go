@@ -34,7 +34,7 @@ register the class demo.transfer (retention forever), whose payload is
 {"from": "...", "to": "...", "amount": <integer minor units>, "currency": "..."}.
 Needs idemctl migrate first.`,
 		Example: `  idemctl migrate && idemctl demo init`,
-		Args:    maxArgs(0),
+		Args:    MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn, err := f.Conn(cmd.Context())
 			if err != nil {
@@ -45,7 +45,7 @@ Needs idemctl migrate first.`,
 				return err
 			}
 			if f.JSON() {
-				return printJSONLine(f.IO.Out, map[string]any{"installed": "demo", "class": demo.Class})
+				return PrintJSONLine(f.IO.Out, map[string]any{"installed": "demo", "class": demo.Class})
 			}
 			fmt.Fprintln(f.IO.ErrOut, "demo ledger installed; class demo.transfer registered")
 			return nil
@@ -75,16 +75,16 @@ saved response and posts nothing; a retry with the same identity and another
 amount is quarantined and posts nothing.`,
 		Example: `  idemctl demo run
   idemctl demo run --tenant acme --op charge-42 --amount 1250`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.OperationID == "" {
 				opts.OperationID = "demo-" + strconv.FormatInt(f.Now().UnixNano(), 36)
 			}
 			if err := (idem.Identity{TenantID: opts.Tenant, OperationID: opts.OperationID}).Validate(); err != nil {
-				return withCode(ExitUsage, err)
+				return WithCode(ExitUsage, err)
 			}
 			if opts.Amount <= 0 {
-				return usageErr("--amount must be a positive integer of minor units")
+				return UsageErr("--amount must be a positive integer of minor units")
 			}
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -134,7 +134,7 @@ func demoRun(ctx context.Context, opts *DemoRunOptions) error {
 			answer = fmt.Sprintf("quarantined as #%d, nothing ran", res.QuarantineID)
 		}
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, map[string]any{
+			if err := PrintJSONLine(opts.IO.Out, map[string]any{
 				"step": s.what, "tenant": opts.Tenant, "operation_id": opts.OperationID, "class": demo.Class,
 				"outcome": res.Outcome, "response": res.Response, "incoming_hash": res.Hash,
 				"quarantine_id": nullZero(res.QuarantineID), "postings": postings,
@@ -149,7 +149,7 @@ func demoRun(ctx context.Context, opts *DemoRunOptions) error {
 		return nil
 	}
 	fmt.Fprintf(opts.IO.Out, "operation %s/%s on %s at %s\n", opts.Tenant, opts.OperationID, opts.f.describeDB(), opts.f.Now().UTC().Format(time.RFC3339))
-	if err := printTable(opts.IO.Out, []string{"step", "outcome", "response", "postings"}, rows); err != nil {
+	if err := PrintTable(opts.IO.Out, []string{"step", "outcome", "response", "postings"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "One posting: the retry was answered from the inbox; the conflicting retry was quarantined.\nSee it: idemctl inspect --tenant %s --op %s\n", opts.Tenant, opts.OperationID)
@@ -190,14 +190,14 @@ crash-after-commit (dies before replying), slow=DURATION (waits first).`,
 		Example: `  idemctl demo serve --dsn "$APP_DSN" --listen 127.0.0.1:8089
   idemctl demo serve --dsn "$APP_DSN" --nats-url nats://127.0.0.1:4222 --subject demo.transfer_app
   idemctl demo serve --dsn "$APP_DSN" --fault crash-after-provider`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl, err := demo.ParseFaults(faults)
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return WithCode(ExitUsage, err)
 			}
 			if (natsURL == "") != (subject == "") {
-				return usageErr("--nats-url and --subject go together")
+				return UsageErr("--nats-url and --subject go together")
 			}
 			pool, err := f.OpenPool(cmd.Context(), db.Options{MaxConns: 16})
 			if err != nil {

@@ -181,7 +181,7 @@ func TestExitCodesDoc(t *testing.T) {
 	t.Parallel()
 	ios, _, _, _ := Test(false)
 	root := NewCmdRoot(NewFactory(ios))
-	want := exitCodesMarkdown(root)
+	want := ExitCodesMarkdown(root)
 	if *updateDocs {
 		require.NoError(t, os.WriteFile("../../docs/exit-codes.md", []byte(want), 0o644))
 	}
@@ -193,8 +193,8 @@ func TestExitCodesDoc(t *testing.T) {
 	prose := map[string]bool{"resolve": true, "reconcile": true, "intake": true}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if !prose[commandKey(c)] {
-			assert.NotContains(t, c.Long, "Exit codes:", "idemctl %s: exit codes come from exitWhy", commandKey(c))
+		if !prose[CommandKey(c)] {
+			assert.NotContains(t, c.Long, "Exit codes:", "idemctl %s: exit codes come from exitWhy", CommandKey(c))
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)

@@ -62,7 +62,7 @@ Nothing is written. Exit code 0 when nothing fails (warnings allowed), 1
 otherwise.`,
 		Example: `  idemctl doctor
   idemctl doctor --dsn 'service=payments-prod' -o json | jq -r 'select(.verdict != "ok") | .action'`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -84,12 +84,12 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	for _, c := range checks {
 		failed = failed || c.Verdict == health.Fail
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, c); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, c); err != nil {
 				return err
 			}
 			continue
 		}
-		rows = append(rows, []string{c.Name, string(c.Verdict), c.Detail, orDash(c.Action)})
+		rows = append(rows, []string{c.Name, string(c.Verdict), c.Detail, OrDash(c.Action)})
 	}
 	if !opts.JSON {
 		if err := printDoctorTable(opts.IO, rows); err != nil {
@@ -97,7 +97,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 	}
 	if failed {
-		return silentExit{ExitFailure}
+		return SilentExit{ExitFailure}
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	checks := []health.Check{{Name: "dsn", Verdict: health.OK, Detail: fmt.Sprintf("%s (from %s)", db.Describe(dsn), source)}}
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
-		return append(checks, health.Check{Name: "server", Verdict: health.Fail, Detail: oneLine(err.Error()),
+		return append(checks, health.Check{Name: "server", Verdict: health.Fail, Detail: OneLine(err.Error()),
 			Action: "check the host, port, login and password, and that the server is up"})
 	}
 	st := opts.f.state
@@ -126,7 +126,7 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 		Detail: fmt.Sprintf("PostgreSQL %s, login %s", strings.Fields(st.ServerVersion + " ")[0], st.User)})
 	more, err := health.Doctor(ctx, pool, health.DoctorOptions{ProbeSources: !opts.SkipSources})
 	if err != nil {
-		return append(checks, health.Check{Name: "primary", Verdict: health.Fail, Detail: oneLine(err.Error())})
+		return append(checks, health.Check{Name: "primary", Verdict: health.Fail, Detail: OneLine(err.Error())})
 	}
 	checks = append(checks, more...)
 	// After the audit chain's own check, when there is one (a schema).
@@ -146,7 +146,7 @@ func effectsCheck(ctx context.Context, pool *pgxpool.Pool) health.Check {
 	drifted, err := migrations.DriftedEffects(ctx, pool)
 	switch {
 	case err != nil:
-		c.Verdict, c.Detail = health.Warn, "cannot check (an operator or auditor login can): "+oneLine(err.Error())
+		c.Verdict, c.Detail = health.Warn, "cannot check (an operator or auditor login can): "+OneLine(err.Error())
 	case len(drifted) > 0:
 		lines := make([]string, len(drifted))
 		for i, d := range drifted {
@@ -166,13 +166,13 @@ func anchorCheck(opts *DoctorOptions, key string, now time.Time) health.Check {
 	c := health.Check{Name: "anchor", Verdict: health.Warn, Action: "idemctl audit verify (it keeps the anchor; keep a copy of the file elsewhere too)"}
 	store, err := anchorStore(opts.AnchorFile)
 	if err != nil {
-		c.Detail = oneLine(err.Error())
+		c.Detail = OneLine(err.Error())
 		return c
 	}
 	kept, err := store.Load(key)
 	switch {
 	case err != nil:
-		c.Verdict, c.Detail = health.Fail, oneLine(err.Error())
+		c.Verdict, c.Detail = health.Fail, OneLine(err.Error())
 		c.Action = "look at the file (it may be the evidence of a rewrite), then move it aside or chmod 600 it"
 	case kept == nil:
 		c.Detail = fmt.Sprintf("no audit anchor kept for %s in %s: a rewrite of the whole log would go unseen", key, store.Path)
@@ -195,10 +195,10 @@ var verdictCell = regexp.MustCompile(`(│ |verdict: +)(fail|warn)\b`)
 func printDoctorTable(ios *IOStreams, rows [][]string) error {
 	header := []string{"check", "verdict", "detail", "what to do"}
 	if !ios.ColorEnabled() {
-		return printTable(ios.Out, header, rows)
+		return PrintTable(ios.Out, header, rows)
 	}
 	var b strings.Builder
-	if err := printTable(&layoutWriter{Writer: term.Writer(&b, false), layout: layoutOf(ios.Out)}, header, rows); err != nil {
+	if err := PrintTable(&LayoutWriter{Writer: term.Writer(&b, false), layout: LayoutOf(ios.Out)}, header, rows); err != nil {
 		return err
 	}
 	colored := verdictCell.ReplaceAllStringFunc(b.String(), func(m string) string {

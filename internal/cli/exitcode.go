@@ -87,7 +87,7 @@ var exitWhy = map[string]map[int]string{
 
 // exitReason is what code means for cmd: its own note, else its family's.
 func exitReason(cmd *cobra.Command, code int) string {
-	for key := commandKey(cmd); key != ""; {
+	for key := CommandKey(cmd); key != ""; {
 		if why, ok := exitWhy[key][code]; ok {
 			return why
 		}
@@ -104,13 +104,13 @@ func exitReason(cmd *cobra.Command, code int) string {
 // command, 8 for those that need the schema, 4 for those that write, and the
 // codes its policy adds.
 func exitCodesOf(cmd *cobra.Command) []int {
-	p, ok := policyOf(cmd)
+	p, ok := PolicyOf(cmd)
 	codes := map[int]bool{ExitOK: true, ExitFailure: true, ExitUsage: true}
 	if ok {
-		if p.need == needSchema || p.need == needWrite {
+		if p.need == NeedSchema || p.need == NeedWrite {
 			codes[ExitSchema] = true
 		}
-		if p.need == needWrite {
+		if p.need == NeedWrite {
 			codes[ExitNotPrimary] = true
 		}
 		for _, c := range p.codes {
@@ -159,10 +159,10 @@ func exitCodesHelp(cmd *cobra.Command) string {
 	return b.String()
 }
 
-// exitCodesMarkdown renders docs/exit-codes.md from the definitions above:
+// ExitCodesMarkdown renders docs/exit-codes.md from the definitions above:
 // every code with its meaning, then every runnable command's codes and what
 // they mean for it.
-func exitCodesMarkdown(root *cobra.Command) string {
+func ExitCodesMarkdown(root *cobra.Command) string {
 	var b strings.Builder
 	b.WriteString("# Exit codes\n\n<!-- Generated from internal/cli/exitcode.go: go test ./internal/cli -run TestExitCodesDoc -update -->\n\n")
 	b.WriteString("Defined once and used the same way by every command; each command's `--help`\nlists its own.\n\n")
@@ -171,8 +171,8 @@ func exitCodesMarkdown(root *cobra.Command) string {
 		fmt.Fprintf(&b, "| %d | %s |\n", c, exitMeaning[c])
 	}
 	b.WriteString("\nWhich command can return which, and what a code means for it:\n\n| command | exit codes | what they mean here |\n|---|---|---|\n")
-	cmds := runnableOf(root)
-	sort.Slice(cmds, func(i, j int) bool { return commandKey(cmds[i]) < commandKey(cmds[j]) })
+	cmds := RunnableOf(root)
+	sort.Slice(cmds, func(i, j int) bool { return CommandKey(cmds[i]) < CommandKey(cmds[j]) })
 	for _, c := range cmds {
 		var codes, notes []string
 		for _, code := range exitCodesOf(c) {
@@ -181,7 +181,7 @@ func exitCodesMarkdown(root *cobra.Command) string {
 				notes = append(notes, fmt.Sprintf("%d: %s", code, why))
 			}
 		}
-		fmt.Fprintf(&b, "| `idemctl %s` | %s | %s |\n", commandKey(c), strings.Join(codes, " "), strings.Join(notes, "; "))
+		fmt.Fprintf(&b, "| `idemctl %s` | %s | %s |\n", CommandKey(c), strings.Join(codes, " "), strings.Join(notes, "; "))
 	}
 	return b.String()
 }
@@ -195,35 +195,35 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// withCode wraps err with an exit code.
-func withCode(code int, err error) error {
+// WithCode wraps err with an exit code.
+func WithCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
 	return &ExitError{Code: code, Err: err}
 }
 
-// usageErr is a usage error: exit code 2.
-func usageErr(format string, args ...any) error {
+// UsageErr is a usage error: exit code 2.
+func UsageErr(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
-// silentExit ends the command with a code after it has printed its own report.
-type silentExit struct{ code int }
+// SilentExit ends the command with a code after it has printed its own report.
+type SilentExit struct{ code int }
 
-func (s silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
+func (s SilentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
 
 // notFound are the domain packages' "no such thing" errors: whatever code a
 // command wrapped them in, they exit ExitNotFound.
 var notFound = []error{quarantine.ErrNotFound, horizon.ErrPlanNotFound, horizon.ErrCorrectionNotFound,
-	horizon.ErrSourceNotFound, errIdentityNotFound}
+	horizon.ErrSourceNotFound, ErrIdentityNotFound}
 
-// codeOf returns the exit code err stands for.
-func codeOf(err error) int {
+// CodeOf returns the exit code err stands for.
+func CodeOf(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var s silentExit
+	var s SilentExit
 	if errors.As(err, &s) {
 		return s.code
 	}
@@ -239,9 +239,9 @@ func codeOf(err error) int {
 	return ExitFailure
 }
 
-// runnableOf lists every command of the tree a user can run (not hidden,
+// RunnableOf lists every command of the tree a user can run (not hidden,
 // not help or completion), depth first.
-func runnableOf(root *cobra.Command) []*cobra.Command {
+func RunnableOf(root *cobra.Command) []*cobra.Command {
 	var out []*cobra.Command
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -35,8 +35,8 @@ type Factory struct {
 
 	// need is what the running command needs of the database (its
 	// policy); state is what the first connection found.
-	need  dbNeed
-	state *dbState
+	need  DBNeed
+	state *DBState
 
 	pool *pgxpool.Pool
 }
@@ -69,7 +69,7 @@ func (f *Factory) Pool(ctx context.Context) (*pgxpool.Pool, error) {
 // command's preflight.
 func (f *Factory) OpenPool(ctx context.Context, o db.Options) (*pgxpool.Pool, error) {
 	if err := db.CheckTarget(f.DSN()); err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, WithCode(ExitUsage, err)
 	}
 	pool, err := db.Open(ctx, f.DSN(), o)
 	if err != nil {
@@ -86,7 +86,7 @@ func (f *Factory) OpenPool(ctx context.Context, o db.Options) (*pgxpool.Pool, er
 // caller closes it.
 func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
 	if err := db.CheckTarget(f.DSN()); err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, WithCode(ExitUsage, err)
 	}
 	conn, err := db.Connect(ctx, f.DSN(), db.Options{})
 	if err != nil {
@@ -100,15 +100,15 @@ func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // preflight checks, once per command, that the database reached is one the
-// command can use (dbNeed), and on a terminal names it on stderr.
+// command can use (DBNeed), and on a terminal names it on stderr.
 func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
 	if f.state == nil {
-		st, err := probeDB(ctx, q, f.describeDB())
+		st, err := ProbeDB(ctx, q, f.describeDB())
 		if err != nil {
 			return err
 		}
 		f.state = &st
-		if f.need >= needSchema && f.IO.IsStderrTTY() {
+		if f.need >= NeedSchema && f.IO.IsStderrTTY() {
 			fmt.Fprintln(f.IO.ErrOut, st.headerLine())
 		}
 	}
@@ -156,19 +156,19 @@ func (f *Factory) validateOutput(cmd *cobra.Command) error {
 		f.setLayout()
 		return nil
 	case "prometheus":
-		if commandKey(cmd) == "status" {
+		if CommandKey(cmd) == "status" {
 			return nil
 		}
-		return usageErr("-o prometheus is for idemctl status only; use table, wide or json")
+		return UsageErr("-o prometheus is for idemctl status only; use table, wide or json")
 	}
-	return usageErr("invalid --output %q: use table, wide or json", f.Output)
+	return UsageErr("invalid --output %q: use table, wide or json", f.Output)
 }
 
 // setLayout makes standard output and standard error (bulk previews, run
 // reports) carry the table layout of -o and --no-headers.
 func (f *Factory) setLayout() {
-	l := tableLayout{Width: f.IO.width, NoHeaders: f.NoHeaders}
-	le := tableLayout{Width: f.IO.errWidth}
+	l := TableLayout{Width: f.IO.width, NoHeaders: f.NoHeaders}
+	le := TableLayout{Width: f.IO.errWidth}
 	if f.Output == "wide" {
 		l.Width, le.Width = 0, 0
 	}
@@ -177,12 +177,12 @@ func (f *Factory) setLayout() {
 }
 
 // withLayout returns w carrying layout l.
-func withLayout(w io.Writer, l tableLayout) io.Writer {
-	if lw, ok := w.(*layoutWriter); ok {
+func withLayout(w io.Writer, l TableLayout) io.Writer {
+	if lw, ok := w.(*LayoutWriter); ok {
 		lw.layout = l
 		return lw
 	}
-	return &layoutWriter{Writer: w, layout: l}
+	return &LayoutWriter{Writer: w, layout: l}
 }
 
 // describeDB names the database in use for messages, without the password.

@@ -43,14 +43,14 @@ a terminal such characters are shown escaped and a newline ends the line.`,
   echo '{"amount": 100, "currency": "EUR"}' | idemctl hash
   idemctl hash --canonical payload.json > payload.canonical.json
   idemctl hash --canonical payload.json | sha256sum   # the hash's 64 hex digits`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Source = "-"
 			if len(args) == 1 {
 				opts.Source = args[0]
 			}
 			if opts.Limits.MaxBytes < 0 || opts.Limits.MaxDepth < 0 {
-				return usageErr("--max-bytes and --max-depth must be positive")
+				return UsageErr("--max-bytes and --max-depth must be positive")
 			}
 			opts.JSON = f.Output == "json"
 			if runF != nil {
@@ -70,18 +70,18 @@ func hashRun(_ context.Context, opts *HashOptions) error {
 	if opts.Source != "-" {
 		file, err := os.Open(opts.Source)
 		if err != nil {
-			return withCode(ExitInvalid, fmt.Errorf("read payload: %w", err))
+			return WithCode(ExitInvalid, fmt.Errorf("read payload: %w", err))
 		}
 		defer file.Close()
 		r = file
 	}
-	raw, err := readLimited(r, opts.Limits.MaxBytes)
+	raw, err := ReadLimited(r, opts.Limits.MaxBytes)
 	if err != nil {
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	canonical, hash, err := idem.Canonicalize(raw, opts.Limits)
 	if err != nil {
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	switch {
 	case opts.Canonical && opts.IO.IsStdoutTTY():
@@ -90,15 +90,15 @@ func hashRun(_ context.Context, opts *HashOptions) error {
 		// The exact bytes hashed: escaping or a newline would change them.
 		_, err = opts.IO.RawOut.Write(canonical)
 	case opts.JSON:
-		err = printJSONLine(opts.IO.Out, map[string]any{"hash": hash, "bytes": len(raw), "canonical_bytes": len(canonical)})
+		err = PrintJSONLine(opts.IO.Out, map[string]any{"hash": hash, "bytes": len(raw), "canonical_bytes": len(canonical)})
 	default:
 		_, err = fmt.Fprintln(opts.IO.Out, hash)
 	}
 	return err
 }
 
-// readLimited reads at most max bytes and refuses more without reading it all.
-func readLimited(r io.Reader, max int) ([]byte, error) {
+// ReadLimited reads at most max bytes and refuses more without reading it all.
+func ReadLimited(r io.Reader, max int) ([]byte, error) {
 	if max <= 0 {
 		max = idem.DefaultMaxPayloadBytes
 	}

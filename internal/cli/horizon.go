@@ -76,7 +76,7 @@ func horizonErr(err error) error {
 		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPlanExpired, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
 		horizon.ErrSecretInConfig, horizon.ErrInvalidCorrection, horizon.ErrCorrectionNotFound} {
 		if errors.Is(err, refusal) {
-			return withCode(ExitInvalid, err)
+			return WithCode(ExitInvalid, err)
 		}
 	}
 	return err
@@ -143,10 +143,10 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 		Example: `  idemctl horizon source add outbox --kind postgres --source-dsn "$DSN" --query "SELECT min(created_at) FROM app.outbox"
   idemctl horizon source add outbox --kind postgres --source-dsn "postgres://reader@db1/app" --password-env IDEMCTL_SOURCE_OUTBOX_PASSWORD --query "SELECT min(created_at) FROM app.outbox"
   idemctl horizon source add js-dlq --kind nats --url nats://127.0.0.1:4222 --stream PAYMENTS_DLQ --mode enumerating`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("a source name is required")
+				return UsageErr("a source name is required")
 			}
 			opts.Source.Name = args[0]
 			opts.Source.Kind = horizon.Kind(kind)
@@ -159,7 +159,7 @@ func NewCmdHorizonSourceAdd(f *Factory, runF func(*HorizonSourceAddOptions) erro
 				}
 			}
 			if err := opts.Source.Validate(); err != nil {
-				return withCode(ExitUsage, err)
+				return WithCode(ExitUsage, err)
 			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
@@ -198,7 +198,7 @@ func horizonSourceAddRun(ctx context.Context, opts *HorizonSourceAddOptions) err
 	}
 	s := opts.Source.Redacted()
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, s)
+		return PrintJSONLine(opts.IO.Out, s)
 	}
 	fmt.Fprintf(opts.IO.Out, "source %s (%s) added: %s\n", s.Name, s.Kind, s.Describe())
 	return nil
@@ -219,7 +219,7 @@ func NewCmdHorizonSourceList(f *Factory, runF func(*HorizonSourceListOptions) er
 		Short:   "List replay sources (secrets redacted)",
 		Long:    `List every replay source, the built-in manual one first, with where it points. Secrets are redacted. Nothing is probed.`,
 		Example: `  idemctl horizon source list`,
-		Args:    maxArgs(0),
+		Args:    MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -243,7 +243,7 @@ func horizonSourceListRun(ctx context.Context, opts *HorizonSourceListOptions) e
 	for _, s := range list {
 		s = s.Redacted()
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, s); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, s); err != nil {
 				return err
 			}
 			continue
@@ -253,7 +253,7 @@ func horizonSourceListRun(ctx context.Context, opts *HorizonSourceListOptions) e
 	if opts.JSON {
 		return nil
 	}
-	return printTable(opts.IO.Out, []string{"source", "kind", "where", "timeout"}, rows)
+	return PrintTable(opts.IO.Out, []string{"source", "kind", "where", "timeout"}, rows)
 }
 
 // HorizonSourceRemoveOptions are the flags of `idemctl horizon source remove`.
@@ -279,13 +279,13 @@ Every purge plan shows the sources removed since its class's last purge.
 Recorded in the audit log.`,
 		Example: `  idemctl horizon source remove old-archive --reason "archive decommissioned (CHG-2211)"
   idemctl change approve 7   # by another person`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("a source name is required")
+				return UsageErr("a source name is required")
 			}
 			if opts.Reason == "" {
-				return usageErr("--reason is required")
+				return UsageErr("--reason is required")
 			}
 			opts.Name = args[0]
 			opts.Operator = f.Operator()
@@ -298,7 +298,7 @@ Recorded in the audit log.`,
 			}
 			c, err := horizon.RemoveSource(cmd.Context(), pool, opts.Name, opts.Operator, opts.Reason)
 			if err != nil {
-				return horizonErr(governanceErr(err))
+				return horizonErr(GovernanceErr(err))
 			}
 			fmt.Fprintf(opts.IO.Out, "removal of source %s planned as change %d: another person approves it with idemctl change approve %d\n",
 				opts.Name, c.ID, c.ID)
@@ -336,13 +336,13 @@ Without --before, sources are judged against the safe cutoff. Nothing is
 recorded. Exit code 5 when the horizon is not proven for the cutoff.`,
 		Example: `  idemctl horizon check --class reporting.daily_totals
   idemctl horizon check --class reporting.daily_totals --before 30d --margin 10m -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Class == "" {
-				return usageErr("--class is required")
+				return UsageErr("--class is required")
 			}
 			if opts.Margin <= 0 {
-				return usageErr("--margin must be positive")
+				return UsageErr("--margin must be positive")
 			}
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -366,7 +366,7 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 	if opts.Before != "" {
 		t, err := horizon.ResolveBefore(ctx, pool, opts.Before)
 		if err != nil {
-			return withCode(ExitUsage, err)
+			return WithCode(ExitUsage, err)
 		}
 		co.Before = &t
 	}
@@ -375,7 +375,7 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 		return horizonErr(err)
 	}
 	if opts.JSON {
-		if err := printJSONLine(opts.IO.Out, rep); err != nil {
+		if err := PrintJSONLine(opts.IO.Out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -383,20 +383,20 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "safe cutoff: %s (oldest bound minus margin %s; primary clock %s)\n",
-			formatStamp(rep.SafeCutoff), opts.Margin, formatStamp(rep.Now))
+			FormatStamp(rep.SafeCutoff), opts.Margin, FormatStamp(rep.Now))
 		if rep.Before != nil {
 			verdict := "proven"
 			if !rep.Proven {
 				verdict = "NOT proven"
 			}
-			fmt.Fprintf(opts.IO.Out, "cutoff %s: %s\n", formatStamp(*rep.Before), verdict)
+			fmt.Fprintf(opts.IO.Out, "cutoff %s: %s\n", FormatStamp(*rep.Before), verdict)
 		}
 		if rep.Unbounded {
 			fmt.Fprintln(opts.IO.Out, "NOT proven: no source but the manual one; add the topics, dead-letter queues and archives that can replay the class (idemctl horizon source add)")
 		}
 	}
 	if !rep.Proven {
-		return silentExit{ExitInvalid}
+		return SilentExit{ExitInvalid}
 	}
 	return nil
 }
@@ -407,16 +407,16 @@ func printEvidence(io *IOStreams, evidence []horizon.Evidence) error {
 	for _, ev := range evidence {
 		oldest := "-"
 		if ev.Oldest != nil {
-			oldest = formatStamp(*ev.Oldest)
+			oldest = FormatStamp(*ev.Oldest)
 		}
 		mode := string(ev.Mode)
 		if mode == "" {
 			mode = "-"
 		}
-		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, humanCount(ev.Pinned),
+		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, HumanCount(ev.Pinned),
 			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), ev.Reason})
 	}
-	return printTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
+	return PrintTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
 }
 
 // HorizonPlanOptions are the flags of `idemctl horizon plan`.
@@ -468,16 +468,16 @@ second proof; horizon classes only, never forever ones).
 		Example: `  idemctl horizon plan --class reporting.daily_totals --before 30d
   idemctl horizon plan --class payments.charge --before 2025-01-01T00:00:00Z --contract LEGAL-2026-17 -o json | jq .id
   idemctl horizon plan --class reporting.daily_totals --before 400d --drop-tombstones`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Class == "" || opts.Before == "" {
-				return usageErr("--class and --before are required")
+				return UsageErr("--class and --before are required")
 			}
 			if opts.Margin <= 0 {
-				return usageErr("--margin must be positive")
+				return UsageErr("--margin must be positive")
 			}
 			if opts.ExpiresIn < time.Minute || opts.ExpiresIn > 30*24*time.Hour {
-				return usageErr("--expires-in must be between 1m and 720h (30 days), got %s", opts.ExpiresIn)
+				return UsageErr("--expires-in must be between 1m and 720h (30 days), got %s", opts.ExpiresIn)
 			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
@@ -504,7 +504,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 	}
 	before, err := horizon.ResolveBefore(ctx, pool, opts.Before)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	p, err := horizon.MakePlan(ctx, pool, horizon.PlanOptions{Class: opts.Class, Before: before, Contract: opts.Contract,
 		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded, ExpiresIn: opts.ExpiresIn})
@@ -516,7 +516,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 		return horizonErr(err)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, p)
+		return PrintJSONLine(opts.IO.Out, p)
 	}
 	if err := printPlan(opts.IO, p); err != nil {
 		return err
@@ -532,18 +532,18 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		{"class", fmt.Sprintf("%s (%s)", p.Class, p.Retention)},
 		{"action", p.Action},
 		{"state", string(p.State)},
-		{"cutoff", formatStamp(p.Cutoff)},
-		{"candidates", humanCount(p.Candidates)},
-		{"pinned", humanCount(p.Pinned)},
-		{"purged", humanCount(p.Purged)},
-		{"planned", audit.Who(p.PlannedPerson, p.PlannedDBUser) + " at " + formatStamp(p.PlannedAt)},
-		{"contract", orDash(p.Contract)},
+		{"cutoff", FormatStamp(p.Cutoff)},
+		{"candidates", HumanCount(p.Candidates)},
+		{"pinned", HumanCount(p.Pinned)},
+		{"purged", HumanCount(p.Purged)},
+		{"planned", audit.Who(p.PlannedPerson, p.PlannedDBUser) + " at " + FormatStamp(p.PlannedAt)},
+		{"contract", OrDash(p.Contract)},
 	}
 	if p.ExpiresAt != nil {
-		rows = append(rows, []string{"expires", formatStamp(*p.ExpiresAt) + " (approve and start the purge before)"})
+		rows = append(rows, []string{"expires", FormatStamp(*p.ExpiresAt) + " (approve and start the purge before)"})
 	}
 	if p.ApprovedAt != nil {
-		rows = append(rows, []string{"approved", audit.Who(p.ApprovedPerson, p.ApprovedDBUser) + " at " + formatStamp(*p.ApprovedAt)})
+		rows = append(rows, []string{"approved", audit.Who(p.ApprovedPerson, p.ApprovedDBUser) + " at " + FormatStamp(*p.ApprovedAt)})
 	}
 	if p.RanPerson != "" || p.RanDBUser != "" {
 		rows = append(rows, []string{"ran", audit.Who(p.RanPerson, p.RanDBUser)})
@@ -556,12 +556,12 @@ func printPlan(io *IOStreams, p horizon.Plan) error {
 		var names []string
 		for _, c := range p.RemovedSources {
 			names = append(names, fmt.Sprintf("%s (change %d, planned by %s, approved by %s)", c.Target, c.ID,
-				audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(deref(c.ApprovedPerson), deref(c.ApprovedDBUser))))
+				audit.Who(c.PlannedPerson, c.PlannedDBUser), audit.Who(Deref(c.ApprovedPerson), Deref(c.ApprovedDBUser))))
 		}
 		removed = strings.Join(names, "; ")
 	}
 	rows = append(rows, []string{"sources removed", removed})
-	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
+	if err := PrintTable(io.Out, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
 	if len(p.Proof) == 0 {
@@ -596,13 +596,13 @@ On a terminal it first shows the plan, its contract and its proof (every
 source's evidence) and asks; without a terminal it needs --yes.`,
 		Example: `  idemctl horizon approve 12 --operator bob
   idemctl horizon approve 12 --operator bob --yes -o json`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
 				return err
 			}
-			if err := needYes(f.IO, opts.Yes, "approving lets a purge run"); err != nil {
+			if err := NeedYes(f.IO, opts.Yes, "approving lets a purge run"); err != nil {
 				return err
 			}
 			opts.ID = id
@@ -624,8 +624,8 @@ source's evidence) and asks; without a terminal it needs --yes.`,
 					return err
 				}
 				q := fmt.Sprintf("Approve plan %d: purge %s rows of class %s created before %s (contract %s, planned by %s)?",
-					p.ID, humanCount(p.Candidates), p.Class, formatStamp(p.Cutoff), orDash(p.Contract), audit.Who(p.PlannedPerson, p.PlannedDBUser))
-				if err := confirm(opts.IO, false, q, "nothing approved"); err != nil {
+					p.ID, HumanCount(p.Candidates), p.Class, FormatStamp(p.Cutoff), OrDash(p.Contract), audit.Who(p.PlannedPerson, p.PlannedDBUser))
+				if err := Confirm(opts.IO, false, q, "nothing approved"); err != nil {
 					return err
 				}
 			}
@@ -634,7 +634,7 @@ source's evidence) and asks; without a terminal it needs --yes.`,
 				return horizonErr(err)
 			}
 			if opts.JSON {
-				return printJSONLine(opts.IO.Out, p)
+				return PrintJSONLine(opts.IO.Out, p)
 			}
 			fmt.Fprintf(opts.IO.Out, "plan %d approved by %s (planned by %s); run: idemctl horizon purge %d\n",
 				p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser), audit.Who(p.PlannedPerson, p.PlannedDBUser), p.ID)
@@ -655,14 +655,14 @@ func NewCmdHorizonCancel(f *Factory) *cobra.Command {
 is running stops at its next transaction (what it removed so far stays
 removed, and is recorded). Recorded in the audit log with the reason.`,
 		Example: `  idemctl horizon cancel 12 --reason "the DLQ owner found older messages"`,
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
 				return err
 			}
 			if strings.TrimSpace(reason) == "" {
-				return usageErr("--reason is required")
+				return UsageErr("--reason is required")
 			}
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
@@ -673,7 +673,7 @@ removed, and is recorded). Recorded in the audit log with the reason.`,
 				return horizonErr(err)
 			}
 			if f.JSON() {
-				return printJSONLine(f.IO.Out, p)
+				return PrintJSONLine(f.IO.Out, p)
 			}
 			fmt.Fprintf(f.IO.Out, "plan %d aborted by %s: %s\n", p.ID, p.AbortedBy, p.AbortReason)
 			return nil
@@ -685,11 +685,11 @@ removed, and is recorded). Recorded in the audit log with the reason.`,
 
 func parsePlanID(args []string) (int64, error) {
 	if len(args) != 1 {
-		return 0, usageErr("a plan ID is required (idemctl horizon status shows them)")
+		return 0, UsageErr("a plan ID is required (idemctl horizon status shows them)")
 	}
 	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageErr("invalid plan ID %q: want a positive number", args[0])
+		return 0, UsageErr("invalid plan ID %q: want a positive number", args[0])
 	}
 	return id, nil
 }
@@ -728,7 +728,7 @@ to resume. Counts are recorded in the plan and in the audit log.
 On a terminal you are asked to confirm; --yes is required when there is none.`,
 		Example: `  idemctl horizon purge 12
   idemctl horizon purge 12 --yes -o json`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parsePlanID(args)
 			if err != nil {
@@ -736,10 +736,10 @@ On a terminal you are asked to confirm; --yes is required when there is none.`,
 			}
 			opts.ID = id
 			if opts.BatchRows < 1 || opts.BatchRows > 1_000_000 {
-				return usageErr("--batch-rows must be between 1 and 1000000")
+				return UsageErr("--batch-rows must be between 1 and 1000000")
 			}
 			if !opts.Yes && !f.IO.CanPrompt() {
-				return usageErr("purge deletes inbox rows: pass --yes when there is no terminal to confirm on")
+				return UsageErr("purge deletes inbox rows: pass --yes when there is no terminal to confirm on")
 			}
 			opts.Operator = f.Operator()
 			opts.JSON = f.JSON()
@@ -766,39 +766,39 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	}
 	if !opts.Yes {
 		q := fmt.Sprintf("Purge %s rows of class %s created before %s (plan %d, approved by %s)?",
-			humanCount(p.Candidates-p.Purged), p.Class, formatStamp(p.Cutoff), p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser))
-		if err := confirm(opts.IO, false, q, "nothing purged"); err != nil {
+			HumanCount(p.Candidates-p.Purged), p.Class, FormatStamp(p.Cutoff), p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser))
+		if err := Confirm(opts.IO, false, q, "nothing purged"); err != nil {
 			return err
 		}
 	}
 	var done atomic.Int64
 	done.Store(p.Purged)
-	bar := startProgress(opts.IO, fmt.Sprintf("purge plan %d", p.ID), p.Candidates, done.Load, opts.ProgressInterval)
+	bar := StartProgress(opts.IO, fmt.Sprintf("purge plan %d", p.ID), p.Candidates, done.Load, opts.ProgressInterval)
 	res, err := horizon.Purge(ctx, pool, opts.ID, horizon.PurgeOptions{Operator: opts.Operator, BatchRows: opts.BatchRows,
 		Progress: func(d, _ int64) { done.Store(d) }})
 	bar.Stop()
 	if errors.Is(err, horizon.ErrInterrupted) {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s rows (%s of %s in all); resume: idemctl horizon purge %d\n",
-			humanCount(res.Purged), humanCount(res.Plan.Purged), humanCount(res.Plan.Candidates), opts.ID)
-		return silentExit{ExitFailure}
+			HumanCount(res.Purged), HumanCount(res.Plan.Purged), HumanCount(res.Plan.Candidates), opts.ID)
+		return SilentExit{ExitFailure}
 	}
 	if err != nil {
 		return horizonErr(err)
 	}
 	if opts.JSON {
-		if err := printJSONLine(opts.IO.Out, res); err != nil {
+		if err := PrintJSONLine(opts.IO.Out, res); err != nil {
 			return err
 		}
 	} else if res.Aborted {
 		_ = printEvidence(opts.IO, res.Evidence)
 	} else {
 		fmt.Fprintf(opts.IO.Out, "plan %d done: %s rows purged (%s this run) in %d transactions (%d partitions swapped, %d batches); longest-held locks p99 %s\n",
-			res.Plan.ID, humanCount(res.Plan.Purged), humanCount(res.Purged), res.Plan.Batches, res.Swaps, res.Batches,
+			res.Plan.ID, HumanCount(res.Plan.Purged), HumanCount(res.Purged), res.Plan.Batches, res.Swaps, res.Batches,
 			res.LockHoldP99().Round(time.Millisecond))
 	}
 	if res.Aborted {
 		fmt.Fprintf(opts.IO.ErrOut, "purge aborted, nothing deleted: %s\n", res.AbortReason)
-		return silentExit{ExitInvalid}
+		return SilentExit{ExitInvalid}
 	}
 	return nil
 }
@@ -823,7 +823,7 @@ id, that plan with its proof. Nothing is written.`,
 		Example: `  idemctl horizon status
   idemctl horizon status --class reporting.daily_totals -o json
   idemctl horizon status 12`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				id, err := parsePlanID(args)
@@ -854,7 +854,7 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 			return horizonErr(err)
 		}
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, p)
+			return PrintJSONLine(opts.IO.Out, p)
 		}
 		return printPlan(opts.IO, p)
 	}
@@ -865,7 +865,7 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 	if opts.JSON {
 		for _, p := range plans {
 			p.Proof = nil
-			if err := printJSONLine(opts.IO.Out, p); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, p); err != nil {
 				return err
 			}
 		}
@@ -881,11 +881,11 @@ func horizonStatusRun(ctx context.Context, opts *HorizonStatusOptions) error {
 		if p.AbortReason != "" {
 			note = p.AbortReason
 		}
-		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), formatStamp(p.Cutoff),
-			humanCount(p.Candidates), humanCount(p.Pinned), humanCount(p.Purged), audit.Who(p.PlannedPerson, p.PlannedDBUser),
-			audit.Who(p.ApprovedPerson, p.ApprovedDBUser), audit.Who(p.RanPerson, p.RanDBUser), orDash(note)})
+		rows = append(rows, []string{strconv.FormatInt(p.ID, 10), p.Class, p.Action, string(p.State), FormatStamp(p.Cutoff),
+			HumanCount(p.Candidates), HumanCount(p.Pinned), HumanCount(p.Purged), audit.Who(p.PlannedPerson, p.PlannedDBUser),
+			audit.Who(p.ApprovedPerson, p.ApprovedDBUser), audit.Who(p.RanPerson, p.RanDBUser), OrDash(note)})
 	}
-	return printTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged",
+	return PrintTable(opts.IO.Out, []string{"plan", "class", "action", "state", "cutoff", "candidates", "pinned", "purged",
 		"planned by", "approved by", "ran by", "contract / abort"}, rows)
 }
 
@@ -907,7 +907,7 @@ This creates the partitions for today and the next 7 days; schedule it daily
 default partition, which purges reach by batches.`,
 		Example: `  idemctl horizon maintain
   idemctl horizon maintain -o json   # {"partitions_created":N}`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -921,7 +921,7 @@ default partition, which purges reach by batches.`,
 				return err
 			}
 			if f.JSON() {
-				return printJSONLine(opts.IO.Out, map[string]any{"partitions_created": n})
+				return PrintJSONLine(opts.IO.Out, map[string]any{"partitions_created": n})
 			}
 			fmt.Fprintf(opts.IO.Out, "%d partition(s) created\n", n)
 			return nil

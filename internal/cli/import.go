@@ -91,7 +91,7 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
       --reason "adopt rocket-rides (MIG-1)"
   idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous late.ndjson \
       --since 2026-11-30T23:59:58.123456Z/42/key-9001 --reason "cutover (MIG-1)"`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -120,24 +120,24 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
 
 func (o *ImportPlanOptions) validate() error {
 	if o.Class == "" || o.Reason == "" || o.Ambiguous == "" {
-		return usageErr("--class, --ambiguous and --reason are required")
+		return UsageErr("--class, --ambiguous and --reason are required")
 	}
 	pg, file := o.FromPostgres != "", o.FromNDJSON != ""
 	if pg == file {
-		return usageErr("give --from-postgres DSN --query SQL, or --from-ndjson FILE")
+		return UsageErr("give --from-postgres DSN --query SQL, or --from-ndjson FILE")
 	}
 	if pg && o.Query == "" {
-		return usageErr("--from-postgres needs --query")
+		return UsageErr("--from-postgres needs --query")
 	}
 	if !pg && (o.Query != "" || o.PasswordEnv != "") {
-		return usageErr("--query and --password-env go with --from-postgres")
+		return UsageErr("--query and --password-env go with --from-postgres")
 	}
 	if o.HashFunction != "" && o.HashFunction != importer.SHA256Raw && o.HashFunction != importer.SHA256SortedJSON {
-		return usageErr("--hash-function: sha256-raw or sha256-sorted-json")
+		return UsageErr("--hash-function: sha256-raw or sha256-sorted-json")
 	}
 	if o.Since != "" {
 		if _, err := importer.ParseCursor(o.Since); err != nil {
-			return usageErr("--since: %v", err)
+			return UsageErr("--since: %v", err)
 		}
 	}
 	return nil
@@ -150,7 +150,7 @@ func createOutput(path string, overwrite bool) (*os.File, error) {
 	}
 	out, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		return nil, usageErr("%s exists: give another file, or --overwrite", path)
+		return nil, UsageErr("%s exists: give another file, or --overwrite", path)
 	}
 	return out, err
 }
@@ -167,12 +167,12 @@ func importPlanRun(cmd *cobra.Command, f *Factory, o *ImportPlanOptions) error {
 	if o.FromNDJSON != "" {
 		src, err = importer.OpenNDJSON(o.FromNDJSON)
 		if err != nil {
-			return usageErr("--from-ndjson: %v", err)
+			return UsageErr("--from-ndjson: %v", err)
 		}
 	} else {
 		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: since}.Open(ctx)
 		if err != nil {
-			return withCode(ExitInvalid, fmt.Errorf("source: %w", err))
+			return WithCode(ExitInvalid, fmt.Errorf("source: %w", err))
 		}
 	}
 	defer src.Close()
@@ -212,7 +212,7 @@ func importPlanRun(cmd *cobra.Command, f *Factory, o *ImportPlanOptions) error {
 		return invalidExit(res.Counts)
 	}
 	if err != nil {
-		return governanceErr(err)
+		return GovernanceErr(err)
 	}
 	if err := showImportPlan(f, res.Plan); err != nil {
 		return err
@@ -229,9 +229,9 @@ func importPlanRun(cmd *cobra.Command, f *Factory, o *ImportPlanOptions) error {
 // import may hold millions): its source, digest, counts, cursor and sample.
 func showImportPlan(f *Factory, p governance.EntryPlan) error {
 	if f.JSON() {
-		return printJSONLine(f.IO.Out, p)
+		return PrintJSONLine(f.IO.Out, p)
 	}
-	return printEntryReview(f.IO.Out, governance.EntryReview{EntryPlan: p}, 0)
+	return PrintEntryReview(f.IO.Out, governance.EntryReview{EntryPlan: p}, 0)
 }
 
 func printCursorHint(f *Factory, res importer.Result) {
@@ -247,7 +247,7 @@ func printCursorHint(f *Factory, res importer.Result) {
 
 func invalidExit(c importer.Counts) error {
 	if c.Invalid > 0 {
-		return withCode(ExitInvalid, fmt.Errorf("%d invalid rows (not in the plan)", c.Invalid))
+		return WithCode(ExitInvalid, fmt.Errorf("%d invalid rows (not in the plan)", c.Invalid))
 	}
 	return nil
 }
@@ -263,13 +263,13 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 		Short:   short,
 		Long:    short + ". The run prints each outcome's count (entered, skipped, quarantined, refused) and the cursor for the next import's --since.",
 		Example: "  idemctl import " + step + " 4",
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "an import plan")
+			id, err := ParseID(args, "an import plan")
 			if err != nil {
 				return err
 			}
-			p, pool, err := entryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+			p, pool, err := EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
 				return importer.Run(ctx, db, id, f.Operator())
 			})
 			if err != nil {

@@ -51,10 +51,10 @@ happened).`,
   idemctl inspect --tenant acme --op charge-42 -o json | jq .response
   # the evidence to hand over in a dispute: everything known, in time order
   idemctl inspect --tenant acme --op charge-42 --history`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Identity.Validate(); err != nil {
-				return withCode(ExitUsage, err)
+				return WithCode(ExitUsage, err)
 			}
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -69,9 +69,9 @@ happened).`,
 	return cmd
 }
 
-// errIdentityNotFound: the identity has neither an inbox record nor a
+// ErrIdentityNotFound: the identity has neither an inbox record nor a
 // tombstone (exit code 7).
-var errIdentityNotFound = errors.New("identity not found")
+var ErrIdentityNotFound = errors.New("identity not found")
 
 func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	pool, err := opts.f.Pool(ctx)
@@ -83,7 +83,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	if _, err := recovery.CheckPrimary(ctx, pool); err != nil {
 		var np *recovery.NotPrimaryError
 		if errors.As(err, &np) && np.InRecovery {
-			return withCode(ExitNotPrimary, err)
+			return WithCode(ExitNotPrimary, err)
 		}
 		if !errors.As(err, &np) {
 			return err
@@ -104,7 +104,7 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, struct {
+		return PrintJSONLine(opts.IO.Out, struct {
 			recovery.InboxRecord
 			Origin string `json:"origin"`
 		}{rec, origin})
@@ -125,14 +125,14 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		{"created_at", rec.CreatedAt.UTC().Format(time.RFC3339Nano)},
 		{"payload", string(rec.Payload)},
 		{"response", string(rec.Response)},
-		{"transport", orDash(string(rec.Transport))},
+		{"transport", OrDash(string(rec.Transport))},
 		{"quarantine ids", conflicts},
 		{"origin", origin},
 	}
-	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+	return PrintTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
 
-func orDash(s string) string {
+func OrDash(s string) string {
 	if s == "" {
 		return "-"
 	}
@@ -150,13 +150,13 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 			msg += fmt.Sprintf("; the provider refused this key as used there with another payload: quarantine record #%d (idemctl quarantine show %d)",
 				ids[len(ids)-1], ids[len(ids)-1])
 		}
-		return fmt.Errorf("%w: %s", errIdentityNotFound, msg)
+		return fmt.Errorf("%w: %s", ErrIdentityNotFound, msg)
 	}
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rec)
+		return PrintJSONLine(opts.IO.Out, rec)
 	}
 	rows := [][]string{
 		{"tenant", rec.Tenant},
@@ -168,7 +168,7 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 		{"purge plan", fmt.Sprint(rec.PurgePlan)},
 		{"purged_at", rec.PurgedAt.UTC().Format(time.RFC3339Nano)},
 	}
-	return printTable(opts.IO.Out, []string{"field", "value"}, rows)
+	return PrintTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
 
 // inspectHistory prints the identity's story, oldest first.
@@ -178,13 +178,13 @@ func inspectHistory(ctx context.Context, opts *InspectOptions, db idem.DBTX) err
 		return err
 	}
 	if len(events) == 0 {
-		return fmt.Errorf("%w: the database knows nothing of tenant %q operation %q", errIdentityNotFound,
+		return fmt.Errorf("%w: the database knows nothing of tenant %q operation %q", ErrIdentityNotFound,
 			opts.Identity.TenantID, opts.Identity.OperationID)
 	}
 	rows := make([][]string, 0, len(events))
 	for _, e := range events {
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, e); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, e); err != nil {
 				return err
 			}
 			continue
@@ -193,10 +193,10 @@ func inspectHistory(ctx context.Context, opts *InspectOptions, db idem.DBTX) err
 		if e.AuditID != nil {
 			ref = fmt.Sprintf("audit %d", *e.AuditID)
 		}
-		rows = append(rows, []string{formatStamp(e.At), e.Event, e.Detail, ref})
+		rows = append(rows, []string{FormatStamp(e.At), e.Event, e.Detail, ref})
 	}
 	if opts.JSON {
 		return nil
 	}
-	return printTable(opts.IO.Out, []string{"at", "event", "detail", "record"}, rows)
+	return PrintTable(opts.IO.Out, []string{"at", "event", "detail", "record"}, rows)
 }

@@ -74,17 +74,17 @@ recorded in the audit log. Nothing is written to the database or the source.
 
   # straight into resolve
   idemctl intake --source archive --class demo.transfer | idemctl resolve --file - --dry-run`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case opts.Source == "":
-				return usageErr("--source NAME is required (idemctl horizon source list)")
+				return UsageErr("--source NAME is required (idemctl horizon source list)")
 			case opts.Class == "":
-				return usageErr("--class is required: the class of the source's operations")
+				return UsageErr("--class is required: the class of the source's operations")
 			case opts.BatchSize < 1 || opts.BatchSize > 100000:
-				return usageErr("--batch-size must be between 1 and 100000")
+				return UsageErr("--batch-size must be between 1 and 100000")
 			case opts.Timeout <= 0:
-				return usageErr("--timeout must be positive")
+				return UsageErr("--timeout must be positive")
 			}
 			opts.JSON, opts.Operator = f.JSON(), f.Operator()
 			if runF != nil {
@@ -119,7 +119,7 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 		out = reconcile.NewBatchWriter(opts.IO.Out)
 	} else {
 		if file, err = reconcile.CreateBatchFile(opts.Out, opts.Overwrite); err != nil {
-			return withCode(ExitUsage, err)
+			return WithCode(ExitUsage, err)
 		}
 		defer file.Abort()
 		out = file.BatchWriter
@@ -135,22 +135,22 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 	}
 	if file != nil {
 		if err := file.Commit(); err != nil {
-			return withCode(ExitFailure, err)
+			return WithCode(ExitFailure, err)
 		}
 	}
 	if err := printIntake(opts, sum, file != nil); err != nil {
 		return err
 	}
 	if onlyRecord {
-		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recErr.Error()))
+		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+OneLine(recErr.Error()))
 	}
 	switch {
 	case sum.Counts[reconcile.Unreadable] > 0 || sum.Counts[reconcile.NoPayload] > 0:
-		return silentExit{ExitInvalid}
+		return SilentExit{ExitInvalid}
 	case sum.Lines > 0:
-		return silentExit{ExitConflict}
+		return SilentExit{ExitConflict}
 	case onlyRecord:
-		return silentExit{ExitFailure}
+		return SilentExit{ExitFailure}
 	}
 	return nil
 }
@@ -159,14 +159,14 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 func intakeErr(opts *IntakeOptions, err error, toFile bool) error {
 	switch {
 	case errors.Is(err, recovery.ErrNotPrimary):
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), err))
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), err))
 	case errors.Is(err, horizon.ErrSourceNotFound), errors.Is(err, horizon.ErrNoMessages), errors.Is(err, reconcile.ErrInvalidMapping):
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	if toFile {
-		return withCode(ExitFailure, fmt.Errorf("intake: %w; no batch was written", err))
+		return WithCode(ExitFailure, fmt.Errorf("intake: %w; no batch was written", err))
 	}
-	return withCode(ExitFailure, fmt.Errorf("intake: %w; the batch written so far is incomplete", err))
+	return WithCode(ExitFailure, fmt.Errorf("intake: %w; the batch written so far is incomplete", err))
 }
 
 // printIntake writes the summary: to stderr when the batch went to stdout.
@@ -178,13 +178,13 @@ func printIntake(opts *IntakeOptions, sum reconcile.IntakeSummary, toFile bool) 
 	var parts []string
 	for _, o := range reconcile.IntakeOutcomes {
 		if n := sum.Counts[o]; n > 0 {
-			parts = append(parts, humanCount(int64(n))+" "+string(o))
+			parts = append(parts, HumanCount(int64(n))+" "+string(o))
 		}
 	}
 	if toFile && opts.JSON {
-		return printJSONLine(w, map[string]any{"summary": sum, "out": opts.Out})
+		return PrintJSONLine(w, map[string]any{"summary": sum, "out": opts.Out})
 	}
-	line := fmt.Sprintf("intake %s (%s): %s messages", sum.Source, sum.Kind, humanCount(int64(sum.Messages)))
+	line := fmt.Sprintf("intake %s (%s): %s messages", sum.Source, sum.Kind, HumanCount(int64(sum.Messages)))
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}
@@ -192,7 +192,7 @@ func printIntake(opts *IntakeOptions, sum reconcile.IntakeSummary, toFile bool) 
 	if toFile {
 		dest = opts.Out
 	}
-	fmt.Fprintf(w, "%s; %s line(s) to resolve written to %s (audit row %d)\n", line, humanCount(int64(sum.Lines)), dest, sum.AuditID)
+	fmt.Fprintf(w, "%s; %s line(s) to resolve written to %s (audit row %d)\n", line, HumanCount(int64(sum.Lines)), dest, sum.AuditID)
 	for _, p := range sum.Problems {
 		fmt.Fprintln(w, "  invalid: "+p)
 	}

@@ -51,11 +51,11 @@ func NewCmdLab(f *Factory, runF func(*LabOptions) error) *cobra.Command {
 
   # show a colleague where a design breaks: its SQL (or Redis commands) and the step
   idemctl lab --explain redis_inbox`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Explain != "" {
 				if !knownDesign(opts.Explain) {
-					return usageErr("unknown design %q: use %s", opts.Explain, strings.Join(lab.DesignNames(), ", "))
+					return UsageErr("unknown design %q: use %s", opts.Explain, strings.Join(lab.DesignNames(), ", "))
 				}
 				if runF != nil {
 					return runF(opts)
@@ -63,10 +63,10 @@ func NewCmdLab(f *Factory, runF func(*LabOptions) error) *cobra.Command {
 				return lab.Explain(opts.IO.Out, opts.Explain)
 			}
 			if opts.Trials < 1 || opts.Trials > lab.MaxTrials {
-				return usageErr("--trials must be between 1 and %d", lab.MaxTrials)
+				return UsageErr("--trials must be between 1 and %d", lab.MaxTrials)
 			}
 			if opts.Parallel < 1 || opts.Parallel > lab.MaxParallel {
-				return usageErr("--parallel must be between 1 and %d", lab.MaxParallel)
+				return UsageErr("--parallel must be between 1 and %d", lab.MaxParallel)
 			}
 			var designs []string
 			for _, d := range opts.Designs {
@@ -75,12 +75,12 @@ func NewCmdLab(f *Factory, runF func(*LabOptions) error) *cobra.Command {
 					continue
 				}
 				if !knownDesign(d) {
-					return usageErr("unknown design %q: use %s", d, strings.Join(lab.DesignNames(), ", "))
+					return UsageErr("unknown design %q: use %s", d, strings.Join(lab.DesignNames(), ", "))
 				}
 				designs = append(designs, d)
 			}
 			if len(designs) == 0 {
-				return usageErr("--designs selects nothing: use %s", strings.Join(lab.DesignNames(), ", "))
+				return UsageErr("--designs selects nothing: use %s", strings.Join(lab.DesignNames(), ", "))
 			}
 			opts.Designs = designs
 			if !cmd.Flags().Changed("seed") {
@@ -110,7 +110,7 @@ func newCmdLabWorker(f *Factory) *cobra.Command {
 		Use:    "worker",
 		Short:  "One crash-trial worker of idemctl lab (internal)",
 		Hidden: true,
-		Args:   maxArgs(0),
+		Args:   MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return lab.Worker(cmd.Context(), f.IO.In, f.IO.RawOut)
 		},
@@ -126,7 +126,7 @@ func randomSeed() uint64 {
 
 func labRun(ctx context.Context, opts *LabOptions) error {
 	if err := db.CheckTarget(opts.f.DSN()); err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "lab: seed %d, %d trials per design, on %s (rerun with --seed %d)\n",
 		opts.Seed, opts.Trials, opts.f.describeDB(), opts.Seed)
@@ -146,11 +146,11 @@ func labRun(ctx context.Context, opts *LabOptions) error {
 	}
 	if opts.JSON {
 		for _, d := range rep.Designs {
-			if err := printJSONLine(opts.IO.Out, d); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, d); err != nil {
 				return err
 			}
 		}
-	} else if err := printLabTable(opts, rep); err != nil {
+	} else if err := PrintLabTable(opts, rep); err != nil {
 		return err
 	}
 	labWarnings(opts, rep)
@@ -178,7 +178,7 @@ func labWarnings(opts *LabOptions, rep *lab.Report) {
 func labVerdict(rep *lab.Report) error {
 	for _, d := range rep.Designs {
 		if d.Design == "atomic" && d.Anomalies() > 0 {
-			return withCode(ExitFailure, fmt.Errorf(
+			return WithCode(ExitFailure, fmt.Errorf(
 				"BUG: the atomic executor showed anomalies (lost %d, doubled %d, wrong_response %d, missed_conflicts %d, false_conflicts %d, lost_revisions %d) with seed %d; keep this output and report it",
 				d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, d.FalseConflicts, d.LostRevisions, rep.Seed))
 		}
@@ -186,7 +186,7 @@ func labVerdict(rep *lab.Report) error {
 	return nil
 }
 
-func printLabTable(opts *LabOptions, rep *lab.Report) error {
+func PrintLabTable(opts *LabOptions, rep *lab.Report) error {
 	header := append(append([]string{"design", "operations"}, lab.AnomalyColumns...), "trials")
 	rows := make([][]string, 0, len(rep.Designs))
 	for _, d := range rep.Designs {
@@ -198,7 +198,7 @@ func printLabTable(opts *LabOptions, rep *lab.Report) error {
 	}
 	w := opts.IO.Out
 	fmt.Fprintf(w, "idemctl lab: seed %d, %d crash trials per design, run %s\n", rep.Seed, rep.Trials, rep.RunID)
-	if err := printTable(w, header, rows); err != nil {
+	if err := PrintTable(w, header, rows); err != nil {
 		return err
 	}
 	width := 0

@@ -56,7 +56,7 @@ func TestLabCommandOptions(t *testing.T) {
 		cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 		err := cmd.Execute()
 		if err != nil {
-			return nil, codeOf(err)
+			return nil, CodeOf(err)
 		}
 		return got, ExitOK
 	}
@@ -138,7 +138,7 @@ func TestLabVerdict(t *testing.T) {
 	bad := &lab.Report{Seed: 3, Designs: []lab.DesignReport{{Design: "atomic", Doubled: 1}}}
 	err := labVerdict(bad)
 	require.Error(t, err)
-	assert.Equal(t, ExitFailure, codeOf(err))
+	assert.Equal(t, ExitFailure, CodeOf(err))
 	assert.Contains(t, err.Error(), "doubled 1")
 	assert.Contains(t, err.Error(), "seed 3")
 }
@@ -161,7 +161,7 @@ func TestLabRun(t *testing.T) {
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		if err := cmd.Execute(); err != nil {
 			fmt.Fprintln(errOut, "error:", err)
-			return codeOf(err), out.String(), errOut.String()
+			return CodeOf(err), out.String(), errOut.String()
 		}
 		return ExitOK, out.String(), errOut.String()
 	}

@@ -60,7 +60,7 @@ see the README's "Scaling out on Citus" for the steps and downtime.
   idemctl migrate --status
   idemctl migrate --dsn 'postgres://admin@db-primary:5432/payments' --lock-timeout 30s
   idemctl migrate --dsn 'postgres://admin@citus-coordinator:5432/payments' --shard-count 64`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -87,7 +87,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "migrate: db %s, %s\n", opts.f.state.Reached, opts.f.state.Role())
 	}
 	if st := opts.f.state; !opts.Status && st != nil && (st.InRecovery || st.ReadOnly) {
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
 			&recovery.NotPrimaryError{InRecovery: st.InRecovery, ReadOnly: st.ReadOnly}))
 	}
 	if opts.Status {
@@ -98,7 +98,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		return printMigrationStatus(opts, rows)
 	}
 	if opts.ShardCount < 0 {
-		return withCode(ExitUsage, fmt.Errorf("--shard-count: %d is negative", opts.ShardCount))
+		return WithCode(ExitUsage, fmt.Errorf("--shard-count: %d is negative", opts.ShardCount))
 	}
 	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout,
 		NoDistribute: opts.NoDistribute, ShardCount: opts.ShardCount})
@@ -106,14 +106,14 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	if err != nil {
 		err = fmt.Errorf("%s: %w", opts.f.describeDB(), err)
 		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) {
-			return withCode(ExitSchema, err)
+			return WithCode(ExitSchema, err)
 		}
-		return withCode(ExitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	// Every registered effect re-checked: one that drifted does not run.
 	drifted, err := migrations.DriftedEffects(ctx, conn)
 	if err != nil {
-		return withCode(ExitFailure, err)
+		return WithCode(ExitFailure, err)
 	}
 	for _, d := range drifted {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %s; idem.execute refuses it (IX016) until that is undone or the class is registered again\n", d)
@@ -127,7 +127,7 @@ func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
 		for _, m := range rep.Applied {
 			applied = append(applied, fmt.Sprintf("%03d_%s", m.Version, m.Name))
 		}
-		_ = printJSONLine(opts.IO.Out, map[string]any{"roles_created": rep.RolesCreated, "applied": applied,
+		_ = PrintJSONLine(opts.IO.Out, map[string]any{"roles_created": rep.RolesCreated, "applied": applied,
 			"code_installed": rep.CodeInstalled, "code_dropped": rep.CodeDropped,
 			"schema_version": rep.SchemaVersion, "code_version": rep.CodeVersion, "citus": rep.Citus})
 		return
@@ -164,7 +164,7 @@ func printMigrationStatus(opts *MigrateOptions, rows []migrations.StatusRow) err
 			pending++
 		}
 		if opts.JSON {
-			if err := printJSONLine(opts.IO.Out, map[string]any{"version": r.Version, "name": r.Name, "state": state, "applied_at": r.AppliedAt, "checksum": r.Checksum}); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, map[string]any{"version": r.Version, "name": r.Name, "state": state, "applied_at": r.AppliedAt, "checksum": r.Checksum}); err != nil {
 				return err
 			}
 			continue
@@ -172,7 +172,7 @@ func printMigrationStatus(opts *MigrateOptions, rows []migrations.StatusRow) err
 		table = append(table, []string{fmt.Sprintf("%03d", r.Version), r.Name, state, at})
 	}
 	if !opts.JSON {
-		if err := printTable(opts.IO.Out, []string{"version", "name", "state", "applied at"}, table); err != nil {
+		if err := PrintTable(opts.IO.Out, []string{"version", "name", "state", "applied at"}, table); err != nil {
 			return err
 		}
 		if pending > 0 {

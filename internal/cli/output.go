@@ -7,8 +7,8 @@ import (
 	"github.com/idemctl/idemctl/internal/term"
 )
 
-// printJSONLine writes v as one line of JSON.
-func printJSONLine(w io.Writer, v any) error {
+// PrintJSONLine writes v as one line of JSON.
+func PrintJSONLine(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -18,28 +18,28 @@ func printJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// tableLayout is how tables are drawn on one output: the width they must fit
+// TableLayout is how tables are drawn on one output: the width they must fit
 // (0: no limit), and whether the header row is left out (--no-headers).
-type tableLayout struct {
+type TableLayout struct {
 	Width     int
 	NoHeaders bool
 }
 
-// layoutWriter is standard output carrying its table layout, so that every
-// table printed to it fits (printTable) without each command passing the
+// LayoutWriter is standard output carrying its table layout, so that every
+// table printed to it fits (PrintTable) without each command passing the
 // terminal's width along.
-type layoutWriter struct {
+type LayoutWriter struct {
 	io.Writer
-	layout tableLayout
+	layout TableLayout
 	// seen, when set, is told the header and the text of every table
 	// printed (tests).
 	seen func(header []string, text string)
 }
 
-// layoutOf returns the layout w carries (none: no limit, headers on).
-func layoutOf(w io.Writer) tableLayout {
-	if lw, ok := w.(*layoutWriter); ok {
+// LayoutOf returns the layout w carries (none: no limit, headers on).
+func LayoutOf(w io.Writer) TableLayout {
+	if lw, ok := w.(*LayoutWriter); ok {
 		return lw.layout
 	}
-	return tableLayout{}
+	return TableLayout{}
 }

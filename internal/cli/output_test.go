@@ -33,12 +33,12 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	rows := [][]string{{"12", "acme-payments-eu-west", "charge-2026-11-30-000000000042-retry", "error", why}}
 
 	var wide bytes.Buffer
-	require.NoError(t, printTable(&layoutWriter{Writer: &wide, layout: tableLayout{}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &wide, layout: TableLayout{}}, header, rows))
 	assert.Greater(t, maxLineWidth(wide.String()), 80, "without a limit, every cell whole")
 	assert.Contains(t, wide.String(), why)
 
 	var fit bytes.Buffer
-	require.NoError(t, printTable(&layoutWriter{Writer: &fit, layout: tableLayout{Width: 80}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &fit, layout: TableLayout{Width: 80}}, header, rows))
 	assert.LessOrEqual(t, maxLineWidth(fit.String()), 80, fit.String())
 	flat := strings.Join(strings.Fields(strings.ReplaceAll(fit.String(), "│", " ")), " ")
 	for _, word := range strings.Fields(why) {
@@ -49,7 +49,7 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	assert.Contains(t, fit.String(), "acme-payments-eu-west")
 
 	var bare bytes.Buffer
-	require.NoError(t, printTable(&layoutWriter{Writer: &bare, layout: tableLayout{NoHeaders: true}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &bare, layout: TableLayout{NoHeaders: true}}, header, rows))
 	assert.NotContains(t, strings.ToLower(bare.String()), "operation_id")
 	assert.Contains(t, bare.String(), "acme-payments-eu-west")
 
@@ -70,7 +70,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 	row := []string{"1042", "acme-payments-eu-west", "job-0414-settlement-retry-after-timeout", "demo.transfer", "open", "3", "2",
 		"2026-11-30 03:12:09", "2026-11-30 03:14:41"}
 	var out bytes.Buffer
-	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 130}}, header, [][]string{row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 130}}, header, [][]string{row}))
 	s := out.String()
 	assert.LessOrEqual(t, maxLineWidth(s), 130, s)
 	assert.Contains(t, s, "2 columns hidden (first seen, last seen): -o wide")
@@ -79,7 +79,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 
 	row[2] = "job-0414-settlement"
 	out.Reset()
-	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 80}}, header, [][]string{row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 80}}, header, [][]string{row}))
 	s = out.String()
 	assert.LessOrEqual(t, maxLineWidth(s), 80, s)
 	assert.Contains(t, s, "job-0414-settlement ")
@@ -88,7 +88,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	row[2] = long
 	out.Reset()
-	require.NoError(t, printTable(&layoutWriter{Writer: &out, layout: tableLayout{Width: 80}}, header, [][]string{row, row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 80}}, header, [][]string{row, row}))
 	s = out.String()
 	assert.Contains(t, s, "\n"+long+"\n", "the identifier whole on its own line")
 	assert.Contains(t, s, "tenant:     acme-payments-eu-west\n")
@@ -133,7 +133,7 @@ func TestProgressLinesWithoutATerminal(t *testing.T) {
 	t.Parallel()
 	ios, _, _, errOut := Test(false)
 	var n atomic.Int64
-	p := startProgress(ios, "resolve", 20000, n.Load, 20*time.Millisecond)
+	p := StartProgress(ios, "resolve", 20000, n.Load, 20*time.Millisecond)
 	require.NotNil(t, p)
 	n.Store(5152)
 	time.Sleep(120 * time.Millisecond)
@@ -144,8 +144,8 @@ func TestProgressLinesWithoutATerminal(t *testing.T) {
 	assert.Contains(t, out, "resolve: progress 5,152/20,000 (26%)")
 	assert.GreaterOrEqual(t, strings.Count(out, "\n"), 2, out)
 
-	assert.Nil(t, startProgress(ios, "resolve", 1, n.Load, 0))
-	var none *progressBar
+	assert.Nil(t, StartProgress(ios, "resolve", 1, n.Load, 0))
+	var none *ProgressBar
 	none.Stop()
 }
 

@@ -41,10 +41,10 @@ func newCmdPersonAdd(f *Factory) *cobra.Command {
 		Short: "Map a login (or a pattern of logins, * for any run) to a person",
 		Example: `  idemctl person add alice --login alice_ops
   idemctl person add alice --login 'v-ops-alice-*'`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 || login == "" {
-				return usageErr("a person name and --login are required")
+				return UsageErr("a person name and --login are required")
 			}
 			return personChange(cmd.Context(), f, "mapped", func(ctx context.Context, conn *pgx.Conn) (person.Login, error) {
 				return person.Add(ctx, conn, args[0], login)
@@ -61,10 +61,10 @@ func newCmdPersonRemove(f *Factory) *cobra.Command {
 		Use:     "remove --login LOGIN_OR_PATTERN",
 		Short:   "Forget one login mapping (the person stays, for the records that name it)",
 		Example: `  idemctl person remove --login alice_ops`,
-		Args:    maxArgs(0),
+		Args:    MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if login == "" {
-				return usageErr("--login is required")
+				return UsageErr("--login is required")
 			}
 			return personChange(cmd.Context(), f, "removed", func(ctx context.Context, conn *pgx.Conn) (person.Login, error) {
 				return person.Remove(ctx, conn, login)
@@ -80,7 +80,7 @@ func newCmdPersonList(f *Factory) *cobra.Command {
 		Use:     "list",
 		Short:   "Show which logins map to which persons",
 		Example: `  idemctl person list -o json`,
-		Args:    maxArgs(0),
+		Args:    MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
@@ -92,7 +92,7 @@ func newCmdPersonList(f *Factory) *cobra.Command {
 			}
 			if f.JSON() {
 				for _, l := range logins {
-					if err := printJSONLine(f.IO.Out, l); err != nil {
+					if err := PrintJSONLine(f.IO.Out, l); err != nil {
 						return err
 					}
 				}
@@ -102,7 +102,7 @@ func newCmdPersonList(f *Factory) *cobra.Command {
 			for _, l := range logins {
 				rows = append(rows, []string{l.Person, l.Pattern, l.CreatedAt.UTC().Format(time.RFC3339), l.CreatedBy})
 			}
-			return printTable(f.IO.Out, []string{"person", "login", "since", "by"}, rows)
+			return PrintTable(f.IO.Out, []string{"person", "login", "since", "by"}, rows)
 		},
 	}
 }
@@ -117,13 +117,13 @@ func personChange(ctx context.Context, f *Factory, verb string, change func(cont
 	defer conn.Close(context.Background())
 	l, err := change(ctx, conn)
 	if errors.Is(err, person.ErrInvalid) || errors.Is(err, person.ErrNotOwner) {
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	if err != nil {
 		return err
 	}
 	if f.JSON() {
-		return printJSONLine(f.IO.Out, l)
+		return PrintJSONLine(f.IO.Out, l)
 	}
 	fmt.Fprintf(f.IO.Out, "%s login %s -> person %s\n", verb, l.Pattern, l.Person)
 	return nil

@@ -12,109 +12,109 @@ import (
 	"github.com/idemctl/idemctl/recovery"
 )
 
-// dbNeed is what a command needs of the database it reaches. It is checked
+// DBNeed is what a command needs of the database it reaches. It is checked
 // once, right after the first connection, before the command reads or
 // writes anything (Factory.preflight): the wrong database, a schema this
 // binary cannot use and a standby are one line each, never a raw SQLSTATE.
-type dbNeed int
+type DBNeed int
 
 const (
-	// needNone: the command never connects (hash, version).
-	needNone dbNeed = iota
-	// needServer: the command reaches a server and checks the rest itself
+	// NeedNone: the command never connects (hash, version).
+	NeedNone DBNeed = iota
+	// NeedServer: the command reaches a server and checks the rest itself
 	// (migrate installs the schema, doctor reports on it, lab uses its own).
-	needServer
-	// needSchema: schema idem at this binary's version.
-	needSchema
-	// needWrite: needSchema on a primary, in a read-write session.
-	needWrite
+	NeedServer
+	// NeedSchema: schema idem at this binary's version.
+	NeedSchema
+	// NeedWrite: NeedSchema on a primary, in a read-write session.
+	NeedWrite
 )
 
-// commandPolicy is one command's need and the exit codes it adds to those
+// CommandPolicy is one command's need and the exit codes it adds to those
 // its need implies (exitCodesOf).
-type commandPolicy struct {
-	need  dbNeed
+type CommandPolicy struct {
+	need  DBNeed
 	codes []int
 }
 
-// policies holds every runnable command, by its path without "idemctl ". A
+// Policies holds every runnable command, by its path without "idemctl ". A
 // test fails when a command is missing, so that none escapes the checks.
-var policies = map[string]commandPolicy{
-	"hash":    {need: needNone, codes: []int{ExitInvalid}},
-	"version": {need: needNone},
-	"migrate": {need: needServer, codes: []int{ExitNotPrimary, ExitSchema}},
-	"doctor":  {need: needServer},
-	"status":  {need: needSchema},
-	"lab":     {need: needServer, codes: []int{ExitInvalid}},
-	"inspect": {need: needSchema, codes: []int{ExitNotPrimary, ExitNotFound}},
-	"tui":     {need: needServer},
+var Policies = map[string]CommandPolicy{
+	"hash":    {need: NeedNone, codes: []int{ExitInvalid}},
+	"version": {need: NeedNone},
+	"migrate": {need: NeedServer, codes: []int{ExitNotPrimary, ExitSchema}},
+	"doctor":  {need: NeedServer},
+	"status":  {need: NeedSchema},
+	"lab":     {need: NeedServer, codes: []int{ExitInvalid}},
+	"inspect": {need: NeedSchema, codes: []int{ExitNotPrimary, ExitNotFound}},
+	"tui":     {need: NeedServer},
 
-	"demo init":  {need: needWrite},
-	"demo run":   {need: needWrite, codes: []int{ExitConflict, ExitInvalid}},
-	"demo serve": {need: needWrite},
+	"demo init":  {need: NeedWrite},
+	"demo run":   {need: NeedWrite, codes: []int{ExitConflict, ExitInvalid}},
+	"demo serve": {need: NeedWrite},
 
-	"resolve":   {need: needWrite, codes: []int{ExitConflict, ExitInvalid, ExitPending}},
-	"reconcile": {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
-	"intake":    {need: needSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
-	"suspects":  {need: needSchema, codes: []int{ExitConflict}},
+	"resolve":   {need: NeedWrite, codes: []int{ExitConflict, ExitInvalid, ExitPending}},
+	"reconcile": {need: NeedSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
+	"intake":    {need: NeedSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
+	"suspects":  {need: NeedSchema, codes: []int{ExitConflict}},
 
-	"quarantine list":          {need: needSchema},
-	"quarantine show":          {need: needSchema, codes: []int{ExitNotFound}},
-	"quarantine export":        {need: needSchema, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine reject":        {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine accept-as-new": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine groups":        {need: needSchema},
-	"quarantine bulk show":     {need: needSchema, codes: []int{ExitNotFound}},
-	"quarantine bulk approve":  {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine bulk run":      {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine bulk abort":    {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine list":          {need: NeedSchema},
+	"quarantine show":          {need: NeedSchema, codes: []int{ExitNotFound}},
+	"quarantine export":        {need: NeedSchema, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine reject":        {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine accept-as-new": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine groups":        {need: NeedSchema},
+	"quarantine bulk show":     {need: NeedSchema, codes: []int{ExitNotFound}},
+	"quarantine bulk approve":  {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine bulk run":      {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine bulk abort":    {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
 
-	"audit list":   {need: needSchema},
-	"audit verify": {need: needSchema, codes: []int{ExitInvalid}},
+	"audit list":   {need: NeedSchema},
+	"audit verify": {need: NeedSchema, codes: []int{ExitInvalid}},
 
-	"horizon source add":    {need: needWrite, codes: []int{ExitInvalid}},
-	"horizon source list":   {need: needSchema},
-	"horizon source remove": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon check":         {need: needSchema, codes: []int{ExitInvalid}},
-	"horizon plan":          {need: needWrite, codes: []int{ExitInvalid}},
-	"horizon approve":       {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon cancel":        {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon purge":         {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon status":        {need: needSchema, codes: []int{ExitNotFound}},
-	"horizon maintain":      {need: needWrite},
+	"horizon source add":    {need: NeedWrite, codes: []int{ExitInvalid}},
+	"horizon source list":   {need: NeedSchema},
+	"horizon source remove": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon check":         {need: NeedSchema, codes: []int{ExitInvalid}},
+	"horizon plan":          {need: NeedWrite, codes: []int{ExitInvalid}},
+	"horizon approve":       {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon cancel":        {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon purge":         {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon status":        {need: NeedSchema, codes: []int{ExitNotFound}},
+	"horizon maintain":      {need: NeedWrite},
 
-	"class list": {need: needSchema},
-	"class set":  {need: needWrite, codes: []int{ExitInvalid}},
+	"class list": {need: NeedSchema},
+	"class set":  {need: NeedWrite, codes: []int{ExitInvalid}},
 
-	"corrections add":  {need: needWrite, codes: []int{ExitInvalid}},
-	"corrections list": {need: needSchema},
-	"corrections done": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"corrections add":  {need: NeedWrite, codes: []int{ExitInvalid}},
+	"corrections list": {need: NeedSchema},
+	"corrections done": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
 
-	"person add":    {need: needWrite, codes: []int{ExitInvalid}},
-	"person remove": {need: needWrite, codes: []int{ExitInvalid}},
-	"person list":   {need: needSchema},
+	"person add":    {need: NeedWrite, codes: []int{ExitInvalid}},
+	"person remove": {need: NeedWrite, codes: []int{ExitInvalid}},
+	"person list":   {need: NeedSchema},
 
-	"redrive allow":    {need: needWrite, codes: []int{ExitInvalid}},
-	"redrive disallow": {need: needWrite, codes: []int{ExitInvalid}},
-	"redrive list":     {need: needSchema},
+	"redrive allow":    {need: NeedWrite, codes: []int{ExitInvalid}},
+	"redrive disallow": {need: NeedWrite, codes: []int{ExitInvalid}},
+	"redrive list":     {need: NeedSchema},
 
-	"change list":    {need: needSchema},
-	"change show":    {need: needSchema, codes: []int{ExitNotFound}},
-	"change approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"change abort":   {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"change list":    {need: NeedSchema},
+	"change show":    {need: NeedSchema, codes: []int{ExitNotFound}},
+	"change approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"change abort":   {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
 
-	"record plan":    {need: needWrite, codes: []int{ExitInvalid}},
-	"record list":    {need: needSchema},
-	"record show":    {need: needSchema, codes: []int{ExitNotFound}},
-	"record approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"record run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"import plan":    {need: needWrite, codes: []int{ExitInvalid}},
-	"import approve": {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"import run":     {need: needWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"record plan":    {need: NeedWrite, codes: []int{ExitInvalid}},
+	"record list":    {need: NeedSchema},
+	"record show":    {need: NeedSchema, codes: []int{ExitNotFound}},
+	"record approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"record run":     {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"import plan":    {need: NeedWrite, codes: []int{ExitInvalid}},
+	"import approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"import run":     {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
 }
 
-// commandKey is cmd's path without the root's name: "quarantine reject".
-func commandKey(cmd *cobra.Command) string {
+// CommandKey is cmd's path without the root's name: "quarantine reject".
+func CommandKey(cmd *cobra.Command) string {
 	path := cmd.CommandPath()
 	if i := strings.IndexByte(path, ' '); i >= 0 {
 		return path[i+1:]
@@ -122,38 +122,38 @@ func commandKey(cmd *cobra.Command) string {
 	return ""
 }
 
-// policyOf returns cmd's policy; hidden helpers (lab worker) have none.
-func policyOf(cmd *cobra.Command) (commandPolicy, bool) {
-	p, ok := policies[commandKey(cmd)]
+// PolicyOf returns cmd's policy; hidden helpers (lab worker) have none.
+func PolicyOf(cmd *cobra.Command) (CommandPolicy, bool) {
+	p, ok := Policies[CommandKey(cmd)]
 	return p, ok
 }
 
-// dbState is where the database stands, as the preflight found it.
-type dbState struct {
+// DBState is where the database stands, as the preflight found it.
+type DBState struct {
 	health.Session
 	// Reached describes the server and database, never a password.
 	Reached string
 }
 
-// probeDB reads where q's database stands: primary or not, and the schema.
-func probeDB(ctx context.Context, q recovery.RowQuerier, reached string) (dbState, error) {
+// ProbeDB reads where q's database stands: primary or not, and the schema.
+func ProbeDB(ctx context.Context, q recovery.RowQuerier, reached string) (DBState, error) {
 	s, err := health.Probe(ctx, q)
 	if err != nil {
-		return dbState{}, fmt.Errorf("%s: %w", reached, err)
+		return DBState{}, fmt.Errorf("%s: %w", reached, err)
 	}
-	return dbState{Session: s, Reached: reached}, nil
+	return DBState{Session: s, Reached: reached}, nil
 }
 
 // check turns st into the error a command with need gets, or nil.
-func (st dbState) check(need dbNeed) error {
-	if need < needSchema {
+func (st DBState) check(need DBNeed) error {
+	if need < NeedSchema {
 		return nil
 	}
 	if p := st.SchemaProblem(); p != "" {
-		return withCode(ExitSchema, fmt.Errorf("%s: %w", st.Reached, errors.New(p)))
+		return WithCode(ExitSchema, fmt.Errorf("%s: %w", st.Reached, errors.New(p)))
 	}
-	if need == needWrite && (st.InRecovery || st.ReadOnly) {
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
+	if need == NeedWrite && (st.InRecovery || st.ReadOnly) {
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
 			&recovery.NotPrimaryError{InRecovery: st.InRecovery, ReadOnly: st.ReadOnly}))
 	}
 	return nil
@@ -161,7 +161,7 @@ func (st dbState) check(need dbNeed) error {
 
 // headerLine is the one line a command on a terminal prints on stderr when
 // it reaches the database: which one, and what it is.
-func (st dbState) headerLine() string {
+func (st DBState) headerLine() string {
 	s := "db " + st.Reached + ", " + st.Role()
 	if st.Schema == health.SchemaPresent {
 		s += fmt.Sprintf(", schema %03d", st.SchemaVersion)

@@ -43,10 +43,10 @@ func TestEveryCommandHasAPolicy(t *testing.T) {
 	t.Parallel()
 	cmds := runnableCommands()
 	for key := range cmds {
-		_, ok := policies[key]
+		_, ok := Policies[key]
 		assert.True(t, ok, "command %q has no policy in preflight.go", key)
 	}
-	for key := range policies {
+	for key := range Policies {
 		_, ok := cmds[key]
 		assert.True(t, ok, "policy %q names no command", key)
 	}
@@ -218,8 +218,8 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"redrive disallow": {"redrive", "disallow", "example.com"},
 	}
 	audit := fx.count(t, "SELECT count(*) FROM idem.audit")
-	for key, p := range policies {
-		if p.need != needWrite {
+	for key, p := range Policies {
+		if p.need != NeedWrite {
 			continue
 		}
 		a, ok := args[key]

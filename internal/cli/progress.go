@@ -16,12 +16,12 @@ import (
 var barView = progress.New(progress.WithWidth(24), progress.WithoutPercentage(),
 	progress.WithFillCharacters('=', ' '), progress.WithColorProfile(termenv.Ascii))
 
-// progressBar draws one self-overwriting line on stderr while a batch runs:
+// ProgressBar draws one self-overwriting line on stderr while a batch runs:
 // done/total (when the total is known), a bar, the rate and an ETA. When
 // stderr is not a terminal (cron, a Kubernetes job) it prints the same as
 // one plain line every interval instead (like pgbench -P), so that a log
 // shows the run moving and where it was when it stopped.
-type progressBar struct {
+type ProgressBar struct {
 	w     io.Writer
 	label string
 	total int64 // 0 when unknown
@@ -53,7 +53,7 @@ type progressSample struct {
 const recentWindow = 10 * time.Second
 
 // recentRate is the rate over the last recentWindow, counting this sample.
-func (p *progressBar) recentRate(done int64, elapsed time.Duration) float64 {
+func (p *ProgressBar) recentRate(done int64, elapsed time.Duration) float64 {
 	p.samples = append(p.samples, progressSample{at: elapsed, done: done})
 	for len(p.samples) > 2 && elapsed-p.samples[1].at >= recentWindow {
 		p.samples = p.samples[1:]
@@ -69,16 +69,16 @@ func (p *progressBar) recentRate(done int64, elapsed time.Duration) float64 {
 // progress.
 const DefaultProgressInterval = 10 * time.Second
 
-// startProgress starts the progress display a run on ios gets: the bar on
+// StartProgress starts the progress display a run on ios gets: the bar on
 // a terminal, a line every interval otherwise (none when interval is 0).
 // It returns nil when there is none; Stop on nil does nothing.
-func startProgress(ios *IOStreams, label string, total int64, read func() int64, interval time.Duration) *progressBar {
-	return startProgressWith(ios, label, total, read, nil, interval)
+func StartProgress(ios *IOStreams, label string, total int64, read func() int64, interval time.Duration) *ProgressBar {
+	return StartProgressWith(ios, label, total, read, nil, interval)
 }
 
-// startProgressWith is startProgress with what holds the run up, when
+// StartProgressWith is StartProgress with what holds the run up, when
 // something does (status returns "" otherwise).
-func startProgressWith(ios *IOStreams, label string, total int64, read func() int64, status func() string, interval time.Duration) *progressBar {
+func StartProgressWith(ios *IOStreams, label string, total int64, read func() int64, status func() string, interval time.Duration) *ProgressBar {
 	p := newProgressBar(ios.ErrOut, label, total, read)
 	p.status = status
 	if !ios.IsStderrTTY() {
@@ -91,13 +91,13 @@ func startProgressWith(ios *IOStreams, label string, total int64, read func() in
 	return p
 }
 
-func newProgressBar(w io.Writer, label string, total int64, read func() int64) *progressBar {
-	return &progressBar{w: w, label: label, total: total, read: read, every: 200 * time.Millisecond,
+func newProgressBar(w io.Writer, label string, total int64, read func() int64) *ProgressBar {
+	return &ProgressBar{w: w, label: label, total: total, read: read, every: 200 * time.Millisecond,
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Start draws the bar until Stop.
-func (p *progressBar) Start() {
+func (p *ProgressBar) Start() {
 	p.start = time.Now()
 	p.samples = []progressSample{{at: 0, done: 0}}
 	go func() {
@@ -116,7 +116,7 @@ func (p *progressBar) Start() {
 }
 
 // Stop erases the bar, leaving the terminal line clean for the summary.
-func (p *progressBar) Stop() {
+func (p *ProgressBar) Stop() {
 	if p == nil {
 		return
 	}
@@ -129,7 +129,7 @@ func (p *progressBar) Stop() {
 	})
 }
 
-func (p *progressBar) draw(now time.Time) {
+func (p *ProgressBar) draw(now time.Time) {
 	done, elapsed := p.read(), now.Sub(p.start)
 	rate, status := p.recentRate(done, elapsed), ""
 	if p.status != nil {
@@ -150,18 +150,18 @@ func (p *progressBar) draw(now time.Time) {
 
 // render formats one state of the bar: done, the recent rate (per second)
 // and what holds the run up, if anything; pure, for tests.
-func (p *progressBar) render(done int64, rate float64, status string) string {
+func (p *ProgressBar) render(done int64, rate float64, status string) string {
 	var b strings.Builder
 	b.WriteString(p.label)
 	b.WriteByte(' ')
 	if p.total > 0 {
 		frac := min(float64(done)/float64(p.total), 1)
 		b.WriteString("[" + barView.ViewAs(frac) + "] ")
-		fmt.Fprintf(&b, "%s/%s %3.0f%%", humanCount(done), humanCount(p.total), frac*100)
+		fmt.Fprintf(&b, "%s/%s %3.0f%%", HumanCount(done), HumanCount(p.total), frac*100)
 	} else {
-		b.WriteString(humanCount(done))
+		b.WriteString(HumanCount(done))
 	}
-	fmt.Fprintf(&b, "  %s/s", humanCount(int64(rate)))
+	fmt.Fprintf(&b, "  %s/s", HumanCount(int64(rate)))
 	if p.total > 0 {
 		eta := "--:--"
 		if rate > 0 && done <= p.total {
@@ -177,13 +177,13 @@ func (p *progressBar) render(done int64, rate float64, status string) string {
 
 // renderLine is one progress line for a log: label, done/total and percent,
 // recent rate, elapsed and ETA, and what holds the run up, without a bar.
-func (p *progressBar) renderLine(done int64, elapsed time.Duration, rate float64, status string) string {
+func (p *ProgressBar) renderLine(done int64, elapsed time.Duration, rate float64, status string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: progress %s", p.label, humanCount(done))
+	fmt.Fprintf(&b, "%s: progress %s", p.label, HumanCount(done))
 	if p.total > 0 {
-		fmt.Fprintf(&b, "/%s (%.0f%%)", humanCount(p.total), min(float64(done)/float64(p.total), 1)*100)
+		fmt.Fprintf(&b, "/%s (%.0f%%)", HumanCount(p.total), min(float64(done)/float64(p.total), 1)*100)
 	}
-	fmt.Fprintf(&b, ", %s/s, elapsed %s", humanCount(int64(rate)), formatClock(elapsed))
+	fmt.Fprintf(&b, ", %s/s, elapsed %s", HumanCount(int64(rate)), formatClock(elapsed))
 	if p.total > 0 && rate > 0 && done <= p.total {
 		fmt.Fprintf(&b, ", ETA %s", formatClock(time.Duration(float64(p.total-done)/rate*float64(time.Second))))
 	}
@@ -193,8 +193,8 @@ func (p *progressBar) renderLine(done int64, elapsed time.Duration, rate float64
 	return b.String()
 }
 
-// humanCount writes n with thousands separators: 1,234,567.
-func humanCount(n int64) string {
+// HumanCount writes n with thousands separators: 1,234,567.
+func HumanCount(n int64) string {
 	s := fmt.Sprint(n)
 	if n < 0 {
 		return s
@@ -218,10 +218,10 @@ func formatClock(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", m, s)
 }
 
-// countOf is n and its noun, singular for one: "1 operation", "1,204 operations".
-func countOf(n int64, noun string) string {
+// CountOf is n and its noun, singular for one: "1 operation", "1,204 operations".
+func CountOf(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return humanCount(n) + " " + noun + "s"
+	return HumanCount(n) + " " + noun + "s"
 }

@@ -92,7 +92,7 @@ stored payload and response (-o json: stored_side "provider").
 Exit code 7 when there is no such record.`,
 		Example: `  idemctl quarantine show 42
   idemctl quarantine show 42 -o json | jq '.diff[] | [.path, .stored, .incoming]'`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseRecordID(args)
 			if err != nil {
@@ -119,7 +119,7 @@ func quarantineShowRun(ctx context.Context, opts *QuarantineShowOptions) error {
 		return quarantineErr(err, ExitFailure)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rec)
+		return PrintJSONLine(opts.IO.Out, rec)
 	}
 	return printQuarantineRecord(opts.IO, rec)
 }
@@ -144,14 +144,14 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 		{"operation_id", rec.OperationID},
 		{"class", class},
 		{"status", status},
-		{"seen", fmt.Sprintf("%d time(s), first %s, last %s", rec.Occurrences, formatStamp(rec.FirstSeen), formatStamp(rec.LastSeen))},
+		{"seen", fmt.Sprintf("%d time(s), first %s, last %s", rec.Occurrences, FormatStamp(rec.FirstSeen), FormatStamp(rec.LastSeen))},
 		{"detected by", detected},
 		{"stored hash", rec.StoredHash},
 		{"incoming hash", rec.IncomingHash},
 		{"stored payload", string(rec.StoredPayload)},
 		{"incoming payload", string(rec.IncomingPayload)},
-		{"saved response", orDash(string(rec.StoredResponse))},
-		{"incoming transport", orDash(string(rec.IncomingTransport))},
+		{"saved response", OrDash(string(rec.StoredResponse))},
+		{"incoming transport", OrDash(string(rec.IncomingTransport))},
 	}
 	switch rec.StoredSide {
 	case quarantine.StoredProvider:
@@ -165,13 +165,13 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 	}
 	if d := rec.Decision; d != nil {
 		rows = append(rows,
-			[]string{"decided", fmt.Sprintf("%s by %s at %s (operator %s), audit row %d", rec.Status, audit.Who(d.Person, d.DBUser), formatStamp(d.At), d.By, d.AuditID)},
+			[]string{"decided", fmt.Sprintf("%s by %s at %s (operator %s), audit row %d", rec.Status, audit.Who(d.Person, d.DBUser), FormatStamp(d.At), d.By, d.AuditID)},
 			[]string{"reason", d.Reason})
 		if d.NewOperationID != "" {
 			rows = append(rows, []string{"new operation", fmt.Sprintf("%s (%s)", d.NewOperationID, d.NewOutcome)})
 		}
 	}
-	if err := printTable(io.Out, []string{"field", "value"}, rows); err != nil {
+	if err := PrintTable(io.Out, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
 	if len(rec.Diff) == 0 {
@@ -185,7 +185,7 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 		if path == "" {
 			path = "(whole payload)"
 		}
-		stored, incoming := clipText(string(c.Stored), 60), clipText(string(c.Incoming), 60)
+		stored, incoming := ClipText(string(c.Stored), 60), ClipText(string(c.Incoming), 60)
 		switch c.Kind {
 		case "added":
 			stored = "(absent)"
@@ -194,7 +194,7 @@ func printQuarantineRecord(io *IOStreams, rec quarantine.Record) error {
 		}
 		diff = append(diff, []string{c.Kind, path, stored, incoming})
 	}
-	return printTable(io.Out, []string{"change", "path", "stored", "incoming"}, diff)
+	return PrintTable(io.Out, []string{"change", "path", "stored", "incoming"}, diff)
 }
 
 // QuarantineAcceptOptions are the flags of `idemctl quarantine accept-as-new`.
@@ -256,17 +256,17 @@ record not open, a bad new id, over --max).`,
   idemctl quarantine accept-as-new 42 --new-operation-id charge-42-corrected --reason "corrected amount" --yes -o json
   idemctl quarantine accept-as-new --group g-1a2b3c4d5e6f --rule '{operation_id}-rev2' --max 500 \
       --reason "settlement revisions, BET-99" --dry-run`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if bulk, err := bulkAccept.build(f, args); bulk || err != nil {
 				if err != nil {
 					return err
 				}
 				if opts.NewOperationID != "" {
-					return usageErr("--new-operation-id names one record's new operation: a bulk accept uses --rule")
+					return UsageErr("--new-operation-id names one record's new operation: a bulk accept uses --rule")
 				}
 				if strings.TrimSpace(opts.Reason) == "" {
-					return usageErr("--reason is required: say why, for the record")
+					return UsageErr("--reason is required: say why, for the record")
 				}
 				opts.Bulk, opts.Operator, opts.JSON = &bulkAccept.opts, f.Operator(), f.JSON()
 				if runF != nil {
@@ -279,15 +279,15 @@ record not open, a bad new id, over --max).`,
 				return err
 			}
 			if opts.NewOperationID == "" {
-				return usageErr("--new-operation-id is required: the identity the payload runs under")
+				return UsageErr("--new-operation-id is required: the identity the payload runs under")
 			}
 			if err := (idem.Identity{TenantID: "t", OperationID: opts.NewOperationID}).Validate(); err != nil {
-				return usageErr("--new-operation-id: %s", strings.TrimPrefix(err.Error(), "invalid identity: "))
+				return UsageErr("--new-operation-id: %s", strings.TrimPrefix(err.Error(), "invalid identity: "))
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
-				return usageErr("--reason is required: say why, for the record")
+				return UsageErr("--reason is required: say why, for the record")
 			}
-			if err := needYes(f.IO, opts.Yes, "accept-as-new runs the payload as a new operation"); err != nil {
+			if err := NeedYes(f.IO, opts.Yes, "accept-as-new runs the payload as a new operation"); err != nil {
 				return err
 			}
 			opts.ID, opts.Operator = id, f.Operator()
@@ -324,7 +324,7 @@ func quarantineAcceptRun(ctx context.Context, opts *QuarantineAcceptOptions) err
 		return quarantineErr(err, ExitInvalid)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, map[string]any{
+		return PrintJSONLine(opts.IO.Out, map[string]any{
 			"id": acc.Record.ID, "tenant": acc.Record.Tenant, "operation_id": acc.Record.OperationID,
 			"status": acc.Record.Status, "new_operation_id": opts.NewOperationID,
 			"outcome": acc.Outcome, "response": acc.Response, "decision": acc.Record.Decision,
@@ -351,7 +351,7 @@ func acceptMoneyPlanRun(ctx context.Context, opts *QuarantineAcceptOptions, pool
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, review)
+		return PrintJSONLine(opts.IO.Out, review)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Record %d is of a money class: running it again needs a second person.\n"+
 		"Planned as accept-as-new plan %d, nothing ran. Another person approves it: idemctl quarantine bulk approve %d\n"+
@@ -392,7 +392,7 @@ The bundle goes to stdout, indented (one line with -o json), or to --file,
 which must not exist yet. Exit code 7, with nothing written, for an unknown id.`,
 		Example: `  idemctl quarantine export 42 --file quarantine-42.json
   idemctl quarantine export 42 | jq .verified`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseRecordID(args)
 			if err != nil {
@@ -420,7 +420,7 @@ func quarantineExportRun(ctx context.Context, opts *QuarantineExportOptions) err
 	var file *os.File
 	if opts.File != "" {
 		if file, err = os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-			return withCode(ExitInvalid, fmt.Errorf("export: %w", err))
+			return WithCode(ExitInvalid, fmt.Errorf("export: %w", err))
 		}
 		defer file.Close()
 	}
@@ -467,20 +467,20 @@ func quarantineExportRun(ctx context.Context, opts *QuarantineExportOptions) err
 func quarantineErr(err error, notFound int) error {
 	switch {
 	case errors.Is(err, quarantine.ErrNotFound):
-		return withCode(notFound, err)
+		return WithCode(notFound, err)
 	case errors.Is(err, idem.ErrOutcomeUnknown):
-		return withCode(ExitFailure, err)
+		return WithCode(ExitFailure, err)
 	case errors.Is(err, quarantine.ErrInvalidFilter):
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	case errors.Is(err, quarantine.ErrAlreadyDecided), errors.Is(err, quarantine.ErrDecisionInput),
 		errors.Is(err, quarantine.ErrInvalidNewOperation), errors.Is(err, quarantine.ErrNewOperationConflict),
 		errors.Is(err, quarantine.ErrCannotExecute), errors.Is(err, quarantine.ErrEvidenceImmutable):
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	var effect interface{ SQLState() string }
 	if errors.As(err, &effect) {
 		// The effect or the database refused the operation: nothing written.
-		return withCode(ExitInvalid, err)
+		return WithCode(ExitInvalid, err)
 	}
 	return err
 }
@@ -488,17 +488,17 @@ func quarantineErr(err error, notFound int) error {
 // parseRecordID reads the ID argument ("42" or "#42").
 func parseRecordID(args []string) (int64, error) {
 	if len(args) != 1 {
-		return 0, usageErr("a quarantine record ID is required (idemctl quarantine list shows them)")
+		return 0, UsageErr("a quarantine record ID is required (idemctl quarantine list shows them)")
 	}
 	id, err := strconv.ParseInt(strings.TrimPrefix(args[0], "#"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageErr("invalid quarantine record ID %q: want a positive number", args[0])
+		return 0, UsageErr("invalid quarantine record ID %q: want a positive number", args[0])
 	}
 	return id, nil
 }
 
-// parseSinceFlag reads a time (RFC 3339, or a date) or a duration back from now.
-func parseSinceFlag(s string, now time.Time) (time.Time, error) {
+// ParseSinceFlag reads a time (RFC 3339, or a date) or a duration back from now.
+func ParseSinceFlag(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
 			return time.Time{}, fmt.Errorf("duration %q must be positive", s)
@@ -513,13 +513,13 @@ func parseSinceFlag(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither a time (2026-11-30, 2026-11-30T08:00:00Z) nor a duration (24h)", s)
 }
 
-// formatStamp renders a database time for a table, in UTC.
-func formatStamp(t time.Time) string {
+// FormatStamp renders a database time for a table, in UTC.
+func FormatStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05.000Z")
 }
 
-// clipText shortens a value for a table cell; -o json has it whole.
-func clipText(s string, max int) string {
+// ClipText shortens a value for a table cell; -o json has it whole.
+func ClipText(s string, max int) string {
 	r := []rune(s)
 	if len(r) <= max {
 		return s
@@ -540,7 +540,7 @@ func confirmDecision(ctx context.Context, io *IOStreams, db idem.DBTX, id int64,
 	if err := decidedAlready(rec); err != nil {
 		return err
 	}
-	if err := confirm(io, false, question(rec), "nothing done"); err != nil {
+	if err := Confirm(io, false, question(rec), "nothing done"); err != nil {
 		return err
 	}
 	return nil
@@ -552,6 +552,6 @@ func decidedAlready(rec quarantine.Record) error {
 	if rec.Status == quarantine.StatusOpen {
 		return nil
 	}
-	return withCode(ExitInvalid, fmt.Errorf("record %d (%s/%s) is already %s: %w", rec.ID, rec.Tenant, rec.OperationID,
+	return WithCode(ExitInvalid, fmt.Errorf("record %d (%s/%s) is already %s: %w", rec.ID, rec.Tenant, rec.OperationID,
 		rec.Status, quarantine.ErrAlreadyDecided))
 }

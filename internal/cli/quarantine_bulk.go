@@ -51,19 +51,19 @@ func (a *acceptPlanFlags) build(f *Factory, args []string) (bool, error) {
 	}
 	switch {
 	case len(args) == 1 && !stdin:
-		return true, usageErr("a record ID excludes --group, filters, --rule and --max: accept one record with --new-operation-id")
+		return true, UsageErr("a record ID excludes --group, filters, --rule and --max: accept one record with --new-operation-id")
 	case stdin && (filter.Narrowed() || a.opts.Group != ""):
-		return true, usageErr("ids on stdin (-) exclude --group and filters: give one or the other")
+		return true, UsageErr("ids on stdin (-) exclude --group and filters: give one or the other")
 	case !stdin && !filter.Narrowed() && a.opts.Group == "":
-		return true, usageErr("name what to accept: a record ID, - for ids on stdin, --group ID, or filters (see --help)")
+		return true, UsageErr("name what to accept: a record ID, - for ids on stdin, --group ID, or filters (see --help)")
 	case a.opts.Group != "" && !quarantine.ValidGroupID(a.opts.Group):
-		return true, usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", a.opts.Group)
+		return true, UsageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", a.opts.Group)
 	}
 	if err := quarantine.CheckRule(a.opts.Rule); err != nil {
-		return true, usageErr("--rule: %s", strings.TrimPrefix(err.Error(), quarantine.ErrBadPlan.Error()+": "))
+		return true, UsageErr("--rule: %s", strings.TrimPrefix(err.Error(), quarantine.ErrBadPlan.Error()+": "))
 	}
 	if a.opts.Max < 1 || a.opts.Max > quarantine.MaxAccept {
-		return true, usageErr("--max is required for a bulk accept-as-new: the most records it may run (1-%d)", quarantine.MaxAccept)
+		return true, UsageErr("--max is required for a bulk accept-as-new: the most records it may run (1-%d)", quarantine.MaxAccept)
 	}
 	if stdin {
 		if a.opts.Selection.IDs, err = readRecordIDs(f.IO.In); err != nil {
@@ -105,13 +105,13 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, ")")
 	if preview.Open > int64(b.Max) {
-		return withCode(ExitInvalid, fmt.Errorf("%s records match, over --max %d: narrow the selection or raise --max; nothing was planned",
-			humanCount(preview.Open), b.Max))
+		return WithCode(ExitInvalid, fmt.Errorf("%s records match, over --max %d: narrow the selection or raise --max; nothing was planned",
+			HumanCount(preview.Open), b.Max))
 	}
 	if b.DryRun {
 		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true})
+			return PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true})
 		}
 		return nil
 	}
@@ -124,7 +124,7 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, review)
+		return PrintJSONLine(opts.IO.Out, review)
 	}
 	fmt.Fprintf(opts.IO.Out, "It will apply: %s\n", willApply(review))
 	for _, p := range review.MoneyProblems {
@@ -140,12 +140,12 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 // are ExitInvalid.
 func bulkPlanErr(err error) error {
 	if errors.Is(err, quarantine.ErrPlanNotFound) {
-		return withCode(ExitNotFound, err)
+		return WithCode(ExitNotFound, err)
 	}
 	for _, s := range []error{quarantine.ErrPlanState, quarantine.ErrSamePerson,
 		quarantine.ErrBadPlan, quarantine.ErrNoPerson, quarantine.ErrNothingToDecide} {
 		if errors.Is(err, s) {
-			return withCode(ExitInvalid, err)
+			return WithCode(ExitInvalid, err)
 		}
 	}
 	return quarantineErr(err, ExitInvalid)
@@ -203,23 +203,23 @@ func NewCmdQuarantineBulkAction(f *Factory, action string, runF func(*Quarantine
 		Short:   short,
 		Long:    short + ".\n\n" + strings.TrimSuffix(bulkActionHelp[action], "\n\n"),
 		Example: "  idemctl quarantine bulk " + action + " 3",
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("a plan id is required (idemctl quarantine accept-as-new --rule ... prints it)")
+				return UsageErr("a plan id is required (idemctl quarantine accept-as-new --rule ... prints it)")
 			}
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || id <= 0 {
-				return usageErr("invalid plan id %q: want a positive number", args[0])
+				return UsageErr("invalid plan id %q: want a positive number", args[0])
 			}
 			if action == "abort" && strings.TrimSpace(opts.Reason) == "" {
-				return usageErr("--reason is required: say why, for the record")
+				return UsageErr("--reason is required: say why, for the record")
 			}
 			if action == "run" && (opts.Batch < 1 || opts.Batch > quarantine.MaxBatch) {
-				return usageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
+				return UsageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
 			}
 			if action == "run" || action == "approve" {
-				if err := needYes(f.IO, opts.Yes, action+" lets the payloads run as new operations"); err != nil {
+				if err := NeedYes(f.IO, opts.Yes, action+" lets the payloads run as new operations"); err != nil {
 					return err
 				}
 			}
@@ -255,10 +255,10 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 			if err != nil {
 				return bulkPlanErr(err)
 			}
-			if err := printAcceptReview(opts.IO.ErrOut, shown, promptRecords); err != nil {
+			if err := printAcceptReview(opts.IO.ErrOut, shown, PromptRecords); err != nil {
 				return err
 			}
-			if err := confirm(opts.IO, false, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)%s?",
+			if err := Confirm(opts.IO, false, fmt.Sprintf("Approve plan %d: %d record(s) to run as new operations (%s)%s?",
 				shown.ID, len(shown.IDs), shown.Rule, applyingClause(shown)), "nothing done"); err != nil {
 				return err
 			}
@@ -279,7 +279,7 @@ func quarantineBulkRun(ctx context.Context, opts *QuarantineBulkOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, review)
+		return PrintJSONLine(opts.IO.Out, review)
 	}
 	records := 0 // approve and abort: the plan and its totals; show: every record
 	if opts.Action == "show" {
@@ -294,9 +294,9 @@ var bulkActionHelp = map[string]string{
 	"run":     "On a terminal it asks first; --yes skips the question and is required\nwithout one.\n\n",
 }
 
-// promptRecords is how many records an approval prompt lists before it
+// PromptRecords is how many records an approval prompt lists before it
 // says how many more there are and where to see them all.
-const promptRecords = 200
+const PromptRecords = 200
 
 // printAcceptReview prints an accept-as-new plan as a table: its state,
 // rule, persons, and what its run applies (the totals per currency of its
@@ -309,7 +309,7 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 		{"plan", strconv.FormatInt(plan.ID, 10)}, {"state", plan.State}, {"rule", plan.Rule},
 		{"records", fmt.Sprintf("%d (cap %d), ids %s", len(plan.IDs), plan.Max, idList(plan.IDs, 20))},
 		{"reason", plan.Reason},
-		{"planned", fmt.Sprintf("by %s at %s", audit.Who(plan.PlannedPerson, plan.PlannedDBUser), formatStamp(plan.PlannedAt))},
+		{"planned", fmt.Sprintf("by %s at %s", audit.Who(plan.PlannedPerson, plan.PlannedDBUser), FormatStamp(plan.PlannedAt))},
 		{"approved", approvedWhen(plan)},
 		{"progress", fmt.Sprintf("%d accepted, %d skipped, through id %d", plan.Accepted, plan.Skipped, plan.DoneThrough)},
 	}
@@ -320,7 +320,7 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
 	}
-	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
+	if err := PrintTable(w, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
 	if records == 0 || len(r.Records) == 0 {
@@ -335,7 +335,7 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 	for _, it := range shown {
 		table = append(table, []string{strconv.FormatInt(it.ID, 10), it.Tenant, it.OperationID, it.NewOperationID, it.Summary(60)})
 	}
-	if err := printTable(w, []string{"record", "tenant", "operation", "runs as", "changed"}, table); err != nil {
+	if err := PrintTable(w, []string{"record", "tenant", "operation", "runs as", "changed"}, table); err != nil {
 		return err
 	}
 	if len(shown) < len(r.Records) {
@@ -385,7 +385,7 @@ func approvedWhen(plan quarantine.AcceptPlan) string {
 	if plan.ApprovedAt == nil {
 		return "-"
 	}
-	return fmt.Sprintf("by %s at %s", audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser), formatStamp(*plan.ApprovedAt))
+	return fmt.Sprintf("by %s at %s", audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser), FormatStamp(*plan.ApprovedAt))
 }
 
 func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) error {
@@ -398,28 +398,28 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 		return bulkPlanErr(err)
 	}
 	plan := review.AcceptPlan
-	if err := confirm(opts.IO, opts.Yes, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
+	if err := Confirm(opts.IO, opts.Yes, fmt.Sprintf("Run %d record(s) of plan %d as new operations (%s)%s, approved by %s?",
 		len(plan.IDs), plan.ID, plan.Rule, applyingClause(review), audit.Who(plan.ApprovedPerson, plan.ApprovedDBUser)), "nothing done"); err != nil {
 		return err
 	}
 	res, err := quarantine.RunAccept(ctx, pool, opts.ID, opts.Operator, opts.Batch, func(r quarantine.BulkResult) {
 		fmt.Fprintf(opts.IO.ErrOut, "accepted %s of %s (%s skipped, %d batch(es))\n",
-			humanCount(r.Decided), humanCount(int64(len(plan.IDs)-plan.Accepted-plan.Skipped)), humanCount(r.Skipped), r.Batches)
+			HumanCount(r.Decided), HumanCount(int64(len(plan.IDs)-plan.Accepted-plan.Skipped)), HumanCount(r.Skipped), r.Batches)
 	})
 	if opts.JSON {
-		if jerr := printJSONLine(opts.IO.Out, res); jerr != nil && err == nil {
+		if jerr := PrintJSONLine(opts.IO.Out, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
 		fmt.Fprintf(opts.IO.Out, "Plan %d: %s record(s) ran as new operations (%s already decided, skipped); audit rows %d-%d.\n",
-			opts.ID, humanCount(res.Decided), humanCount(res.Skipped), res.FirstAudit, res.LastAudit)
+			opts.ID, HumanCount(res.Decided), HumanCount(res.Skipped), res.FirstAudit, res.LastAudit)
 	}
 	if err != nil {
 		return bulkPlanErr(err)
 	}
 	if res.Interrupted {
-		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s, all committed; resume: idemctl quarantine bulk run %d\n", humanCount(res.Decided), opts.ID)
-		return silentExit{ExitFailure}
+		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s, all committed; resume: idemctl quarantine bulk run %d\n", HumanCount(res.Decided), opts.ID)
+		return SilentExit{ExitFailure}
 	}
 	return nil
 }

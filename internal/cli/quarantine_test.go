@@ -37,7 +37,7 @@ func execSub(t *testing.T, cmd *cobra.Command, args ...string) int {
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	if err := cmd.Execute(); err != nil {
-		return codeOf(err)
+		return CodeOf(err)
 	}
 	return ExitOK
 }

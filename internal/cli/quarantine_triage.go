@@ -41,17 +41,17 @@ func (ff *quarantineFilterFlags) build(now time.Time) (quarantine.Filter, error)
 	f := ff.filter
 	var err error
 	if ff.since != "" {
-		if f.Since, err = parseSinceFlag(ff.since, now); err != nil {
-			return f, usageErr("--since: %v", err)
+		if f.Since, err = ParseSinceFlag(ff.since, now); err != nil {
+			return f, UsageErr("--since: %v", err)
 		}
 	}
 	if ff.until != "" {
-		if f.Until, err = parseSinceFlag(ff.until, now); err != nil {
-			return f, usageErr("--until: %v", err)
+		if f.Until, err = ParseSinceFlag(ff.until, now); err != nil {
+			return f, UsageErr("--until: %v", err)
 		}
 	}
 	if err := f.Validate(); err != nil {
-		return f, withCode(ExitUsage, err)
+		return f, WithCode(ExitUsage, err)
 	}
 	return f, nil
 }
@@ -106,7 +106,7 @@ Exit code 2 for a bad filter or cursor.`,
   idemctl quarantine list --source mobile --count
   idemctl quarantine list --group g-1a2b3c4d5e6f
   idemctl quarantine list --after 1764489600123456:42`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := ff.build(f.Now())
 			if err != nil {
@@ -114,21 +114,21 @@ Exit code 2 for a bad filter or cursor.`,
 			}
 			st, err := quarantine.ParseStatus(status)
 			if err != nil {
-				return usageErr("--status %q: use open, rejected, accepted or all", status)
+				return UsageErr("--status %q: use open, rejected, accepted or all", status)
 			}
 			filter.Status, filter.Limit = st, opts.Filter.Limit
 			if filter.Limit < 1 || filter.Limit > quarantine.MaxLimit {
-				return usageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
+				return UsageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
 			}
 			if after != "" {
 				c, err := quarantine.ParseCursor(after)
 				if err != nil {
-					return withCode(ExitUsage, err)
+					return WithCode(ExitUsage, err)
 				}
 				filter.After = &c
 			}
 			if opts.Group != "" && !quarantine.ValidGroupID(opts.Group) {
-				return usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
+				return UsageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
 			}
 			opts.Filter = filter
 			opts.JSON = f.JSON()
@@ -168,7 +168,7 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	}
 	if opts.Count {
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, totals)
+			return PrintJSONLine(opts.IO.Out, totals)
 		}
 		_, err := fmt.Fprintln(opts.IO.Out, describeTotals(totals, opts.Filter.Status, opts.f.Now()))
 		return err
@@ -180,12 +180,12 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	fmt.Fprintln(opts.IO.ErrOut, describeTotals(totals, opts.Filter.Status, opts.f.Now()))
 	if opts.JSON {
 		for _, s := range page.Items {
-			if err := printJSONLine(opts.IO.Out, s); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, s); err != nil {
 				return err
 			}
 		}
 	} else if len(page.Items) > 0 {
-		if err := printTable(opts.IO.Out, quarantineHeader,
+		if err := PrintTable(opts.IO.Out, quarantineHeader,
 			quarantineRows(page.Items)); err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func quarantineRows(items []quarantine.Summary) [][]string {
 		rows = append(rows, []string{
 			strconv.FormatInt(s.ID, 10), s.Tenant, s.OperationID, class, status,
 			strconv.FormatInt(s.Occurrences, 10), strconv.Itoa(s.Changes),
-			formatStamp(s.FirstSeen), formatStamp(s.LastSeen), audit.Who(s.DecidedPerson, s.DecidedDBUser),
+			FormatStamp(s.FirstSeen), FormatStamp(s.LastSeen), audit.Who(s.DecidedPerson, s.DecidedDBUser),
 		})
 	}
 	return rows
@@ -231,13 +231,13 @@ func describeTotals(t quarantine.Totals, status quarantine.Status, now time.Time
 	if status == quarantine.StatusAll {
 		what = ""
 	}
-	n := humanCount(t.Matching)
+	n := HumanCount(t.Matching)
 	if t.AtLeast {
 		n = "at least " + n
 	}
 	s := fmt.Sprintf("%s %squarantine record(s) match", n, what)
 	if t.OldestOpen != nil {
-		s += fmt.Sprintf("; oldest open first seen %s ago (%s)", formatElapsed(now.Sub(*t.OldestOpen)), formatStamp(*t.OldestOpen))
+		s += fmt.Sprintf("; oldest open first seen %s ago (%s)", formatElapsed(now.Sub(*t.OldestOpen)), FormatStamp(*t.OldestOpen))
 	}
 	return s
 }
@@ -291,7 +291,7 @@ Nothing is written. Exit code 2 for a bad filter.`,
   idemctl quarantine groups --by tenant,source --since 6h
   idemctl quarantine groups --class payments.charge -o json | jq '{id, count, fields}'
   idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881" --dry-run`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := ff.build(f.Now())
 			if err != nil {
@@ -305,11 +305,11 @@ Nothing is written. Exit code 2 for a bad filter.`,
 				case "source":
 					opts.Groups.By.Source = true
 				default:
-					return usageErr("--by %q: use tenant, source or tenant,source", b)
+					return UsageErr("--by %q: use tenant, source or tenant,source", b)
 				}
 			}
 			if opts.Groups.Limit < 1 || opts.Groups.Limit > quarantine.MaxLimit {
-				return usageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
+				return UsageErr("--limit must be between 1 and %d", quarantine.MaxLimit)
 			}
 			opts.JSON = f.JSON()
 			if runF != nil {
@@ -335,7 +335,7 @@ func quarantineGroupsRun(ctx context.Context, opts *QuarantineGroupsOptions) err
 	}
 	if opts.JSON {
 		for _, g := range groups {
-			if err := printJSONLine(opts.IO.Out, g); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, g); err != nil {
 				return err
 			}
 		}
@@ -355,18 +355,18 @@ func quarantineGroupsRun(ctx context.Context, opts *QuarantineGroupsOptions) err
 	header = append(header, "first seen", "last seen", "example")
 	rows := make([][]string, 0, len(groups))
 	for _, g := range groups {
-		row := []string{g.ID, humanCount(g.Count), groupClass(g.GroupKey), g.Changed()}
+		row := []string{g.ID, HumanCount(g.Count), groupClass(g.GroupKey), g.Changed()}
 		if g.Tenant != nil {
 			row = append(row, *g.Tenant)
 		}
 		if g.Source != nil {
-			row = append(row, orDash(*g.Source))
+			row = append(row, OrDash(*g.Source))
 		}
-		row = append(row, formatStamp(g.FirstSeen), formatStamp(g.LastSeen),
+		row = append(row, FormatStamp(g.FirstSeen), FormatStamp(g.LastSeen),
 			fmt.Sprintf("#%d %s/%s", g.Example.ID, g.Example.Tenant, g.Example.OperationID))
 		rows = append(rows, row)
 	}
-	if err := printTable(opts.IO.Out, header, rows); err != nil {
+	if err := PrintTable(opts.IO.Out, header, rows); err != nil {
 		return err
 	}
 	if len(groups) == opts.Groups.Limit {
@@ -442,24 +442,24 @@ run carries its label (details.bulk_run).
   idemctl quarantine reject --token pv-3f9c1e2a7b4d4c0e9a8f6b5d4c3b2a19 --reason "mobile 4.2 amount bug, INC-881" --yes
   idemctl quarantine reject --changed /amount --class payments.charge --since 2h --reason "INC-881"
   idemctl quarantine list --op-prefix s-06 -o json | idemctl quarantine reject - --reason "INC-881"`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			filter, err := ff.build(f.Now())
 			if err != nil {
 				return err
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
-				return usageErr("--reason is required: say why, for the record")
+				return UsageErr("--reason is required: say why, for the record")
 			}
 			if opts.Batch < 1 || opts.Batch > quarantine.MaxBatch {
-				return usageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
+				return UsageErr("--batch must be between 1 and %d", quarantine.MaxBatch)
 			}
 			bulk := filter.Narrowed() || opts.Group != ""
 			if opts.Token != "" {
 				if bulk || len(args) > 0 {
-					return usageErr("--token decides the set its preview stored: give no record ID, -, --group or filters with it")
+					return UsageErr("--token decides the set its preview stored: give no record ID, -, --group or filters with it")
 				}
-				if err := needYes(f.IO, opts.Yes, "reject is final"); err != nil {
+				if err := NeedYes(f.IO, opts.Yes, "reject is final"); err != nil {
 					return err
 				}
 				opts.Operator, opts.JSON = f.Operator(), f.JSON()
@@ -471,7 +471,7 @@ run carries its label (details.bulk_run).
 			switch {
 			case len(args) == 1 && args[0] == "-":
 				if bulk {
-					return usageErr("ids on stdin (-) exclude --group and filters: give one or the other")
+					return UsageErr("ids on stdin (-) exclude --group and filters: give one or the other")
 				}
 				ids, err := readRecordIDs(f.IO.In)
 				if err != nil {
@@ -480,24 +480,24 @@ run carries its label (details.bulk_run).
 				opts.Selection.IDs = ids
 			case len(args) == 1:
 				if bulk {
-					return usageErr("a record ID excludes --group and filters: give one or the other")
+					return UsageErr("a record ID excludes --group and filters: give one or the other")
 				}
 				if opts.ID, err = parseRecordID(args); err != nil {
 					return err
 				}
 			case !bulk:
-				return usageErr("name what to reject: a record ID, - for ids on stdin, --group ID, or filters (see --help)")
+				return UsageErr("name what to reject: a record ID, - for ids on stdin, --group ID, or filters (see --help)")
 			default:
 				opts.Selection.Filter = filter
 			}
 			if opts.Group != "" && !quarantine.ValidGroupID(opts.Group) {
-				return usageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
+				return UsageErr("--group %q: use an id printed by idemctl quarantine groups (g-1a2b3c4d5e6f)", opts.Group)
 			}
 			if opts.ID == 0 && opts.Yes {
-				return usageErr("--yes without --token decides nothing: a bulk reject previews first, then runs with the --token it prints")
+				return UsageErr("--yes without --token decides nothing: a bulk reject previews first, then runs with the --token it prints")
 			}
 			if opts.ID != 0 && !opts.DryRun {
-				if err := needYes(f.IO, opts.Yes, "reject is final (or preview it with --dry-run)"); err != nil {
+				if err := NeedYes(f.IO, opts.Yes, "reject is final (or preview it with --dry-run)"); err != nil {
 					return err
 				}
 			}
@@ -533,7 +533,7 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "dry run: would reject record %d (%s/%s, %s): nothing decided\n", rec.ID, rec.Tenant, rec.OperationID, rec.Status)
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, map[string]any{"dry_run": true, "record": rec})
+			return PrintJSONLine(opts.IO.Out, map[string]any{"dry_run": true, "record": rec})
 		}
 		return nil
 	}
@@ -547,7 +547,7 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		}
 		question := fmt.Sprintf("Reject record %d (%s/%s, class %s, %d change(s)) for ever?",
 			rec.ID, rec.Tenant, rec.OperationID, rec.IncomingClass, len(rec.Diff))
-		if err := confirm(opts.IO, false, question, "nothing done"); err != nil {
+		if err := Confirm(opts.IO, false, question, "nothing done"); err != nil {
 			return err
 		}
 	}
@@ -556,7 +556,7 @@ func quarantineRejectRun(ctx context.Context, opts *QuarantineRejectOptions) err
 		return quarantineErr(err, ExitInvalid)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, rec)
+		return PrintJSONLine(opts.IO.Out, rec)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Quarantine record %d (%s/%s) rejected by %s: replays of that payload stay refused.\nAudit row %d.\n",
 		rec.ID, rec.Tenant, rec.OperationID, audit.Who(rec.Decision.Person, rec.Decision.DBUser), rec.Decision.AuditID)
@@ -578,7 +578,7 @@ func quarantineBulkRejectRun(ctx context.Context, opts *QuarantineRejectOptions)
 	if errors.Is(err, quarantine.ErrNothingToDecide) {
 		fmt.Fprintf(opts.IO.ErrOut, "nothing to reject: %v\n", err)
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "dry_run": opts.DryRun, "decided": 0})
+			return PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "dry_run": opts.DryRun, "decided": 0})
 		}
 		return nil
 	}
@@ -589,7 +589,7 @@ func quarantineBulkRejectRun(ctx context.Context, opts *QuarantineRejectOptions)
 	if opts.DryRun {
 		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing decided")
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "dry_run": true})
+			return PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "dry_run": true})
 		}
 		return nil
 	}
@@ -598,10 +598,10 @@ func quarantineBulkRejectRun(ctx context.Context, opts *QuarantineRejectOptions)
 		return quarantineErr(bulkPlanErr(err), ExitInvalid)
 	}
 	if opts.JSON {
-		return printJSONLine(opts.IO.Out, map[string]any{"preview": preview, "token": token, "decided": 0})
+		return PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "token": token, "decided": 0})
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "Preview token %s (yours, single use, valid for an hour). Nothing decided. To reject these %s record(s):\n"+
-		"  idemctl quarantine reject --token %s --reason %q --yes\n", token, humanCount(preview.Open), token, opts.Reason)
+		"  idemctl quarantine reject --token %s --reason %q --yes\n", token, HumanCount(preview.Open), token, opts.Reason)
 	return err
 }
 
@@ -614,7 +614,7 @@ func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions
 	}
 	taken, err := quarantine.TakePreview(ctx, pool, opts.Token, quarantine.PreviewReject)
 	if errors.Is(err, quarantine.ErrToken) {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	if err != nil {
 		return quarantineErr(bulkPlanErr(err), ExitInvalid)
@@ -623,23 +623,23 @@ func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions
 	if err != nil {
 		return quarantineErr(err, ExitInvalid)
 	}
-	if err := confirm(opts.IO, opts.Yes, fmt.Sprintf("Reject the %s record(s) of the preview with reason %q?", humanCount(int64(len(taken.IDs))), opts.Reason), "nothing done (the token is used: preview again)"); err != nil {
+	if err := Confirm(opts.IO, opts.Yes, fmt.Sprintf("Reject the %s record(s) of the preview with reason %q?", HumanCount(int64(len(taken.IDs))), opts.Reason), "nothing done (the token is used: preview again)"); err != nil {
 		return err
 	}
 	res, err := quarantine.RejectBulk(ctx, pool, quarantine.Selection{IDs: taken.IDs}, quarantine.BulkOptions{
 		Operator: opts.Operator, Reason: opts.Reason, Batch: opts.Batch,
 		Progress: func(r quarantine.BulkResult) {
 			fmt.Fprintf(opts.IO.ErrOut, "rejected %s of %s (%s left out, %d batch(es))\n",
-				humanCount(r.Decided), humanCount(int64(len(taken.IDs))), humanCount(r.Skipped), r.Batches)
+				HumanCount(r.Decided), HumanCount(int64(len(taken.IDs))), HumanCount(r.Skipped), r.Batches)
 		},
 	})
 	if opts.JSON {
-		if jerr := printJSONLine(opts.IO.Out, map[string]any{"previewed": len(taken.IDs), "joined": joined, "result": res}); jerr != nil && err == nil {
+		if jerr := PrintJSONLine(opts.IO.Out, map[string]any{"previewed": len(taken.IDs), "joined": joined, "result": res}); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
 		fmt.Fprintf(opts.IO.Out, "Rejected %s record(s) of the preview (%s decided meanwhile, left out) in %d transaction(s); run %s, audit rows %d-%d.\n",
-			humanCount(res.Decided), humanCount(res.Skipped), res.Batches, res.Run, res.FirstAudit, res.LastAudit)
+			HumanCount(res.Decided), HumanCount(res.Skipped), res.Batches, res.Run, res.FirstAudit, res.LastAudit)
 		if len(joined) > 0 {
 			what := "selection"
 			if taken.Filter.Group != nil {
@@ -649,12 +649,12 @@ func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "stopped after %s decision(s), all committed; preview again to decide what is left\n", humanCount(res.Decided))
+		fmt.Fprintf(opts.IO.ErrOut, "stopped after %s decision(s), all committed; preview again to decide what is left\n", HumanCount(res.Decided))
 		return quarantineErr(err, ExitFailure)
 	}
 	if res.Interrupted {
-		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s decision(s), all committed; preview again to decide what is left\n", humanCount(res.Decided))
-		return silentExit{ExitFailure}
+		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s decision(s), all committed; preview again to decide what is left\n", HumanCount(res.Decided))
+		return SilentExit{ExitFailure}
 	}
 	return nil
 }
@@ -679,9 +679,9 @@ func joinIDs(ids []int64, n int) string {
 // data of -o json goes to stdout).
 func printBulkPreview(io *IOStreams, p quarantine.Preview, group, verb string) {
 	w := io.ErrOut
-	fmt.Fprintf(w, "%s %s open quarantine record(s)", verb, humanCount(p.Open))
+	fmt.Fprintf(w, "%s %s open quarantine record(s)", verb, HumanCount(p.Open))
 	if p.Decided > 0 {
-		fmt.Fprintf(w, " (%s of the ids already decided: skipped)", humanCount(p.Decided))
+		fmt.Fprintf(w, " (%s of the ids already decided: skipped)", HumanCount(p.Decided))
 	}
 	fmt.Fprintln(w)
 	if group != "" {
@@ -690,8 +690,8 @@ func printBulkPreview(io *IOStreams, p quarantine.Preview, group, verb string) {
 	if p.Filter != nil {
 		fmt.Fprintf(w, "filter: %s\n", p.Filter.Describe())
 	}
-	fmt.Fprintf(w, "sample (%d of %s):\n", len(p.Sample), humanCount(p.Open))
-	_ = printTable(w, quarantineHeader,
+	fmt.Fprintf(w, "sample (%d of %s):\n", len(p.Sample), HumanCount(p.Open))
+	_ = PrintTable(w, quarantineHeader,
 		quarantineRows(p.Sample))
 }
 
@@ -719,18 +719,18 @@ func readRecordIDs(r io.Reader) ([]int64, error) {
 			id, err = strconv.ParseInt(strings.TrimPrefix(line, "#"), 10, 64)
 		}
 		if err != nil || id <= 0 {
-			return nil, usageErr("stdin line %d: %q is not a record id: want one id a line (42) or quarantine list -o json lines", n, clipText(line, 40))
+			return nil, UsageErr("stdin line %d: %q is not a record id: want one id a line (42) or quarantine list -o json lines", n, ClipText(line, 40))
 		}
 		if len(ids) == quarantine.MaxIDs {
-			return nil, usageErr("more than %d ids on stdin: split them", quarantine.MaxIDs)
+			return nil, UsageErr("more than %d ids on stdin: split them", quarantine.MaxIDs)
 		}
 		ids = append(ids, id)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, usageErr("reading ids from stdin: %v", err)
+		return nil, UsageErr("reading ids from stdin: %v", err)
 	}
 	if len(ids) == 0 {
-		return nil, usageErr("no record ids on stdin: pipe ids, one a line (idemctl quarantine list -o json | idemctl quarantine reject - ...)")
+		return nil, UsageErr("no record ids on stdin: pipe ids, one a line (idemctl quarantine list -o json | idemctl quarantine reject - ...)")
 	}
 	return ids, nil
 }

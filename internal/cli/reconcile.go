@@ -153,13 +153,13 @@ func NewCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
   idemctl reconcile --class demo.transfer --report /srv/psp/settlement.csv \
     --key tenant=merchant,operation_id=reference --compare /amount=amount_minor \
     --since yesterday --until today --save-mapping ~/.config/idemctl/reconcile/psp.json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.resolveMapping(cmd.Flags(), flags); err != nil {
 				return err
 			}
 			if opts.MaxPins < 1 || opts.BatchSize < 1 || opts.BatchSize > 100000 || opts.SortBufferMiB < 1 {
-				return usageErr("--max-pins, --batch-size (at most 100000) and --sort-buffer must be positive")
+				return UsageErr("--max-pins, --batch-size (at most 100000) and --sort-buffer must be positive")
 			}
 			opts.JSON, opts.Operator = f.JSON(), f.Operator()
 			if opts.SaveMapping != "" {
@@ -208,7 +208,7 @@ func (o *ReconcileOptions) resolveMapping(fl *pflag.FlagSet, flags reconcile.Map
 	if o.MappingFile != "" {
 		var err error
 		if m, err = reconcile.LoadMapping(o.MappingFile); err != nil {
-			return withCode(ExitUsage, err)
+			return WithCode(ExitUsage, err)
 		}
 		over := map[string]func(){
 			"class": func() { m.Class = flags.Class }, "report": func() { m.Report = flags.Report },
@@ -228,7 +228,7 @@ func (o *ReconcileOptions) resolveMapping(fl *pflag.FlagSet, flags reconcile.Map
 		}
 	}
 	if _, err := m.Check(o.f.Now()); err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	o.Mapping = m
 	return nil
@@ -237,7 +237,7 @@ func (o *ReconcileOptions) resolveMapping(fl *pflag.FlagSet, flags reconcile.Map
 // save writes the mapping file.
 func (o *ReconcileOptions) save() error {
 	if err := reconcile.SaveMapping(o.SaveMapping, o.Mapping, o.Overwrite); err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	_, err := fmt.Fprintf(o.IO.Out, "saved mapping %s\n", o.SaveMapping)
 	return err
@@ -256,10 +256,10 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	more := 0
 	emit := func(x reconcile.Finding) error {
 		if opts.JSON {
-			return printJSONLine(opts.IO.Out, x)
+			return PrintJSONLine(opts.IO.Out, x)
 		}
 		if x.Status.Discrepancy() || x.Status == reconcile.Invalid {
-			if len(shown) < maxAttentionRows {
+			if len(shown) < MaxAttentionRows {
 				shown = append(shown, x)
 			} else {
 				more++
@@ -281,13 +281,13 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 func reconcileRefused(opts *ReconcileOptions, err error) error {
 	switch {
 	case errors.Is(err, recovery.ErrNotPrimary):
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), err))
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), err))
 	case errors.Is(err, reconcile.ErrInvalidReport):
-		return withCode(ExitInvalid, fmt.Errorf("%w; nothing was written", err))
+		return WithCode(ExitInvalid, fmt.Errorf("%w; nothing was written", err))
 	case errors.Is(err, reconcile.ErrInvalidMapping), errors.Is(err, reconcile.ErrFileExists):
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
-	return withCode(ExitFailure, err)
+	return WithCode(ExitFailure, err)
 }
 
 // reconcileExit is the exit code of a run that compared: 5 invalid lines, 3
@@ -298,17 +298,17 @@ func reconcileExit(opts *ReconcileOptions, sum reconcile.Summary, err error) err
 	onlyRecord := errors.As(err, &recErr) && err == error(recErr)
 	switch {
 	case onlyRecord:
-		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recErr.Error()))
+		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+OneLine(recErr.Error()))
 	case err != nil:
-		return withCode(ExitFailure, fmt.Errorf("reconcile: %w", err))
+		return WithCode(ExitFailure, fmt.Errorf("reconcile: %w", err))
 	}
 	switch {
 	case sum.Counts[reconcile.Invalid] > 0:
-		return silentExit{ExitInvalid}
+		return SilentExit{ExitInvalid}
 	case sum.Discrepancies() > 0:
-		return silentExit{ExitConflict}
+		return SilentExit{ExitConflict}
 	case onlyRecord:
-		return silentExit{ExitFailure}
+		return SilentExit{ExitFailure}
 	}
 	return nil
 }
@@ -317,24 +317,24 @@ func reconcileExit(opts *ReconcileOptions, sum reconcile.Summary, err error) err
 func printReconcile(opts *ReconcileOptions, sum reconcile.Summary, shown []reconcile.Finding, more int) error {
 	if opts.JSON {
 		fmt.Fprintln(opts.IO.ErrOut, "reconcile: "+reconcileLine(sum))
-		return printJSONLine(opts.IO.Out, map[string]any{"summary": sum})
+		return PrintJSONLine(opts.IO.Out, map[string]any{"summary": sum})
 	}
 	w := opts.IO.Out
 	fmt.Fprintln(w, "reconcile: "+reconcileLine(sum))
-	if err := printTable(w, []string{"status", "count", "currency", "inbox amount", "report amount"}, reconcileRows(sum)); err != nil {
+	if err := PrintTable(w, []string{"status", "count", "currency", "inbox amount", "report amount"}, reconcileRows(sum)); err != nil {
 		return err
 	}
 	if len(shown) > 0 {
 		fmt.Fprintln(w, "Discrepancies and invalid lines:")
 		rows := make([][]string, 0, len(shown))
 		for _, x := range shown {
-			rows = append(rows, []string{orDash(lineNumber(x.Line)), x.Tenant, x.OperationID, string(x.Status), x.Detail()})
+			rows = append(rows, []string{OrDash(lineNumber(x.Line)), x.Tenant, x.OperationID, string(x.Status), x.Detail()})
 		}
-		if err := printTable(w, []string{"line", "tenant", "operation_id", "status", "detail"}, rows); err != nil {
+		if err := PrintTable(w, []string{"line", "tenant", "operation_id", "status", "detail"}, rows); err != nil {
 			return err
 		}
 		if more > 0 {
-			fmt.Fprintf(w, "... and %s more: use -o json for every line.\n", humanCount(int64(more)))
+			fmt.Fprintf(w, "... and %s more: use -o json for every line.\n", HumanCount(int64(more)))
 		}
 	}
 	return printReconcileActions(w, sum)
@@ -344,11 +344,11 @@ func printReconcile(opts *ReconcileOptions, sum reconcile.Summary, shown []recon
 func printReconcileActions(w io.Writer, sum reconcile.Summary) error {
 	var lines []string
 	if sum.EmitFile != "" {
-		lines = append(lines, fmt.Sprintf("Resolve batch: %s (%s): idemctl resolve --file %s --dry-run", sum.EmitFile, countOf(int64(sum.Emitted), "operation"), sum.EmitFile))
+		lines = append(lines, fmt.Sprintf("Resolve batch: %s (%s): idemctl resolve --file %s --dry-run", sum.EmitFile, CountOf(int64(sum.Emitted), "operation"), sum.EmitFile))
 	}
 	if sum.RecordFile != "" {
 		lines = append(lines, fmt.Sprintf("Record plan input: %s (%s; nothing recorded): check each line, then idemctl record plan --file %s --reason TEXT",
-			sum.RecordFile, countOf(sum.RecordLines, "operation"), sum.RecordFile))
+			sum.RecordFile, CountOf(sum.RecordLines, "operation"), sum.RecordFile))
 	}
 	if sum.Pinned > 0 || sum.AlreadyPinned > 0 {
 		lines = append(lines, fmt.Sprintf("Pinned %d discrepancies as manual corrections (%d were pinned already): idemctl corrections list", sum.Pinned, sum.AlreadyPinned))
@@ -370,19 +370,19 @@ func reconcileRows(sum reconcile.Summary) [][]string {
 		n := sum.Counts[st]
 		curs := sum.Currencies(st)
 		if len(curs) == 0 {
-			rows = append(rows, []string{string(st), humanCount(n), "", "", ""})
+			rows = append(rows, []string{string(st), HumanCount(n), "", "", ""})
 			continue
 		}
 		for i, c := range curs {
 			t := sum.Amounts[st][c]
-			first := []string{string(st), humanCount(n)}
+			first := []string{string(st), HumanCount(n)}
 			if i > 0 {
 				first = []string{"", ""}
 			}
-			rows = append(rows, append(first, orDash(c), orDash(t.Inbox), orDash(t.Report)))
+			rows = append(rows, append(first, OrDash(c), OrDash(t.Inbox), OrDash(t.Report)))
 		}
 	}
-	return append(rows, []string{"total", humanCount(sum.Total()), "", "", ""})
+	return append(rows, []string{"total", HumanCount(sum.Total()), "", "", ""})
 }
 
 // reconcileLine is the one-line summary.
@@ -399,10 +399,10 @@ func reconcileLine(sum reconcile.Summary) string {
 	var parts []string
 	for _, st := range reconcile.Statuses {
 		if n := sum.Counts[st]; n > 0 {
-			parts = append(parts, humanCount(int64(n))+" "+string(st))
+			parts = append(parts, HumanCount(int64(n))+" "+string(st))
 		}
 	}
-	line := fmt.Sprintf("%s (%s lines, sha256 %.16s…) against %s%s", sum.Report.Name, humanCount(int64(sum.Report.Lines)), sum.Report.SHA256, sum.Class, window)
+	line := fmt.Sprintf("%s (%s lines, sha256 %.16s…) against %s%s", sum.Report.Name, HumanCount(int64(sum.Report.Lines)), sum.Report.SHA256, sum.Class, window)
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}

@@ -69,7 +69,7 @@ type recordLine struct {
 func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", usageErr("--file: %v", err)
+		return nil, "", UsageErr("--file: %v", err)
 	}
 	var items []governance.EntryItem
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -80,17 +80,17 @@ func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 		}
 		var l recordLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, "", withCode(ExitInvalid, fmt.Errorf("%s line %d: %v", path, n, err))
+			return nil, "", WithCode(ExitInvalid, fmt.Errorf("%s line %d: %v", path, n, err))
 		}
 		canon, hash, err := idem.Canonicalize(l.Payload, idem.PayloadLimits{})
 		if err != nil {
-			return nil, "", withCode(ExitInvalid, fmt.Errorf("%s line %d: payload: %v", path, n, err))
+			return nil, "", WithCode(ExitInvalid, fmt.Errorf("%s line %d: payload: %v", path, n, err))
 		}
 		items = append(items, governance.EntryItem{TenantID: l.TenantID, OperationID: l.OperationID, Class: l.Class,
 			Payload: string(canon), PayloadHash: hash, Response: l.Response, Evidence: l.Evidence})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, "", withCode(ExitInvalid, fmt.Errorf("%s: %v", path, err))
+		return nil, "", WithCode(ExitInvalid, fmt.Errorf("%s: %v", path, err))
 	}
 	return items, governance.DigestOf(raw), nil
 }
@@ -104,10 +104,10 @@ func newCmdRecordPlan(f *Factory) *cobra.Command {
 		Long:  `Plan recording the identities of FILE (one JSON object a line). Nothing enters until another person approves.`,
 		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
       --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || o.Reason == "" {
-				return usageErr("--file and --reason are required")
+				return UsageErr("--file and --reason are required")
 			}
 			items, digest, err := readRecordFile(file)
 			if err != nil {
@@ -120,7 +120,7 @@ func newCmdRecordPlan(f *Factory) *cobra.Command {
 			o.Kind, o.Source, o.SourceDigest, o.Operator = governance.EntryRecord, file, digest, f.Operator()
 			p, err := governance.PlanEntry(cmd.Context(), pool, o, items)
 			if err != nil {
-				return governanceErr(err)
+				return GovernanceErr(err)
 			}
 			if err := showEntry(cmd.Context(), f, pool, p); err != nil {
 				return err
@@ -151,13 +151,13 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 		Short:   short,
 		Long:    long,
 		Example: "  idemctl record " + step + " 3",
-		Args:    maxArgs(1),
+		Args:    MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "a record plan")
+			id, err := ParseID(args, "a record plan")
 			if err != nil {
 				return err
 			}
-			p, pool, err := entryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+			p, pool, err := EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
 				return governance.RunEntry(ctx, db, id, f.Operator())
 			})
 			if err != nil {
@@ -172,14 +172,14 @@ func newCmdRecordStep(f *Factory, step string) *cobra.Command {
 	return cmd
 }
 
-// entryStep approves (step "approve") or runs an entry plan of record or
+// EntryStep approves (step "approve") or runs an entry plan of record or
 // import: an approval needs --yes without a terminal, and on one shows the
 // plan and asks first; run is the kind's own run. It returns the plan as the
 // step left it and the pool it used.
-func entryStep(ctx context.Context, f *Factory, step string, id int64, yes bool,
+func EntryStep(ctx context.Context, f *Factory, step string, id int64, yes bool,
 	run func(context.Context, *pgxpool.Pool) (governance.EntryPlan, error)) (governance.EntryPlan, *pgxpool.Pool, error) {
 	if step == "approve" {
-		if err := needYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
+		if err := NeedYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
 			return governance.EntryPlan{}, nil, err
 		}
 	}
@@ -199,7 +199,7 @@ func entryStep(ctx context.Context, f *Factory, step string, id int64, yes bool,
 		p, err = run(ctx, pool)
 	}
 	if err != nil {
-		return p, pool, governanceErr(err)
+		return p, pool, GovernanceErr(err)
 	}
 	return p, pool, nil
 }
@@ -209,16 +209,16 @@ func entryStep(ctx context.Context, f *Factory, step string, id int64, yes bool,
 func confirmEntry(ctx context.Context, f *Factory, db governance.DBTX, id int64) error {
 	r, err := governance.ShowEntry(ctx, db, id)
 	if err != nil {
-		return governanceErr(err)
+		return GovernanceErr(err)
 	}
-	if err := printEntryReview(f.IO.ErrOut, r, promptRecords); err != nil {
+	if err := PrintEntryReview(f.IO.ErrOut, r, PromptRecords); err != nil {
 		return err
 	}
 	money := ""
 	if len(r.Totals) > 0 || len(r.MoneyProblems) > 0 {
 		money = ", recording " + entryTotals(r)
 	}
-	if err := confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money), "nothing done"); err != nil {
+	if err := Confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money), "nothing done"); err != nil {
 		return err
 	}
 	return nil
@@ -234,10 +234,10 @@ hand, imported), newest first: state, the persons, the items and, for money
 classes, the totals per currency each records.`,
 		Example: `  idemctl record list
   idemctl record list --limit 5 -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 || limit > 1000 {
-				return usageErr("--limit must be between 1 and 1000")
+				return UsageErr("--limit must be between 1 and 1000")
 			}
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
@@ -245,11 +245,11 @@ classes, the totals per currency each records.`,
 			}
 			rs, err := governance.ListEntries(cmd.Context(), pool, limit)
 			if err != nil {
-				return governanceErr(err)
+				return GovernanceErr(err)
 			}
 			if f.JSON() {
 				for _, r := range rs {
-					if err := printJSONLine(f.IO.Out, r); err != nil {
+					if err := PrintJSONLine(f.IO.Out, r); err != nil {
 						return err
 					}
 				}
@@ -262,10 +262,10 @@ classes, the totals per currency each records.`,
 			rows := make([][]string, 0, len(rs))
 			for _, r := range rs {
 				rows = append(rows, []string{strconv.FormatInt(r.ID, 10), r.Kind, r.State, strconv.Itoa(r.Items),
-					audit.Who(r.PlannedPerson, r.PlannedDBUser), audit.Who(deref(r.ApprovedPerson), deref(r.ApprovedDBUser)),
+					audit.Who(r.PlannedPerson, r.PlannedDBUser), audit.Who(Deref(r.ApprovedPerson), Deref(r.ApprovedDBUser)),
 					entryTotals(r), r.Reason})
 			}
-			return printTable(f.IO.Out, []string{"plan", "kind", "state", "items", "planned by", "approved by", "totals", "reason"}, rows)
+			return PrintTable(f.IO.Out, []string{"plan", "kind", "state", "items", "planned by", "approved by", "totals", "reason"}, rows)
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "the newest plans listed (1-1000)")
@@ -281,9 +281,9 @@ approved it, each identity with its class, evidence and amount, and for
 money classes the totals per currency it records.`,
 		Example: `  idemctl record show 3
   idemctl record show 3 -o json`,
-		Args: maxArgs(1),
+		Args: MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args, "a record plan")
+			id, err := ParseID(args, "a record plan")
 			if err != nil {
 				return err
 			}
@@ -293,12 +293,12 @@ money classes the totals per currency it records.`,
 			}
 			r, err := governance.ShowEntry(cmd.Context(), pool, id)
 			if err != nil {
-				return governanceErr(err)
+				return GovernanceErr(err)
 			}
 			if f.JSON() {
-				return printJSONLine(f.IO.Out, r)
+				return PrintJSONLine(f.IO.Out, r)
 			}
-			return printEntryReview(f.IO.Out, r, -1)
+			return PrintEntryReview(f.IO.Out, r, -1)
 		},
 	}
 }
@@ -307,12 +307,12 @@ money classes the totals per currency it records.`,
 func showEntry(ctx context.Context, f *Factory, db governance.DBTX, p governance.EntryPlan) error {
 	r, err := governance.ReviewEntry(ctx, db, p)
 	if err != nil {
-		return governanceErr(err)
+		return GovernanceErr(err)
 	}
 	if f.JSON() {
-		return printJSONLine(f.IO.Out, r)
+		return PrintJSONLine(f.IO.Out, r)
 	}
-	return printEntryReview(f.IO.Out, r, 0)
+	return PrintEntryReview(f.IO.Out, r, 0)
 }
 
 // entryTotals says what a plan records in money: "EUR 9.00 over 1
@@ -331,13 +331,13 @@ func entryTotals(r governance.EntryReview) string {
 	return strings.Join(parts, "; ")
 }
 
-// printEntryReview prints an entry plan as a table with its money totals;
+// PrintEntryReview prints an entry plan as a table with its money totals;
 // then, for items > 0, its first items identities (-1: all), each with its
 // class, amount, evidence and outcome.
-func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
+func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	approved := "-"
 	if r.ApprovedPerson != nil {
-		approved = audit.Who(*r.ApprovedPerson, deref(r.ApprovedDBUser))
+		approved = audit.Who(*r.ApprovedPerson, Deref(r.ApprovedDBUser))
 	}
 	rows := [][]string{
 		{"plan", strconv.FormatInt(r.ID, 10)},
@@ -363,7 +363,7 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
 	}
-	if err := printTable(w, []string{"field", "value"}, rows); err != nil {
+	if err := PrintTable(w, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
 	if items == 0 {
@@ -379,10 +379,10 @@ func printEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
 	table := make([][]string, 0, len(shown))
 	for _, e := range shown {
-		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, orDash(e.Amount),
-			e.Evidence, orDash(e.Outcome)})
+		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, OrDash(e.Amount),
+			e.Evidence, OrDash(e.Outcome)})
 	}
-	if err := printTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
+	if err := PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
 		return err
 	}
 	if len(shown) < len(r.Entries) {
@@ -418,8 +418,8 @@ func printEntrySample(w io.Writer, raw json.RawMessage) error {
 	}
 	rows := make([][]string, 0, len(items))
 	for _, it := range items {
-		rows = append(rows, []string{it.TenantID, it.OperationID, it.Class, orDash(it.Evidence)})
+		rows = append(rows, []string{it.TenantID, it.OperationID, it.Class, OrDash(it.Evidence)})
 	}
 	fmt.Fprintln(w, "sample (the plan's first identities):")
-	return printTable(w, []string{"tenant", "operation", "class", "evidence"}, rows)
+	return PrintTable(w, []string{"tenant", "operation", "class", "evidence"}, rows)
 }

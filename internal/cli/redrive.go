@@ -43,7 +43,7 @@ func (r *redriveFlags) apply(cmd *cobra.Command, opts *ClassSetOptions) error {
 	case "":
 		for _, name := range []string{"url", "subject", "method", "header", "tenant-header", "timeout", "concurrency", "allow-insecure", "downstream-idempotent"} {
 			if cmd.Flags().Changed(name) {
-				return usageErr("--%s goes with --redrive http|nats", name)
+				return UsageErr("--%s goes with --redrive http|nats", name)
 			}
 		}
 		return nil
@@ -52,14 +52,14 @@ func (r *redriveFlags) apply(cmd *cobra.Command, opts *ClassSetOptions) error {
 		return nil
 	case redrive.KindHTTP, redrive.KindNATS:
 	default:
-		return usageErr("--redrive must be http, nats or none")
+		return UsageErr("--redrive must be http, nats or none")
 	}
 	c := &redrive.Config{Kind: r.kind, URL: r.url, Subject: r.subject, Method: strings.ToUpper(r.method),
 		TenantHeader: r.tenantHeader, TimeoutSeconds: r.timeout.Seconds(), Concurrency: r.concurrency, Insecure: r.insecure}
 	for _, h := range r.headers {
 		name, value, ok := strings.Cut(h, "=")
 		if !ok || name == "" {
-			return usageErr("--header %q: want NAME=VALUE", h)
+			return UsageErr("--header %q: want NAME=VALUE", h)
 		}
 		if c.Headers == nil {
 			c.Headers = map[string]string{}
@@ -67,7 +67,7 @@ func (r *redriveFlags) apply(cmd *cobra.Command, opts *ClassSetOptions) error {
 		c.Headers[name] = value
 	}
 	if err := c.Validate(); err != nil {
-		return withCode(ExitUsage, err)
+		return WithCode(ExitUsage, err)
 	}
 	opts.Redrive, opts.DownstreamIdempotent = c, r.downstreamIdempotent
 	return nil
@@ -91,11 +91,11 @@ reference service.`,
 	}
 	change := func(use, short string, fn func(context.Context, *pgx.Conn, string) error, verb string) *cobra.Command {
 		return &cobra.Command{
-			Use: use + " HOST", Short: short, Args: maxArgs(1),
+			Use: use + " HOST", Short: short, Args: MaxArgs(1),
 			Example: "  idemctl redrive " + use + " payments.internal",
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if len(args) != 1 {
-					return usageErr("a host is required")
+					return UsageErr("a host is required")
 				}
 				conn, err := f.Conn(cmd.Context())
 				if err != nil {
@@ -103,10 +103,10 @@ reference service.`,
 				}
 				defer conn.Close(context.Background())
 				if err := fn(cmd.Context(), conn, args[0]); err != nil {
-					return withCode(ExitInvalid, err)
+					return WithCode(ExitInvalid, err)
 				}
 				if f.JSON() {
-					return printJSONLine(f.IO.Out, map[string]any{"host": strings.ToLower(args[0]), "change": verb})
+					return PrintJSONLine(f.IO.Out, map[string]any{"host": strings.ToLower(args[0]), "change": verb})
 				}
 				fmt.Fprintf(f.IO.Out, "%s %s\n", verb, strings.ToLower(args[0]))
 				return nil
@@ -114,7 +114,7 @@ reference service.`,
 		}
 	}
 	list := &cobra.Command{
-		Use: "list", Short: "List the allowed hosts", Args: maxArgs(0), Example: "  idemctl redrive list -o json",
+		Use: "list", Short: "List the allowed hosts", Args: MaxArgs(0), Example: "  idemctl redrive list -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pool, err := f.Pool(cmd.Context())
 			if err != nil {
@@ -125,7 +125,7 @@ reference service.`,
 				return err
 			}
 			if f.JSON() {
-				return printJSONLine(f.IO.Out, map[string]any{"hosts": hosts})
+				return PrintJSONLine(f.IO.Out, map[string]any{"hosts": hosts})
 			}
 			for _, h := range hosts {
 				fmt.Fprintln(f.IO.Out, h)

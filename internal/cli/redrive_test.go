@@ -127,18 +127,18 @@ func appLine(tenant, op string, amount int) string {
 
 // resolve runs idemctl resolve over lines, in process, and returns its exit
 // code and result lines by operation id (the last one of each).
-func (w *redriveWorld) resolve(lines []string, extra ...string) (int, map[string]resolveRecord, string) {
+func (w *redriveWorld) resolve(lines []string, extra ...string) (int, map[string]ResolveRecord, string) {
 	w.t.Helper()
 	file := filepath.Join(w.t.TempDir(), "batch.ndjson")
 	require.NoError(w.t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 	args := append([]string{"resolve", "--file", file, "-o", "json", "--operator", "alice"}, extra...)
 	code, out, errOut := runQ(w.t, w.dsn, args...)
-	got := map[string]resolveRecord{}
+	got := map[string]ResolveRecord{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l == "" {
 			continue
 		}
-		var rec resolveRecord
+		var rec ResolveRecord
 		require.NoError(w.t, json.Unmarshal([]byte(l), &rec), l)
 		got[rec.Tenant+"/"+rec.OperationID+"#"+fmt.Sprint(rec.Line)] = rec
 		got[rec.Tenant+"/"+rec.OperationID] = rec

@@ -26,9 +26,9 @@ import (
 	"github.com/idemctl/idemctl/redrive"
 )
 
-// maxAttentionRows bounds the rows needing attention shown on a terminal; the
+// MaxAttentionRows bounds the rows needing attention shown on a terminal; the
 // JSON output and --report always hold every row.
-const maxAttentionRows = 50
+const MaxAttentionRows = 50
 
 // ResolveOptions are the flags of `idemctl resolve`.
 type ResolveOptions struct {
@@ -185,7 +185,7 @@ database clock, counts), both naming the input by path and SHA-256.`,
   # always through the primary, whichever host it is now
   idemctl resolve --file ambiguous.ndjson \
     --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd.Flags(), payload, transport); err != nil {
 				return err
@@ -233,9 +233,9 @@ func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport strin
 	anySingle := single["tenant"] || single["op"] || single["class"] || single["payload"] || single["transport"]
 	switch {
 	case opts.File != "" && anySingle:
-		return usageErr("give either --file or --tenant/--op/--class/--payload, not both")
+		return UsageErr("give either --file or --tenant/--op/--class/--payload, not both")
 	case opts.File == "" && !anySingle:
-		return usageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
+		return UsageErr("give --file F (NDJSON, - for stdin), or --tenant, --op, --class and --payload for one operation")
 	case opts.File == "":
 		var missing []string
 		for _, name := range []string{"tenant", "op", "class", "payload"} {
@@ -244,27 +244,27 @@ func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport strin
 			}
 		}
 		if len(missing) > 0 {
-			return usageErr("one operation needs %s", strings.Join(missing, ", "))
+			return UsageErr("one operation needs %s", strings.Join(missing, ", "))
 		}
 	}
 	if opts.Concurrency < 1 || opts.Concurrency > 64 {
-		return usageErr("--concurrency must be between 1 and 64")
+		return UsageErr("--concurrency must be between 1 and 64")
 	}
 	if opts.MaxRate < 0 || opts.MaxLookupRate < 0 {
-		return usageErr("--max-rate and --max-lookup-rate must be positive (0: no limit)")
+		return UsageErr("--max-rate and --max-lookup-rate must be positive (0: no limit)")
 	}
 	if opts.BatchSize < 1 || opts.BatchSize > 100000 {
-		return usageErr("--batch-size must be between 1 and 100000")
+		return UsageErr("--batch-size must be between 1 and 100000")
 	}
 	if opts.Limits.MaxBytes < 1 || opts.Limits.MaxDepth < 1 {
-		return usageErr("--max-bytes and --max-depth must be positive")
+		return UsageErr("--max-bytes and --max-depth must be positive")
 	}
 	if opts.RetryFor <= 0 {
-		return usageErr("--retry-for must be positive")
+		return UsageErr("--retry-for must be positive")
 	}
 	if opts.Report != "" && !opts.OverwriteReport {
 		if _, err := os.Lstat(opts.Report); err == nil {
-			return withCode(ExitUsage, errReportExists(opts.Report))
+			return WithCode(ExitUsage, errReportExists(opts.Report))
 		}
 	}
 	if opts.File == "" {
@@ -280,7 +280,7 @@ func (opts *ResolveOptions) validate(fl *pflag.FlagSet, payload, transport strin
 		// What a run would answer invalid is a usage error here, before
 		// connecting: nothing is written, not even the run's record.
 		if err := recovery.Check(opts.Request, opts.Limits); err != nil {
-			return usageErr("%v", err)
+			return UsageErr("%v", err)
 		}
 	}
 	return nil
@@ -294,18 +294,18 @@ func argBytes(flag, v string, max int) ([]byte, error) {
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, usageErr("%s: %v", flag, err)
+		return nil, UsageErr("%s: %v", flag, err)
 	}
 	defer file.Close()
-	b, err := readLimited(file, max)
+	b, err := ReadLimited(file, max)
 	if err != nil {
-		return nil, usageErr("%s: %v", flag, err)
+		return nil, UsageErr("%s: %v", flag, err)
 	}
 	return b, nil
 }
 
-// resolveRecord is one line of `resolve -o json` and of --report.
-type resolveRecord struct {
+// ResolveRecord is one line of `resolve -o json` and of --report.
+type ResolveRecord struct {
 	Line         int             `json:"line,omitempty"`
 	Tenant       string          `json:"tenant"`
 	OperationID  string          `json:"operation_id"`
@@ -328,8 +328,8 @@ type resolveRecord struct {
 	Redrive *recovery.RedriveTrace `json:"redrive,omitempty"`
 }
 
-func newResolveRecord(r recovery.Result) resolveRecord {
-	rec := resolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
+func newResolveRecord(r recovery.Result) ResolveRecord {
+	rec := ResolveRecord{Line: r.Line, Tenant: r.Tenant, OperationID: r.OperationID, Class: r.Class,
 		Outcome: string(r.Outcome), Response: r.Response, StoredHash: nullString(r.StoredHash),
 		StoredClass: r.StoredClass, IncomingHash: nullString(r.IncomingHash), Note: r.Note, Redrive: r.Redrive,
 		Conditional: r.Conditional, Changes: r.Changes}
@@ -337,7 +337,7 @@ func newResolveRecord(r recovery.Result) resolveRecord {
 		rec.QuarantineID = &r.QuarantineID
 	}
 	if r.Err != nil {
-		msg := oneLine(r.Err.Error())
+		msg := OneLine(r.Err.Error())
 		rec.Error = &msg
 	}
 	return rec
@@ -369,7 +369,7 @@ func (s *jsonSink) close() error {
 	return err
 }
 
-func (s *jsonSink) write(rec *resolveRecord) error {
+func (s *jsonSink) write(rec *ResolveRecord) error {
 	if err := json.NewEncoder(s.w).Encode(rec); err != nil {
 		return err
 	}
@@ -408,12 +408,12 @@ func openResolveInput(opts *ResolveOptions) (resolveInput, error) {
 			file, err = os.Open(opts.File)
 		}
 		if err != nil {
-			return in, withCode(ExitFailure, fmt.Errorf("open input: %w", err))
+			return in, WithCode(ExitFailure, fmt.Errorf("open input: %w", err))
 		}
 		lines, sum, err := digestFile(file)
 		if err != nil {
 			file.Close()
-			return in, withCode(ExitFailure, fmt.Errorf("read input: %w", err))
+			return in, WithCode(ExitFailure, fmt.Errorf("read input: %w", err))
 		}
 		in.total, in.sha256, in.close = lines, func() string { return sum }, func() { file.Close() }
 		in.src = recovery.NDJSON(file, maxLine)
@@ -504,7 +504,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		if single {
 			only = &res
 		} else if !opts.JSON && !res.Outcome.Converged() {
-			if len(attention) < maxAttentionRows {
+			if len(attention) < MaxAttentionRows {
 				attention = append(attention, res)
 			} else {
 				moreAttention++
@@ -521,9 +521,9 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 		return nil
 	}
 
-	var bar *progressBar
+	var bar *ProgressBar
 	if !single {
-		bar = startProgressWith(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, func() string {
+		bar = StartProgressWith(opts.IO, "resolve", total, func() int64 { n, _ := r.Progress(); return n }, func() string {
 			if down, since, budget := r.Outage(); down {
 				return fmt.Sprintf("reconnecting (down %s, retrying until %s)", since.Round(time.Second), budget)
 			}
@@ -537,10 +537,10 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	switch {
 	case errors.Is(fatal, recovery.ErrNotPrimary) && sum.Read == 0:
 		// Refused before anything: one line, nothing else.
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), fatal))
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", db.Describe(opts.f.DSN()), fatal))
 	case fatal != nil && sum.FinishedAt.IsZero():
 		// Nothing ran (the database check or creating the report failed): one line.
-		return withCode(ExitFailure, fatal)
+		return WithCode(ExitFailure, fatal)
 	}
 	if !opts.JSON {
 		if single && only != nil {
@@ -569,25 +569,25 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	if sum.Interrupted && fatal == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "idemctl: interrupted after %s (%s read); the transactions in flight finished; %s.\n",
-			countOf(int64(sum.Counts.Total()), "operation"), humanCount(int64(sum.Read)), stoppedAt(sum))
+			CountOf(int64(sum.Counts.Total()), "operation"), HumanCount(int64(sum.Read)), stoppedAt(sum))
 	}
 	if recordErr != nil {
-		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+oneLine(recordErr.Error()))
+		fmt.Fprintln(opts.IO.ErrOut, "idemctl: warning: "+OneLine(recordErr.Error()))
 		if code == ExitOK {
 			code = ExitFailure
 		}
 	}
 	switch {
 	case errors.Is(fatal, recovery.ErrNotPrimary):
-		return withCode(ExitNotPrimary, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
+		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
 	case errors.Is(fatal, recovery.ErrUnreachable):
-		return withCode(ExitFailure, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
+		return WithCode(ExitFailure, fmt.Errorf("%s: %w; %s", db.Describe(opts.f.DSN()), fatal, stoppedAt(sum)))
 	case errors.Is(fatal, recovery.ErrWriteResults):
-		return withCode(ExitFailure, fmt.Errorf("%w; %s", fatal, stoppedAt(sum)))
+		return WithCode(ExitFailure, fmt.Errorf("%w; %s", fatal, stoppedAt(sum)))
 	case fatal != nil:
-		return withCode(ExitFailure, fatal)
+		return WithCode(ExitFailure, fatal)
 	case code != ExitOK:
-		return silentExit{code}
+		return SilentExit{code}
 	}
 	return nil
 }
@@ -637,10 +637,10 @@ func summaryLine(s recovery.RunSummary) string {
 	var parts []string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
-			parts = append(parts, humanCount(int64(n))+" "+string(o))
+			parts = append(parts, HumanCount(int64(n))+" "+string(o))
 		}
 	}
-	line := countOf(int64(s.Counts.Total()), "operation")
+	line := CountOf(int64(s.Counts.Total()), "operation")
 	if s.DryRun {
 		line += " (dry run, nothing written)"
 	}
@@ -648,10 +648,10 @@ func summaryLine(s recovery.RunSummary) string {
 		line += ": " + strings.Join(parts, ", ")
 	}
 	if s.Redriven > 0 {
-		line += "; " + humanCount(int64(s.Redriven)) + " sent to their class's service"
+		line += "; " + HumanCount(int64(s.Redriven)) + " sent to their class's service"
 	}
 	if s.Interrupted {
-		line += "; interrupted, " + humanCount(int64(s.Read)) + " read"
+		line += "; interrupted, " + HumanCount(int64(s.Read)) + " read"
 	}
 	return line
 }
@@ -674,12 +674,12 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 	var rows [][]string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
-			rows = append(rows, []string{string(o), humanCount(int64(n)), outcomeMeaning[o]})
+			rows = append(rows, []string{string(o), HumanCount(int64(n)), outcomeMeaning[o]})
 		}
 	}
-	rows = append(rows, []string{"total", humanCount(int64(s.Counts.Total())), ""})
+	rows = append(rows, []string{"total", HumanCount(int64(s.Counts.Total())), ""})
 	fmt.Fprintln(w, "resolve: "+summaryLine(s))
-	if err := printTable(w, []string{"outcome", "count", "meaning"}, rows); err != nil {
+	if err := PrintTable(w, []string{"outcome", "count", "meaning"}, rows); err != nil {
 		return err
 	}
 	if len(attention) == 0 {
@@ -690,14 +690,14 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 	for _, r := range attention {
 		rows = append(rows, []string{fmt.Sprint(r.Line), escapeControl(r.Tenant), escapeControl(r.OperationID), string(r.Outcome), attentionDetail(r)})
 	}
-	if err := printTable(w, []string{"line", "tenant", "operation_id", "outcome", "detail"}, rows); err != nil {
+	if err := PrintTable(w, []string{"line", "tenant", "operation_id", "outcome", "detail"}, rows); err != nil {
 		return err
 	}
 	if more > 0 {
 		if report != "" {
-			fmt.Fprintf(w, "... and %s more: every row is in %s.\n", humanCount(int64(more)), report)
+			fmt.Fprintf(w, "... and %s more: every row is in %s.\n", HumanCount(int64(more)), report)
 		} else {
-			fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", humanCount(int64(more)))
+			fmt.Fprintf(w, "... and %s more: use -o json or --report FILE for every row.\n", HumanCount(int64(more)))
 		}
 	}
 	return nil
@@ -722,7 +722,7 @@ func attentionDetail(r recovery.Result) string {
 		return d
 	}
 	if r.Err != nil {
-		msg := oneLine(r.Err.Error())
+		msg := OneLine(r.Err.Error())
 		if len(msg) > 160 {
 			msg = msg[:157] + "..."
 		}
@@ -797,9 +797,9 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 		{"tenant", escapeControl(r.Tenant)},
 		{"operation_id", escapeControl(r.OperationID)},
 		{"class", r.Class},
-		{"response", orDash(string(r.Response))},
-		{"incoming_hash", orDash(r.IncomingHash)},
-		{"stored_hash", orDash(r.StoredHash)},
+		{"response", OrDash(string(r.Response))},
+		{"incoming_hash", OrDash(r.IncomingHash)},
+		{"stored_hash", OrDash(r.StoredHash)},
 	}
 	if r.StoredClass != "" {
 		rows = append(rows, []string{"stored_class", r.StoredClass})
@@ -811,7 +811,7 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 		rows = append(rows, []string{"changed", describeChanges(r.Changes)})
 	}
 	if r.Err != nil {
-		rows = append(rows, []string{"error", oneLine(r.Err.Error())})
+		rows = append(rows, []string{"error", OneLine(r.Err.Error())})
 	}
 	if r.Note != "" {
 		rows = append(rows, []string{"note", r.Note})
@@ -823,7 +823,7 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 	if meaning := outcomeMeaning[r.Outcome]; meaning != "" {
 		rows = append(rows, []string{"meaning", meaning})
 	}
-	return printTable(w, []string{"field", "value"}, rows)
+	return PrintTable(w, []string{"field", "value"}, rows)
 }
 
 // digestFile reads an input file once, before the run: its number of lines
@@ -887,7 +887,7 @@ func createReport(path string, overwrite bool) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return nil, withCode(ExitUsage, errReportExists(path))
+		return nil, WithCode(ExitUsage, errReportExists(path))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create report: %w", err)

@@ -113,7 +113,7 @@ func TestResolveSummaryAndProgressTotal(t *testing.T) {
 	_, dsn := dbtest.NewPool(t, 2)
 	dir := t.TempDir()
 	var in strings.Builder
-	for i := range maxAttentionRows + 3 {
+	for i := range MaxAttentionRows + 3 {
 		fmt.Fprintf(&in, "%s\n\n  \n", sayLine("shop", fmt.Sprint("bad-", i), "a", "a", 1, "EUR")) // each fails
 	}
 	file := filepath.Join(dir, "batch.ndjson")
@@ -123,7 +123,7 @@ func TestResolveSummaryAndProgressTotal(t *testing.T) {
 	defer f.Close()
 	lines, _, err := digestFile(f)
 	require.NoError(t, err)
-	assert.Equal(t, int64(maxAttentionRows+3), lines, "blank lines are not counted")
+	assert.Equal(t, int64(MaxAttentionRows+3), lines, "blank lines are not counted")
 
 	report := filepath.Join(dir, "report.ndjson")
 	code, out, errOut := runTTY(t, dsn, "", "resolve", "--file", file, "--report", report)

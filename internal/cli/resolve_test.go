@@ -83,7 +83,7 @@ func TestResolveCommandOptions(t *testing.T) {
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 		if err := cmd.Execute(); err != nil {
-			return got, codeOf(err)
+			return got, CodeOf(err)
 		}
 		return got, ExitOK
 	}

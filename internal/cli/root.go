@@ -44,17 +44,17 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	var s silentExit
+	var s SilentExit
 	if errors.As(err, &s) {
 		return s.code
 	}
-	code := codeOf(err)
+	code := CodeOf(err)
 	msg := err.Error()
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
 		strings.HasPrefix(msg, "unknown shorthand flag") {
 		code = ExitUsage
 	}
-	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+oneLine(msg))
+	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+OneLine(msg))
 	if code == ExitUsage {
 		path := "idemctl"
 		if cmd != nil {
@@ -65,7 +65,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	return code
 }
 
-func oneLine(s string) string {
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
@@ -103,7 +103,7 @@ primary.`,
 		SilenceErrors: true,
 		Version:       Version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if p, ok := policyOf(cmd); ok {
+			if p, ok := PolicyOf(cmd); ok {
 				f.need = p.need
 			}
 			return f.validateOutput(cmd)
@@ -140,10 +140,10 @@ primary.`,
 }
 
 // exactArgs is cobra.ExactArgs with a usage exit code.
-func maxArgs(n int) cobra.PositionalArgs {
+func MaxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
-			return usageErr("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+			return UsageErr("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
 		}
 		return nil
 	}

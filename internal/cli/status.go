@@ -37,7 +37,7 @@ it every few minutes, not every second. Nothing is written.`,
   idemctl status -o json | jq .quarantine
   # node_exporter textfile collector, every 5 minutes from cron
   idemctl status -o prometheus > /var/lib/node_exporter/idemctl.prom.tmp && mv /var/lib/node_exporter/idemctl.prom.tmp /var/lib/node_exporter/idemctl.prom`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Format = "table"
 			switch {
@@ -68,31 +68,31 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	case "prometheus":
 		return st.WritePrometheus(opts.IO.Out)
 	case "json":
-		return printJSONLine(opts.IO.Out, st)
+		return PrintJSONLine(opts.IO.Out, st)
 	}
 	age := func(t *time.Time) string {
 		if t == nil {
 			return "-"
 		}
-		return formatStamp(*t) + " (" + st.At.Sub(*t).Round(time.Second).String() + " ago)"
+		return FormatStamp(*t) + " (" + st.At.Sub(*t).Round(time.Second).String() + " ago)"
 	}
 	until := "none (idemctl horizon maintain)"
 	if st.PartitionsUntil != nil {
 		until = st.PartitionsUntil.UTC().Format("2006-01-02")
 	}
 	fmt.Fprintf(opts.IO.Out, "at %s: %s open quarantine record(s), oldest %s; daily partitions until %s\n",
-		formatStamp(st.At), humanCount(st.Quarantine.Open), age(st.Quarantine.OldestOpen), until)
+		FormatStamp(st.At), HumanCount(st.Quarantine.Open), age(st.Quarantine.OldestOpen), until)
 	rows := make([][]string, 0, len(st.Classes))
 	for _, c := range st.Classes {
-		rows = append(rows, []string{c.Class, c.Retention, humanCount(c.LastHour), humanCount(c.LastDay),
-			humanCount(c.Bodies), age(c.OldestBody), age(c.LastPurge)})
+		rows = append(rows, []string{c.Class, c.Retention, HumanCount(c.LastHour), HumanCount(c.LastDay),
+			HumanCount(c.Bodies), age(c.OldestBody), age(c.LastPurge)})
 	}
-	if err := printTable(opts.IO.Out, []string{"class", "retention", "ops 1h", "ops 1d", "bodies", "oldest body", "last purge"}, rows); err != nil {
+	if err := PrintTable(opts.IO.Out, []string{"class", "retention", "ops 1h", "ops 1d", "bodies", "oldest body", "last purge"}, rows); err != nil {
 		return err
 	}
 	rows = rows[:0]
 	for _, s := range st.Sources {
-		rows = append(rows, []string{s.Name, s.Kind, age(s.LastProbe), orDash(s.Verdict)})
+		rows = append(rows, []string{s.Name, s.Kind, age(s.LastProbe), OrDash(s.Verdict)})
 	}
-	return printTable(opts.IO.Out, []string{"source", "kind", "last probe", "verdict"}, rows)
+	return PrintTable(opts.IO.Out, []string{"source", "kind", "last probe", "verdict"}, rows)
 }

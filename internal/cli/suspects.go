@@ -45,14 +45,14 @@ Exit code 3 when any group is found (for cron), 0 when none.`,
 
   # one class, retries within 2 minutes, projections left out
   idemctl suspects --class payments.charge --window 2m --exclude-class reporting.tick`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			since, err := parseSinceFlag(opts.Since, f.Now())
+			since, err := ParseSinceFlag(opts.Since, f.Now())
 			if err != nil {
-				return usageErr("--since: %v", err)
+				return UsageErr("--since: %v", err)
 			}
 			if opts.Query.Window <= 0 {
-				return usageErr("--window must be positive")
+				return UsageErr("--window must be positive")
 			}
 			opts.Query.Since, opts.JSON = since, f.JSON()
 			if runF != nil {
@@ -81,7 +81,7 @@ func suspectsRun(ctx context.Context, opts *SuspectsOptions) error {
 	}
 	if opts.JSON {
 		for _, g := range groups {
-			if err := printJSONLine(opts.IO.Out, g); err != nil {
+			if err := PrintJSONLine(opts.IO.Out, g); err != nil {
 				return err
 			}
 		}
@@ -89,19 +89,19 @@ func suspectsRun(ctx context.Context, opts *SuspectsOptions) error {
 		var rows [][]string
 		for i, g := range groups {
 			for _, op := range g.Operations {
-				rows = append(rows, []string{fmt.Sprint(i + 1), g.Tenant, g.Class, op.OperationID, formatStamp(op.CreatedAt), g.PayloadHash})
+				rows = append(rows, []string{fmt.Sprint(i + 1), g.Tenant, g.Class, op.OperationID, FormatStamp(op.CreatedAt), g.PayloadHash})
 			}
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "%d group(s) of operations with the same payload within %s, since %s\n",
 			len(groups), opts.Query.Window, opts.Query.Since.UTC().Format(time.RFC3339))
 		if len(rows) > 0 {
-			if err := printTable(opts.IO.Out, []string{"GROUP", "TENANT", "CLASS", "OPERATION ID", "CREATED AT", "PAYLOAD HASH"}, rows); err != nil {
+			if err := PrintTable(opts.IO.Out, []string{"GROUP", "TENANT", "CLASS", "OPERATION ID", "CREATED AT", "PAYLOAD HASH"}, rows); err != nil {
 				return err
 			}
 		}
 	}
 	if len(groups) > 0 {
-		return silentExit{ExitConflict}
+		return SilentExit{ExitConflict}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func TestSuspectsCommandOptions(t *testing.T) {
 
 	cmd = NewCmdSuspects(f, func(o *SuspectsOptions) error { return nil })
 	cmd.SetArgs([]string{"--since", "yesterdayish"})
-	assert.Equal(t, ExitUsage, codeOf(cmd.Execute()))
+	assert.Equal(t, ExitUsage, CodeOf(cmd.Execute()))
 }
 
 // Exit 3 with the groups when retries with new ids are there, 0 when the

@@ -11,8 +11,8 @@ import (
 )
 
 // columnRole says how a column gives way when a table is wider than the
-// terminal. Every table goes through printTable, which reads the role of
-// each column from its header (columnRoles), so that a new table obeys the
+// terminal. Every table goes through PrintTable, which reads the role of
+// each column from its header (ColumnRoles), so that a new table obeys the
 // same rules without a word of its own.
 type columnRole struct {
 	// identifier: what an operator types next (an id, a tenant, an
@@ -41,10 +41,10 @@ var (
 	keep    = columnRole{}
 )
 
-// columnRoles is the declared role of every column header (lower case).
+// ColumnRoles is the declared role of every column header (lower case).
 // A header not named here counts as an identifier: it is never cut, the
 // safe default for a column nobody classified.
-var columnRoles = map[string]columnRole{
+var ColumnRoles = map[string]columnRole{
 	// identifiers
 	"id": ident, "tenant": ident, "operation": ident, "operation_id": ident, "group": ident, "group id": ident,
 	"source": ident, "class": ident, "plan": ident, "record": ident, "person": ident, "login": ident,
@@ -83,23 +83,23 @@ var columnRoles = map[string]columnRole{
 
 // roleOf returns the declared role of a column.
 func roleOf(header string) columnRole {
-	if r, ok := columnRoles[strings.ToLower(header)]; ok {
+	if r, ok := ColumnRoles[strings.ToLower(header)]; ok {
 		return r
 	}
 	return ident
 }
 
-// printTable renders rows under header. On a terminal (the output carries
-// a width, layoutWriter) the table is never wider than the terminal,
+// PrintTable renders rows under header. On a terminal (the output carries
+// a width, LayoutWriter) the table is never wider than the terminal,
 // borders included: columns are hidden in their declared order and named
 // on a last line ("2 columns hidden (...): -o wide"), the explaining
 // columns wrap, and an identifier is never shortened; when an identifier
 // cannot fit even so, the rows are printed vertically, one "field: value"
 // line each. -o wide and a pipe have no width limit.
-func printTable(w io.Writer, header []string, rows [][]string) error {
-	if lw, ok := w.(*layoutWriter); ok && lw.seen != nil {
+func PrintTable(w io.Writer, header []string, rows [][]string) error {
+	if lw, ok := w.(*LayoutWriter); ok && lw.seen != nil {
 		var b strings.Builder
-		err := printTable(&layoutWriter{Writer: &b, layout: lw.layout}, header, rows)
+		err := PrintTable(&LayoutWriter{Writer: &b, layout: lw.layout}, header, rows)
 		lw.seen(header, b.String())
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func printTable(w io.Writer, header []string, rows [][]string) error {
 		_, err = io.WriteString(w, b.String())
 		return err
 	}
-	l := layoutOf(w)
+	l := LayoutOf(w)
 	if l.Width <= 0 {
 		return renderTable(w, header, rows, l.NoHeaders)
 	}
@@ -176,7 +176,7 @@ func isIdentifierCell(header []string, r []string, i int) bool {
 		return true
 	}
 	if len(header) == 2 && strings.EqualFold(header[0], "field") && i == 1 && len(r) > 0 {
-		role, ok := columnRoles[strings.ToLower(r[0])]
+		role, ok := ColumnRoles[strings.ToLower(r[0])]
 		return ok && role.identifier
 	}
 	return false

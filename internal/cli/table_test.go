@@ -62,7 +62,7 @@ var noTable = map[string]string{
 // operation id and CJK text: no line is wider than the terminal (but for an
 // identifier standing alone on its line, the vertical layout's way to keep
 // it whole), every identifier appears whole, and every column's role is
-// declared (columnRoles).
+// declared (ColumnRoles).
 func TestEveryTableFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
@@ -160,7 +160,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 		"reconcile": {{args: []string{"reconcile", "--class", "demo.transfer", "--key", "tenant=merchant,operation_id=reference",
 			"--compare", "/amount=amount_minor,/currency=currency", "--report", report}, whole: []string{tableLongOp, tableLongOp + "-s1", tableLongOp + "-s2"}}},
 		"lab": {{render: func(ios *IOStreams) error {
-			return printLabTable(&LabOptions{IO: ios}, &lab.Report{Seed: 1, Trials: 3, RunID: "r-1", Designs: []lab.DesignReport{
+			return PrintLabTable(&LabOptions{IO: ios}, &lab.Report{Seed: 1, Trials: 3, RunID: "r-1", Designs: []lab.DesignReport{
 				{Design: "marker_separate_tx", Operations: 1000, Lost: 12, Trials: 3}, {Design: "atomic", Operations: 1000, Trials: 3}}})
 		}, whole: []string{"marker_separate_tx"}}},
 	}
@@ -193,7 +193,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 				assert.NotEmpty(t, headers, "%s printed no table", name)
 				for _, h := range headers {
 					for _, c := range h {
-						_, ok := columnRoles[strings.ToLower(c)]
+						_, ok := ColumnRoles[strings.ToLower(c)]
 						assert.True(t, ok, "%s: column %q has no declared role (columnRoles)", name, c)
 					}
 				}
@@ -237,8 +237,8 @@ func runAtWidth(t *testing.T, width int, dsn string, r tableRun) (string, [][]st
 		headers = append(headers, append([]string(nil), h...))
 		tables.WriteString(text)
 	}
-	ios.Out = &layoutWriter{Writer: ios.Out, layout: tableLayout{Width: width}, seen: seen}
-	ios.ErrOut = &layoutWriter{Writer: ios.ErrOut, layout: tableLayout{Width: width}, seen: seen}
+	ios.Out = &LayoutWriter{Writer: ios.Out, layout: TableLayout{Width: width}, seen: seen}
+	ios.ErrOut = &LayoutWriter{Writer: ios.ErrOut, layout: TableLayout{Width: width}, seen: seen}
 	if r.render != nil {
 		require.NoError(t, r.render(ios))
 		return tables.String(), headers

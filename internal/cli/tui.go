@@ -64,13 +64,13 @@ terminal of at least 60x16.`,
   IDEMCTL_OPERATOR=bob NO_COLOR=1 idemctl tui
   idemctl tui --refresh 0   # no automatic refresh of the queue
   idemctl tui --mappings /etc/idemctl/reconcile`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Refresh < 0 || (opts.Refresh > 0 && opts.Refresh < time.Second) {
-				return usageErr("--refresh must be 0 (off) or at least 1s, got %s", opts.Refresh)
+				return UsageErr("--refresh must be 0 (off) or at least 1s, got %s", opts.Refresh)
 			}
 			if f.Output == "json" {
-				return usageErr("idemctl tui has no JSON output; use idemctl quarantine list -o json or idemctl audit list -o json")
+				return UsageErr("idemctl tui has no JSON output; use idemctl quarantine list -o json or idemctl audit list -o json")
 			}
 			opts.JSON = f.JSON()
 			if styles.NoColorEnv() {
@@ -102,7 +102,7 @@ var errNoTerminal = errors.New("idemctl tui needs a terminal on stdin and stdout
 
 func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if !opts.IO.CanPrompt() {
-		return withCode(ExitUsage, errNoTerminal)
+		return WithCode(ExitUsage, errNoTerminal)
 	}
 	// The console opens whatever the schema: a schema problem is its
 	// screen, not a queue that looks empty.
@@ -111,10 +111,10 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := opts.f.state.check(needSchema); err != nil {
-		problem = oneLine(err.Error())
+	if err := opts.f.state.check(NeedSchema); err != nil {
+		problem = OneLine(err.Error())
 	} else if st := opts.f.state; st.InRecovery || st.ReadOnly {
-		problem = oneLine(opts.f.state.check(needWrite).Error())
+		problem = OneLine(opts.f.state.check(NeedWrite).Error())
 	}
 	refresh := opts.Refresh
 	if refresh == 0 {
@@ -131,7 +131,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		Problem:  problem,
 	}, opts.NoColor)
 	if err != nil && ctx.Err() != nil {
-		return withCode(ExitFailure, errors.New("interrupted"))
+		return WithCode(ExitFailure, errors.New("interrupted"))
 	}
 	return err
 }

@@ -54,11 +54,11 @@ migrate installs them; other commands refuse a database at another version).
 It never connects.`,
 		Example: `  idemctl version
   idemctl version -o json`,
-		Args: maxArgs(0),
+		Args: MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := currentVersion()
 			if f.JSON() {
-				return printJSONLine(f.IO.Out, v)
+				return PrintJSONLine(f.IO.Out, v)
 			}
 			commit := v.Commit
 			if v.Modified {
