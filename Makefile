@@ -2,7 +2,7 @@
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X github.com/idemctl/idemctl/internal/cli.Version=$(VERSION) -X github.com/idemctl/idemctl/internal/cli.Commit=$(COMMIT)
+LDFLAGS := -X github.com/idemctl/idemctl/internal/build.Version=$(VERSION) -X github.com/idemctl/idemctl/internal/build.Commit=$(COMMIT)
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/idemctl ./cmd/idemctl

@@ -215,8 +215,8 @@ Nothing is written to the database.`,
 	return cmd
 }
 
-// anchorStore is the verifier's anchor file: path, else the default.
-func anchorStore(path string) (audit.AnchorStore, error) {
+// OpenAnchors is the verifier's anchor file: path, else the default.
+func OpenAnchors(path string) (audit.AnchorStore, error) {
 	if path != "" {
 		return audit.AnchorStore{Path: path}, nil
 	}
@@ -227,9 +227,9 @@ func anchorStore(path string) (audit.AnchorStore, error) {
 	return audit.AnchorStore{Path: p}, nil
 }
 
-// anchorKey names the database in the anchor file: host, port and database
+// AnchorKey names the database in the anchor file: host, port and database
 // as the connection reached them.
-func anchorKey(pool *pgxpool.Pool) string {
+func AnchorKey(pool *pgxpool.Pool) string {
 	c := pool.Config().ConnConfig
 	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
 }
@@ -239,11 +239,11 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := anchorStore(opts.AnchorFile)
+	store, err := OpenAnchors(opts.AnchorFile)
 	if err != nil {
 		return err
 	}
-	key := anchorKey(pool)
+	key := AnchorKey(pool)
 	kept, err := store.Load(key)
 	if err != nil {
 		return WithCode(ExitUsage, err)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -31,34 +30,6 @@ target changed since it was planned is refused: abort it and plan again.`,
 	}
 	cmd.AddCommand(newCmdChangeList(f), newCmdChangeShow(f), newCmdChangeApprove(f), newCmdChangeAbort(f))
 	return cmd
-}
-
-// GovernanceErr gives a governance refusal its exit code.
-func GovernanceErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, governance.ErrNotFound), errors.Is(err, governance.ErrSourceNotFound):
-		return WithCode(ExitNotFound, err)
-	}
-	for _, refusal := range []error{governance.ErrState, governance.ErrSamePerson, governance.ErrStale, governance.ErrRefused,
-		governance.ErrNoPerson, governance.ErrUnknownClass, governance.ErrInvalidOperator} {
-		if errors.Is(err, refusal) {
-			return WithCode(ExitInvalid, err)
-		}
-	}
-	return err
-}
-
-func ParseID(args []string, what string) (int64, error) {
-	if len(args) != 1 {
-		return 0, UsageErr("%s id is required", what)
-	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil || id < 1 {
-		return 0, UsageErr("%s id %q: a positive number", what, args[0])
-	}
-	return id, nil
 }
 
 func newCmdChangeList(f *Factory) *cobra.Command {
@@ -106,14 +77,6 @@ func printChanges(f *Factory, cs []governance.Change) error {
 			changeSummary(c)})
 	}
 	return PrintTable(f.IO.Out, []string{"id", "kind", "target", "state", "planned by", "approved by", "change"}, rows)
-}
-
-// Deref is the string a nullable column holds, "" for NULL.
-func Deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func changeSummary(c governance.Change) string {

@@ -39,5 +39,5 @@ func Confirm(io *IOStreams, yes bool, question, declined string) error {
 		return nil
 	}
 	fmt.Fprintln(io.ErrOut, declined)
-	return SilentExit{ExitFailure}
+	return SilentExit{Code: ExitFailure}
 }

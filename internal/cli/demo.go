@@ -148,7 +148,7 @@ func demoRun(ctx context.Context, opts *DemoRunOptions) error {
 	if opts.JSON {
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "operation %s/%s on %s at %s\n", opts.Tenant, opts.OperationID, opts.f.describeDB(), opts.f.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(opts.IO.Out, "operation %s/%s on %s at %s\n", opts.Tenant, opts.OperationID, opts.f.DescribeDB(), opts.f.Now().UTC().Format(time.RFC3339))
 	if err := PrintTable(opts.IO.Out, []string{"step", "outcome", "response", "postings"}, rows); err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 		}
 	}
 	if failed {
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 		return append(checks, health.Check{Name: "server", Verdict: health.Fail, Detail: OneLine(err.Error()),
 			Action: "check the host, port, login and password, and that the server is up"})
 	}
-	st := opts.f.state
+	st := opts.f.State()
 	checks = append(checks, health.Check{Name: "server", Verdict: health.OK,
 		Detail: fmt.Sprintf("PostgreSQL %s, login %s", strings.Fields(st.ServerVersion + " ")[0], st.User)})
 	more, err := health.Doctor(ctx, pool, health.DoctorOptions{ProbeSources: !opts.SkipSources})
@@ -132,7 +132,7 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	// After the audit chain's own check, when there is one (a schema).
 	for i, c := range checks {
 		if c.Name == "audit" {
-			more := []health.Check{anchorCheck(opts, anchorKey(pool), time.Now()), effectsCheck(ctx, pool)}
+			more := []health.Check{anchorCheck(opts, AnchorKey(pool), time.Now()), effectsCheck(ctx, pool)}
 			return append(checks[:i+1], append(more, checks[i+1:]...)...)
 		}
 	}
@@ -164,7 +164,7 @@ func effectsCheck(ctx context.Context, pool *pgxpool.Pool) health.Check {
 // and how old it is.
 func anchorCheck(opts *DoctorOptions, key string, now time.Time) health.Check {
 	c := health.Check{Name: "anchor", Verdict: health.Warn, Action: "idemctl audit verify (it keeps the anchor; keep a copy of the file elsewhere too)"}
-	store, err := anchorStore(opts.AnchorFile)
+	store, err := OpenAnchors(opts.AnchorFile)
 	if err != nil {
 		c.Detail = OneLine(err.Error())
 		return c
@@ -198,7 +198,7 @@ func printDoctorTable(ios *IOStreams, rows [][]string) error {
 		return PrintTable(ios.Out, header, rows)
 	}
 	var b strings.Builder
-	if err := PrintTable(&LayoutWriter{Writer: term.Writer(&b, false), layout: LayoutOf(ios.Out)}, header, rows); err != nil {
+	if err := PrintTable(&LayoutWriter{Writer: term.Writer(&b, false), Layout: LayoutOf(ios.Out)}, header, rows); err != nil {
 		return err
 	}
 	colored := verdictCell.ReplaceAllStringFunc(b.String(), func(m string) string {

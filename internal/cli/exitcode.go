@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/quarantine"
 )
@@ -107,13 +108,13 @@ func exitCodesOf(cmd *cobra.Command) []int {
 	p, ok := PolicyOf(cmd)
 	codes := map[int]bool{ExitOK: true, ExitFailure: true, ExitUsage: true}
 	if ok {
-		if p.need == NeedSchema || p.need == NeedWrite {
+		if p.Need == NeedSchema || p.Need == NeedWrite {
 			codes[ExitSchema] = true
 		}
-		if p.need == NeedWrite {
+		if p.Need == NeedWrite {
 			codes[ExitNotPrimary] = true
 		}
-		for _, c := range p.codes {
+		for _, c := range p.Codes {
 			codes[c] = true
 		}
 	}
@@ -209,9 +210,9 @@ func UsageErr(format string, args ...any) error {
 }
 
 // SilentExit ends the command with a code after it has printed its own report.
-type SilentExit struct{ code int }
+type SilentExit struct{ Code int }
 
-func (s SilentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
+func (s SilentExit) Error() string { return fmt.Sprintf("exit %d", s.Code) }
 
 // notFound are the domain packages' "no such thing" errors: whatever code a
 // command wrapped them in, they exit ExitNotFound.
@@ -225,7 +226,7 @@ func CodeOf(err error) int {
 	}
 	var s SilentExit
 	if errors.As(err, &s) {
-		return s.code
+		return s.Code
 	}
 	for _, nf := range notFound {
 		if errors.Is(err, nf) {
@@ -258,3 +259,24 @@ func RunnableOf(root *cobra.Command) []*cobra.Command {
 	walk(root)
 	return out
 }
+
+// GovernanceErr gives a governance refusal its exit code.
+func GovernanceErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, governance.ErrNotFound), errors.Is(err, governance.ErrSourceNotFound):
+		return WithCode(ExitNotFound, err)
+	}
+	for _, refusal := range []error{governance.ErrState, governance.ErrSamePerson, governance.ErrStale, governance.ErrRefused,
+		governance.ErrNoPerson, governance.ErrUnknownClass, governance.ErrInvalidOperator} {
+		if errors.Is(err, refusal) {
+			return WithCode(ExitInvalid, err)
+		}
+	}
+	return err
+}
+
+// ErrIdentityNotFound: the identity has neither an inbox record nor a
+// tombstone (exit code 7).
+var ErrIdentityNotFound = errors.New("identity not found")

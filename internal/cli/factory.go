@@ -103,7 +103,7 @@ func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
 // command can use (DBNeed), and on a terminal names it on stderr.
 func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
 	if f.state == nil {
-		st, err := ProbeDB(ctx, q, f.describeDB())
+		st, err := ProbeDB(ctx, q, f.DescribeDB())
 		if err != nil {
 			return err
 		}
@@ -112,8 +112,15 @@ func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
 			fmt.Fprintln(f.IO.ErrOut, st.headerLine())
 		}
 	}
-	return f.state.check(f.need)
+	return f.state.Check(f.need)
 }
+
+// SetNeed sets what the running command needs of the database (its policy).
+func (f *Factory) SetNeed(need DBNeed) { f.need = need }
+
+// State is where the database stands, as the command's preflight found it
+// (nil before the first connection).
+func (f *Factory) State() *DBState { return f.state }
 
 // Close releases the pool.
 func (f *Factory) Close() {
@@ -150,7 +157,7 @@ func (f *Factory) Operator() string {
 	return "unknown"
 }
 
-func (f *Factory) validateOutput(cmd *cobra.Command) error {
+func (f *Factory) ValidateOutput(cmd *cobra.Command) error {
 	switch f.Output {
 	case "auto", "table", "wide", "json":
 		f.setLayout()
@@ -179,13 +186,13 @@ func (f *Factory) setLayout() {
 // withLayout returns w carrying layout l.
 func withLayout(w io.Writer, l TableLayout) io.Writer {
 	if lw, ok := w.(*LayoutWriter); ok {
-		lw.layout = l
+		lw.Layout = l
 		return lw
 	}
-	return &LayoutWriter{Writer: w, layout: l}
+	return &LayoutWriter{Writer: w, Layout: l}
 }
 
-// describeDB names the database in use for messages, without the password.
-func (f *Factory) describeDB() string {
+// DescribeDB names the database in use for messages, without the password.
+func (f *Factory) DescribeDB() string {
 	return db.Describe(f.DSN())
 }

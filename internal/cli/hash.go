@@ -96,18 +96,3 @@ func hashRun(_ context.Context, opts *HashOptions) error {
 	}
 	return err
 }
-
-// ReadLimited reads at most max bytes and refuses more without reading it all.
-func ReadLimited(r io.Reader, max int) ([]byte, error) {
-	if max <= 0 {
-		max = idem.DefaultMaxPayloadBytes
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
-	if err != nil {
-		return nil, fmt.Errorf("read payload: %w", err)
-	}
-	if len(raw) > max {
-		return nil, fmt.Errorf("%w: more than %d bytes; raise --max-bytes if this is expected", idem.ErrPayloadTooLarge, max)
-	}
-	return raw, nil
-}

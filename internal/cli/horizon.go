@@ -396,7 +396,7 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 		}
 	}
 	if !rep.Proven {
-		return SilentExit{ExitInvalid}
+		return SilentExit{Code: ExitInvalid}
 	}
 	return nil
 }
@@ -780,7 +780,7 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	if errors.Is(err, horizon.ErrInterrupted) {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s rows (%s of %s in all); resume: idemctl horizon purge %d\n",
 			HumanCount(res.Purged), HumanCount(res.Plan.Purged), HumanCount(res.Plan.Candidates), opts.ID)
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	if err != nil {
 		return horizonErr(err)
@@ -798,7 +798,7 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	}
 	if res.Aborted {
 		fmt.Fprintf(opts.IO.ErrOut, "purge aborted, nothing deleted: %s\n", res.AbortReason)
-		return SilentExit{ExitInvalid}
+		return SilentExit{Code: ExitInvalid}
 	}
 	return nil
 }

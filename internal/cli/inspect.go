@@ -69,10 +69,6 @@ happened).`,
 	return cmd
 }
 
-// ErrIdentityNotFound: the identity has neither an inbox record nor a
-// tombstone (exit code 7).
-var ErrIdentityNotFound = errors.New("identity not found")
-
 func inspectRun(ctx context.Context, opts *InspectOptions) error {
 	pool, err := opts.f.Pool(ctx)
 	if err != nil {
@@ -130,13 +126,6 @@ func inspectRun(ctx context.Context, opts *InspectOptions) error {
 		{"origin", origin},
 	}
 	return PrintTable(opts.IO.Out, []string{"field", "value"}, rows)
-}
-
-func OrDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // inspectTombstone shows what remains of a purged identity: its tombstone (no

@@ -146,11 +146,11 @@ func intakeRun(ctx context.Context, opts *IntakeOptions) error {
 	}
 	switch {
 	case sum.Counts[reconcile.Unreadable] > 0 || sum.Counts[reconcile.NoPayload] > 0:
-		return SilentExit{ExitInvalid}
+		return SilentExit{Code: ExitInvalid}
 	case sum.Lines > 0:
-		return SilentExit{ExitConflict}
+		return SilentExit{Code: ExitConflict}
 	case onlyRecord:
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	return nil
 }

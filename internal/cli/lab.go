@@ -129,7 +129,7 @@ func labRun(ctx context.Context, opts *LabOptions) error {
 		return WithCode(ExitUsage, err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "lab: seed %d, %d trials per design, on %s (rerun with --seed %d)\n",
-		opts.Seed, opts.Trials, opts.f.describeDB(), opts.Seed)
+		opts.Seed, opts.Trials, opts.f.DescribeDB(), opts.Seed)
 	rep, err := lab.Run(ctx, lab.Options{
 		DSN:      opts.f.DSN(),
 		Trials:   opts.Trials,

@@ -84,9 +84,9 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	}
 	defer conn.Close(context.Background())
 	if opts.IO.IsStderrTTY() {
-		fmt.Fprintf(opts.IO.ErrOut, "migrate: db %s, %s\n", opts.f.state.Reached, opts.f.state.Role())
+		fmt.Fprintf(opts.IO.ErrOut, "migrate: db %s, %s\n", opts.f.State().Reached, opts.f.State().Role())
 	}
-	if st := opts.f.state; !opts.Status && st != nil && (st.InRecovery || st.ReadOnly) {
+	if st := opts.f.State(); !opts.Status && st != nil && (st.InRecovery || st.ReadOnly) {
 		return WithCode(ExitNotPrimary, fmt.Errorf("%s: %w", st.Reached,
 			&recovery.NotPrimaryError{InRecovery: st.InRecovery, ReadOnly: st.ReadOnly}))
 	}
@@ -104,7 +104,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		NoDistribute: opts.NoDistribute, ShardCount: opts.ShardCount})
 	printMigrateReport(opts, rep)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", opts.f.describeDB(), err)
+		err = fmt.Errorf("%s: %w", opts.f.DescribeDB(), err)
 		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) {
 			return WithCode(ExitSchema, err)
 		}

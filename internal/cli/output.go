@@ -30,16 +30,16 @@ type TableLayout struct {
 // terminal's width along.
 type LayoutWriter struct {
 	io.Writer
-	layout TableLayout
+	Layout TableLayout
 	// seen, when set, is told the header and the text of every table
 	// printed (tests).
-	seen func(header []string, text string)
+	Seen func(header []string, text string)
 }
 
 // LayoutOf returns the layout w carries (none: no limit, headers on).
 func LayoutOf(w io.Writer) TableLayout {
 	if lw, ok := w.(*LayoutWriter); ok {
-		return lw.layout
+		return lw.Layout
 	}
 	return TableLayout{}
 }

@@ -33,12 +33,12 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	rows := [][]string{{"12", "acme-payments-eu-west", "charge-2026-11-30-000000000042-retry", "error", why}}
 
 	var wide bytes.Buffer
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &wide, layout: TableLayout{}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &wide, Layout: TableLayout{}}, header, rows))
 	assert.Greater(t, maxLineWidth(wide.String()), 80, "without a limit, every cell whole")
 	assert.Contains(t, wide.String(), why)
 
 	var fit bytes.Buffer
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &fit, layout: TableLayout{Width: 80}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &fit, Layout: TableLayout{Width: 80}}, header, rows))
 	assert.LessOrEqual(t, maxLineWidth(fit.String()), 80, fit.String())
 	flat := strings.Join(strings.Fields(strings.ReplaceAll(fit.String(), "│", " ")), " ")
 	for _, word := range strings.Fields(why) {
@@ -49,7 +49,7 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	assert.Contains(t, fit.String(), "acme-payments-eu-west")
 
 	var bare bytes.Buffer
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &bare, layout: TableLayout{NoHeaders: true}}, header, rows))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &bare, Layout: TableLayout{NoHeaders: true}}, header, rows))
 	assert.NotContains(t, strings.ToLower(bare.String()), "operation_id")
 	assert.Contains(t, bare.String(), "acme-payments-eu-west")
 
@@ -70,7 +70,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 	row := []string{"1042", "acme-payments-eu-west", "job-0414-settlement-retry-after-timeout", "demo.transfer", "open", "3", "2",
 		"2026-11-30 03:12:09", "2026-11-30 03:14:41"}
 	var out bytes.Buffer
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 130}}, header, [][]string{row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 130}}, header, [][]string{row}))
 	s := out.String()
 	assert.LessOrEqual(t, maxLineWidth(s), 130, s)
 	assert.Contains(t, s, "2 columns hidden (first seen, last seen): -o wide")
@@ -79,7 +79,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 
 	row[2] = "job-0414-settlement"
 	out.Reset()
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 80}}, header, [][]string{row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 80}}, header, [][]string{row}))
 	s = out.String()
 	assert.LessOrEqual(t, maxLineWidth(s), 80, s)
 	assert.Contains(t, s, "job-0414-settlement ")
@@ -88,7 +88,7 @@ func TestTableHidesColumnsThenTurnsVertical(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	row[2] = long
 	out.Reset()
-	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, layout: TableLayout{Width: 80}}, header, [][]string{row, row}))
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 80}}, header, [][]string{row, row}))
 	s = out.String()
 	assert.Contains(t, s, "\n"+long+"\n", "the identifier whole on its own line")
 	assert.Contains(t, s, "tenant:     acme-payments-eu-west\n")

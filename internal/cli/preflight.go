@@ -33,84 +33,84 @@ const (
 // CommandPolicy is one command's need and the exit codes it adds to those
 // its need implies (exitCodesOf).
 type CommandPolicy struct {
-	need  DBNeed
-	codes []int
+	Need  DBNeed
+	Codes []int
 }
 
 // Policies holds every runnable command, by its path without "idemctl ". A
 // test fails when a command is missing, so that none escapes the checks.
 var Policies = map[string]CommandPolicy{
-	"hash":    {need: NeedNone, codes: []int{ExitInvalid}},
-	"version": {need: NeedNone},
-	"migrate": {need: NeedServer, codes: []int{ExitNotPrimary, ExitSchema}},
-	"doctor":  {need: NeedServer},
-	"status":  {need: NeedSchema},
-	"lab":     {need: NeedServer, codes: []int{ExitInvalid}},
-	"inspect": {need: NeedSchema, codes: []int{ExitNotPrimary, ExitNotFound}},
-	"tui":     {need: NeedServer},
+	"hash":    {Need: NeedNone, Codes: []int{ExitInvalid}},
+	"version": {Need: NeedNone},
+	"migrate": {Need: NeedServer, Codes: []int{ExitNotPrimary, ExitSchema}},
+	"doctor":  {Need: NeedServer},
+	"status":  {Need: NeedSchema},
+	"lab":     {Need: NeedServer, Codes: []int{ExitInvalid}},
+	"inspect": {Need: NeedSchema, Codes: []int{ExitNotPrimary, ExitNotFound}},
+	"tui":     {Need: NeedServer},
 
-	"demo init":  {need: NeedWrite},
-	"demo run":   {need: NeedWrite, codes: []int{ExitConflict, ExitInvalid}},
-	"demo serve": {need: NeedWrite},
+	"demo init":  {Need: NeedWrite},
+	"demo run":   {Need: NeedWrite, Codes: []int{ExitConflict, ExitInvalid}},
+	"demo serve": {Need: NeedWrite},
 
-	"resolve":   {need: NeedWrite, codes: []int{ExitConflict, ExitInvalid, ExitPending}},
-	"reconcile": {need: NeedSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
-	"intake":    {need: NeedSchema, codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
-	"suspects":  {need: NeedSchema, codes: []int{ExitConflict}},
+	"resolve":   {Need: NeedWrite, Codes: []int{ExitConflict, ExitInvalid, ExitPending}},
+	"reconcile": {Need: NeedSchema, Codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid}},
+	"intake":    {Need: NeedSchema, Codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
+	"suspects":  {Need: NeedSchema, Codes: []int{ExitConflict}},
 
-	"quarantine list":          {need: NeedSchema},
-	"quarantine show":          {need: NeedSchema, codes: []int{ExitNotFound}},
-	"quarantine export":        {need: NeedSchema, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine reject":        {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine accept-as-new": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine groups":        {need: NeedSchema},
-	"quarantine bulk show":     {need: NeedSchema, codes: []int{ExitNotFound}},
-	"quarantine bulk approve":  {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine bulk run":      {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"quarantine bulk abort":    {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine list":          {Need: NeedSchema},
+	"quarantine show":          {Need: NeedSchema, Codes: []int{ExitNotFound}},
+	"quarantine export":        {Need: NeedSchema, Codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine reject":        {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine accept-as-new": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine groups":        {Need: NeedSchema},
+	"quarantine bulk show":     {Need: NeedSchema, Codes: []int{ExitNotFound}},
+	"quarantine bulk approve":  {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine bulk run":      {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"quarantine bulk abort":    {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 
-	"audit list":   {need: NeedSchema},
-	"audit verify": {need: NeedSchema, codes: []int{ExitInvalid}},
+	"audit list":   {Need: NeedSchema},
+	"audit verify": {Need: NeedSchema, Codes: []int{ExitInvalid}},
 
-	"horizon source add":    {need: NeedWrite, codes: []int{ExitInvalid}},
-	"horizon source list":   {need: NeedSchema},
-	"horizon source remove": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon check":         {need: NeedSchema, codes: []int{ExitInvalid}},
-	"horizon plan":          {need: NeedWrite, codes: []int{ExitInvalid}},
-	"horizon approve":       {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon cancel":        {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon purge":         {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"horizon status":        {need: NeedSchema, codes: []int{ExitNotFound}},
-	"horizon maintain":      {need: NeedWrite},
+	"horizon source add":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"horizon source list":   {Need: NeedSchema},
+	"horizon source remove": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon check":         {Need: NeedSchema, Codes: []int{ExitInvalid}},
+	"horizon plan":          {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"horizon approve":       {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon cancel":        {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon purge":         {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"horizon status":        {Need: NeedSchema, Codes: []int{ExitNotFound}},
+	"horizon maintain":      {Need: NeedWrite},
 
-	"class list": {need: NeedSchema},
-	"class set":  {need: NeedWrite, codes: []int{ExitInvalid}},
+	"class list": {Need: NeedSchema},
+	"class set":  {Need: NeedWrite, Codes: []int{ExitInvalid}},
 
-	"corrections add":  {need: NeedWrite, codes: []int{ExitInvalid}},
-	"corrections list": {need: NeedSchema},
-	"corrections done": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"corrections add":  {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"corrections list": {Need: NeedSchema},
+	"corrections done": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 
-	"person add":    {need: NeedWrite, codes: []int{ExitInvalid}},
-	"person remove": {need: NeedWrite, codes: []int{ExitInvalid}},
-	"person list":   {need: NeedSchema},
+	"person add":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"person remove": {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"person list":   {Need: NeedSchema},
 
-	"redrive allow":    {need: NeedWrite, codes: []int{ExitInvalid}},
-	"redrive disallow": {need: NeedWrite, codes: []int{ExitInvalid}},
-	"redrive list":     {need: NeedSchema},
+	"redrive allow":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"redrive disallow": {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"redrive list":     {Need: NeedSchema},
 
-	"change list":    {need: NeedSchema},
-	"change show":    {need: NeedSchema, codes: []int{ExitNotFound}},
-	"change approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"change abort":   {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"change list":    {Need: NeedSchema},
+	"change show":    {Need: NeedSchema, Codes: []int{ExitNotFound}},
+	"change approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"change abort":   {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 
-	"record plan":    {need: NeedWrite, codes: []int{ExitInvalid}},
-	"record list":    {need: NeedSchema},
-	"record show":    {need: NeedSchema, codes: []int{ExitNotFound}},
-	"record approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"record run":     {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"import plan":    {need: NeedWrite, codes: []int{ExitInvalid}},
-	"import approve": {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
-	"import run":     {need: NeedWrite, codes: []int{ExitInvalid, ExitNotFound}},
+	"record plan":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"record list":    {Need: NeedSchema},
+	"record show":    {Need: NeedSchema, Codes: []int{ExitNotFound}},
+	"record approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"record run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"import plan":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
+	"import approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"import run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 }
 
 // CommandKey is cmd's path without the root's name: "quarantine reject".
@@ -145,7 +145,7 @@ func ProbeDB(ctx context.Context, q recovery.RowQuerier, reached string) (DBStat
 }
 
 // check turns st into the error a command with need gets, or nil.
-func (st DBState) check(need DBNeed) error {
+func (st DBState) Check(need DBNeed) error {
 	if need < NeedSchema {
 		return nil
 	}

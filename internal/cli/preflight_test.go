@@ -219,7 +219,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 	}
 	audit := fx.count(t, "SELECT count(*) FROM idem.audit")
 	for key, p := range Policies {
-		if p.need != NeedWrite {
+		if p.Need != NeedWrite {
 			continue
 		}
 		a, ok := args[key]

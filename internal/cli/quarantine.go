@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -495,36 +494,6 @@ func parseRecordID(args []string) (int64, error) {
 		return 0, UsageErr("invalid quarantine record ID %q: want a positive number", args[0])
 	}
 	return id, nil
-}
-
-// ParseSinceFlag reads a time (RFC 3339, or a date) or a duration back from now.
-func ParseSinceFlag(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("duration %q must be positive", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a time (2026-11-30, 2026-11-30T08:00:00Z) nor a duration (24h)", s)
-}
-
-// FormatStamp renders a database time for a table, in UTC.
-func FormatStamp(t time.Time) string {
-	return t.UTC().Format("2006-01-02 15:04:05.000Z")
-}
-
-// ClipText shortens a value for a table cell; -o json has it whole.
-func ClipText(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max-1]) + "…"
 }
 
 // confirmDecision shows a record's question on a terminal (unless yes) and

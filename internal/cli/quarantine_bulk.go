@@ -294,10 +294,6 @@ var bulkActionHelp = map[string]string{
 	"run":     "On a terminal it asks first; --yes skips the question and is required\nwithout one.\n\n",
 }
 
-// PromptRecords is how many records an approval prompt lists before it
-// says how many more there are and where to see them all.
-const PromptRecords = 200
-
 // printAcceptReview prints an accept-as-new plan as a table: its state,
 // rule, persons, and what its run applies (the totals per currency of its
 // money records, and the records whose amount cannot be read); then, for
@@ -419,7 +415,7 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 	}
 	if res.Interrupted {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s, all committed; resume: idemctl quarantine bulk run %d\n", HumanCount(res.Decided), opts.ID)
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	return nil
 }

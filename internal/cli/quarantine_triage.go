@@ -654,7 +654,7 @@ func quarantineTokenRejectRun(ctx context.Context, opts *QuarantineRejectOptions
 	}
 	if res.Interrupted {
 		fmt.Fprintf(opts.IO.ErrOut, "interrupted after %s decision(s), all committed; preview again to decide what is left\n", HumanCount(res.Decided))
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	return nil
 }

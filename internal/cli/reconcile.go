@@ -304,11 +304,11 @@ func reconcileExit(opts *ReconcileOptions, sum reconcile.Summary, err error) err
 	}
 	switch {
 	case sum.Counts[reconcile.Invalid] > 0:
-		return SilentExit{ExitInvalid}
+		return SilentExit{Code: ExitInvalid}
 	case sum.Discrepancies() > 0:
-		return SilentExit{ExitConflict}
+		return SilentExit{Code: ExitConflict}
 	case onlyRecord:
-		return SilentExit{ExitFailure}
+		return SilentExit{Code: ExitFailure}
 	}
 	return nil
 }

@@ -26,10 +26,6 @@ import (
 	"github.com/idemctl/idemctl/redrive"
 )
 
-// MaxAttentionRows bounds the rows needing attention shown on a terminal; the
-// JSON output and --report always hold every row.
-const MaxAttentionRows = 50
-
 // ResolveOptions are the flags of `idemctl resolve`.
 type ResolveOptions struct {
 	IO   *IOStreams
@@ -587,7 +583,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	case fatal != nil:
 		return WithCode(ExitFailure, fatal)
 	case code != ExitOK:
-		return SilentExit{code}
+		return SilentExit{Code: code}
 	}
 	return nil
 }

@@ -13,10 +13,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-)
 
-// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
-var Version = "dev"
+	"github.com/idemctl/idemctl/internal/build"
+)
 
 // Main runs idemctl with the process's arguments and returns the exit code.
 func Main() int {
@@ -46,7 +45,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	}
 	var s SilentExit
 	if errors.As(err, &s) {
-		return s.code
+		return s.Code
 	}
 	code := CodeOf(err)
 	msg := err.Error()
@@ -63,10 +62,6 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
 	}
 	return code
-}
-
-func OneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 // NewCmdRoot builds the command tree.
@@ -101,12 +96,12 @@ primary.`,
   idemctl inspect --tenant acme --op charge-42`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       build.Version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if p, ok := PolicyOf(cmd); ok {
-				f.need = p.need
+				f.SetNeed(p.Need)
 			}
-			return f.validateOutput(cmd)
+			return f.ValidateOutput(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -137,14 +132,4 @@ primary.`,
 	root.AddCommand(NewCmdHorizon(f), NewCmdClass(f), NewCmdCorrections(f))
 	root.AddCommand(NewCmdPerson(f), NewCmdRedrive(f), NewCmdChange(f), NewCmdRecord(f), NewCmdImport(f))
 	return root
-}
-
-// exactArgs is cobra.ExactArgs with a usage exit code.
-func MaxArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return UsageErr("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
-		}
-		return nil
-	}
 }

@@ -101,7 +101,7 @@ func suspectsRun(ctx context.Context, opts *SuspectsOptions) error {
 		}
 	}
 	if len(groups) > 0 {
-		return SilentExit{ExitConflict}
+		return SilentExit{Code: ExitConflict}
 	}
 	return nil
 }

@@ -97,10 +97,10 @@ func roleOf(header string) columnRole {
 // cannot fit even so, the rows are printed vertically, one "field: value"
 // line each. -o wide and a pipe have no width limit.
 func PrintTable(w io.Writer, header []string, rows [][]string) error {
-	if lw, ok := w.(*LayoutWriter); ok && lw.seen != nil {
+	if lw, ok := w.(*LayoutWriter); ok && lw.Seen != nil {
 		var b strings.Builder
-		err := PrintTable(&LayoutWriter{Writer: &b, layout: lw.layout}, header, rows)
-		lw.seen(header, b.String())
+		err := PrintTable(&LayoutWriter{Writer: &b, Layout: lw.Layout}, header, rows)
+		lw.Seen(header, b.String())
 		if err != nil {
 			return err
 		}

@@ -237,8 +237,8 @@ func runAtWidth(t *testing.T, width int, dsn string, r tableRun) (string, [][]st
 		headers = append(headers, append([]string(nil), h...))
 		tables.WriteString(text)
 	}
-	ios.Out = &LayoutWriter{Writer: ios.Out, layout: TableLayout{Width: width}, seen: seen}
-	ios.ErrOut = &LayoutWriter{Writer: ios.ErrOut, layout: TableLayout{Width: width}, seen: seen}
+	ios.Out = &LayoutWriter{Writer: ios.Out, Layout: TableLayout{Width: width}, Seen: seen}
+	ios.ErrOut = &LayoutWriter{Writer: ios.ErrOut, Layout: TableLayout{Width: width}, Seen: seen}
 	if r.render != nil {
 		require.NoError(t, r.render(ios))
 		return tables.String(), headers

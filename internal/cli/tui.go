@@ -111,10 +111,10 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := opts.f.state.check(NeedSchema); err != nil {
+	if err := opts.f.State().Check(NeedSchema); err != nil {
 		problem = OneLine(err.Error())
-	} else if st := opts.f.state; st.InRecovery || st.ReadOnly {
-		problem = OneLine(opts.f.state.check(NeedWrite).Error())
+	} else if st := opts.f.State(); st.InRecovery || st.ReadOnly {
+		problem = OneLine(opts.f.State().Check(NeedWrite).Error())
 	}
 	refresh := opts.Refresh
 	if refresh == 0 {
@@ -125,7 +125,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	err = tui.Run(ctx, opts.IO.In, opts.IO.RawOut, tui.Options{
 		Services: services,
 		Operator: opts.f.Operator(),
-		Database: opts.f.describeDB(),
+		Database: opts.f.DescribeDB(),
 		Now:      opts.f.Now,
 		Refresh:  refresh,
 		Problem:  problem,

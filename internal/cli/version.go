@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/internal/build"
+
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -20,12 +22,8 @@ type versionInfo struct {
 	CodeVersion   int    `json:"code_version"`
 }
 
-// Commit is set at build time (make build: -ldflags "-X .../internal/cli.Commit=...")
-// for builds whose Go build information has no VCS stamp (a git worktree).
-var Commit = ""
-
 func currentVersion() versionInfo {
-	v := versionInfo{Version: Version, Commit: "unknown", Go: runtime.Version(),
+	v := versionInfo{Version: build.Version, Commit: "unknown", Go: runtime.Version(),
 		SchemaVersion: migrations.SchemaVersion(), CodeVersion: migrations.CodeVersion}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -37,8 +35,8 @@ func currentVersion() versionInfo {
 			}
 		}
 	}
-	if v.Commit == "unknown" && Commit != "" {
-		v.Commit = Commit
+	if v.Commit == "unknown" && build.Commit != "" {
+		v.Commit = build.Commit
 	}
 	return v
 }
