@@ -15,6 +15,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/internal/build"
+	"github.com/idemctl/idemctl/internal/cli/audit"
+	"github.com/idemctl/idemctl/internal/cli/change"
+	"github.com/idemctl/idemctl/internal/cli/class"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/console"
+	"github.com/idemctl/idemctl/internal/cli/corrections"
+	"github.com/idemctl/idemctl/internal/cli/demo"
+	"github.com/idemctl/idemctl/internal/cli/doctor"
+	"github.com/idemctl/idemctl/internal/cli/hash"
+	"github.com/idemctl/idemctl/internal/cli/horizon"
+	"github.com/idemctl/idemctl/internal/cli/imports"
+	"github.com/idemctl/idemctl/internal/cli/inspect"
+	"github.com/idemctl/idemctl/internal/cli/lab"
+	"github.com/idemctl/idemctl/internal/cli/migrate"
+	"github.com/idemctl/idemctl/internal/cli/person"
+	"github.com/idemctl/idemctl/internal/cli/quarantine"
+	"github.com/idemctl/idemctl/internal/cli/reconcile"
+	"github.com/idemctl/idemctl/internal/cli/record"
+	"github.com/idemctl/idemctl/internal/cli/redrive"
+	"github.com/idemctl/idemctl/internal/cli/resolve"
 )
 
 // Main runs idemctl with the process's arguments and returns the exit code.
@@ -23,8 +43,8 @@ func Main() int {
 	// error the command handles (stop, count, record the run, exit 1), not a
 	// SIGPIPE that kills the process mid-run.
 	signal.Ignore(syscall.SIGPIPE)
-	ios := System()
-	f := NewFactory(ios)
+	ios := cmdutil.System()
+	f := cmdutil.NewFactory(ios)
 	defer f.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -33,7 +53,7 @@ func Main() int {
 
 // Run executes one command line and returns its exit code; errors are printed
 // on stderr as one line.
-func Run(ctx context.Context, f *Factory, args []string) int {
+func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	root.SetIn(f.IO.In)
@@ -41,20 +61,20 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root.SetErr(f.IO.ErrOut)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return ExitOK
+		return cmdutil.ExitOK
 	}
-	var s SilentExit
+	var s cmdutil.SilentExit
 	if errors.As(err, &s) {
 		return s.Code
 	}
-	code := CodeOf(err)
+	code := cmdutil.CodeOf(err)
 	msg := err.Error()
 	if strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
 		strings.HasPrefix(msg, "unknown shorthand flag") {
-		code = ExitUsage
+		code = cmdutil.ExitUsage
 	}
-	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+OneLine(msg))
-	if code == ExitUsage {
+	fmt.Fprintln(f.IO.ErrOut, "idemctl: "+cmdutil.OneLine(msg))
+	if code == cmdutil.ExitUsage {
 		path := "idemctl"
 		if cmd != nil {
 			path = cmd.CommandPath()
@@ -65,7 +85,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 }
 
 // NewCmdRoot builds the command tree.
-func NewCmdRoot(f *Factory) *cobra.Command {
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idemctl <command>",
 		Short: "Recover and reconcile idempotent operations on PostgreSQL",
@@ -98,14 +118,14 @@ primary.`,
 		SilenceErrors: true,
 		Version:       build.Version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if p, ok := PolicyOf(cmd); ok {
+			if p, ok := cmdutil.PolicyOf(cmd); ok {
 				f.SetNeed(p.Need)
 			}
 			return f.ValidateOutput(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	})
 	root.SetHelpTemplate(root.HelpTemplate() + "{{exitCodes .}}")
 	pf := root.PersistentFlags()
@@ -116,20 +136,20 @@ primary.`,
 
 	root.AddCommand(
 		NewCmdVersion(f),
-		NewCmdDoctor(f, nil),
-		NewCmdStatus(f, nil),
-		NewCmdHash(f, nil),
-		NewCmdMigrate(f, nil),
-		NewCmdDemo(f),
-		NewCmdInspect(f, nil),
+		doctor.NewCmdDoctor(f, nil),
+		doctor.NewCmdStatus(f, nil),
+		hash.NewCmdHash(f, nil),
+		migrate.NewCmdMigrate(f, nil),
+		demo.NewCmdDemo(f),
+		inspect.NewCmdInspect(f, nil),
 	)
-	root.AddCommand(NewCmdLab(f, nil))
-	root.AddCommand(NewCmdResolve(f, nil))
-	root.AddCommand(NewCmdReconcile(f, nil), NewCmdIntake(f, nil), NewCmdSuspects(f, nil))
-	root.AddCommand(NewCmdQuarantine(f))
-	root.AddCommand(NewCmdAudit(f))
-	root.AddCommand(NewCmdTUI(f, nil))
-	root.AddCommand(NewCmdHorizon(f), NewCmdClass(f), NewCmdCorrections(f))
-	root.AddCommand(NewCmdPerson(f), NewCmdRedrive(f), NewCmdChange(f), NewCmdRecord(f), NewCmdImport(f))
+	root.AddCommand(lab.NewCmdLab(f, nil))
+	root.AddCommand(resolve.NewCmdResolve(f, nil))
+	root.AddCommand(reconcile.NewCmdReconcile(f, nil), reconcile.NewCmdIntake(f, nil), reconcile.NewCmdSuspects(f, nil))
+	root.AddCommand(quarantine.NewCmdQuarantine(f))
+	root.AddCommand(audit.NewCmdAudit(f))
+	root.AddCommand(console.NewCmdTUI(f, nil))
+	root.AddCommand(horizon.NewCmdHorizon(f), class.NewCmdClass(f), corrections.NewCmdCorrections(f))
+	root.AddCommand(person.NewCmdPerson(f), redrive.NewCmdRedrive(f), change.NewCmdChange(f), record.NewCmdRecord(f), imports.NewCmdImport(f))
 	return root
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemctl/idemctl/internal/build"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -42,7 +43,7 @@ func currentVersion() versionInfo {
 }
 
 // NewCmdVersion builds `idemctl version`.
-func NewCmdVersion(f *Factory) *cobra.Command {
+func NewCmdVersion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print idemctl's version, commit, Go version and the schema it needs",
@@ -52,11 +53,11 @@ migrate installs them; other commands refuse a database at another version).
 It never connects.`,
 		Example: `  idemctl version
   idemctl version -o json`,
-		Args: MaxArgs(0),
+		Args: cmdutil.MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := currentVersion()
 			if f.JSON() {
-				return PrintJSONLine(f.IO.Out, v)
+				return cmdutil.PrintJSONLine(f.IO.Out, v)
 			}
 			commit := v.Commit
 			if v.Modified {

@@ -1,0 +1,305 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/record"
+)
+
+// NewCmdImport builds `idemctl import` (plan, approve, run): an existing
+// idempotency store adopted into a class's inbox through a four-eyes entry
+// plan of kind import.
+func NewCmdImport(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import <command>",
+		Short: "Adopt an existing idempotency store into the inbox, with a second person (plan, approve, run)",
+		Long: `Adopt the idempotency store a service kept before idemctl (rocket-rides'
+idempotency_keys, an HTTP middleware's table, an NDJSON export): each finished
+operation enters the class's inbox with its payload's canonical text and hash,
+its saved response and its ORIGINAL created_at, and its effect is NOT run; a
+later retry of it answers already_applied with the original response.
+
+One person plans (reading the source streaming, with progress on stderr),
+another approves, then it runs as the schema owner's function. Rows are sorted
+out while planning: finished rows are imported; unfinished, locked or
+response-less rows go to the --ambiguous file, in idemctl resolve's input
+format; rows with a NULL or future created_at, a payload over the limit or
+ids that break the identity rules are invalid lines with the reason. At run
+time an identity the inbox already holds with the same payload is skipped,
+with another payload quarantined with both sides: nothing is overwritten.
+
+The plan prints a cursor (the last created_at/tenant/operation read): run the
+import again with --since CURSOR right before the cutover to take only what
+came after. docs/import.md is the cutover, step by step.`,
+		Example: `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
+  idemctl import plan --class rides.charge --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)" \
+      --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
+  idemctl import approve 4     # another person
+  idemctl import run 4`,
+	}
+	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
+	return cmd
+}
+
+// ImportPlanOptions are the flags of `idemctl import plan`.
+type ImportPlanOptions struct {
+	Class, Reason       string
+	FromPostgres, Query string
+	PasswordEnv         string
+	FromNDJSON          string
+	Since, HashFunction string
+	Ambiguous, Invalid  string
+	OverwriteAmbiguous  bool
+	ProgressEvery       time.Duration
+}
+
+// NewCmdImportPlan builds `idemctl import plan`; runF replaces the run in tests.
+func NewCmdImportPlan(f *cmdutil.Factory, runF func(*ImportPlanOptions) error) *cobra.Command {
+	o := &ImportPlanOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan --class C (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE) --ambiguous FILE --reason TEXT",
+		Short: "Plan an import from a store; nothing enters until another person approves",
+		Long: `Read a store and plan the import of its finished operations into class C.
+
+--from-postgres DSN --query SQL: the DSN holds no password (as a replay
+source's: --password-env names an IDEMCTL_SOURCE_* variable that holds it);
+the query runs in a read-only transaction and returns columns named
+tenant_id, operation_id, payload (or request_hash, for a store that kept
+only its own hash of the request), response, created_at, status ('finished'
+for a completed operation) and optionally locked (boolean).
+--from-ndjson FILE: one JSON object a line with the same fields.
+
+--hash-function says how a hash-only store computed request_hash:
+sha256-raw (of the request body's bytes) or sha256-sorted-json (of the JSON
+with sorted keys and no whitespace, RFC 8785). Without it, every retry of
+such an identity is a quarantined conflict "imported without its payload".
+
+Exit code 5 when some rows were invalid (the plan holds the others).`,
+		Example: `  idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous ambiguous.ndjson \
+      --reason "adopt rocket-rides (MIG-1)"
+  idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous late.ndjson \
+      --since 2026-11-30T23:59:58.123456Z/42/key-9001 --reason "cutover (MIG-1)"`,
+		Args: cmdutil.MaxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return importPlanRun(cmd, f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Class, "class", "", "the operation class the store's operations belong to")
+	fl.StringVar(&o.FromPostgres, "from-postgres", "", "DSN of the store's database (no password in it)")
+	fl.StringVar(&o.Query, "query", "", "with --from-postgres: the query returning the store's rows")
+	fl.StringVar(&o.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
+	fl.StringVar(&o.FromNDJSON, "from-ndjson", "", "an NDJSON export of the store")
+	fl.StringVar(&o.Since, "since", "", "the cursor a previous import printed: read only the rows after it")
+	fl.StringVar(&o.HashFunction, "hash-function", "", "how a hash-only store hashed its requests: sha256-raw or sha256-sorted-json")
+	fl.StringVar(&o.Ambiguous, "ambiguous", "", "write the unfinished rows here, in idemctl resolve's input format (required)")
+	fl.BoolVar(&o.OverwriteAmbiguous, "overwrite", false, "let --ambiguous and --invalid replace existing files")
+	fl.StringVar(&o.Invalid, "invalid", "", "write the invalid rows here, one JSON object a line (default: stderr)")
+	fl.StringVar(&o.Reason, "reason", "", "why (required)")
+	fl.DurationVar(&o.ProgressEvery, "progress", 2*time.Second, "how often a progress line is printed on stderr (0: never)")
+	return cmd
+}
+
+func (o *ImportPlanOptions) validate() error {
+	if o.Class == "" || o.Reason == "" || o.Ambiguous == "" {
+		return cmdutil.UsageErr("--class, --ambiguous and --reason are required")
+	}
+	pg, file := o.FromPostgres != "", o.FromNDJSON != ""
+	if pg == file {
+		return cmdutil.UsageErr("give --from-postgres DSN --query SQL, or --from-ndjson FILE")
+	}
+	if pg && o.Query == "" {
+		return cmdutil.UsageErr("--from-postgres needs --query")
+	}
+	if !pg && (o.Query != "" || o.PasswordEnv != "") {
+		return cmdutil.UsageErr("--query and --password-env go with --from-postgres")
+	}
+	if o.HashFunction != "" && o.HashFunction != importer.SHA256Raw && o.HashFunction != importer.SHA256SortedJSON {
+		return cmdutil.UsageErr("--hash-function: sha256-raw or sha256-sorted-json")
+	}
+	if o.Since != "" {
+		if _, err := importer.ParseCursor(o.Since); err != nil {
+			return cmdutil.UsageErr("--since: %v", err)
+		}
+	}
+	return nil
+}
+
+func createOutput(path string, overwrite bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags |= os.O_EXCL
+	}
+	out, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil, cmdutil.UsageErr("%s exists: give another file, or --overwrite", path)
+	}
+	return out, err
+}
+
+func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions) error {
+	ctx := cmd.Context()
+	var since *importer.Cursor
+	if o.Since != "" {
+		c, _ := importer.ParseCursor(o.Since)
+		since = &c
+	}
+	var src importer.Source
+	var err error
+	if o.FromNDJSON != "" {
+		src, err = importer.OpenNDJSON(o.FromNDJSON)
+		if err != nil {
+			return cmdutil.UsageErr("--from-ndjson: %v", err)
+		}
+	} else {
+		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: since}.Open(ctx)
+		if err != nil {
+			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("source: %w", err))
+		}
+	}
+	defer src.Close()
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return err
+	}
+	amb, err := createOutput(o.Ambiguous, o.OverwriteAmbiguous)
+	if err != nil {
+		return err
+	}
+	defer amb.Close()
+	var invalid io.Writer = f.IO.ErrOut
+	if o.Invalid != "" {
+		inv, err := createOutput(o.Invalid, o.OverwriteAmbiguous)
+		if err != nil {
+			return err
+		}
+		defer inv.Close()
+		invalid = inv
+	}
+	start := time.Now()
+	var progress func(importer.Counts)
+	if o.ProgressEvery > 0 {
+		progress = func(c importer.Counts) {
+			rate := float64(c.Read) / time.Since(start).Seconds()
+			fmt.Fprintf(f.IO.ErrOut, "import: %d rows read: %d to import, %d ambiguous, %d invalid (%.0f rows/s)\n",
+				c.Read, c.ToImport, c.Ambiguous, c.Invalid, rate)
+		}
+	}
+	res, err := importer.Plan(ctx, pool, src, importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
+		HashFunction: o.HashFunction, Since: since, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
+	if errors.Is(err, importer.ErrNothingToImport) {
+		fmt.Fprintf(f.IO.ErrOut, "nothing to import: %d rows read (%d ambiguous, %d invalid); no plan stored\n",
+			res.Counts.Read, res.Counts.Ambiguous, res.Counts.Invalid)
+		printCursorHint(f, res)
+		return invalidExit(res.Counts)
+	}
+	if err != nil {
+		return cmdutil.GovernanceErr(err)
+	}
+	if err := showImportPlan(f, res.Plan); err != nil {
+		return err
+	}
+	c := res.Counts
+	fmt.Fprintf(f.IO.ErrOut, "%d rows read: %d to import (%d hash-only), %d ambiguous (in %s), %d invalid\n",
+		c.Read, c.ToImport, c.HashOnly, c.Ambiguous, o.Ambiguous, c.Invalid)
+	printCursorHint(f, res)
+	fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl import approve %d\n", res.Plan.ID)
+	return invalidExit(c)
+}
+
+// showImportPlan prints an import plan without reading its items (an
+// import may hold millions): its source, digest, counts, cursor and sample.
+func showImportPlan(f *cmdutil.Factory, p governance.EntryPlan) error {
+	if f.JSON() {
+		return cmdutil.PrintJSONLine(f.IO.Out, p)
+	}
+	return record.PrintEntryReview(f.IO.Out, governance.EntryReview{EntryPlan: p}, 0)
+}
+
+func printCursorHint(f *cmdutil.Factory, res importer.Result) {
+	if res.Cursor == nil {
+		return
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", res.Cursor, res.Cursor)
+	if res.AmbiguousBeforeCursor > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %d ambiguous rows lie before the cursor: a run with --since does not read them again; once the old writers stopped, import them by a query of their keys (docs/import.md)\n",
+			res.AmbiguousBeforeCursor)
+	}
+}
+
+func invalidExit(c importer.Counts) error {
+	if c.Invalid > 0 {
+		return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%d invalid rows (not in the plan)", c.Invalid))
+	}
+	return nil
+}
+
+func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
+	short := map[string]string{
+		"approve": "Approve an import plan another person made (four eyes)",
+		"run":     "Enter an approved import plan's identities, without running their effects",
+	}[step]
+	var yes bool
+	cmd := &cobra.Command{
+		Use:     step + " ID",
+		Short:   short,
+		Long:    short + ". The run prints each outcome's count (entered, skipped, quarantined, refused) and the cursor for the next import's --since.",
+		Example: "  idemctl import " + step + " 4",
+		Args:    cmdutil.MaxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := cmdutil.ParseID(args, "an import plan")
+			if err != nil {
+				return err
+			}
+			p, pool, err := record.EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				return importer.Run(ctx, db, id, f.Operator())
+			})
+			if err != nil {
+				return err
+			}
+			if err := showImportPlan(f, p); err != nil {
+				return err
+			}
+			if step == "run" {
+				outcomes, err := importer.Outcomes(cmd.Context(), pool, id)
+				if err != nil {
+					return err
+				}
+				keys := make([]string, 0, len(outcomes))
+				for k, n := range outcomes {
+					keys = append(keys, fmt.Sprintf("%s %d", k, n))
+				}
+				sort.Strings(keys)
+				fmt.Fprintf(f.IO.ErrOut, "outcomes: %s\n", strings.Join(keys, ", "))
+				if p.Cursor != nil {
+					fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", *p.Cursor, *p.Cursor)
+				}
+			}
+			return nil
+		},
+	}
+	if step == "approve" {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the plan and ask on a terminal")
+	}
+	return cmd
+}

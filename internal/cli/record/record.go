@@ -1,0 +1,426 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+)
+
+// NewCmdRecord builds `idemctl record` (plan, list, show, approve, run): outcomes known
+// from outside, recorded by hand through a four-eyes entry plan.
+func NewCmdRecord(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "record <command>",
+		Short: "Record outcomes known from outside, by hand, with a second person (plan, list, show, approve, run)",
+		Long: `Record an outcome that happened outside (a charge the provider made that the
+service never recorded): each identity enters the inbox with its payload and a
+response in the service's own shape, marked as recorded by hand, and its effect
+is NOT run; a later retry of it answers already_applied, not a second charge.
+
+One person plans from a file (one JSON object a line: tenant_id, operation_id,
+class, payload, response, evidence such as the provider's reference; idemctl
+reconcile --emit-record writes one from a report's missing_in_inbox lines), another
+person approves, then it runs. The plan keeps the file's sha256, the counts
+and a sample. A money class needs --contract; a class with a SQL effect needs
+--correction too (its ledger rows are not written by recording: say who writes
+them). At run time an identity that appeared meanwhile is left alone and
+reported, and one with a pending claim or an open quarantine record is
+refused. idemctl inspect (and --history) shows where an identity came from.
+
+list and show (and the approval's question) show each plan's identities with
+their evidence and, for money classes, the totals per currency it records
+(EUR 1,234.50 over 12 records), read from the payloads by the class's money
+declaration; an item whose amount cannot be read is named.`,
+		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
+      --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"
+  idemctl record list
+  idemctl record show 3
+  idemctl record approve 3     # another person
+  idemctl record run 3`,
+	}
+	cmd.AddCommand(newCmdRecordPlan(f), newCmdRecordList(f), newCmdRecordShow(f), newCmdRecordStep(f, "approve"),
+		newCmdRecordStep(f, "run"))
+	return cmd
+}
+
+type recordLine struct {
+	TenantID    string          `json:"tenant_id"`
+	OperationID string          `json:"operation_id"`
+	Class       string          `json:"class"`
+	Payload     json.RawMessage `json:"payload"`
+	Response    json.RawMessage `json:"response"`
+	Evidence    string          `json:"evidence"`
+}
+
+// readRecordFile reads the items of a record plan and the file's digest.
+func readRecordFile(path string) ([]governance.EntryItem, string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", cmdutil.UsageErr("--file: %v", err)
+	}
+	var items []governance.EntryItem
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var l recordLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: %v", path, n, err))
+		}
+		canon, hash, err := idem.Canonicalize(l.Payload, idem.PayloadLimits{})
+		if err != nil {
+			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: payload: %v", path, n, err))
+		}
+		items = append(items, governance.EntryItem{TenantID: l.TenantID, OperationID: l.OperationID, Class: l.Class,
+			Payload: string(canon), PayloadHash: hash, Response: l.Response, Evidence: l.Evidence})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s: %v", path, err))
+	}
+	return items, governance.DigestOf(raw), nil
+}
+
+func newCmdRecordPlan(f *cmdutil.Factory) *cobra.Command {
+	var file string
+	var o governance.EntryOptions
+	cmd := &cobra.Command{
+		Use:   "plan --file FILE --reason TEXT [--contract REF] [--correction REF]",
+		Short: "Plan recording outcomes known from outside; nothing enters until another person approves",
+		Long:  `Plan recording the identities of FILE (one JSON object a line). Nothing enters until another person approves.`,
+		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
+      --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"`,
+		Args: cmdutil.MaxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" || o.Reason == "" {
+				return cmdutil.UsageErr("--file and --reason are required")
+			}
+			items, digest, err := readRecordFile(file)
+			if err != nil {
+				return err
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			o.Kind, o.Source, o.SourceDigest, o.Operator = governance.EntryRecord, file, digest, f.Operator()
+			p, err := governance.PlanEntry(cmd.Context(), pool, o, items)
+			if err != nil {
+				return cmdutil.GovernanceErr(err)
+			}
+			if err := showEntry(cmd.Context(), f, pool, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl record approve %d\n", p.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&file, "file", "", "the outcomes, one JSON object a line")
+	cmd.Flags().StringVar(&o.Reason, "reason", "", "why (required)")
+	cmd.Flags().StringVar(&o.Contract, "contract", "", "business contract reference (required for a money class)")
+	cmd.Flags().StringVar(&o.Correction, "correction", "", "the manual correction that writes the ledger rows (required for a class with a SQL effect)")
+	return cmd
+}
+
+func newCmdRecordStep(f *cmdutil.Factory, step string) *cobra.Command {
+	short := map[string]string{
+		"approve": "Approve a record plan another person made (four eyes)",
+		"run":     "Enter an approved record plan's identities, without running their effects",
+	}[step]
+	long := short + "."
+	if step == "approve" {
+		long += "\n\nOn a terminal it shows the plan (its identities, evidence and money totals)\nand asks first; --yes skips the question and is required without one."
+	}
+	var yes bool
+	cmd := &cobra.Command{
+		Use:     step + " ID",
+		Short:   short,
+		Long:    long,
+		Example: "  idemctl record " + step + " 3",
+		Args:    cmdutil.MaxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := cmdutil.ParseID(args, "a record plan")
+			if err != nil {
+				return err
+			}
+			p, pool, err := EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				return governance.RunEntry(ctx, db, id, f.Operator())
+			})
+			if err != nil {
+				return err
+			}
+			return showEntry(cmd.Context(), f, pool, p)
+		},
+	}
+	if step == "approve" {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation on a terminal")
+	}
+	return cmd
+}
+
+// EntryStep approves (step "approve") or runs an entry plan of record or
+// import: an approval needs --yes without a terminal, and on one shows the
+// plan and asks first; run is the kind's own run. It returns the plan as the
+// step left it and the pool it used.
+func EntryStep(ctx context.Context, f *cmdutil.Factory, step string, id int64, yes bool,
+	run func(context.Context, *pgxpool.Pool) (governance.EntryPlan, error)) (governance.EntryPlan, *pgxpool.Pool, error) {
+	if step == "approve" {
+		if err := cmdutil.NeedYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
+			return governance.EntryPlan{}, nil, err
+		}
+	}
+	pool, err := f.Pool(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, nil, err
+	}
+	var p governance.EntryPlan
+	if step == "approve" {
+		if !yes {
+			if err := confirmEntry(ctx, f, pool, id); err != nil {
+				return p, pool, err
+			}
+		}
+		p, err = governance.ApproveEntry(ctx, pool, id, f.Operator())
+	} else {
+		p, err = run(ctx, pool)
+	}
+	if err != nil {
+		return p, pool, cmdutil.GovernanceErr(err)
+	}
+	return p, pool, nil
+}
+
+// confirmEntry shows an entry plan on the terminal and asks whether to
+// approve it; no ends the command with exit 1, nothing done.
+func confirmEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, id int64) error {
+	r, err := governance.ShowEntry(ctx, db, id)
+	if err != nil {
+		return cmdutil.GovernanceErr(err)
+	}
+	if err := PrintEntryReview(f.IO.ErrOut, r, cmdutil.PromptRecords); err != nil {
+		return err
+	}
+	money := ""
+	if len(r.Totals) > 0 || len(r.MoneyProblems) > 0 {
+		money = ", recording " + entryTotals(r)
+	}
+	if err := cmdutil.Confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money), "nothing done"); err != nil {
+		return err
+	}
+	return nil
+}
+
+func newCmdRecordList(f *cmdutil.Factory) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list [--limit N]",
+		Short: "List record (and import) plans, newest first, with their money totals",
+		Long: `List the plans of identities that enter without their effect (recorded by
+hand, imported), newest first: state, the persons, the items and, for money
+classes, the totals per currency each records.`,
+		Example: `  idemctl record list
+  idemctl record list --limit 5 -o json`,
+		Args: cmdutil.MaxArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > 1000 {
+				return cmdutil.UsageErr("--limit must be between 1 and 1000")
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rs, err := governance.ListEntries(cmd.Context(), pool, limit)
+			if err != nil {
+				return cmdutil.GovernanceErr(err)
+			}
+			if f.JSON() {
+				for _, r := range rs {
+					if err := cmdutil.PrintJSONLine(f.IO.Out, r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(rs) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "no record plans")
+				return nil
+			}
+			rows := make([][]string, 0, len(rs))
+			for _, r := range rs {
+				rows = append(rows, []string{strconv.FormatInt(r.ID, 10), r.Kind, r.State, strconv.Itoa(r.Items),
+					audit.Who(r.PlannedPerson, r.PlannedDBUser), audit.Who(cmdutil.Deref(r.ApprovedPerson), cmdutil.Deref(r.ApprovedDBUser)),
+					entryTotals(r), r.Reason})
+			}
+			return cmdutil.PrintTable(f.IO.Out, []string{"plan", "kind", "state", "items", "planned by", "approved by", "totals", "reason"}, rows)
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "the newest plans listed (1-1000)")
+	return cmd
+}
+
+func newCmdRecordShow(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a record plan: its identities, evidence and money totals",
+		Long: `Show a plan of identities that enter without their effect: who planned and
+approved it, each identity with its class, evidence and amount, and for
+money classes the totals per currency it records.`,
+		Example: `  idemctl record show 3
+  idemctl record show 3 -o json`,
+		Args: cmdutil.MaxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := cmdutil.ParseID(args, "a record plan")
+			if err != nil {
+				return err
+			}
+			pool, err := f.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			r, err := governance.ShowEntry(cmd.Context(), pool, id)
+			if err != nil {
+				return cmdutil.GovernanceErr(err)
+			}
+			if f.JSON() {
+				return cmdutil.PrintJSONLine(f.IO.Out, r)
+			}
+			return PrintEntryReview(f.IO.Out, r, -1)
+		},
+	}
+}
+
+// showEntry prints an entry plan with its money totals.
+func showEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, p governance.EntryPlan) error {
+	r, err := governance.ReviewEntry(ctx, db, p)
+	if err != nil {
+		return cmdutil.GovernanceErr(err)
+	}
+	if f.JSON() {
+		return cmdutil.PrintJSONLine(f.IO.Out, r)
+	}
+	return PrintEntryReview(f.IO.Out, r, 0)
+}
+
+// entryTotals says what a plan records in money: "EUR 9.00 over 1
+// record; ...", "-" when no item is of a money class.
+func entryTotals(r governance.EntryReview) string {
+	parts := make([]string, 0, len(r.Totals)+1)
+	for _, t := range r.Totals {
+		parts = append(parts, t.String())
+	}
+	if n := len(r.MoneyProblems); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d item(s) of a money class not in the totals", n))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// PrintEntryReview prints an entry plan as a table with its money totals;
+// then, for items > 0, its first items identities (-1: all), each with its
+// class, amount, evidence and outcome.
+func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
+	approved := "-"
+	if r.ApprovedPerson != nil {
+		approved = audit.Who(*r.ApprovedPerson, cmdutil.Deref(r.ApprovedDBUser))
+	}
+	rows := [][]string{
+		{"plan", strconv.FormatInt(r.ID, 10)},
+		{"kind", r.Kind},
+		{"state", r.State},
+		{"source", r.Source},
+		{"digest", r.SourceDigest},
+		{"counts", string(r.Counts)},
+		{"reason", r.Reason},
+		{"contract", derefOr(r.Contract)},
+		{"correction", derefOr(r.Correction)},
+		{"planned by", audit.Who(r.PlannedPerson, r.PlannedDBUser)},
+		{"approved by", approved},
+		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
+		{"money", entryTotals(r)},
+	}
+	if r.Cursor != nil {
+		rows = append(rows, []string{"cursor", *r.Cursor})
+	}
+	if r.HashFunction != nil {
+		rows = append(rows, []string{"hash function", *r.HashFunction})
+	}
+	for _, p := range r.MoneyProblems {
+		rows = append(rows, []string{"not in totals", p.String()})
+	}
+	if err := cmdutil.PrintTable(w, []string{"field", "value"}, rows); err != nil {
+		return err
+	}
+	if items == 0 {
+		return printEntrySample(w, r.Sample)
+	}
+	if len(r.Entries) == 0 {
+		return nil
+	}
+	shown := r.Entries
+	if items > 0 && len(shown) > items {
+		shown = shown[:items]
+	}
+	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
+	table := make([][]string, 0, len(shown))
+	for _, e := range shown {
+		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, cmdutil.OrDash(e.Amount),
+			e.Evidence, cmdutil.OrDash(e.Outcome)})
+	}
+	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
+		return err
+	}
+	if len(shown) < len(r.Entries) {
+		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", len(r.Entries)-len(shown), r.ID)
+		return err
+	}
+	return nil
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// printEntrySample prints an entry plan's sample as a table of its own: its
+// tenants and operation ids are identifiers, kept whole (a table too narrow
+// for them turns vertical), where the JSON text in a wrapping value column
+// was split inside an id.
+func printEntrySample(w io.Writer, raw json.RawMessage) error {
+	var items []struct {
+		TenantID    string `json:"tenant_id"`
+		OperationID string `json:"operation_id"`
+		Class       string `json:"class"`
+		Evidence    string `json:"evidence"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf("the plan's sample: %w", err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, []string{it.TenantID, it.OperationID, it.Class, cmdutil.OrDash(it.Evidence)})
+	}
+	fmt.Fprintln(w, "sample (the plan's first identities):")
+	return cmdutil.PrintTable(w, []string{"tenant", "operation", "class", "evidence"}, rows)
+}
