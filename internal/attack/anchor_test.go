@@ -13,14 +13,15 @@ import (
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/internal/cli"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
 // idemctl runs the CLI as a user would, against dsn.
 func idemctl(t *testing.T, dsn string, args ...string) (int, string, string) {
 	t.Helper()
-	ios, _, out, errOut := cli.Test(false)
-	f := cli.NewFactory(ios)
+	ios, _, out, errOut := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
 	defer f.Close()
 	code := cli.Run(context.Background(), f, append(args, "--dsn", dsn))
 	return code, out.String(), errOut.String()
@@ -51,7 +52,7 @@ func TestAuditHeadAndKeptAnchor(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "anchors.json")
 	c, out, errOut := idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", file)
-	require.Equal(t, cli.ExitOK, c, out+errOut)
+	require.Equal(t, cmdutil.ExitOK, c, out+errOut)
 	assert.Contains(t, errOut, "first run")
 	st, err := os.Stat(file)
 	require.NoError(t, err)
@@ -65,12 +66,12 @@ func TestAuditHeadAndKeptAnchor(t *testing.T) {
 	// chain alone verifies.
 	rewriteFrom(t, w, 10, head-2)
 	c, _, _ = idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", filepath.Join(t.TempDir(), "fresh.json"))
-	require.Equal(t, cli.ExitOK, c, "without an anchor the rewrite is invisible")
+	require.Equal(t, cmdutil.ExitOK, c, "without an anchor the rewrite is invisible")
 
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	c, _, errOut = idemctl(t, auditor, "audit", "verify", "-o", "json", "--anchor-file", file)
-	assert.Equal(t, cli.ExitInvalid, c)
+	assert.Equal(t, cmdutil.ExitInvalid, c)
 	assert.Contains(t, errOut, fmt.Sprintf("rows %d-%d are missing and the head is behind the anchor", head-1, head))
 	again, err := os.ReadFile(file)
 	require.NoError(t, err)
@@ -79,7 +80,7 @@ func TestAuditHeadAndKeptAnchor(t *testing.T) {
 	// A corrupt or open anchor file is an error (exit 2), never replaced.
 	require.NoError(t, os.WriteFile(file, []byte("{not json"), 0o600))
 	c, _, errOut = idemctl(t, auditor, "audit", "verify", "--anchor-file", file)
-	assert.Equal(t, cli.ExitUsage, c, errOut)
+	assert.Equal(t, cmdutil.ExitUsage, c, errOut)
 	assert.Contains(t, errOut, "corrupt")
 	again, err = os.ReadFile(file)
 	require.NoError(t, err)
@@ -87,7 +88,7 @@ func TestAuditHeadAndKeptAnchor(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, raw, 0o600))
 	require.NoError(t, os.Chmod(file, 0o644))
 	c, _, errOut = idemctl(t, auditor, "audit", "verify", "--anchor-file", file)
-	assert.Equal(t, cli.ExitUsage, c, errOut)
+	assert.Equal(t, cmdutil.ExitUsage, c, errOut)
 	assert.Contains(t, errOut, "others may read or change it")
 }
 

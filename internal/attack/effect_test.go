@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemctl/idemctl/internal/cli"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/migrations"
 )
@@ -163,11 +163,11 @@ func TestEffectUndoneRunsAgain(t *testing.T) {
 	assert.Equal(t, "IX016", refused)
 	// doctor (an operator) and migrate (the admin) name it.
 	c, out, _ := idemctl(t, dbtest.As(w.dsn, dbtest.Operator), "doctor", "-o", "json", "--skip-sources")
-	assert.Equal(t, cli.ExitFailure, c)
+	assert.Equal(t, cmdutil.ExitFailure, c)
 	assert.Contains(t, out, `"check":"effects","verdict":"fail"`)
 	assert.Contains(t, out, "class fx.undo: effect "+fn)
 	c, _, errOut := idemctl(t, w.dsn, "migrate")
-	assert.Equal(t, cli.ExitOK, c, errOut)
+	assert.Equal(t, cmdutil.ExitOK, c, errOut)
 	assert.Contains(t, errOut, "warning: class fx.undo: effect "+fn+" must be SECURITY DEFINER")
 	dbtest.Admin(t, w.dsn, "SET ROLE "+owner+"; ALTER FUNCTION "+fn+" SECURITY DEFINER")
 	refused, ranAs := w.execAs("fx.undo", "c")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -58,7 +59,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 		dbtest.ClientBug{Prefix: "u-", N: 2, Change: "currency", Source: "psp"})
 	bob := dbtest.As(fx.dsn, dbtest.Operator2)
 	code, _, errOut := runQ(t, fx.dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	// The stored body of u-00002 was purged under a replay horizon: no diff.
 	dbtest.Admin(t, fx.dsn, `DO $$ BEGIN
 		SET LOCAL session_replication_role = replica;
@@ -71,14 +72,14 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 
 	code, out, errOut := runQ(t, fx.dsn, "quarantine", "accept-as-new", "--source", "psp", "--rule", "{operation_id}-rev2",
 		"--max", "10", "--reason", "revisions", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	plan := jsonLines(t, out)[0]
 	id := fmt.Sprint(plan["id"])
 	assertJSONTotals(t, plan, want)
 
 	// The prompt: totals in the question, each record's changes above it.
 	code, _, errOut = runTTY(t, bob, "n\n", "quarantine", "bulk", "approve", id)
-	assert.Equal(t, ExitFailure, code, "answered no: nothing done")
+	assert.Equal(t, cmdutil.ExitFailure, code, "answered no: nothing done")
 	question := errOut[strings.LastIndex(errOut, "Approve plan"):]
 	for _, tot := range want {
 		assert.Contains(t, question, tot)
@@ -90,7 +91,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 
 	// show: the table and the JSON carry the same.
 	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, tot := range want {
 		assert.Contains(t, out, tot)
 	}
@@ -98,7 +99,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	assert.Contains(t, out, "u-00002-rev2")
 	assert.Contains(t, out, "stored body purged: no diff")
 	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	shown := jsonLines(t, out)[0]
 	assertJSONTotals(t, shown, want)
 	records := shown["records"].([]any)
@@ -114,17 +115,17 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 
 	// Refusals are unchanged.
 	code, _, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "approve", id, "--yes")
-	assert.Equal(t, ExitInvalid, code, "the planner cannot approve")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "the planner cannot approve")
 	assert.Contains(t, errOut, "four-eyes")
 	code, _, _ = runQ(t, bob, "quarantine", "bulk", "approve", id)
-	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	assert.Equal(t, cmdutil.ExitUsage, code, "no terminal, no --yes")
 	code, out, errOut = runQ(t, bob, "quarantine", "bulk", "approve", id, "--yes", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assertJSONTotals(t, jsonLines(t, out)[0], want)
 
 	// The run's question says what it applies too.
 	code, _, errOut = runTTY(t, fx.dsn, "n\n", "quarantine", "bulk", "run", id)
-	assert.Equal(t, ExitFailure, code, "answered no")
+	assert.Equal(t, cmdutil.ExitFailure, code, "answered no")
 	question = errOut[strings.LastIndex(errOut, "Run 5 record(s)"):]
 	for _, tot := range want {
 		assert.Contains(t, question, tot)
@@ -163,7 +164,7 @@ func TestRecordPlanShowsItemsEvidenceAndTotals(t *testing.T) {
 	_, dsn := dbtest.NewPool(t, 2)
 	bob := dbtest.As(dsn, dbtest.Operator2)
 	code, _, errOut := runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	items := []struct {
 		op       string
 		amount   int
@@ -189,11 +190,11 @@ func TestRecordPlanShowsItemsEvidenceAndTotals(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(lines.String()), 0o644))
 	code, out, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--contract", "PSP-2024-7",
 		"--correction", "LC-12 by finance", "--operator", "alice", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	id := fmt.Sprint(jsonLines(t, out)[0]["id"])
 
 	code, out, errOut = runQ(t, dsn, "record", "show", id, "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, w := range want {
 		assert.Contains(t, out, w)
 	}
@@ -201,7 +202,7 @@ func TestRecordPlanShowsItemsEvidenceAndTotals(t *testing.T) {
 	assert.Contains(t, out, "USD 5.00")
 	assert.Contains(t, out, "item 6 (t1/psp-x): no amount at /amount: not in the totals")
 	code, out, errOut = runQ(t, dsn, "record", "show", id, "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	doc := jsonLines(t, out)[0]
 	totals := doc["totals"].([]any)
 	require.Len(t, totals, 3)
@@ -209,27 +210,27 @@ func TestRecordPlanShowsItemsEvidenceAndTotals(t *testing.T) {
 	assert.Len(t, doc["entries"].([]any), 6)
 	assert.Len(t, doc["money_problems"].([]any), 1)
 	code, _, _ = runQ(t, dsn, "record", "show", "999999")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 
 	code, out, errOut = run(t, dsn, "", "record", "list", "-o", "wide")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, w := range want {
 		assert.Contains(t, out, w)
 	}
 
 	code, _, errOut = runTTY(t, bob, "n\n", "record", "approve", id)
-	assert.Equal(t, ExitFailure, code, "answered no")
+	assert.Equal(t, cmdutil.ExitFailure, code, "answered no")
 	question := errOut[strings.LastIndex(errOut, "Approve entry plan"):]
 	for _, w := range want {
 		assert.Contains(t, question, w)
 	}
 	assert.Contains(t, errOut, "psp ref psp-1")
 	code, _, _ = runQ(t, bob, "record", "approve", id)
-	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	assert.Equal(t, cmdutil.ExitUsage, code, "no terminal, no --yes")
 	code, _, errOut = runQ(t, dsn, "record", "approve", id, "--yes")
-	assert.Equal(t, ExitInvalid, code, "the planner cannot approve: %s", errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, "the planner cannot approve: %s", errOut)
 	code, _, errOut = runQ(t, bob, "record", "approve", id, "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 }
 
 // groupedMajor writes minor units as major ones with exp decimals and

@@ -12,26 +12,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
+	auditcmd "github.com/idemctl/idemctl/internal/cli/audit"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
 func TestAuditCommandOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	f.Now = func() time.Time { return now }
 
-	var list *AuditListOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdAuditList(f, func(o *AuditListOptions) error { list = o; return nil }),
+	var list *auditcmd.AuditListOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, auditcmd.NewCmdAuditList(f, func(o *auditcmd.AuditListOptions) error { list = o; return nil }),
 		"--action", "quarantine", "--actor", "alice", "--target", "quarantine:4", "--since", "1h", "--until", "2026-11-30T11:30:00Z",
 		"--limit", "10", "--before", "99"))
 	assert.Equal(t, audit.Filter{Action: "quarantine", Actor: "alice", Target: "quarantine:4", Since: now.Add(-time.Hour),
 		Until: time.Date(2026, 11, 30, 11, 30, 0, 0, time.UTC), Limit: 10, Before: 99}, list.Filter)
 
 	hash := "sha256:" + strings.Repeat("ab", 32)
-	var verify *AuditVerifyOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdAuditVerify(f, func(o *AuditVerifyOptions) error { verify = o; return nil }),
+	var verify *auditcmd.AuditVerifyOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, auditcmd.NewCmdAuditVerify(f, func(o *auditcmd.AuditVerifyOptions) error { verify = o; return nil }),
 		"--anchor", "3:"+hash, "--anchor", "7:"+hash))
 	assert.Equal(t, []audit.Anchor{{ID: 3, Hash: hash}, {ID: 7, Hash: hash}}, verify.Anchors)
 
@@ -39,14 +41,14 @@ func TestAuditCommandOptions(t *testing.T) {
 		cmd  *cobra.Command
 		args []string
 	}{
-		{NewCmdAuditList(f, nil), []string{"--limit", "0"}},
-		{NewCmdAuditList(f, nil), []string{"--since", "last tuesday"}},
-		{NewCmdAuditList(f, nil), []string{"--before", "-1"}},
-		{NewCmdAuditList(f, nil), []string{"extra"}},
-		{NewCmdAuditVerify(f, nil), []string{"--anchor", "3"}},
-		{NewCmdAuditVerify(f, nil), []string{"--anchor", "x:" + hash}},
+		{auditcmd.NewCmdAuditList(f, nil), []string{"--limit", "0"}},
+		{auditcmd.NewCmdAuditList(f, nil), []string{"--since", "last tuesday"}},
+		{auditcmd.NewCmdAuditList(f, nil), []string{"--before", "-1"}},
+		{auditcmd.NewCmdAuditList(f, nil), []string{"extra"}},
+		{auditcmd.NewCmdAuditVerify(f, nil), []string{"--anchor", "3"}},
+		{auditcmd.NewCmdAuditVerify(f, nil), []string{"--anchor", "x:" + hash}},
 	} {
-		assert.Equal(t, ExitUsage, execSub(t, tc.cmd, tc.args...), "%v", tc.args)
+		assert.Equal(t, cmdutil.ExitUsage, execSub(t, tc.cmd, tc.args...), "%v", tc.args)
 	}
 }
 
@@ -60,7 +62,7 @@ func TestAuditCommands(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT last_id FROM idem.audit_head").Scan(&base))
 	require.Positive(t, base)
 	code, out, _ := runQ(t, auditor, "audit", "verify", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows", base))
 
 	// An operator tool's reports (a resolve run's steps) are the rows anyone
@@ -77,7 +79,7 @@ func TestAuditCommands(t *testing.T) {
 	require.ErrorIs(t, err, audit.ErrReservedAction)
 
 	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "resolve", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	rows := jsonLines(t, out)
 	require.Len(t, rows, 4)
 	for _, k := range []string{"id", "at", "actor", "db_user", "action", "target", "details", "prev_hash", "hash"} {
@@ -86,13 +88,13 @@ func TestAuditCommands(t *testing.T) {
 	assert.Equal(t, float64(last.ID), rows[0]["id"], "newest first")
 	assert.Equal(t, string(dbtest.Operator), rows[0]["db_user"], "the login that appended it")
 	code, out, errOut := runQ(t, auditor, "audit", "list", "--limit", "2", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "resolve.step")
 	assert.Contains(t, errOut, fmt.Sprintf("--after %d", base+3))
 
 	anchor := audit.Anchor{ID: last.ID, Hash: last.Hash}.String()
 	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table", "--anchor", anchor)
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows, 1 anchor(s) checked", base+4))
 	assert.Contains(t, out, "anchor: "+anchor)
 
@@ -101,10 +103,10 @@ func TestAuditCommands(t *testing.T) {
 	dbtest.Admin(t, dsn, fmt.Sprintf("SET session_replication_role = replica; UPDATE idem.audit SET actor = 'mallory' WHERE id = %d", tampered))
 
 	code, _, errOut = runQ(t, auditor, "audit", "verify", "-o", "table")
-	assert.Equal(t, ExitInvalid, code, "a broken chain is not an unreachable database")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "a broken chain is not an unreachable database")
 	assert.Contains(t, errOut, fmt.Sprintf("audit chain broken at row %d: ", tampered))
 	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "json")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	rows = jsonLines(t, out)
 	require.Len(t, rows, 1)
 	assert.Equal(t, false, rows[0]["intact"])

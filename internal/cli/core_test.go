@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/hash"
+	"github.com/idemctl/idemctl/internal/cli/inspect"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/recovery"
 )
@@ -34,9 +37,9 @@ func runTTY(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, 
 
 func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ios, in, out, errOut := Test(tty)
+	ios, in, out, errOut := cmdutil.Test(tty)
 	in.WriteString(stdin)
-	f := NewFactory(ios)
+	f := cmdutil.NewFactory(ios)
 	defer f.Close()
 	if dsn != "" {
 		args = append(args, "--dsn", dsn)
@@ -48,10 +51,10 @@ func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int,
 // runnableCommands lists every command a user can run, by its path without
 // "idemctl " (CommandKey).
 func runnableCommands() map[string]*cobra.Command {
-	ios, _, _, _ := Test(false)
+	ios, _, _, _ := cmdutil.Test(false)
 	out := map[string]*cobra.Command{}
-	for _, c := range RunnableOf(NewCmdRoot(NewFactory(ios))) {
-		out[CommandKey(c)] = c
+	for _, c := range cmdutil.RunnableOf(NewCmdRoot(cmdutil.NewFactory(ios))) {
+		out[cmdutil.CommandKey(c)] = c
 	}
 	return out
 }
@@ -59,20 +62,20 @@ func runnableCommands() map[string]*cobra.Command {
 func TestHashCommand(t *testing.T) {
 	t.Parallel()
 	code, out, _ := run(t, "", `{"b": 2, "a": 1}`, "hash")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	same, out2, _ := run(t, "", "{\"a\":1,\n \"b\":2.0}", "hash")
-	require.Equal(t, ExitOK, same)
+	require.Equal(t, cmdutil.ExitOK, same)
 	assert.Equal(t, out, out2, "key order, whitespace and 2.0 vs 2 hash equal")
 	assert.Regexp(t, `^jcs-sha256:[0-9a-f]{64}\n$`, out)
 
 	code, out, _ = run(t, "", `{"b": 2, "a": [1.50, "x"]}`, "hash", "--canonical")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, `{"a":[1.5,"x"],"b":2}`, out)
 
 	file := filepath.Join(t.TempDir(), "p.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"amount": 100}`), 0o600))
 	code, out, _ = run(t, "", "", "hash", file, "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.Regexp(t, `^jcs-sha256:`, got["hash"])
@@ -89,13 +92,13 @@ func TestHashCommand(t *testing.T) {
 			args = append(args, "--max-bytes", "50")
 		}
 		code, out, errOut := run(t, "", tc.stdin, args...)
-		assert.Equal(t, ExitInvalid, code, tc.name)
+		assert.Equal(t, cmdutil.ExitInvalid, code, tc.name)
 		assert.Empty(t, out, tc.name)
 		assert.Contains(t, errOut, tc.want, tc.name)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 	}
 	code, _, errOut := run(t, "", "", "hash", filepath.Join(t.TempDir(), "missing.json"))
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "missing.json")
 }
 
@@ -110,15 +113,15 @@ func TestHashCanonicalBytes(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(payload), 0o600))
 
 	code, hashOut, _ := run(t, "", "", "hash", file)
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	code, canonical, _ := run(t, "", "", "hash", "--canonical", file)
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, want, canonical)
 	sum := sha256.Sum256([]byte(canonical))
 	assert.Equal(t, "jcs-sha256:"+hex.EncodeToString(sum[:])+"\n", hashOut, "sha256 of the printed bytes is the hash")
 
 	code, shown, _ := runTTY(t, "", "", "hash", "--canonical", file)
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, "{\"a\":\"\U0001F600 \U0001F600 \\x7f\",\"z\":\"del\\x7f c1\\x85 ls\\u2028 rlo\\u202e\"}\n", shown,
 		"a terminal sees the controls escaped")
 }
@@ -135,7 +138,7 @@ func TestUsageErrors(t *testing.T) {
 		{"demo", "run", "--amount", "0"},
 	} {
 		code, out, errOut := run(t, "", "", args...)
-		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v: %s", args, errOut)
 		assert.Empty(t, out)
 		assert.NotEmpty(t, errOut)
 	}
@@ -145,7 +148,7 @@ func TestHelpHasExamplesAndExitCodes(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"hash", "--help"}, {"migrate", "--help"}, {"inspect", "--help"}, {"demo", "run", "--help"}} {
 		code, out, _ := run(t, "", "", args...)
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "Examples:", args)
 		assert.Contains(t, out, "Exit codes:", args)
 	}
@@ -159,20 +162,20 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	dsn := dbtest.As(super, dbtest.Operator)
 
 	code, out, _ := run(t, super, "", "migrate", "--status", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"state":"applied"`)
 	code, _, _ = run(t, super, "", "migrate")
-	require.Equal(t, ExitOK, code, "migrating a migrated database is a no-op")
+	require.Equal(t, cmdutil.ExitOK, code, "migrating a migrated database is a no-op")
 	code, _, _ = run(t, super, "", "demo", "init")
-	require.Equal(t, ExitOK, code, "demo init is idempotent")
+	require.Equal(t, cmdutil.ExitOK, code, "demo init is idempotent")
 	code, _, errOut := run(t, dsn, "", "migrate")
-	assert.Equal(t, ExitFailure, code, "an operator cannot migrate")
+	assert.Equal(t, cmdutil.ExitFailure, code, "an operator cannot migrate")
 	assert.Contains(t, errOut, "may not act as the owner role")
 	code, _, _ = run(t, dsn, "", "demo", "init")
-	assert.Equal(t, ExitFailure, code, "an operator cannot install the demo")
+	assert.Equal(t, cmdutil.ExitFailure, code, "an operator cannot install the demo")
 
 	code, out, errOut = run(t, dsn, "", "demo", "run", "--tenant", "acme", "--op", "charge-42", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3)
 	var steps []map[string]any
@@ -191,7 +194,7 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	}
 
 	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var rec recovery.InboxRecord
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "demo.transfer", rec.Class)
@@ -200,20 +203,20 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	assert.Len(t, rec.Conflicts, 1)
 
 	code, out, _ = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "charge-42", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "demo.transfer")
 
 	code, _, errOut = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "nope")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "neither an inbox record nor a tombstone")
 }
 
 func TestCommandOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
-	var got *HashOptions
-	cmd := NewCmdHash(f, func(o *HashOptions) error { got = o; return nil })
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
+	var got *hash.HashOptions
+	cmd := hash.NewCmdHash(f, func(o *hash.HashOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--canonical", "--max-bytes", "10", "--max-depth", "3", "p.json"})
 	cmd.SetOut(&bytes.Buffer{})
 	require.NoError(t, cmd.Execute())
@@ -222,18 +225,18 @@ func TestCommandOptions(t *testing.T) {
 	assert.Equal(t, 10, got.Limits.MaxBytes)
 	assert.Equal(t, 3, got.Limits.MaxDepth)
 
-	var inspect *InspectOptions
-	icmd := NewCmdInspect(f, func(o *InspectOptions) error { inspect = o; return nil })
+	var insp *inspect.InspectOptions
+	icmd := inspect.NewCmdInspect(f, func(o *inspect.InspectOptions) error { insp = o; return nil })
 	icmd.SetArgs([]string{"--tenant", "acme", "--op", "charge-42"})
 	require.NoError(t, icmd.Execute())
-	assert.Equal(t, "acme", inspect.Identity.TenantID)
-	assert.Equal(t, "charge-42", inspect.Identity.OperationID)
+	assert.Equal(t, "acme", insp.Identity.TenantID)
+	assert.Equal(t, "charge-42", insp.Identity.OperationID)
 }
 
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := run(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2", "", "inspect", "--tenant", "a", "--op", "b")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "idemctl: connection refused at 127.0.0.1:1 (DSN from --dsn")
 	assert.NotContains(t, errOut, "hunter2")

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/exit-codes.md from the exit-code definitions")
@@ -112,7 +114,7 @@ func shellWords(line string) []string {
 // an elision (...) stands for an argument.
 func TestDocsCommandLines(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
+	ios, _, _, _ := cmdutil.Test(false)
 	n := 0
 	for path, text := range docFiles(t) {
 		for _, line := range docCommandLines(text) {
@@ -127,7 +129,7 @@ func TestDocsCommandLines(t *testing.T) {
 			if len(args) == 0 {
 				continue
 			}
-			root := NewCmdRoot(NewFactory(ios))
+			root := NewCmdRoot(cmdutil.NewFactory(ios))
 			cmd, rest, err := root.Find(args)
 			if !assert.NoError(t, err, "%s: %q", path, line) {
 				continue
@@ -179,9 +181,9 @@ func TestDocsCoverEveryCommandAndFlag(t *testing.T) {
 // its codes and what they mean for it come from the same definitions.
 func TestExitCodesDoc(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	root := NewCmdRoot(NewFactory(ios))
-	want := ExitCodesMarkdown(root)
+	ios, _, _, _ := cmdutil.Test(false)
+	root := NewCmdRoot(cmdutil.NewFactory(ios))
+	want := cmdutil.ExitCodesMarkdown(root)
 	if *updateDocs {
 		require.NoError(t, os.WriteFile("../../docs/exit-codes.md", []byte(want), 0o644))
 	}
@@ -193,8 +195,8 @@ func TestExitCodesDoc(t *testing.T) {
 	prose := map[string]bool{"resolve": true, "reconcile": true, "intake": true}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if !prose[CommandKey(c)] {
-			assert.NotContains(t, c.Long, "Exit codes:", "idemctl %s: exit codes come from exitWhy", CommandKey(c))
+		if !prose[cmdutil.CommandKey(c)] {
+			assert.NotContains(t, c.Long, "Exit codes:", "idemctl %s: exit codes come from exitWhy", cmdutil.CommandKey(c))
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -202,7 +204,7 @@ func TestExitCodesDoc(t *testing.T) {
 	}
 	walk(root)
 	code, out, _ := run(t, "", "", "quarantine", "reject", "--help")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "  7  not found")
 	assert.Contains(t, out, "here: an unknown id")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -33,7 +34,7 @@ func TestDoctor(t *testing.T) {
 	fx.conflict(t, "acme", "doc-1", 1, 2)
 
 	code, order, checks := doctorLines(t, fx.dsn)
-	assert.Equal(t, ExitOK, code, "warnings only: %v", checks)
+	assert.Equal(t, cmdutil.ExitOK, code, "warnings only: %v", checks)
 	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "anchor", "effects", "quarantine", "failover"}, order)
 	assert.Equal(t, "warn", checks["anchor"]["verdict"], "no audit anchor kept yet: %v", checks["anchor"])
 	assert.Contains(t, checks["anchor"]["detail"], "no audit anchor kept")
@@ -55,16 +56,16 @@ func TestDoctor(t *testing.T) {
 	// Once audit verify kept an anchor for this database: ok, until it is
 	// older than --anchor-max-age.
 	code, _, errOut := run(t, fx.dsn, "", "audit", "verify")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	_, _, checks = doctorLines(t, fx.dsn)
 	assert.Equal(t, "ok", checks["anchor"]["verdict"], "%v", checks["anchor"])
 	code, out, _ := run(t, fx.dsn, "", "doctor", "-o", "json", "--skip-sources", "--anchor-max-age", "1ns")
-	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "more than 1ns")
 
 	// With the sources probed: only the manual one, so no purge can be proven.
 	code, out, errOut = run(t, fx.dsn, "", "doctor", "-o", "json")
-	assert.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
 	var sources map[string]any
 	for _, l := range jsonLines(t, out) {
 		if l["check"] == "sources" {
@@ -77,26 +78,26 @@ func TestDoctor(t *testing.T) {
 
 	// A read-only session: the primary check fails, and so does doctor.
 	code, _, checks = doctorLines(t, readOnly(t, fx.dsn))
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["primary"]["verdict"])
 	assert.Contains(t, checks["primary"]["action"], "target_session_attrs=read-write")
 
 	// A login that is none of the schema's kinds of user.
 	code, _, checks = doctorLines(t, dbtest.As(fx.dsn, dbtest.Nobody))
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["grants"]["verdict"], "%v", checks["grants"])
 	assert.Contains(t, checks["grants"]["action"], "GRANT idem_operator TO "+string(dbtest.Nobody))
 
 	// The chain's head moved behind the log's back.
 	dbtest.Admin(t, fx.dsn, "SET session_replication_role = replica; UPDATE idem.audit_head SET last_id = last_id + 5")
 	code, _, checks = doctorLines(t, fx.dsn)
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["audit"]["verdict"])
 	assert.Contains(t, checks["audit"]["action"], "idemctl audit verify")
 
 	// A table for a person, with the same verdicts.
 	code, out, _ = run(t, fx.dsn, "", "doctor", "-o", "table", "--skip-sources")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Contains(t, out, "WHAT TO DO")
 	assert.Contains(t, out, "fail")
 }
@@ -108,21 +109,21 @@ func TestDoctorWrongDatabase(t *testing.T) {
 	super := dbtest.NewDatabase(t)
 	dbtest.Admin(t, super, "DROP SCHEMA idem CASCADE")
 	code, order, checks := doctorLines(t, dbtest.As(super, dbtest.Operator))
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "schema", order[len(order)-1])
 	assert.Equal(t, "fail", checks["schema"]["verdict"])
 	assert.Equal(t, "run idemctl migrate as a superuser", checks["schema"]["action"])
 
 	// A DSN that does not parse is not "ok", and its password is not shown.
 	code, order, checks = doctorLines(t, "postgres://app:hunter2@127.0.0.1:notaport/x")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, []string{"dsn"}, order)
 	assert.Equal(t, "fail", checks["dsn"]["verdict"])
 	assert.Contains(t, checks["dsn"]["detail"], "cannot be parsed")
 	assert.NotContains(t, fmt.Sprint(checks), "hunter2")
 
 	code, order, checks = doctorLines(t, "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=2")
-	assert.Equal(t, ExitFailure, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, []string{"dsn", "server"}, order)
 	assert.Equal(t, "fail", checks["server"]["verdict"])
 	assert.NotContains(t, fmt.Sprint(checks), "hunter2")
@@ -134,7 +135,7 @@ func TestStatus(t *testing.T) {
 	fx.conflict(t, "acme", "st-1", 1, 2)
 
 	code, out, errOut := run(t, fx.dsn, "", "status", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	st := jsonLines(t, out)
 	require.Len(t, st, 1)
 	assert.EqualValues(t, 1, st[0]["quarantine"].(map[string]any)["open"])
@@ -150,7 +151,7 @@ func TestStatus(t *testing.T) {
 	assert.Equal(t, "manual", st[0]["sources"].([]any)[0].(map[string]any)["name"])
 
 	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "prometheus")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, want := range []string{
 		"# TYPE idemctl_quarantine_open gauge\nidemctl_quarantine_open 1\n",
 		`idemctl_operations{class="demo.transfer",window="1h"} 1` + "\n",
@@ -164,12 +165,12 @@ func TestStatus(t *testing.T) {
 	}
 
 	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "1 open quarantine record(s)")
 	assert.Contains(t, out, "demo.transfer")
 
 	code, _, errOut = run(t, fx.dsn, "", "quarantine", "list", "-o", "prometheus")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "idemctl status only")
 }
 
@@ -180,12 +181,12 @@ func TestDoctorColour(t *testing.T) {
 	fx := newCLIFixture(t)
 	fx.conflict(t, "acme", "doc-1", 1, 2)
 	for _, color := range []bool{true, false} {
-		ios, _, out, errOut := Test(true)
+		ios, _, out, errOut := cmdutil.Test(true)
 		ios.SetColor(color)
-		f := NewFactory(ios)
+		f := cmdutil.NewFactory(ios)
 		code := Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.dsn})
 		f.Close()
-		require.Equal(t, ExitOK, code, errOut.String())
+		require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 		if color {
 			assert.Contains(t, out.String(), "\x1b[33mwarn\x1b[0m", out.String())
 			assert.NotContains(t, out.String(), "\x1b[31m", "no fail, no red")
@@ -194,9 +195,4 @@ func TestDoctorColour(t *testing.T) {
 		}
 		assert.Contains(t, out.String(), "review them: idemctl")
 	}
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	assert.True(t, colorWanted(true, env(nil)))
-	assert.False(t, colorWanted(true, env(map[string]string{"NO_COLOR": "1"})))
-	assert.False(t, colorWanted(true, env(map[string]string{"TERM": "dumb"})))
-	assert.False(t, colorWanted(false, env(nil)))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -22,10 +23,10 @@ func TestAcceptAsNewOfAMoneyClassPlans(t *testing.T) {
 	var id int64
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT id FROM idem.quarantine").Scan(&id))
 	code, _, errOut := runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, out, errOut := runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(id), "--new-operation-id", "m-1-rev2",
 		"--reason", "corrected", "--yes", "--operator", "alice", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "money class")
 	assert.Contains(t, out, "nothing ran")
 	assert.Contains(t, out, "idemctl quarantine bulk approve 1")
@@ -44,30 +45,30 @@ func TestRecordByHandCommands(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "charges.ndjson")
 	require.NoError(t, os.WriteFile(file, []byte(`{"tenant_id":"t1","operation_id":"psp-1","class":"demo.transfer","payload":{"to":"bob","from":"alice","amount":900,"currency":"EUR"},"response":{"status":"charged"},"evidence":"psp ch_9"}`+"\n"), 0o644))
 	code, _, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code, "a SQL effect needs --correction")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "a SQL effect needs --correction")
 	assert.Contains(t, errOut, "--correction")
 	code, out, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--correction", "LC-12 by finance",
 		"--operator", "alice", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "alice (idemctl_test_operator)")
 	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	id := m[1]
 	code, _, _ = runQ(t, dsn, "record", "approve", id, "--yes", "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code, "four eyes")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "four eyes")
 	code, _, errOut = run(t, bob, "", "record", "approve", id, "--yes", "--operator", "bob")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM demo.posting").Scan(&n))
 	assert.Zero(t, n, "no effect ran")
 
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", "psp-1", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "recorded by hand under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", "psp-1", "--history", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "recorded by hand")
 	assert.Contains(t, out, "record under entry plan "+id)
 }

@@ -14,68 +14,72 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/internal/cli/class"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/corrections"
+	horizoncmd "github.com/idemctl/idemctl/internal/cli/horizon"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
 func TestHorizonCommandOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
 	f.OperatorFlag = "alice"
 
-	var plan *HorizonPlanOptions
+	var plan *horizoncmd.HorizonPlanOptions
 	planCmd := func() *cobra.Command {
-		return NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { plan = o; return nil })
+		return horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { plan = o; return nil })
 	}
-	require.Equal(t, ExitOK, execSub(t, planCmd(), "--class", "proj.view", "--before", "30d", "--contract", "LEGAL-1", "--margin", "10m"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, planCmd(), "--class", "proj.view", "--before", "30d", "--contract", "LEGAL-1", "--margin", "10m"))
 	assert.Equal(t, "proj.view", plan.Class)
 	assert.Equal(t, "30d", plan.Before)
 	assert.Equal(t, "LEGAL-1", plan.Contract)
 	assert.Equal(t, 10*time.Minute, plan.Margin)
 	assert.Equal(t, "alice", plan.Operator)
 	assert.True(t, plan.JSON)
-	require.Equal(t, ExitOK, execSub(t, planCmd(), "--class", "c", "--before", "1d"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, planCmd(), "--class", "c", "--before", "1d"))
 	assert.Equal(t, horizon.DefaultMargin, plan.Margin)
 
-	var purge *HorizonPurgeOptions
+	var purge *horizoncmd.HorizonPurgeOptions
 	purgeCmd := func() *cobra.Command {
-		return NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { purge = o; return nil })
+		return horizoncmd.NewCmdHorizonPurge(f, func(o *horizoncmd.HorizonPurgeOptions) error { purge = o; return nil })
 	}
-	require.Equal(t, ExitOK, execSub(t, purgeCmd(), "12", "--yes"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, purgeCmd(), "12", "--yes"))
 	assert.EqualValues(t, 12, purge.ID)
 	assert.Equal(t, horizon.DefaultBatchRows, purge.BatchRows)
 
-	var check *HorizonCheckOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdHorizonCheck(f, func(o *HorizonCheckOptions) error { check = o; return nil }),
+	var check *horizoncmd.HorizonCheckOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, horizoncmd.NewCmdHorizonCheck(f, func(o *horizoncmd.HorizonCheckOptions) error { check = o; return nil }),
 		"--class", "c"))
 	assert.Empty(t, check.Before)
 
-	var add *HorizonSourceAddOptions
+	var add *horizoncmd.HorizonSourceAddOptions
 	addCmd := func() *cobra.Command {
-		return NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { add = o; return nil })
+		return horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { add = o; return nil })
 	}
-	require.Equal(t, ExitOK, execSub(t, addCmd(), "dlq", "--kind", "kafka", "--brokers", "k1:9092, k2:9092", "--topic", "t",
+	require.Equal(t, cmdutil.ExitOK, execSub(t, addCmd(), "dlq", "--kind", "kafka", "--brokers", "k1:9092, k2:9092", "--topic", "t",
 		"--mode", "enumerating", "--timeout", "5s"))
 	assert.Equal(t, []string{"k1:9092", "k2:9092"}, add.Source.Config.Brokers)
 	assert.Equal(t, horizon.Enumerating, add.Source.Config.Mode)
 	assert.Equal(t, 5*time.Second, add.Source.Timeout)
-	require.Equal(t, ExitOK, execSub(t, addCmd(), "outbox", "--kind", "postgres", "--source-dsn", "postgres://reader@db1/app",
+	require.Equal(t, cmdutil.ExitOK, execSub(t, addCmd(), "outbox", "--kind", "postgres", "--source-dsn", "postgres://reader@db1/app",
 		"--password-env", "IDEMCTL_SOURCE_OUTBOX_PASSWORD", "--query", "SELECT now()"))
 	assert.Equal(t, "IDEMCTL_SOURCE_OUTBOX_PASSWORD", add.Source.Config.PasswordEnv)
 
-	var class *ClassSetOptions
+	var set *class.ClassSetOptions
 	classCmd := func() *cobra.Command {
-		return NewCmdClassSet(f, func(o *ClassSetOptions) error { class = o; return nil })
+		return class.NewCmdClassSet(f, func(o *class.ClassSetOptions) error { set = o; return nil })
 	}
-	require.Equal(t, ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "horizon", "--min-age", "30d"))
-	assert.Equal(t, horizon.Horizon, class.Retention)
-	require.NotNil(t, class.MinAge)
-	assert.Equal(t, 30*24*time.Hour, *class.MinAge)
-	require.Equal(t, ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "forever"))
-	assert.Nil(t, class.MinAge, "min-age kept when not given")
+	require.Equal(t, cmdutil.ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "horizon", "--min-age", "30d"))
+	assert.Equal(t, horizon.Horizon, set.Retention)
+	require.NotNil(t, set.MinAge)
+	assert.Equal(t, 30*24*time.Hour, *set.MinAge)
+	require.Equal(t, cmdutil.ExitOK, execSub(t, classCmd(), "proj.view", "--retention", "forever"))
+	assert.Nil(t, set.MinAge, "min-age kept when not given")
 
-	var done *CorrectionsDoneOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { done = o; return nil }), "#7"))
+	var done *corrections.CorrectionsDoneOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, corrections.NewCmdCorrectionsDone(f, func(o *corrections.CorrectionsDoneOptions) error { done = o; return nil }), "#7"))
 	assert.EqualValues(t, 7, done.ID)
 
 	never := func(any) error { t.Fatal("runF must not run on bad input"); return nil }
@@ -84,30 +88,30 @@ func TestHorizonCommandOptions(t *testing.T) {
 		cmd  *cobra.Command
 		args []string
 	}{
-		{"plan without class", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--before", "1d"}},
-		{"plan without before", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c"}},
-		{"plan negative margin", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--margin", "-1m"}},
-		{"check without class", NewCmdHorizonCheck(f, func(o *HorizonCheckOptions) error { return never(o) }), nil},
-		{"purge without --yes off a terminal", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"12"}},
-		{"purge bad id", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"x", "--yes"}},
-		{"purge bad batch", NewCmdHorizonPurge(f, func(o *HorizonPurgeOptions) error { return never(o) }), []string{"1", "--yes", "--batch-rows", "0"}},
-		{"approve no id", NewCmdHorizonApprove(f, func(o *HorizonApproveOptions) error { return never(o) }), nil},
-		{"source without kind", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x"}},
-		{"postgres source without dsn", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--query", "SELECT now()"}},
-		{"postgres source with a password", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u:pw@h/db", "--query", "SELECT now()"}},
-		{"postgres source with an sslpassword", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "host=h sslpassword=pw", "--query", "SELECT now()"}},
-		{"password-env not a variable name", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u@h/db", "--password-env", "A-B", "--query", "SELECT now()"}},
-		{"source named manual", NewCmdHorizonSourceAdd(f, func(o *HorizonSourceAddOptions) error { return never(o) }), []string{"manual", "--kind", "archive", "--dir", "/x"}},
-		{"class bad retention", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "sometimes"}},
-		{"class bad min-age", NewCmdClassSet(f, func(o *ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "horizon", "--min-age", "soon"}},
-		{"corrections add without reason", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--op", "o"}},
-		{"corrections add without op", NewCmdCorrectionsAdd(f, func(o *CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--reason", "r"}},
-		{"corrections done bad id", NewCmdCorrectionsDone(f, func(o *CorrectionsDoneOptions) error { return never(o) }), []string{"0"}},
-		{"plan expiring too soon", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "10s"}},
-		{"plan expiring too late", NewCmdHorizonPlan(f, func(o *HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "1000h"}},
+		{"plan without class", horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { return never(o) }), []string{"--before", "1d"}},
+		{"plan without before", horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { return never(o) }), []string{"--class", "c"}},
+		{"plan negative margin", horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--margin", "-1m"}},
+		{"check without class", horizoncmd.NewCmdHorizonCheck(f, func(o *horizoncmd.HorizonCheckOptions) error { return never(o) }), nil},
+		{"purge without --yes off a terminal", horizoncmd.NewCmdHorizonPurge(f, func(o *horizoncmd.HorizonPurgeOptions) error { return never(o) }), []string{"12"}},
+		{"purge bad id", horizoncmd.NewCmdHorizonPurge(f, func(o *horizoncmd.HorizonPurgeOptions) error { return never(o) }), []string{"x", "--yes"}},
+		{"purge bad batch", horizoncmd.NewCmdHorizonPurge(f, func(o *horizoncmd.HorizonPurgeOptions) error { return never(o) }), []string{"1", "--yes", "--batch-rows", "0"}},
+		{"approve no id", horizoncmd.NewCmdHorizonApprove(f, func(o *horizoncmd.HorizonApproveOptions) error { return never(o) }), nil},
+		{"source without kind", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"x"}},
+		{"postgres source without dsn", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--query", "SELECT now()"}},
+		{"postgres source with a password", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u:pw@h/db", "--query", "SELECT now()"}},
+		{"postgres source with an sslpassword", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "host=h sslpassword=pw", "--query", "SELECT now()"}},
+		{"password-env not a variable name", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"x", "--kind", "postgres", "--source-dsn", "postgres://u@h/db", "--password-env", "A-B", "--query", "SELECT now()"}},
+		{"source named manual", horizoncmd.NewCmdHorizonSourceAdd(f, func(o *horizoncmd.HorizonSourceAddOptions) error { return never(o) }), []string{"manual", "--kind", "archive", "--dir", "/x"}},
+		{"class bad retention", class.NewCmdClassSet(f, func(o *class.ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "sometimes"}},
+		{"class bad min-age", class.NewCmdClassSet(f, func(o *class.ClassSetOptions) error { return never(o) }), []string{"c", "--retention", "horizon", "--min-age", "soon"}},
+		{"corrections add without reason", corrections.NewCmdCorrectionsAdd(f, func(o *corrections.CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--op", "o"}},
+		{"corrections add without op", corrections.NewCmdCorrectionsAdd(f, func(o *corrections.CorrectionsAddOptions) error { return never(o) }), []string{"--tenant", "t", "--reason", "r"}},
+		{"corrections done bad id", corrections.NewCmdCorrectionsDone(f, func(o *corrections.CorrectionsDoneOptions) error { return never(o) }), []string{"0"}},
+		{"plan expiring too soon", horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "10s"}},
+		{"plan expiring too late", horizoncmd.NewCmdHorizonPlan(f, func(o *horizoncmd.HorizonPlanOptions) error { return never(o) }), []string{"--class", "c", "--before", "1d", "--expires-in", "1000h"}},
 	}
 	for _, c := range bad {
-		assert.Equal(t, ExitUsage, execSub(t, c.cmd, c.args...), c.name)
+		assert.Equal(t, cmdutil.ExitUsage, execSub(t, c.cmd, c.args...), c.name)
 	}
 }
 
@@ -125,61 +129,61 @@ func TestHorizonEndToEnd(t *testing.T) {
 	dbtest.Seed(t, dsn, "proj.view", "t1", "op-", 48, 10*24*time.Hour, time.Hour)
 
 	code, out, _ := runQ(t, dsn, "class", "list", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"class":"demo.transfer","retention":"forever"`)
 	// A money declaration: one person declares it; removing it is planned.
 	code, out, errOut := runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "moves money (amount /amount, currency /currency, minor units)")
 	code, _, _ = runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	code, out, _ = runQ(t, dsn, "class", "list", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "/amount,/currency,minor")
 	code, out, errOut = runQ(t, dsn, "class", "set", "demo.transfer", "--money", "none", "--reason", "test", "--operator", "alice", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "planned as change 1")
 	code, _, _ = runQ(t, dsn, "change", "abort", "1", "--reason", "not now", "--operator", "alice")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 
 	// forever without contract is refused.
 	code, _, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "contract")
 	// Making a forever class purgeable by horizon alone needs a reason.
 	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "needs a reason")
 	// ...and a confirmation: --yes without a terminal.
 	code, _, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
 		"--reason", "a projection, rebuilt nightly")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--yes")
 	code, out, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
 		"--reason", "a projection, rebuilt nightly", "-o", "json", "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, `"retention":"horizon"`)
 	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 
 	code, out, _ = runQ(t, dsn, "corrections", "add", "--tenant", "t1", "--op", "op-2", "--reason", "refund pending", "-o", "json", "--operator", "carol")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var corr horizon.Correction
 	require.NoError(t, json.Unmarshal([]byte(out), &corr))
 	code, out, _ = runQ(t, dsn, "corrections", "list", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "refund pending")
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.ndjson"), []byte(`{"tenant":"t1","operation_id":"op-3","ts":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", dir, "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	// A source's password is never stored: a DSN holding one is refused,
 	// and not echoed.
 	sources := rsvCount(t, pool, "SELECT count(*) FROM idem.horizon_source")
 	code, out, errOut = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u:hunter2@127.0.0.1:5432/x",
 		"--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "secrets are never stored")
 	assert.NotContains(t, out+errOut, "hunter2")
 	assert.Equal(t, sources, rsvCount(t, pool, "SELECT count(*) FROM idem.horizon_source"))
@@ -187,39 +191,39 @@ func TestHorizonEndToEnd(t *testing.T) {
 	// set, so the source cannot be probed.
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "add", "pg", "--kind", "postgres", "--source-dsn", "postgres://u@127.0.0.1:5432/x",
 		"--password-env", "IDEMCTL_SOURCE_NEVER_SET_PASSWORD", "--query", "SELECT now() - interval '1 hour'", "--operator", "alice", "--timeout", "3s")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, out, _ = runQ(t, dsn, "horizon", "source", "list", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"name":"archive"`)
 	assert.Contains(t, out, `"password_env":"IDEMCTL_SOURCE_NEVER_SET_PASSWORD"`)
 
 	// The pg source cannot be probed: not proven (exit 5), and it says why.
 	code, out, errOut = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "table")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, out, "NOT proven")
 	assert.Contains(t, out+errOut, "IDEMCTL_SOURCE_NEVER_SET_PASSWORD")
 	// Removing a source needs a second person: alice plans, bob approves.
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
-	require.Equal(t, ExitUsage, code, "a reason is required: %s", errOut)
+	require.Equal(t, cmdutil.ExitUsage, code, "a reason is required: %s", errOut)
 	code, out, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice", "--reason", "never reachable")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "another person approves it")
 	code, _, errOut = runQ(t, dsn, "change", "approve", "2", "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code, "alice cannot approve her own removal")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "alice cannot approve her own removal")
 	assert.Contains(t, errOut, "another person must approve")
 	code, out, errOut = run(t, bob, "", "change", "approve", "2", "--operator", "bob", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "bob (idemctl_test_operator2)")
 
 	code, out, _ = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "--before", "5d", "-o", "json")
-	require.Equal(t, ExitOK, code, out)
+	require.Equal(t, cmdutil.ExitOK, code, out)
 	var rep horizon.CheckReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	assert.True(t, rep.Proven)
 	assert.Len(t, rep.Evidence, 2)
 
 	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var p horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	require.NotZero(t, p.ID)
@@ -230,24 +234,24 @@ func TestHorizonEndToEnd(t *testing.T) {
 	// whatever --operator says, nor can a login that maps to no person.
 	for _, label := range []string{"alice", "bob"} {
 		code, _, errOut = runQ(t, dsn, "horizon", "approve", id, "--yes", "--operator", label)
-		assert.Equal(t, ExitInvalid, code, "four-eyes: same person, labelled %s", label)
+		assert.Equal(t, cmdutil.ExitInvalid, code, "four-eyes: same person, labelled %s", label)
 		assert.Contains(t, errOut, "four eyes")
 	}
 	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "horizon", "approve", id, "--yes", "--operator", "carol")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "maps to no person")
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"state":"planned"`, "nothing approved it")
 	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--operator", "alice")
-	assert.Equal(t, ExitUsage, code, "no terminal, no --yes")
+	assert.Equal(t, cmdutil.ExitUsage, code, "no terminal, no --yes")
 	assert.Contains(t, errOut, "--yes")
 	code, _, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "alice")
-	assert.Equal(t, ExitInvalid, code, "not approved yet")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "not approved yet")
 	assert.Contains(t, errOut, "approve")
 	// Bob, another person with his own login, approves.
 	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var approved horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &approved))
 	assert.Equal(t, horizon.StateApproved, approved.State)
@@ -255,57 +259,57 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.Equal(t, dbtest.PersonOperator2, approved.ApprovedPerson)
 
 	code, out, errOut = runQ(t, dsn, "horizon", "purge", id, "--yes", "--operator", "alice", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var res horizon.PurgeResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, p.Candidates, res.Plan.Purged)
 	assert.Equal(t, horizon.StateDone, res.Plan.State)
 
 	code, out, _ = runQ(t, dsn, "horizon", "status", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "done")
 
 	// inspect shows what is left of a purged identity: its tombstone.
 	var purgedOp string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT operation_id FROM idem.tombstone WHERE tenant_id = 't1' LIMIT 1").Scan(&purgedOp))
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", purgedOp, "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, `"purged":true`)
 	assert.Contains(t, out, `"purge_plan":`+id)
 	assert.NotContains(t, out, `"payload"`)
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"state":"done"`)
 
 	code, out, _ = runQ(t, dbtest.As(dsn, dbtest.Auditor), "audit", "list", "--action", "horizon", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	for _, a := range []string{"horizon.plan", "horizon.approve", "horizon.purge.start", "horizon.purge.finish", "horizon.class.set", "horizon.correction.add", "horizon.source.add"} {
 		assert.Contains(t, out, `"action":"`+a+`"`, a)
 	}
 
 	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
-	require.Equal(t, ExitOK, code, out)
+	require.Equal(t, cmdutil.ExitOK, code, out)
 	code, _, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
-	assert.Equal(t, ExitNotFound, code, "no such pending correction")
+	assert.Equal(t, cmdutil.ExitNotFound, code, "no such pending correction")
 	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "partition(s) created")
 	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `{"partitions_created":`)
 
 	// A plan can be cancelled, with a reason; then it is never purged.
 	code, out, errOut = runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "5d", "-o", "json", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	id = strconv.FormatInt(p.ID, 10)
 	code, _, _ = runQ(t, dsn, "horizon", "cancel", id)
-	assert.Equal(t, ExitUsage, code, "a reason is required")
+	assert.Equal(t, cmdutil.ExitUsage, code, "a reason is required")
 	code, out, errOut = runQ(t, bob, "horizon", "cancel", id, "--reason", "wrong class", "--operator", "bob", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "aborted by bob: wrong class")
 	code, _, _ = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "bob")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	code, _, _ = runQ(t, dsn, "horizon", "cancel", id, "--reason", "again")
-	assert.Equal(t, ExitInvalid, code, "already aborted")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "already aborted")
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/imports"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -53,10 +55,10 @@ func TestImportCommands(t *testing.T) {
 	plan := []string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
 		"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", amb, "--reason", "MIG-1", "--operator", "alice"}
 	code, _, errOut := runQ(t, dsn, append(plan[:len(plan):len(plan)], "--password-env", "PGPASSWORD")...)
-	assert.Equal(t, ExitInvalid, code, "a source's password is read from IDEMCTL_SOURCE_* only")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "a source's password is read from IDEMCTL_SOURCE_* only")
 	assert.Contains(t, errOut, "IDEMCTL_SOURCE_")
 	code, out, errOut := runQ(t, dsn, append(plan, "-o", "table")...)
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "30 rows read: 24 to import (0 hash-only), 6 ambiguous")
 	assert.Contains(t, errOut, "import: 30 rows read: 24 to import, 6 ambiguous, 0 invalid", "the last progress line says what was read")
 	assert.Contains(t, out, "alice (idemctl_test_operator)")
@@ -64,11 +66,11 @@ func TestImportCommands(t *testing.T) {
 	require.Len(t, m, 2, errOut)
 	id := m[1]
 	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice", "--yes")
-	assert.Equal(t, ExitInvalid, code, "four eyes")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "four eyes")
 	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "outcomes: entered 24")
 	assert.Regexp(t, `cursor: \S+/7/key-30 `, errOut)
 
@@ -82,7 +84,7 @@ func TestImportCommands(t *testing.T) {
 	file := filepath.Join(dir, "retries.ndjson")
 	require.NoError(t, os.WriteFile(file, []byte(retries.String()), 0o600))
 	code, out, errOut = runQ(t, dsn, "resolve", "--file", file, "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	lines := jsonLines(t, out)
 	require.Len(t, lines, 24)
 	for _, l := range lines {
@@ -95,14 +97,14 @@ func TestImportCommands(t *testing.T) {
 
 	// The ambiguous list is resolve's input as it is.
 	code, out, errOut = runQ(t, dsn, "resolve", "--file", amb, "--dry-run", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	lines = jsonLines(t, out)
 	require.Len(t, lines, 6)
 	for _, l := range lines {
 		assert.NotEqual(t, "invalid", l["outcome"], l)
 	}
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
 }
 
@@ -110,30 +112,30 @@ func TestImportCommands(t *testing.T) {
 // error before anything is read.
 func TestImportPlanOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	var got *ImportPlanOptions
-	capture := func(o *ImportPlanOptions) error { got = o; return nil }
+	ios, _, _, _ := cmdutil.Test(false)
+	var got *imports.ImportPlanOptions
+	capture := func(o *imports.ImportPlanOptions) error { got = o; return nil }
 	base := []string{"--class", "rides.charge", "--ambiguous", "a.ndjson", "--reason", "MIG-1"}
 	cases := []struct {
 		name string
 		args []string
 		code int
 	}{
-		{"ndjson", append([]string{"--from-ndjson", "k.ndjson"}, base...), ExitOK},
-		{"postgres", append([]string{"--from-postgres", "postgres://r@db/x", "--query", "SELECT 1", "--password-env", "IDEMCTL_SOURCE_X"}, base...), ExitOK},
-		{"no source", base, ExitUsage},
-		{"two sources", append([]string{"--from-ndjson", "k", "--from-postgres", "postgres://r@db/x", "--query", "q"}, base...), ExitUsage},
-		{"postgres without query", append([]string{"--from-postgres", "postgres://r@db/x"}, base...), ExitUsage},
-		{"query with a file", append([]string{"--from-ndjson", "k", "--query", "q"}, base...), ExitUsage},
-		{"no ambiguous list", []string{"--from-ndjson", "k", "--class", "c", "--reason", "r"}, ExitUsage},
-		{"bad hash function", append([]string{"--from-ndjson", "k", "--hash-function", "md5"}, base...), ExitUsage},
-		{"bad cursor", append([]string{"--from-ndjson", "k", "--since", "yesterday"}, base...), ExitUsage},
-		{"cursor", append([]string{"--from-ndjson", "k", "--since", "2026-11-30T23:59:58.123456Z/42/key-9001"}, base...), ExitOK},
+		{"ndjson", append([]string{"--from-ndjson", "k.ndjson"}, base...), cmdutil.ExitOK},
+		{"postgres", append([]string{"--from-postgres", "postgres://r@db/x", "--query", "SELECT 1", "--password-env", "IDEMCTL_SOURCE_X"}, base...), cmdutil.ExitOK},
+		{"no source", base, cmdutil.ExitUsage},
+		{"two sources", append([]string{"--from-ndjson", "k", "--from-postgres", "postgres://r@db/x", "--query", "q"}, base...), cmdutil.ExitUsage},
+		{"postgres without query", append([]string{"--from-postgres", "postgres://r@db/x"}, base...), cmdutil.ExitUsage},
+		{"query with a file", append([]string{"--from-ndjson", "k", "--query", "q"}, base...), cmdutil.ExitUsage},
+		{"no ambiguous list", []string{"--from-ndjson", "k", "--class", "c", "--reason", "r"}, cmdutil.ExitUsage},
+		{"bad hash function", append([]string{"--from-ndjson", "k", "--hash-function", "md5"}, base...), cmdutil.ExitUsage},
+		{"bad cursor", append([]string{"--from-ndjson", "k", "--since", "yesterday"}, base...), cmdutil.ExitUsage},
+		{"cursor", append([]string{"--from-ndjson", "k", "--since", "2026-11-30T23:59:58.123456Z/42/key-9001"}, base...), cmdutil.ExitOK},
 	}
 	for _, c := range cases {
 		got = nil
-		code := execSub(t, NewCmdImportPlan(NewFactory(ios), capture), c.args...)
+		code := execSub(t, imports.NewCmdImportPlan(cmdutil.NewFactory(ios), capture), c.args...)
 		assert.Equal(t, c.code, code, c.name)
-		assert.Equal(t, c.code == ExitOK, got != nil, c.name)
+		assert.Equal(t, c.code == cmdutil.ExitOK, got != nil, c.name)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
 // --history tells one identity's story in time order, each step with the
@@ -15,12 +17,12 @@ func TestInspectHistory(t *testing.T) {
 	fx := newCLIFixture(t)
 	q := fx.conflict(t, "acme", "story-1", 100, 1000)
 	code, _, errOut := runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--reason", "the retry changed the amount", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, fx.dsn, "corrections", "add", "--tenant", "acme", "--op", "story-1", "--reason", "refund REF-9 pending", "--operator", "carol")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
 	code, out, errOut := runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	events := jsonLines(t, out)
 	var kinds []string
 	for _, e := range events {
@@ -35,15 +37,15 @@ func TestInspectHistory(t *testing.T) {
 	assert.Nil(t, events[0]["audit_id"])
 
 	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "refund REF-9 pending")
 
 	// The record itself labels quarantine ids as ids.
 	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, fmt.Sprintf("#%d", q))
 
 	code, _, errOut = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "never", "--history")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "knows nothing of")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/migrations"
 )
@@ -43,10 +44,10 @@ func TestEveryCommandHasAPolicy(t *testing.T) {
 	t.Parallel()
 	cmds := runnableCommands()
 	for key := range cmds {
-		_, ok := Policies[key]
+		_, ok := cmdutil.Policies[key]
 		assert.True(t, ok, "command %q has no policy in preflight.go", key)
 	}
-	for key := range Policies {
+	for key := range cmdutil.Policies {
 		_, ok := cmds[key]
 		assert.True(t, ok, "policy %q names no command", key)
 	}
@@ -74,7 +75,7 @@ func TestHelpListsItsOwnExitCodes(t *testing.T) {
 	for cmd, want := range cases {
 		args := append(strings.Fields(cmd), "--help")
 		code, out, _ := run(t, "", "", args...)
-		require.Equal(t, ExitOK, code, cmd)
+		require.Equal(t, cmdutil.ExitOK, code, cmd)
 		var got []string
 		for _, c := range codesIn(out) {
 			got = append(got, strings.TrimSpace(c))
@@ -90,7 +91,7 @@ func TestNoDSNIsAnError(t *testing.T) {
 	}
 	for _, args := range [][]string{{"quarantine", "list"}, {"migrate", "--status"}, {"inspect", "--tenant", "a", "--op", "b"}} {
 		code, out, errOut := run(t, "", "", args...)
-		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v: %s", args, errOut)
 		assert.Contains(t, errOut, "no database named: pass --dsn, or set IDEMCTL_DSN")
 		assert.Empty(t, out)
 	}
@@ -99,7 +100,7 @@ func TestNoDSNIsAnError(t *testing.T) {
 	t.Setenv("PGHOST", "127.0.0.1")
 	t.Setenv("PGCONNECT_TIMEOUT", "2")
 	code, _, errOut := run(t, "", "", "quarantine", "list")
-	assert.Equal(t, ExitFailure, code, errOut)
+	assert.Equal(t, cmdutil.ExitFailure, code, errOut)
 	assert.Contains(t, errOut, "connection refused at 127.0.0.1:1 (DSN from PGHOST")
 }
 
@@ -127,7 +128,7 @@ func TestWrongDatabaseSaysSo(t *testing.T) {
 		{"class", "list"},
 	} {
 		code, out, errOut := run(t, dsn, "", args...)
-		assert.Equal(t, ExitSchema, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitSchema, code, "%v: %s", args, errOut)
 		oneLineErr(t, out, errOut, args)
 		assert.Contains(t, errOut, where, args)
 		assert.Contains(t, errOut, "schema idem is missing", args)
@@ -146,7 +147,7 @@ func TestSchemaVersionMismatch(t *testing.T) {
 	older := dbtest.NewDatabase(t)
 	dbtest.Admin(t, older, fmt.Sprintf("DELETE FROM idem.schema_migrations WHERE version = %d", want))
 	code, out, errOut := run(t, dbtest.As(older, dbtest.Operator), "", "quarantine", "list")
-	assert.Equal(t, ExitSchema, code, errOut)
+	assert.Equal(t, cmdutil.ExitSchema, code, errOut)
 	oneLineErr(t, out, errOut, nil)
 	assert.Contains(t, errOut, "schema idem is older than this idemctl")
 	assert.Contains(t, errOut, "run idemctl migrate")
@@ -155,13 +156,13 @@ func TestSchemaVersionMismatch(t *testing.T) {
 	dbtest.Admin(t, newer, fmt.Sprintf("INSERT INTO idem.schema_migrations (version, name, checksum) VALUES (%d, 'future', 'abc')", want+1))
 	for _, args := range [][]string{{"quarantine", "list"}, {"resolve", "--tenant", "a", "--op", "b", "--class", "demo.transfer", "--payload", `{"amount":1}`}} {
 		code, out, errOut = run(t, dbtest.As(newer, dbtest.Operator), "", args...)
-		assert.Equal(t, ExitSchema, code, errOut)
+		assert.Equal(t, cmdutil.ExitSchema, code, errOut)
 		oneLineErr(t, out, errOut, args)
 		assert.Contains(t, errOut, "schema idem is newer than this idemctl")
 		assert.Contains(t, errOut, fmt.Sprintf("schema %03d", want+1))
 	}
 	code, _, errOut = run(t, newer, "", "migrate")
-	assert.Equal(t, ExitSchema, code, errOut)
+	assert.Equal(t, cmdutil.ExitSchema, code, errOut)
 	assert.Contains(t, errOut, "newer than this binary")
 
 	// A checksum stored shorter than a SHA-256 (another tool wrote the
@@ -169,7 +170,7 @@ func TestSchemaVersionMismatch(t *testing.T) {
 	short := dbtest.NewDatabase(t)
 	dbtest.Admin(t, short, "UPDATE idem.schema_migrations SET checksum = 'abc' WHERE version = 1")
 	code, _, errOut = run(t, short, "", "migrate")
-	assert.Equal(t, ExitSchema, code, errOut)
+	assert.Equal(t, cmdutil.ExitSchema, code, errOut)
 	assert.Contains(t, errOut, "recorded abc")
 }
 
@@ -218,8 +219,8 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"redrive disallow": {"redrive", "disallow", "example.com"},
 	}
 	audit := fx.count(t, "SELECT count(*) FROM idem.audit")
-	for key, p := range Policies {
-		if p.Need != NeedWrite {
+	for key, p := range cmdutil.Policies {
+		if p.Need != cmdutil.NeedWrite {
 			continue
 		}
 		a, ok := args[key]
@@ -231,7 +232,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 			dsn = roSuper
 		}
 		code, out, errOut := run(t, dsn, "", a...)
-		assert.Equal(t, ExitNotPrimary, code, "%s: %s", key, errOut)
+		assert.Equal(t, cmdutil.ExitNotPrimary, code, "%s: %s", key, errOut)
 		oneLineErr(t, out, errOut, a)
 		assert.Contains(t, errOut, "refused: the session is read-only", key)
 		assert.Contains(t, errOut, "target_session_attrs=read-write", key)
@@ -241,7 +242,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 
 	// Readers still read.
 	code, _, errOut := run(t, ro, "", "quarantine", "list", "-o", "json")
-	assert.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
 }
 
 // On a terminal, a command names the database it reached, with the libpq
@@ -257,7 +258,7 @@ func TestHeaderNamesTheDatabaseAndService(t *testing.T) {
 		u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/"), u.User.Username(), pw)), 0o600))
 
 	code, out, errOut := runTTY(t, "service=oncall-test servicefile="+services, "", "quarantine", "list", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.NotContains(t, out, "db ")
 	line := strings.SplitN(errOut, "\n", 2)[0]
 	assert.Equal(t, fmt.Sprintf("db %s@%s/%s (service oncall-test), primary, schema %03d", u.User.Username(), u.Host,

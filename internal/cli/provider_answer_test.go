@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/redrive"
@@ -56,7 +57,7 @@ func TestRedrive422WithNothingInTheInboxIsQuarantined(t *testing.T) {
 	w := &redriveWorld{t: t, pool: pool, dsn: dsn}
 
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitConflict, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "conflict", r.Outcome)
 	require.NotNil(t, r.QuarantineID, errOut)
@@ -67,7 +68,7 @@ func TestRedrive422WithNothingInTheInboxIsQuarantined(t *testing.T) {
 
 	// The record: the provider's answer as the stored side, the payload sent.
 	code, out, errOut := runQ(t, dsn, "quarantine", "show", fmt.Sprint(qid), "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var rec quarantine.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, quarantine.StoredProvider, rec.StoredSide)
@@ -82,21 +83,21 @@ func TestRedrive422WithNothingInTheInboxIsQuarantined(t *testing.T) {
 	assert.Equal(t, quarantine.StatusOpen, rec.Status)
 
 	code, out, _ = runQ(t, dsn, "quarantine", "show", fmt.Sprint(qid), "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "the provider's answer: it refused this key")
 	assert.Contains(t, out, "idempotency_key_in_use")
 	code, out, errOut = runQ(t, dsn, "quarantine", "export", fmt.Sprint(qid), "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "the other side is the provider's answer")
 	assert.NotContains(t, out, "purged under a proven replay horizon")
 	code, out, _ = runQ(t, dsn, "quarantine", "list", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "open (provider's answer)")
 	code, _, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", "op-1")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, fmt.Sprintf("quarantine record #%d", qid))
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "t1", "--op", "op-1", "--history", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "provider refused")
 
 	// Audited, with the answer.
@@ -107,19 +108,19 @@ func TestRedrive422WithNothingInTheInboxIsQuarantined(t *testing.T) {
 
 	// A dry run says what a real run does now: conflict, from the record.
 	code, got, errOut = w.resolve([]string{appLine("t1", "op-1", 100)}, "--dry-run")
-	require.Equal(t, ExitConflict, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, errOut)
 	assert.Equal(t, "conflict", got["t1/op-1"].Outcome)
 	assert.Equal(t, qid, *got["t1/op-1"].QuarantineID)
 
 	// Resolved again: answered from the record, not sent again.
 	code, got, errOut = w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitConflict, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, errOut)
 	assert.Equal(t, qid, *got["t1/op-1"].QuarantineID)
 	assert.EqualValues(t, 1, hits.Load(), "not sent again")
 
 	// Decided like any record: rejected, with its audit row.
 	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(qid), "--reason", "the provider holds another charge", "--yes", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var status string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT status FROM idem.quarantine WHERE id = $1", qid).Scan(&status))
 	assert.Equal(t, "rejected", status)
@@ -173,7 +174,7 @@ func TestProviderAnswerRules(t *testing.T) {
 	// declaration: one person).
 	code, _, errOut := runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(qid), "--new-operation-id", "p-1-rev2",
 		"--reason", "the customer confirmed a new charge", "--yes", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var postings int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM demo.posting WHERE operation_id = 'p-1-rev2'").Scan(&postings))
 	assert.Positive(t, postings)

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	quarantinecmd "github.com/idemctl/idemctl/internal/cli/quarantine"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
 )
@@ -35,31 +37,31 @@ func execSub(t *testing.T, cmd *cobra.Command, args ...string) int {
 	cmd.SetOut(&strings.Builder{})
 	cmd.SetErr(&strings.Builder{})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
 	if err := cmd.Execute(); err != nil {
-		return CodeOf(err)
+		return cmdutil.CodeOf(err)
 	}
-	return ExitOK
+	return cmdutil.ExitOK
 }
 
 func TestQuarantineCommandOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
 	f.OperatorFlag = "alice"
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	f.Now = func() time.Time { return now }
 
-	var list *QuarantineListOptions
+	var list *quarantinecmd.QuarantineListOptions
 	listCmd := func() *cobra.Command {
-		return NewCmdQuarantineList(f, func(o *QuarantineListOptions) error { list = o; return nil })
+		return quarantinecmd.NewCmdQuarantineList(f, func(o *quarantinecmd.QuarantineListOptions) error { list = o; return nil })
 	}
-	require.Equal(t, ExitOK, execSub(t, listCmd()))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd()))
 	assert.Equal(t, quarantine.StatusOpen, list.Filter.Status)
 	assert.Equal(t, quarantine.DefaultLimit, list.Filter.Limit)
 	assert.True(t, list.JSON, "not a terminal: JSON")
 
-	require.Equal(t, ExitOK, execSub(t, listCmd(), "--status", "all", "--tenant", "acme", "--class", "demo.transfer",
+	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd(), "--status", "all", "--tenant", "acme", "--class", "demo.transfer",
 		"--since", "24h", "--limit", "7", "--after", "1764489600123456:42"))
 	assert.Equal(t, quarantine.StatusAll, list.Filter.Status)
 	assert.Equal(t, "acme", list.Filter.Tenant)
@@ -70,23 +72,23 @@ func TestQuarantineCommandOptions(t *testing.T) {
 	assert.Equal(t, int64(42), list.Filter.After.ID)
 	assert.Equal(t, int64(1764489600123456), list.Filter.After.LastSeen.UnixMicro())
 
-	require.Equal(t, ExitOK, execSub(t, listCmd(), "--since", "2026-11-01"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd(), "--since", "2026-11-01"))
 	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), list.Filter.Since)
 
-	var show *QuarantineShowOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineShow(f, func(o *QuarantineShowOptions) error { show = o; return nil }), "#42"))
+	var show *quarantinecmd.QuarantineShowOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineShow(f, func(o *quarantinecmd.QuarantineShowOptions) error { show = o; return nil }), "#42"))
 	assert.Equal(t, int64(42), show.ID)
 
-	var reject *QuarantineRejectOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineReject(f, func(o *QuarantineRejectOptions) error { reject = o; return nil }),
+	var reject *quarantinecmd.QuarantineRejectOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineReject(f, func(o *quarantinecmd.QuarantineRejectOptions) error { reject = o; return nil }),
 		"42", "--reason", "fraud", "-y"))
 	assert.Equal(t, int64(42), reject.ID)
 	assert.True(t, reject.Yes)
 	assert.Equal(t, "fraud", reject.Reason)
 	assert.Equal(t, "alice", reject.Operator)
 
-	var accept *QuarantineAcceptOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineAccept(f, func(o *QuarantineAcceptOptions) error { accept = o; return nil }),
+	var accept *quarantinecmd.QuarantineAcceptOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineAccept(f, func(o *quarantinecmd.QuarantineAcceptOptions) error { accept = o; return nil }),
 		"42", "--new-operation-id", "op-rev2", "--reason", "revision", "--yes"))
 	assert.Equal(t, int64(42), accept.ID)
 	assert.Equal(t, "op-rev2", accept.NewOperationID)
@@ -94,8 +96,8 @@ func TestQuarantineCommandOptions(t *testing.T) {
 	assert.Equal(t, "alice", accept.Operator)
 	assert.True(t, accept.Yes)
 
-	var export *QuarantineExportOptions
-	require.Equal(t, ExitOK, execSub(t, NewCmdQuarantineExport(f, func(o *QuarantineExportOptions) error { export = o; return nil }),
+	var export *quarantinecmd.QuarantineExportOptions
+	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineExport(f, func(o *quarantinecmd.QuarantineExportOptions) error { export = o; return nil }),
 		"42", "--file", "b.json"))
 	assert.Equal(t, "b.json", export.File)
 	assert.Equal(t, "alice", export.Operator)
@@ -105,24 +107,24 @@ func TestQuarantineCommandOptions(t *testing.T) {
 		cmd  *cobra.Command
 		args []string
 	}{
-		{"list bad status", NewCmdQuarantineList(f, nil), []string{"--status", "closed"}},
-		{"list bad since", NewCmdQuarantineList(f, nil), []string{"--since", "yesterday"}},
-		{"list bad cursor", NewCmdQuarantineList(f, nil), []string{"--after", "42"}},
-		{"list zero limit", NewCmdQuarantineList(f, nil), []string{"--limit", "0"}},
-		{"list huge limit", NewCmdQuarantineList(f, nil), []string{"--limit", "100000"}},
-		{"show no id", NewCmdQuarantineShow(f, nil), nil},
-		{"show bad id", NewCmdQuarantineShow(f, nil), []string{"forty-two"}},
-		{"show negative id", NewCmdQuarantineShow(f, nil), []string{"-5"}},
-		{"reject no reason", NewCmdQuarantineReject(f, nil), []string{"42"}},
-		{"reject blank reason", NewCmdQuarantineReject(f, nil), []string{"42", "--reason", "  "}},
-		{"reject no id", NewCmdQuarantineReject(f, nil), []string{"--reason", "x"}},
-		{"accept no new id", NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x"}},
-		{"accept bad new id", NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x", "--new-operation-id", "a\tb"}},
-		{"accept no reason", NewCmdQuarantineAccept(f, nil), []string{"42", "--new-operation-id", "n"}},
-		{"export two ids", NewCmdQuarantineExport(f, nil), []string{"1", "2"}},
+		{"list bad status", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--status", "closed"}},
+		{"list bad since", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--since", "yesterday"}},
+		{"list bad cursor", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--after", "42"}},
+		{"list zero limit", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--limit", "0"}},
+		{"list huge limit", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--limit", "100000"}},
+		{"show no id", quarantinecmd.NewCmdQuarantineShow(f, nil), nil},
+		{"show bad id", quarantinecmd.NewCmdQuarantineShow(f, nil), []string{"forty-two"}},
+		{"show negative id", quarantinecmd.NewCmdQuarantineShow(f, nil), []string{"-5"}},
+		{"reject no reason", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"42"}},
+		{"reject blank reason", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"42", "--reason", "  "}},
+		{"reject no id", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"--reason", "x"}},
+		{"accept no new id", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x"}},
+		{"accept bad new id", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x", "--new-operation-id", "a\tb"}},
+		{"accept no reason", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--new-operation-id", "n"}},
+		{"export two ids", quarantinecmd.NewCmdQuarantineExport(f, nil), []string{"1", "2"}},
 	}
 	for _, tc := range bad {
-		assert.Equal(t, ExitUsage, execSub(t, tc.cmd, tc.args...), tc.name)
+		assert.Equal(t, cmdutil.ExitUsage, execSub(t, tc.cmd, tc.args...), tc.name)
 	}
 }
 
@@ -189,7 +191,7 @@ func TestQuarantineCommands(t *testing.T) {
 
 	// list
 	code, out, errOut := runQ(t, dsn, "quarantine", "list", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	rows := jsonLines(t, out)
 	require.Len(t, rows, 3)
 	for _, k := range []string{"id", "tenant", "operation_id", "class", "status", "occurrences", "first_seen", "last_seen", "cursor"} {
@@ -199,37 +201,37 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, "open", rows[0]["status"])
 
 	code, out, errOut = runQ(t, dsn, "quarantine", "list", "--tenant", "acme", "--limit", "1", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	rows = jsonLines(t, out)
 	require.Len(t, rows, 1)
 	assert.Equal(t, float64(q2), rows[0]["id"])
 	require.Contains(t, errOut, "--after "+rows[0]["cursor"].(string))
 	code, out, _ = runQ(t, dsn, "quarantine", "list", "--tenant", "acme", "--limit", "1", "--after", rows[0]["cursor"].(string), "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	rows = jsonLines(t, out)
 	require.Len(t, rows, 1)
 	assert.Equal(t, float64(q1), rows[0]["id"])
 
 	code, out, _ = runQ(t, dsn, "quarantine", "list", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "charge-9")
 	assert.Contains(t, strings.ToUpper(out), "CHANGES")
 
 	// show
 	code, out, _ = runQ(t, dsn, "quarantine", "show", fmt.Sprint(q1), "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, []any{map[string]any{"path": "/amount", "change": "changed", "stored": float64(1250), "incoming": float64(1350)}}, rec["diff"])
 	assert.Equal(t, "acme", rec["tenant"])
 	code, out, _ = runQ(t, dsn, "quarantine", "show", fmt.Sprint(q1), "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "What changed (1)")
 	assert.Regexp(t, `changed\s*│\s*/amount\s*│\s*1250\s*│\s*1350`, out)
 
 	// reject, then a second decision is refused
 	code, out, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "tampered amount", "--operator", "alice", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.Equal(t, "rejected", rec["status"])
 	decision := rec["decision"].(map[string]any)
@@ -237,18 +239,18 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, dbtest.PersonOperator, decision["person"], "the person behind the login, whatever --operator says")
 	assert.Equal(t, string(dbtest.Operator), decision["db_user"])
 	code, _, errOut = runQ(t, dsn, "quarantine", "reject", fmt.Sprint(q1), "--yes", "--reason", "again", "--operator", "bob")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by alice")
 
 	// accept-as-new without a terminal needs --yes: nothing happens without it
 	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
 		"--reason", "settlement revision", "--operator", "carol")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--yes")
 	assert.Equal(t, 0, fx.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'bet-7-rev2'"))
 	code, out, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
 		"--reason", "settlement revision", "--operator", "carol", "-o", "json", "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var acc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &acc))
 	assert.Equal(t, "applied", acc["outcome"])
@@ -262,29 +264,29 @@ func TestQuarantineCommands(t *testing.T) {
 	auditRows := fx.count(t, "SELECT count(*) FROM idem.audit")
 	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q3), "--new-operation-id", "taken",
 		"--reason", "oops", "--operator", "carol", "--yes")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "already exists with another payload")
 	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
 	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
 
 	// unknown ids
 	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "not found")
 	code, _, _ = runQ(t, dsn, "quarantine", "reject", "999999", "--yes", "--reason", "x")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	code, _, _ = runQ(t, dsn, "quarantine", "accept-as-new", "999999", "--reason", "x", "--new-operation-id", "n", "--yes")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	missing := filepath.Join(t.TempDir(), "never.json")
 	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.NoFileExists(t, missing, "a failed export leaves no file")
 	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
 
 	// export
 	file := filepath.Join(t.TempDir(), "q3.json")
 	code, _, errOut = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "--file", file, "--operator", "dave")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	var b quarantine.Bundle
@@ -293,16 +295,16 @@ func TestQuarantineCommands(t *testing.T) {
 	assert.Equal(t, b.Incoming.Hash, idem.HashCanonical([]byte(b.Incoming.CanonicalPayload)))
 	assert.Equal(t, "dave", b.ExportedBy)
 	code, _, _ = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "--file", file)
-	assert.Equal(t, ExitInvalid, code, "an existing file is not overwritten")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "an existing file is not overwritten")
 	code, out, _ = runQ(t, dsn, "quarantine", "export", fmt.Sprint(q3), "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, 1, strings.Count(out, "\n"), "-o json: one line")
 
 	// every decision and export is in the audit log, which the auditor reads
 	// and verifies
 	auditor := dbtest.As(dsn, dbtest.Auditor)
 	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "quarantine", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var actions []string
 	for _, r := range jsonLines(t, out) {
 		actions = append(actions, r["action"].(string))
@@ -310,7 +312,7 @@ func TestQuarantineCommands(t *testing.T) {
 	}
 	assert.Equal(t, []string{"quarantine.export", "quarantine.export", "quarantine.accept_as_new", "quarantine.reject"}, actions)
 	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table")
-	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows", base+4))
 }
 
@@ -320,18 +322,18 @@ func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
 	dsn := fx.dsn
 	q := fx.conflict(t, "acme", "charge-1", 1, 2)
 	for _, answer := range []string{"n\n", "y\n"} {
-		ios, in, _, errOut := Test(true)
+		ios, in, _, errOut := cmdutil.Test(true)
 		in.WriteString(answer)
-		f := NewFactory(ios)
+		f := cmdutil.NewFactory(ios)
 		code := Run(context.Background(), f, []string{"quarantine", "accept-as-new", fmt.Sprint(q), "--new-operation-id", "charge-1-fix",
 			"--reason", "corrected amount", "--dsn", dsn})
 		f.Close()
 		assert.Contains(t, errOut.String(), "as operation acme/charge-1-fix? [y/N]")
 		if answer == "n\n" {
-			assert.Equal(t, ExitFailure, code)
+			assert.Equal(t, cmdutil.ExitFailure, code)
 			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
 		} else {
-			assert.Equal(t, ExitOK, code, errOut.String())
+			assert.Equal(t, cmdutil.ExitOK, code, errOut.String())
 			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'accepted'"))
 		}
 	}
@@ -345,7 +347,7 @@ func TestQuarantineAndAuditHelp(t *testing.T) {
 		{"audit", "--help"}, {"audit", "list", "--help"}, {"audit", "verify", "--help"},
 	} {
 		code, out, _ := runQ(t, "", args...)
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "Examples:", args)
 		assert.Contains(t, out, "Exit codes:", args)
 	}
@@ -369,7 +371,7 @@ func TestOutputNeverDrivesTheTerminal(t *testing.T) {
 	require.Equal(t, idem.Conflict, res.Outcome)
 	for _, format := range []string{"table", "json"} {
 		code, out, _ := runQ(t, dsn, "quarantine", "show", strconv.FormatInt(res.QuarantineID, 10), "-o", format)
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.NotContains(t, out, "\u009b", format)
 		assert.NotContains(t, out, "\u202e", format)
 		if format == "json" {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
 // The README's commands table names every top-level command.
@@ -19,9 +21,9 @@ func TestREADMECommandsTable(t *testing.T) {
 	start := strings.Index(readme, "## Commands")
 	table := readme[start:]
 	table = table[:strings.Index(table, "\nEvery command has")]
-	ios, _, _, _ := Test(false)
+	ios, _, _, _ := cmdutil.Test(false)
 	var missing []string
-	for _, c := range NewCmdRoot(NewFactory(ios)).Commands() {
+	for _, c := range NewCmdRoot(cmdutil.NewFactory(ios)).Commands() {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
 			continue
 		}

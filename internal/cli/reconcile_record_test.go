@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -35,7 +36,7 @@ func TestReconcileEmitRecordThenRecordPlan(t *testing.T) {
 	code, stdout, errOut := run(t, dsn, "", "reconcile", "--class", "demo.transfer", "--report", report,
 		"--key", "tenant=merchant,operation_id=reference", "--profile-file", profile,
 		"--compare", "/amount=amount,/currency=currency,/from=payer,/to=payee", "--emit-record", out, "-o", "table")
-	require.Equal(t, ExitConflict, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, errOut)
 	assert.Contains(t, stdout, "Record plan input: "+out+" (2 operations; nothing recorded)")
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.identity").Scan(&n))
@@ -62,19 +63,19 @@ func TestReconcileEmitRecordThenRecordPlan(t *testing.T) {
 	code, _, errOut = run(t, dsn, "", "reconcile", "--class", "demo.transfer", "--report", report,
 		"--key", "tenant=merchant,operation_id=reference", "--profile-file", profile,
 		"--compare", "/amount=amount,/currency=currency,/from=payer,/to=payee", "--emit-record", out)
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--overwrite")
 
 	// alice plans, bob approves, it runs: no effect.
 	code, _, errOut = run(t, dsn, "", "record", "plan", "--file", out, "--reason", "PSP settled, never recorded",
 		"--correction", "LC-12 by finance", "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	code, _, errOut = run(t, bob, "", "record", "approve", m[1], "--operator", "bob", "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = run(t, dsn, "", "record", "run", m[1], "--operator", "alice")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM demo.posting WHERE operation_id IN ('x-1', 'x-2')").Scan(&n))
 	assert.Zero(t, n, "no effect ran")
 

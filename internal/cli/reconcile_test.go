@@ -15,6 +15,8 @@ import (
 
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	reconcilecmd "github.com/idemctl/idemctl/internal/cli/reconcile"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
 )
@@ -50,10 +52,10 @@ func TestReconcileCommandOptions(t *testing.T) {
 	saved := filepath.Join(dir, "psp.json")
 	require.NoError(t, reconcile.SaveMapping(saved, reconcile.Mapping{Class: "demo.transfer", Report: "s.csv",
 		Key: "tenant=merchant,operation_id=reference", Compare: "/amount=amount_minor", Since: "2026-11-01"}, false))
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
-	var got *ReconcileOptions
-	cmd := NewCmdReconcile(f, func(o *ReconcileOptions) error { got = o; return nil })
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
+	var got *reconcilecmd.ReconcileOptions
+	cmd := reconcilecmd.NewCmdReconcile(f, func(o *reconcilecmd.ReconcileOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--mapping", saved, "--until", "2026-11-02", "--compare", "/amount=amt,/currency=ccy",
 		"--emit-resolve", "out.ndjson", "--pin", "--max-pins", "5", "--sort-buffer", "8"})
 	require.NoError(t, cmd.Execute())
@@ -72,13 +74,13 @@ func TestReconcileCommandOptions(t *testing.T) {
 		{"--class", "c", "--report", "r.csv", "--key", "tenant=a,operation_id=b", "--batch-size", "0"},
 	} {
 		code, out, errOut := run(t, "", "", append([]string{"reconcile"}, args...)...)
-		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v: %s", args, errOut)
 		assert.Empty(t, out)
 	}
 
 	for _, cmd := range []string{"reconcile", "intake"} {
 		code, out, _ := run(t, "", "", cmd, "--help")
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "Examples:", cmd)
 		assert.Contains(t, out, "Exit codes:", cmd)
 	}
@@ -87,7 +89,7 @@ func TestReconcileCommandOptions(t *testing.T) {
 	out := filepath.Join(dir, "new.json")
 	code, stdout, errOut := run(t, "", "", "reconcile", "--class", "demo.transfer", "--report", "/srv/s.csv",
 		"--key", "tenant=merchant,operation_id=reference", "--since", "yesterday", "--save-mapping", out)
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, stdout, "saved mapping")
 	m, err := reconcile.LoadMapping(out)
 	require.NoError(t, err)
@@ -105,7 +107,7 @@ func TestReconcileCommand(t *testing.T) {
 		"--compare", "/amount=amount_minor,/currency=currency"}
 
 	code, out, errOut := run(t, dsn, "", append(base, "--report", clean, "-o", "table")...)
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "3 matched")
 	assert.Contains(t, out, "│ matched")
 	assert.Contains(t, out, "600")
@@ -114,7 +116,7 @@ func TestReconcileCommand(t *testing.T) {
 	report := recFile(t, dir, "settlement.csv", header, "acme,c-1,100,EUR", "acme,c-2,250,EUR", "acme,x-1,5,EUR")
 	batch := filepath.Join(dir, "unsettled.ndjson")
 	code, out, errOut = run(t, dsn, "", append(base, "--report", report, "--emit-resolve", batch, "--pin", "-o", "json")...)
-	require.Equal(t, ExitConflict, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, errOut)
 	rows := rsvJSON(t, out)
 	require.Len(t, rows, 5)
 	statuses := map[string]string{}
@@ -132,20 +134,20 @@ func TestReconcileCommand(t *testing.T) {
 
 	// The batch resolves as already applied: those operations did happen.
 	code, out, errOut = run(t, dsn, "", "resolve", "--file", batch, "--dry-run", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Equal(t, "already_applied", rsvJSON(t, out)[0]["outcome"])
 
 	// The batch file exists: refused before anything, with exit 2.
 	audits := rsvCount(t, pool, "SELECT count(*) FROM idem.audit")
 	code, out, errOut = run(t, dsn, "", append(base, "--report", report, "--emit-resolve", batch)...)
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "--overwrite")
 	assert.Equal(t, audits, rsvCount(t, pool, "SELECT count(*) FROM idem.audit"))
 
 	// A table on a terminal lists the discrepancies and what was written.
 	code, out, _ = run(t, dsn, "", append(base, "--report", report, "--emit-resolve", batch, "--overwrite", "--pin", "-o", "table")...)
-	assert.Equal(t, ExitConflict, code)
+	assert.Equal(t, cmdutil.ExitConflict, code)
 	for _, want := range []string{"missing_in_inbox", "/amount: inbox 200, report 250", "Resolve batch: " + batch,
 		"(3 were pinned already)", "Recorded as audit row"} {
 		assert.Contains(t, out, want)
@@ -170,9 +172,9 @@ func TestReconcileBadReports(t *testing.T) {
 		name, report, want string
 		code               int
 	}{
-		{"missing column", recFile(t, dir, "a.csv", "merchant,reference,amount", "acme,c-1,100"), `no column "amount_minor"`, ExitInvalid},
-		{"truncated gzip", truncated, "truncated", ExitInvalid},
-		{"empty", empty, "empty.csv is empty", ExitInvalid},
+		{"missing column", recFile(t, dir, "a.csv", "merchant,reference,amount", "acme,c-1,100"), `no column "amount_minor"`, cmdutil.ExitInvalid},
+		{"truncated gzip", truncated, "truncated", cmdutil.ExitInvalid},
+		{"empty", empty, "empty.csv is empty", cmdutil.ExitInvalid},
 	} {
 		batch := filepath.Join(dir, tc.name+".ndjson")
 		code, out, errOut := run(t, dsn, "", append(base, "--report", tc.report, "--emit-resolve", batch)...)
@@ -187,7 +189,7 @@ func TestReconcileBadReports(t *testing.T) {
 	batch := filepath.Join(dir, "amount.ndjson")
 	code, out, _ := run(t, dsn, "", append(base, "--report", recFile(t, dir, "b.csv", "merchant,reference,amount_minor", "acme,c-1,1O0"),
 		"--emit-resolve", batch, "-o", "json")...)
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, out, `"status":"invalid","line":2`)
 	assert.Contains(t, out, `not a number: \"1O0\"`)
 	assert.NoFileExists(t, batch)
@@ -219,10 +221,10 @@ func TestIntakeThenResolveDryRun(t *testing.T) {
 
 	out := filepath.Join(dir, "ambiguous.ndjson")
 	code, stdout, errOut := run(t, dsn, "", "intake", "--source", "dlq", "--class", "demo.transfer", "--out", out, "-o", "table")
-	assert.Equal(t, ExitInvalid, code, "a message without a payload: %s", errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, "a message without a payload: %s", errOut)
 	assert.Contains(t, stdout, "4 messages: 1 present, 1 absent, 1 conflicting, 1 no_payload; 3 line(s) to resolve written to "+out)
 	code, stdout, errOut = run(t, dsn, "", "resolve", "--file", out, "--dry-run", "-o", "json")
-	assert.Equal(t, ExitConflict, code, errOut)
+	assert.Equal(t, cmdutil.ExitConflict, code, errOut)
 	outcomes := map[string]string{}
 	for _, r := range rsvJSON(t, stdout) {
 		outcomes[r["operation_id"].(string)] = r["outcome"].(string)
@@ -231,16 +233,16 @@ func TestIntakeThenResolveDryRun(t *testing.T) {
 
 	// From the archive, to stdout, straight into resolve.
 	code, stdout, errOut = run(t, dsn, "", "intake", "--source", "archive", "--class", "demo.transfer")
-	assert.Equal(t, ExitConflict, code, errOut)
+	assert.Equal(t, cmdutil.ExitConflict, code, errOut)
 	assert.Contains(t, errOut, "1 present, 1 absent")
 	code, stdout, errOut = run(t, dsn, stdout, "resolve", "--file", "-", "--dry-run", "-o", "json")
-	assert.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
 	rows := rsvJSON(t, stdout)
 	require.Len(t, rows, 1)
 	assert.Equal(t, "d-3b", rows[0]["operation_id"])
 	assert.Equal(t, "would_apply", rows[0]["outcome"])
 
 	code, _, errOut = run(t, dsn, "", "intake", "--source", "nope", "--class", "demo.transfer")
-	assert.Equal(t, ExitNotFound, code)
+	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "replay source not found")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/redrive"
 )
@@ -108,7 +109,7 @@ func TestRedriveRedirectIsNotFollowed(t *testing.T) {
 	require.NoError(t, err)
 
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "3s")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "error", r.Outcome)
 	if assert.NotNil(t, r.Error) {
@@ -131,7 +132,7 @@ func TestRedriveEveryServerOnTheAllowList(t *testing.T) {
 	list := "nats://" + down + "," + trap
 	code, _, errOut := runQ(t, w.dsn, "class", "set", "demo.transfer_app", "--operator", "alice", "--redrive", "nats",
 		"--url", list, "--subject", "pay.transfer", "--timeout", "1s", "--downstream-idempotent")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "127.0.0.2 is not on the re-drive allow-list")
 	_, err := w.pool.Exec(ctx, `SELECT idem.class_redrive_set('demo.transfer_app', $1, true, 'alice')`,
 		`{"kind":"nats","url":"`+list+`","subject":"pay.transfer"}`)
@@ -145,10 +146,10 @@ func TestRedriveEveryServerOnTheAllowList(t *testing.T) {
 	asOwner(t, w.dsn, "SELECT idem.redrive_allow('127.0.0.2')")
 	code, _, errOut = runQ(t, w.dsn, "class", "set", "demo.transfer_app", "--operator", "alice", "--redrive", "nats",
 		"--url", list, "--subject", "pay.transfer", "--timeout", "1s", "--downstream-idempotent")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	asOwner(t, w.dsn, "SELECT idem.redrive_disallow('127.0.0.2')")
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100), appLine("t1", "op-2", 100)}, "--retry-for", "1s")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	for _, op := range []string{"op-1", "op-2"} {
 		r := got["t1/"+op]
 		assert.Equal(t, "error", r.Outcome)
@@ -167,7 +168,7 @@ func TestRedriveEveryServerOnTheAllowList(t *testing.T) {
 	require.NoError(t, err)
 	asOwner(t, w.dsn, "SELECT idem.redrive_disallow('localhost')")
 	code, got, errOut = w.resolve([]string{appLine("t1", "op-3", 100)}, "--retry-for", "1s")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Equal(t, "error", got["t1/op-3"].Outcome)
 	assert.Zero(t, target.hits.Load(), "nothing sent to a host taken off the allow-list")
 }
@@ -190,7 +191,7 @@ func TestRedriveCredentialReferencesOfTheRunner(t *testing.T) {
 		"X-Token=file:../id_token", "X-Trace=env:HOME"} {
 		code, _, errOut := runQ(t, w.dsn, "class", "set", "demo.transfer_app", "--operator", "alice", "--redrive", "http",
 			"--url", url, "--header", ref, "--downstream-idempotent")
-		assert.Equal(t, ExitUsage, code, "%s: %s", ref, errOut)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%s: %s", ref, errOut)
 		assert.Contains(t, errOut, strings.SplitN(ref, "=", 2)[1], "the refusal names the reference")
 		name, value, _ := strings.Cut(ref, "=")
 		_, err := w.pool.Exec(ctx, `SELECT idem.class_redrive_set('demo.transfer_app', jsonb_build_object('kind', 'http', 'url', $1::text,
@@ -203,7 +204,7 @@ func TestRedriveCredentialReferencesOfTheRunner(t *testing.T) {
 		'headers', jsonb_build_object('Authorization', 'env:PGPASSWORD', 'X-Token', $2::text)) WHERE name = 'demo.transfer_app'`,
 		url, "file:"+filepath.Join(home, "id_token"))
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--credential-dir", home)
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "error", r.Outcome)
 	if assert.NotNil(t, r.Error) {
@@ -222,7 +223,7 @@ func TestRedriveCredentialReferencesOfTheRunner(t *testing.T) {
 		Headers: map[string]string{"Authorization": "env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN", "X-Token": "file:payments/token"}}, true, "alice")
 	require.NoError(t, err)
 	code, got, errOut = w.resolve([]string{appLine("t1", "op-2", 100)}, "--credential-dir", dir)
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, *got["t1/op-2"].Error, "refused the re-drive", "sent, and the 400 reported")
 	require.EqualValues(t, 1, target.hits.Load())
 	assert.Equal(t, "Bearer env-credential", target.headers[0].Get("Authorization"))
@@ -231,7 +232,7 @@ func TestRedriveCredentialReferencesOfTheRunner(t *testing.T) {
 	// Without --credential-dir (nor IDEMCTL_CREDENTIAL_DIR) no file is read.
 	t.Setenv(redrive.CredentialDirEnv, "")
 	code, got, _ = w.resolve([]string{appLine("t1", "op-3", 100)})
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, *got["t1/op-3"].Error, "file:payments/token: no credential directory is configured")
 	assert.EqualValues(t, 1, target.hits.Load(), "nothing more sent")
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idemhttp"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/resolve"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/internal/lockedbuf"
 	"github.com/idemctl/idemctl/redrive"
@@ -127,18 +129,18 @@ func appLine(tenant, op string, amount int) string {
 
 // resolve runs idemctl resolve over lines, in process, and returns its exit
 // code and result lines by operation id (the last one of each).
-func (w *redriveWorld) resolve(lines []string, extra ...string) (int, map[string]ResolveRecord, string) {
+func (w *redriveWorld) resolve(lines []string, extra ...string) (int, map[string]resolve.ResolveRecord, string) {
 	w.t.Helper()
 	file := filepath.Join(w.t.TempDir(), "batch.ndjson")
 	require.NoError(w.t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 	args := append([]string{"resolve", "--file", file, "-o", "json", "--operator", "alice"}, extra...)
 	code, out, errOut := runQ(w.t, w.dsn, args...)
-	got := map[string]ResolveRecord{}
+	got := map[string]resolve.ResolveRecord{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l == "" {
 			continue
 		}
-		var rec ResolveRecord
+		var rec resolve.ResolveRecord
 		require.NoError(w.t, json.Unmarshal([]byte(l), &rec), l)
 		got[rec.Tenant+"/"+rec.OperationID+"#"+fmt.Sprint(rec.Line)] = rec
 		got[rec.Tenant+"/"+rec.OperationID] = rec
@@ -163,7 +165,7 @@ func TestRedriveServiceDiesAfterCommit(t *testing.T) {
 	t.Parallel()
 	w := newRedriveWorld(t, "crash-after-commit")
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "applied", r.Outcome, "%+v", r)
 	require.NotNil(t, r.Redrive)
@@ -186,7 +188,7 @@ func TestRedriveCrashAfterProvider(t *testing.T) {
 		w.svc.start()
 	}()
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "30s")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "applied", r.Outcome, "%+v", r)
 	assert.GreaterOrEqual(t, r.Redrive.Attempts, 2)
@@ -201,7 +203,7 @@ func TestRedriveAfter500(t *testing.T) {
 	t.Parallel()
 	w := newRedriveWorld(t, "fail-before-commit")
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "applied", r.Outcome)
 	assert.Equal(t, []string{"500", "200"}, r.Redrive.Replies)
@@ -234,7 +236,7 @@ func TestRedriveRacesASlowFirstAttempt(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond) // the first attempt is in the service
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Contains(t, []string{"applied", "already_applied"}, r.Outcome)
 	firstReply := <-first
@@ -251,7 +253,7 @@ func TestRedriveAckWithoutRecord(t *testing.T) {
 	t.Parallel()
 	w := newRedriveWorld(t, "ack-without-record")
 	code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)})
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	r := got["t1/op-1"]
 	assert.Equal(t, "error", r.Outcome)
 	require.NotNil(t, r.Error)
@@ -275,7 +277,7 @@ func TestRedriveServiceOfAnotherDatabase(t *testing.T) {
 	require.NoError(t, err)
 	w := &redriveWorld{t: t, pool: pool, dsn: dsn, svc: other}
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	assert.NotEqual(t, ExitOK, code, errOut)
+	assert.NotEqual(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "error", r.Outcome)
 	require.NotNil(t, r.Error)
@@ -299,7 +301,7 @@ func TestRedriveConflictDryRunAndRefusal(t *testing.T) {
 	w := newRedriveWorld(t)
 	lines := []string{appLine("t1", "op-1", 100), appLine("t1", "op-1", 999), appLine("t1", "op-2", 5)}
 	code, got, _ := w.resolve(lines, "--dry-run")
-	assert.Equal(t, ExitConflict, code)
+	assert.Equal(t, cmdutil.ExitConflict, code)
 	assert.Equal(t, "conflict", got["t1/op-1#1"].Outcome, "the input holds op-1 with two payloads")
 	assert.Equal(t, "conflict", got["t1/op-1#2"].Outcome)
 	assert.Equal(t, "would_redrive", got["t1/op-2"].Outcome)
@@ -307,7 +309,7 @@ func TestRedriveConflictDryRunAndRefusal(t *testing.T) {
 	assert.Zero(t, p, "a dry run sends nothing")
 
 	code, got, _ = w.resolve(lines)
-	assert.Equal(t, ExitConflict, code)
+	assert.Equal(t, cmdutil.ExitConflict, code)
 	for _, k := range []string{"t1/op-1#1", "t1/op-1#2"} {
 		c := got[k]
 		assert.Equal(t, "conflict", c.Outcome, k)
@@ -322,7 +324,7 @@ func TestRedriveConflictDryRunAndRefusal(t *testing.T) {
 		&redrive.Config{Kind: redrive.KindHTTP, URL: w.svc.url()}, false, "alice")
 	require.NoError(t, err)
 	code, got, _ = w.resolve([]string{appLine("t1", "op-3", 7)})
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	require.NotNil(t, got["t1/op-3"].Error)
 	assert.Contains(t, *got["t1/op-3"].Error, "downstream")
 	p, _, _ = w.ledger("t1", "op-3")
@@ -340,15 +342,15 @@ func TestRedriveConfigurationRules(t *testing.T) {
 		return code, errOut
 	}
 	code, errOut := set("--redrive", "http", "--url", "https://payments.example/v1/charges", "--downstream-idempotent")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "allow-list")
 	code, _ = set("--redrive", "http", "--url", "http://payments.example/v1/charges")
-	assert.Equal(t, ExitUsage, code, "plain http to a remote host")
+	assert.Equal(t, cmdutil.ExitUsage, code, "plain http to a remote host")
 	code, errOut = set("--redrive", "http", "--url", "https://127.0.0.1/x", "--header", "Authorization=Bearer Hunter2Secret")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.NotContains(t, errOut, "Hunter2")
 	code, _ = set("--redrive", "http", "--url", "https://u:Hunter2Secret@127.0.0.1/x")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	// The database refuses them too, whoever calls it.
 	_, err := pool.Exec(context.Background(), `SELECT idem.class_redrive_set('demo.transfer_app',
 		'{"kind":"http","url":"https://127.0.0.1/x","headers":{"X-Api-Key":"Hunter2Secret"}}', true, 'alice')`)
@@ -357,16 +359,16 @@ func TestRedriveConfigurationRules(t *testing.T) {
 	assert.ErrorContains(t, err, "permission denied", "only the owner extends the allow-list")
 
 	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Superuser), "redrive", "allow", "payments.example")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, errOut = set("--redrive", "http", "--url", "https://payments.example/v1/charges",
 		"--header", "Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN", "--downstream-idempotent")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, out, _ := runQ(t, dbtest.As(dsn, dbtest.Auditor), "audit", "list", "--action", "class", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"action":"class.redrive.set"`)
 	assert.Contains(t, out, `env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN`, "the reference, never a value")
 	code, out, _ = runQ(t, dsn, "redrive", "list")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "payments.example")
 }
 
@@ -410,7 +412,7 @@ func TestRedriveThroughNATS(t *testing.T) {
 	start()
 
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "applied", r.Outcome, "%+v", r)
 	assert.Equal(t, "nats", r.Redrive.Via)
@@ -424,7 +426,7 @@ func TestRedriveThroughNATSRedelivery(t *testing.T) {
 	w, start := natsRedriveWorld(t)
 	svc := start("fail-before-commit")
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)})
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Equal(t, "applied", got["t1/op-1"].Outcome)
 	assert.Equal(t, 1, got["t1/op-1"].Redrive.Attempts, "published once, redelivered by the stream")
 	assert.Contains(t, svc.stderr.String(), "to be redelivered")
@@ -439,7 +441,7 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 	start().stop()
 	for range 2 {
 		code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "1s")
-		assert.Equal(t, ExitPending, code)
+		assert.Equal(t, cmdutil.ExitPending, code)
 		assert.Equal(t, "pending", got["t1/op-1"].Outcome)
 	}
 	svc := start()
@@ -447,7 +449,7 @@ func TestRedriveThroughNATSPending(t *testing.T) {
 	require.Eventually(t, func() bool { p, _, _ := w.ledger("t1", "op-1"); return p > 0 }, 40*time.Second, 50*time.Millisecond,
 		"the service applies what was published while it was down: %s", svc.stderr.String())
 	code, got, _ := w.resolve([]string{appLine("t1", "op-1", 100)})
-	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, "already_applied", got["t1/op-1"].Outcome, "a rerun settles it, from the primary")
 	time.Sleep(300 * time.Millisecond) // a second delivery would be processed by now
 	p, c, n := w.ledger("t1", "op-1")
@@ -460,7 +462,7 @@ func TestRedriveThroughNATSWithoutAStream(t *testing.T) {
 	t.Parallel()
 	w, _ := natsRedriveWorld(t)
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "1s")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "error", r.Outcome)
 	if assert.NotNil(t, r.Error) {
@@ -500,7 +502,7 @@ func TestRedriveMixedBatch(t *testing.T) {
 		lines = append(lines, appLine("pre", fmt.Sprint("op-", i), i+1))
 	}
 	code, _, errOut := w.resolve(lines, "--concurrency", "8")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	lines = lines[:0]
 	for i := range distinct {
 		lines = append(lines, appLine(fmt.Sprint("t", i%13), fmt.Sprint("op-", i), i+1))
@@ -525,7 +527,7 @@ func TestRedriveMixedBatch(t *testing.T) {
 		w.svc.start()
 	}()
 	code, got, errOut := w.resolve(lines, "--concurrency", "8", "--retry-for", "60s")
-	assert.Equal(t, ExitConflict, code, errOut)
+	assert.Equal(t, cmdutil.ExitConflict, code, errOut)
 	counts := map[string]int{}
 	for k, r := range got {
 		if strings.Contains(k, "#") {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
@@ -92,7 +93,7 @@ func TestResolveNotesFailover(t *testing.T) {
 	})
 	lines = append(lines, rsvLineAt("acme", "after-switch", 1, after), rsvLine("acme", "no-time", 2))
 	code, out, errOut := run(t, newPrimary, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json")
-	require.Contains(t, []int{ExitOK}, code, errOut)
+	require.Contains(t, []int{cmdutil.ExitOK}, code, errOut)
 	rows := rsvJSON(t, out)
 	require.Len(t, rows, len(lines))
 	lost := 0

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -29,9 +30,9 @@ func TestResolveRecordsStartAndFinishWithInputDigest(t *testing.T) {
 	want := hex.EncodeToString(sum[:])
 
 	code, _, errOut := run(t, dsn, "", "resolve", "--file", file, "--operator", "ada")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = run(t, dsn, string(body), "resolve", "--file", "-", "--operator", "ada")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
 	rows, err := pool.Query(context.Background(), `SELECT action, target, details::text FROM idem.audit
 		WHERE action IN ('resolve.start', 'resolve.run') ORDER BY id`)
@@ -74,7 +75,7 @@ func TestResolveReportIsNotOverwritten(t *testing.T) {
 	before := rsvCounts(t, pool)
 
 	code, out, errOut := run(t, dsn, "", "resolve", "--file", file, "--report", report)
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Empty(t, out)
 	assert.Equal(t, 2, strings.Count(errOut, "\n"), "the error and where the help is: %q", errOut)
 	assert.Contains(t, errOut, "already exists")
@@ -87,7 +88,7 @@ func TestResolveReportIsNotOverwritten(t *testing.T) {
 	assert.Equal(t, before, rsvCounts(t, pool))
 
 	code, _, errOut = run(t, dsn, "", "resolve", "--file", file, "--report", report, "--overwrite")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	replaced, err := os.ReadFile(report)
 	require.NoError(t, err)
 	assert.Len(t, rsvJSON(t, string(replaced)), 1)
@@ -101,7 +102,7 @@ func TestResolveNULTransportIsInvalid(t *testing.T) {
 	line := `{"tenant":"acme","operation_id":"nul-1","class":"demo.transfer","payload":{"from":"a","to":"b","amount":1,"currency":"EUR"},"transport":{"topic":"payments","key":"a\u0000b"}}`
 	before := rsvCounts(t, pool)
 	code, out, errOut := run(t, dsn, "", "resolve", "--file", rsvFile(t, line), "-o", "json")
-	assert.Equal(t, ExitInvalid, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	rows := rsvJSON(t, out)
 	require.Len(t, rows, 1)
 	assert.Equal(t, "invalid", rows[0]["outcome"])

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/migrations"
@@ -124,7 +125,7 @@ func startPrimaryAndStandby(t *testing.T) (primaryDSN, standbyHost string, stand
 	require.NoError(t, err)
 	for _, args := range [][]string{{"migrate"}, {"demo", "init"}} {
 		code, _, errOut := run(t, primaryDSN, "", args...)
-		require.Equal(t, ExitOK, code, "%v: %s", args, errOut)
+		require.Equal(t, cmdutil.ExitOK, code, "%v: %s", args, errOut)
 	}
 	conn, err := pgx.Connect(context.Background(), primaryDSN)
 	require.NoError(t, err)
@@ -223,7 +224,7 @@ func TestResolveRefusesStandby(t *testing.T) {
 		{"resolve", "--tenant", "acme", "--op", "absent", "--class", "demo.transfer", "--payload", `{"from":"alice","to":"bob","amount":1,"currency":"EUR"}`},
 	} {
 		code, out, errOut := run(t, standby, "", args...)
-		assert.Equal(t, ExitNotPrimary, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitNotPrimary, code, "%v: %s", args, errOut)
 		assert.Empty(t, out, "nothing concluded")
 		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 		assert.Contains(t, errOut, "standby (in recovery)")
@@ -255,7 +256,7 @@ func TestResolveRefusesStandby(t *testing.T) {
 	}
 	cutAfter(pool, proxy, "fo-%", fmt.Sprintf("%s:%d", host, port))
 	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300")
-	require.Equal(t, ExitNotPrimary, code, errOut)
+	require.Equal(t, cmdutil.ExitNotPrimary, code, errOut)
 	msgs := idemctlLines(errOut)
 	require.NotEmpty(t, msgs, errOut)
 	last := msgs[len(msgs)-1]

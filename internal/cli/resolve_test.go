@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/clitest"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/resolve"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/recovery"
@@ -71,25 +73,25 @@ func TestResolveCommandOptions(t *testing.T) {
 	t.Parallel()
 	payloadFile := filepath.Join(t.TempDir(), "p.json")
 	require.NoError(t, os.WriteFile(payloadFile, []byte(`{"amount": 5}`), 0o600))
-	capture := func(args ...string) (*ResolveOptions, int) {
-		ios, _, _, errOut := Test(false)
-		f := NewFactory(ios)
+	capture := func(args ...string) (*resolve.ResolveOptions, int) {
+		ios, _, _, errOut := cmdutil.Test(false)
+		f := cmdutil.NewFactory(ios)
 		f.OperatorFlag = "ada"
-		var got *ResolveOptions
-		cmd := NewCmdResolve(f, func(o *ResolveOptions) error { got = o; return nil })
+		var got *resolve.ResolveOptions
+		cmd := resolve.NewCmdResolve(f, func(o *resolve.ResolveOptions) error { got = o; return nil })
 		cmd.SetArgs(args)
 		cmd.SetOut(ios.Out)
 		cmd.SetErr(errOut)
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
 		if err := cmd.Execute(); err != nil {
-			return got, CodeOf(err)
+			return got, cmdutil.CodeOf(err)
 		}
-		return got, ExitOK
+		return got, cmdutil.ExitOK
 	}
 
 	o, code := capture("--file", "ops.ndjson", "--dry-run", "--concurrency", "2", "--max-rate", "50", "--report", "r.ndjson", "--batch-size", "100")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, "ops.ndjson", o.File)
 	assert.True(t, o.DryRun)
 	assert.Equal(t, 2, o.Concurrency)
@@ -100,7 +102,7 @@ func TestResolveCommandOptions(t *testing.T) {
 	assert.True(t, o.JSON, "json when stdout is not a terminal")
 
 	o, code = capture("--tenant", "acme", "--op", "charge-42", "--class", "demo.transfer", "--payload", "@"+payloadFile, "--transport", `{"topic":"t"}`)
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Equal(t, recovery.Request{Tenant: "acme", OperationID: "charge-42", Class: "demo.transfer",
 		Payload: []byte(`{"amount": 5}`), Transport: []byte(`{"topic":"t"}`)}, o.Request)
 	assert.Empty(t, o.File)
@@ -130,7 +132,7 @@ func TestResolveCommandOptions(t *testing.T) {
 		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{}", "--max-bytes", "1"},
 	} {
 		_, code := capture(args...)
-		assert.Equal(t, ExitUsage, code, "%v", args)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v", args)
 	}
 }
 
@@ -146,16 +148,16 @@ func TestResolveCommand(t *testing.T) {
 	t.Run("single operation, table", func(t *testing.T) {
 		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
 			"--payload", `{"from":"alice","to":"bob","amount":3,"currency":"EUR"}`)
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "applied")
 		assert.Contains(t, out, "posting_id")
 		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
 			"--payload", `{"to":"bob","from":"alice","currency":"EUR","amount":3}`)
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "already_applied")
 		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--tenant", "acme", "--op", "single", "--class", "demo.transfer",
 			"--payload", `{"to":"bob","from":"alice","currency":"EUR","amount":4}`)
-		require.Equal(t, ExitConflict, code)
+		require.Equal(t, cmdutil.ExitConflict, code)
 		assert.Contains(t, out, "quarantine_id")
 	})
 
@@ -163,7 +165,7 @@ func TestResolveCommand(t *testing.T) {
 		before := rsvCounts(t, pool)
 		file := rsvFile(t, rsvLine("acme", "seen", 100), rsvLine("acme", "b-new", 1), rsvLine("acme", "seen", 101), "garbage")
 		code, out, errOut := run(t, dsn, "", "resolve", "-o", "json", "--file", file)
-		require.Equal(t, ExitConflict, code, errOut)
+		require.Equal(t, cmdutil.ExitConflict, code, errOut)
 		rows := rsvJSON(t, out)
 		require.Len(t, rows, 4)
 		for _, key := range []string{"tenant", "operation_id", "class", "outcome", "response", "stored_hash", "incoming_hash", "quarantine_id", "error"} {
@@ -184,24 +186,24 @@ func TestResolveCommand(t *testing.T) {
 	t.Run("stdin, exit 0 then again all already applied", func(t *testing.T) {
 		input := rsvLine("acme", "s-1", 1) + "\n" + rsvLine("acme", "s-2", 2) + "\n"
 		code, out, _ := run(t, dsn, input, "resolve", "-o", "json", "--file", "-")
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Equal(t, []any{"applied", "applied"}, []any{rsvJSON(t, out)[0]["outcome"], rsvJSON(t, out)[1]["outcome"]})
 		code, out, _ = run(t, dsn, input, "resolve", "-o", "json", "--file", "-")
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Equal(t, []any{"already_applied", "already_applied"}, []any{rsvJSON(t, out)[0]["outcome"], rsvJSON(t, out)[1]["outcome"]})
 	})
 
 	t.Run("bad lines exit 5, empty file exit 0", func(t *testing.T) {
 		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, "{", `{"tenant":"t"}`, "[]"))
-		require.Equal(t, ExitInvalid, code)
+		require.Equal(t, cmdutil.ExitInvalid, code)
 		assert.Contains(t, out, "invalid")
 		assert.Contains(t, out, "Needs attention")
 		assert.Contains(t, out, "missing field operation_id")
 		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, rsvLine("acme", "e-1", 1), `{"tenant":"acme","operation_id":"e-2","class":"demo.transfer","payload":{"amount":-1}}`))
-		require.Equal(t, ExitInvalid, code, "a failed effect")
+		require.Equal(t, cmdutil.ExitInvalid, code, "a failed effect")
 		assert.Contains(t, out, "error")
 		code, out, _ = run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t))
-		require.Equal(t, ExitOK, code)
+		require.Equal(t, cmdutil.ExitOK, code)
 		assert.Contains(t, out, "0 operations")
 	})
 
@@ -211,7 +213,7 @@ func TestResolveCommand(t *testing.T) {
 		report := filepath.Join(t.TempDir(), "report.ndjson")
 		file := rsvFile(t, rsvLine("acme", "seen", 100), rsvLine("acme", "d-new", 1), rsvLine("acme", "seen", 102))
 		code, out, _ := run(t, dsn, "", "resolve", "-o", "table", "--dry-run", "--report", report, "--file", file, "--operator", "ada")
-		require.Equal(t, ExitConflict, code)
+		require.Equal(t, cmdutil.ExitConflict, code)
 		assert.Contains(t, out, "would_apply")
 		assert.Contains(t, out, "would_conflict")
 		assert.Contains(t, out, "dry run, nothing written")
@@ -252,7 +254,7 @@ func TestResolveReadOnlySession(t *testing.T) {
 		{"resolve", "--tenant", "acme", "--op", "ro-2", "--class", "demo.transfer", "--payload", `{"amount":1}`},
 	} {
 		code, out, errOut := run(t, u.String(), "", args...)
-		assert.Equal(t, ExitNotPrimary, code, "%v", args)
+		assert.Equal(t, cmdutil.ExitNotPrimary, code, "%v", args)
 		assert.Empty(t, out)
 		assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 		assert.Contains(t, errOut, "read-only")
@@ -265,7 +267,7 @@ func TestResolveReadOnlySession(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.ndjson")
 	require.NoError(t, os.WriteFile(report, []byte("yesterday's report\n"), 0o600))
 	code, _, errOut := run(t, u.String(), "", "resolve", "--file", file, "--report", report, "--overwrite")
-	assert.Equal(t, ExitNotPrimary, code, errOut)
+	assert.Equal(t, cmdutil.ExitNotPrimary, code, errOut)
 	body, err := os.ReadFile(report)
 	require.NoError(t, err)
 	assert.Equal(t, "yesterday's report\n", string(body))
@@ -283,7 +285,7 @@ func TestResolveBadSingleOperationWritesNothing(t *testing.T) {
 		{"--tenant", "acme", "--op", "o", "--class", "demo.transfer", "--payload", `{"amount":`},
 	} {
 		code, out, errOut := run(t, dsn, "", append([]string{"resolve"}, args...)...)
-		assert.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v: %s", args, errOut)
 		assert.Empty(t, out)
 	}
 	assert.Equal(t, audits, rsvCount(t, pool, "SELECT count(*) FROM idem.audit"), "no run recorded")
@@ -326,7 +328,7 @@ func TestResolveReportWriteFails(t *testing.T) {
 		lines[i] = rsvLine("acme", fmt.Sprint("full-", i), i+1)
 	}
 	code, out, errOut := run(t, dsn, "", "resolve", "-o", "table", "--file", rsvFile(t, lines...), "--report", "/dev/full", "--overwrite")
-	require.Equal(t, ExitFailure, code, errOut)
+	require.Equal(t, cmdutil.ExitFailure, code, errOut)
 	msgs := idemctlLines(errOut)
 	require.Len(t, msgs, 1, errOut)
 	assert.Contains(t, msgs[0], "write results")
@@ -366,7 +368,7 @@ func TestResolveClosedPipe(t *testing.T) {
 	err = cmd.Wait()
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, stderr.String())
-	require.Equal(t, ExitFailure, exitErr.ExitCode(), "exit 1, not killed by SIGPIPE: %v\n%s", err, stderr.String())
+	require.Equal(t, cmdutil.ExitFailure, exitErr.ExitCode(), "exit 1, not killed by SIGPIPE: %v\n%s", err, stderr.String())
 	msgs := idemctlLines(stderr.String())
 	require.Len(t, msgs, 1, stderr.String())
 	assert.Contains(t, msgs[0], "broken pipe")
@@ -391,7 +393,7 @@ func TestResolveDatabaseUnreachable(t *testing.T) {
 	}
 	cutAfter(pool, proxy, "gone-%", "")
 	code, out, errOut := run(t, proxied, "", "resolve", "--file", rsvFile(t, lines...), "-o", "json", "--max-rate", "300", "--retry-for", "1s")
-	require.Equal(t, ExitFailure, code, errOut)
+	require.Equal(t, cmdutil.ExitFailure, code, errOut)
 	msgs := idemctlLines(errOut)
 	last := msgs[len(msgs)-1]
 	assert.Contains(t, last, "database unreachable for")
@@ -434,32 +436,11 @@ func cutAfter(pool *pgxpool.Pool, proxy *dbtest.Proxy, pattern, restoreTo string
 // binaries they build, removed when they end: nothing is left in /tmp. It
 // also sets the password variable of the postgres replay sources the tests
 // add (their DSNs never carry one), once, so that the tests stay parallel.
-func TestMain(m *testing.M) {
-	dbtest.SetSourcePassword()
-	dbtest.RunInTempDir(m, "idemctl-cli-test-", &binDir)
-}
+func TestMain(m *testing.M) { clitest.Main(m, "idemctl-cli-test-") }
 
-var (
-	binDir  string // set by TestMain, removed after the tests
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// idemctlBinary builds the real binary once into binDir, for tests that send
-// it signals, run it in a terminal or start it as lab workers.
-func idemctlBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "idemctl")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+// idemctlBinary is the real binary, built once (clitest.Binary), for tests
+// that send it signals, run it in a terminal or start it as lab workers.
+func idemctlBinary(t *testing.T) string { return clitest.Binary(t) }
 
 // Ctrl-C in the middle of a batch: in-flight operations finish whole, the
 // summary so far is printed, and running the same file again is safe.
@@ -493,7 +474,7 @@ func TestResolveSIGINTThenRerun(t *testing.T) {
 	err = cmd.Wait()
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr, stderr.String())
-	assert.Equal(t, ExitFailure, exitErr.ExitCode(), stderr.String())
+	assert.Equal(t, cmdutil.ExitFailure, exitErr.ExitCode(), stderr.String())
 	assert.Contains(t, stderr.String(), "interrupted")
 	done := len(outcomes)
 	require.GreaterOrEqual(t, done, 100)
@@ -513,20 +494,6 @@ func TestResolveSIGINTThenRerun(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"already_applied": done, "applied": n - done}, counts)
 	assert.Equal(t, n, rsvCount(t, pool, "SELECT count(*) FROM demo.posting"))
-}
-
-func TestProgressBarRender(t *testing.T) {
-	t.Parallel()
-	p := newProgressBar(nil, "resolve", 200_000, nil)
-	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  10,000/s  ETA 00:10", p.render(100_000, 10_000, ""))
-	assert.Equal(t, "resolve [                        ] 0/200,000   0%  0/s  ETA --:--", p.render(0, 0, ""))
-	assert.Equal(t, "resolve [============            ] 100,000/200,000  50%  0/s  ETA --:--  reconnecting (down 8s, retrying until 20s)",
-		p.render(100_000, 0, "reconnecting (down 8s, retrying until 20s)"))
-	assert.Equal(t, "resolve: progress 100,000/200,000 (50%), 0/s, elapsed 00:30, reconnecting (down 8s, retrying until 20s)",
-		p.renderLine(100_000, 30*time.Second, 0, "reconnecting (down 8s, retrying until 20s)"))
-	unknown := newProgressBar(nil, "resolve", 0, nil)
-	assert.Equal(t, "resolve 1,234,567  123,456/s", unknown.render(1_234_567, 123_456, ""))
-	assert.Equal(t, "1:01:01", formatClock(time.Hour+time.Minute+time.Second))
 }
 
 var _ = db.Describe

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/redrive"
 )
@@ -36,7 +37,7 @@ func TestRedriveRetryAfterBeyondTheBudgetIsPending(t *testing.T) {
 	began := time.Now()
 	code, got, errOut := w.resolve([]string{appLine("t1", "op-1", 100)}, "--retry-for", "20s")
 	assert.Less(t, time.Since(began), 10*time.Second, "the run does not wait out a budget the service already ruled out")
-	require.Equal(t, ExitPending, code, errOut)
+	require.Equal(t, cmdutil.ExitPending, code, errOut)
 	r := got["t1/op-1"]
 	assert.Equal(t, "pending", r.Outcome)
 	assert.Nil(t, r.Error, "nothing failed")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -63,7 +64,7 @@ func TestREADMERunbook(t *testing.T) {
 	bob := dbtest.As(fx.dsn, dbtest.Operator2)
 	dir := t.TempDir()
 	code, _, errOut := runQ(t, fx.dsn, "demo", "run", "--tenant", "demo", "--op", "charge-42")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var batch []string
 	for _, op := range []struct {
 		id     string
@@ -77,10 +78,10 @@ func TestREADMERunbook(t *testing.T) {
 	dbtest.RegisterAppClass(t, fx.dsn, "proj.view", "forever")
 	dbtest.Seed(t, fx.dsn, "proj.view", "t1", "op-", 8, 40*24*time.Hour, time.Hour)
 	code, _, errOut = runQ(t, fx.dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--reason", "a projection", "--yes")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	archive := t.TempDir()
 	code, _, errOut = runQ(t, fx.dsn, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", archive)
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
 	vars := map[string]string{}
 	lastToken := ""
@@ -120,7 +121,7 @@ func TestREADMERunbook(t *testing.T) {
 				args = append(args, w)
 			}
 			code, out, errOut := runTTY(t, dsn, "y\n", args...) // a person answers yes
-			assert.Contains(t, []int{ExitOK, ExitConflict}, code, "%s\n%s%s", line, out, errOut)
+			assert.Contains(t, []int{cmdutil.ExitOK, cmdutil.ExitConflict}, code, "%s\n%s%s", line, out, errOut)
 			printed.WriteString(out + errOut)
 			if tok := tokenRE.FindString(out + errOut); tok != "" {
 				lastToken = tok

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -65,17 +66,17 @@ func TestSourceSecretSpellings(t *testing.T) {
 	for i, spelling := range secretSpellings {
 		args := append([]string{"horizon", "source", "add", "leak", "--operator", "alice"}, spelling...)
 		code, out, errOut := runQ(t, dsn, args...)
-		assert.NotEqual(t, ExitOK, code, "%d %q was stored", i, spelling)
+		assert.NotEqual(t, cmdutil.ExitOK, code, "%d %q was stored", i, spelling)
 		assert.NotContains(t, out+errOut, sourceSecret, "%d %q: the refusal prints it", i, spelling)
 	}
 	var stored int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM idem.horizon_source").Scan(&stored))
 	assert.Zero(t, stored)
 	code, out, errOut := runQ(t, dsn, "horizon", "source", "list", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.NotContains(t, out, sourceSecret)
 	code, out, errOut = runQ(t, dbtest.As(dsn, dbtest.Auditor), "audit", "list", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.NotContains(t, out, sourceSecret)
 	assert.NotContains(t, out, "horizon.source.add")
 	var audited int
@@ -92,6 +93,6 @@ func TestSourceSecretSpellings(t *testing.T) {
 		{"k", "--kind", "kafka", "--topic", "payments.dlq", "--brokers", "127.0.0.1:9092,[::1]:9093,kafka-1"},
 	} {
 		code, _, errOut := runQ(t, dsn, append([]string{"horizon", "source", "add", "--operator", "alice"}, ok...)...)
-		assert.Equal(t, ExitOK, code, "%q: %s", ok, errOut)
+		assert.Equal(t, cmdutil.ExitOK, code, "%q: %s", ok, errOut)
 	}
 }

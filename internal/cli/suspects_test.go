@@ -9,16 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	reconcilecmd "github.com/idemctl/idemctl/internal/cli/reconcile"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
 )
 
 func TestSuspectsCommandOptions(t *testing.T) {
 	t.Parallel()
-	ios, _, _, _ := Test(false)
-	f := NewFactory(ios)
-	var got *SuspectsOptions
-	cmd := NewCmdSuspects(f, func(o *SuspectsOptions) error { got = o; return nil })
+	ios, _, _, _ := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
+	var got *reconcilecmd.SuspectsOptions
+	cmd := reconcilecmd.NewCmdSuspects(f, func(o *reconcilecmd.SuspectsOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--since", "2h", "--class", "pay.charge,pay.refund", "--window", "2m", "--exclude-class", "proj.tick"})
 	require.NoError(t, cmd.Execute())
 	assert.Equal(t, []string{"pay.charge", "pay.refund"}, got.Query.Classes)
@@ -26,9 +28,9 @@ func TestSuspectsCommandOptions(t *testing.T) {
 	assert.Equal(t, 2*time.Minute, got.Query.Window)
 	assert.WithinDuration(t, time.Now().Add(-2*time.Hour), got.Query.Since, time.Minute)
 
-	cmd = NewCmdSuspects(f, func(o *SuspectsOptions) error { return nil })
+	cmd = reconcilecmd.NewCmdSuspects(f, func(o *reconcilecmd.SuspectsOptions) error { return nil })
 	cmd.SetArgs([]string{"--since", "yesterdayish"})
-	assert.Equal(t, ExitUsage, CodeOf(cmd.Execute()))
+	assert.Equal(t, cmdutil.ExitUsage, cmdutil.CodeOf(cmd.Execute()))
 }
 
 // Exit 3 with the groups when retries with new ids are there, 0 when the
@@ -42,7 +44,7 @@ func TestSuspectsCommand(t *testing.T) {
 	auditor := dbtest.As(dsn, dbtest.Auditor)
 
 	code, out, stderr := run(t, auditor, "", "suspects", "-o", "json")
-	require.Equal(t, ExitConflict, code, stderr)
+	require.Equal(t, cmdutil.ExitConflict, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2)
 	var g reconcile.SuspectGroup
@@ -51,7 +53,7 @@ func TestSuspectsCommand(t *testing.T) {
 	require.Len(t, g.Operations, 2)
 
 	code, out, stderr = run(t, auditor, "", "suspects", "--exclude-class", "pay.charge", "-o", "table")
-	assert.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, cmdutil.ExitOK, code, stderr)
 	assert.Empty(t, out)
 	assert.Contains(t, stderr, "0 group(s)")
 
@@ -59,17 +61,17 @@ func TestSuspectsCommand(t *testing.T) {
 	// out of every later run unless named; an auditor cannot declare it.
 	operator := dbtest.As(dsn, dbtest.Operator)
 	code, _, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "yes")
-	assert.Equal(t, ExitInvalid, code, stderr)
+	assert.Equal(t, cmdutil.ExitInvalid, code, stderr)
 	assert.Contains(t, stderr, "reason")
 	code, _, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "maybe", "--reason", "x")
-	assert.Equal(t, ExitUsage, code, stderr)
+	assert.Equal(t, cmdutil.ExitUsage, code, stderr)
 	code, _, stderr = run(t, auditor, "", "class", "set", "pay.charge", "--payloads-repeat", "yes", "--reason", "x")
-	assert.NotEqual(t, ExitOK, code, stderr)
+	assert.NotEqual(t, cmdutil.ExitOK, code, stderr)
 	code, out, stderr = run(t, operator, "", "class", "set", "pay.charge", "--payloads-repeat", "yes", "--reason", "fixed daily job (OPS-12)")
-	require.Equal(t, ExitOK, code, stderr)
+	require.Equal(t, cmdutil.ExitOK, code, stderr)
 	assert.Contains(t, out, `"payloads_repeat":true`)
 	code, _, stderr = run(t, auditor, "", "suspects")
-	assert.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, cmdutil.ExitOK, code, stderr)
 	code, _, stderr = run(t, auditor, "", "suspects", "--class", "pay.charge")
-	assert.Equal(t, ExitConflict, code, stderr)
+	assert.Equal(t, cmdutil.ExitConflict, code, stderr)
 }

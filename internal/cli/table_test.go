@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	labcmd "github.com/idemctl/idemctl/internal/cli/lab"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/lab"
 )
@@ -36,7 +38,7 @@ type tableRun struct {
 	stdin string // the answers to its questions
 	whole []string
 	// render, when set, prints the table without a database.
-	render func(ios *IOStreams) error
+	render func(ios *cmdutil.IOStreams) error
 }
 
 // noTable are the runnable commands that print no table, and what they
@@ -74,7 +76,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	mustRun := func(dsn string, args ...string) string {
 		t.Helper()
 		code, out, errOut := runQ(t, dsn, args...)
-		require.Equal(t, ExitOK, code, "%v: %s", args, errOut)
+		require.Equal(t, cmdutil.ExitOK, code, "%v: %s", args, errOut)
 		return out
 	}
 	mustRun(dsn, "quarantine", "reject", fmt.Sprint(q2), "--yes", "--reason", tableCJKText)
@@ -159,8 +161,8 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 		},
 		"reconcile": {{args: []string{"reconcile", "--class", "demo.transfer", "--key", "tenant=merchant,operation_id=reference",
 			"--compare", "/amount=amount_minor,/currency=currency", "--report", report}, whole: []string{tableLongOp, tableLongOp + "-s1", tableLongOp + "-s2"}}},
-		"lab": {{render: func(ios *IOStreams) error {
-			return PrintLabTable(&LabOptions{IO: ios}, &lab.Report{Seed: 1, Trials: 3, RunID: "r-1", Designs: []lab.DesignReport{
+		"lab": {{render: func(ios *cmdutil.IOStreams) error {
+			return labcmd.PrintLabTable(&labcmd.LabOptions{IO: ios}, &lab.Report{Seed: 1, Trials: 3, RunID: "r-1", Designs: []lab.DesignReport{
 				{Design: "marker_separate_tx", Operations: 1000, Lost: 12, Trials: 3}, {Design: "atomic", Operations: 1000, Trials: 3}}})
 		}, whole: []string{"marker_separate_tx"}}},
 	}
@@ -193,7 +195,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 				assert.NotEmpty(t, headers, "%s printed no table", name)
 				for _, h := range headers {
 					for _, c := range h {
-						_, ok := ColumnRoles[strings.ToLower(c)]
+						_, ok := cmdutil.ColumnRoles[strings.ToLower(c)]
 						assert.True(t, ok, "%s: column %q has no declared role (columnRoles)", name, c)
 					}
 				}
@@ -228,7 +230,7 @@ func isFixtureIdentifier(line string, ids []string) bool {
 // tables it printed (on stdout and stderr) and the header of each.
 func runAtWidth(t *testing.T, width int, dsn string, r tableRun) (string, [][]string) {
 	t.Helper()
-	ios, in, _, errOut := Test(true)
+	ios, in, _, errOut := cmdutil.Test(true)
 	in.WriteString(r.stdin)
 	ios.SetWidth(width)
 	var headers [][]string
@@ -237,15 +239,15 @@ func runAtWidth(t *testing.T, width int, dsn string, r tableRun) (string, [][]st
 		headers = append(headers, append([]string(nil), h...))
 		tables.WriteString(text)
 	}
-	ios.Out = &LayoutWriter{Writer: ios.Out, Layout: TableLayout{Width: width}, Seen: seen}
-	ios.ErrOut = &LayoutWriter{Writer: ios.ErrOut, Layout: TableLayout{Width: width}, Seen: seen}
+	ios.Out = &cmdutil.LayoutWriter{Writer: ios.Out, Layout: cmdutil.TableLayout{Width: width}, Seen: seen}
+	ios.ErrOut = &cmdutil.LayoutWriter{Writer: ios.ErrOut, Layout: cmdutil.TableLayout{Width: width}, Seen: seen}
 	if r.render != nil {
 		require.NoError(t, r.render(ios))
 		return tables.String(), headers
 	}
-	f := NewFactory(ios)
+	f := cmdutil.NewFactory(ios)
 	defer f.Close()
 	code := Run(context.Background(), f, append(append([]string(nil), r.args...), "-o", "table", "--dsn", dsn))
-	assert.Contains(t, []int{ExitOK, ExitFailure, ExitConflict, ExitInvalid}, code, "%v: %s", r.args, errOut.String())
+	assert.Contains(t, []int{cmdutil.ExitOK, cmdutil.ExitFailure, cmdutil.ExitConflict, cmdutil.ExitInvalid}, code, "%v: %s", r.args, errOut.String())
 	return tables.String(), headers
 }

@@ -17,33 +17,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/console"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
 func TestTUICommandOptions(t *testing.T) {
 	// Not parallel: it sets NO_COLOR.
 	t.Setenv("NO_COLOR", "")
-	ios, _, _, _ := Test(true)
-	f := NewFactory(ios)
-	var got *TUIOptions
+	ios, _, _, _ := cmdutil.Test(true)
+	f := cmdutil.NewFactory(ios)
+	var got *console.TUIOptions
 	cmd := func() *cobra.Command {
-		return NewCmdTUI(f, func(o *TUIOptions) error { got = o; return nil })
+		return console.NewCmdTUI(f, func(o *console.TUIOptions) error { got = o; return nil })
 	}
 
-	require.Equal(t, ExitOK, execSub(t, cmd()))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd()))
 	assert.Equal(t, 5*time.Second, got.Refresh)
 	assert.False(t, got.NoColor)
 	assert.False(t, got.JSON, "a terminal: not JSON")
 
-	require.Equal(t, ExitOK, execSub(t, cmd(), "--refresh", "0", "--no-color"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd(), "--refresh", "0", "--no-color"))
 	assert.Equal(t, time.Duration(0), got.Refresh)
 	assert.True(t, got.NoColor)
 
-	require.Equal(t, ExitOK, execSub(t, cmd(), "--refresh", "30s"))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd(), "--refresh", "30s"))
 	assert.Equal(t, 30*time.Second, got.Refresh)
 
 	t.Setenv("NO_COLOR", "1")
-	require.Equal(t, ExitOK, execSub(t, cmd()))
+	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd()))
 	assert.True(t, got.NoColor, "NO_COLOR is honoured")
 }
 
@@ -62,7 +64,7 @@ func TestTUICommandBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			code, _, stderr := runQ(t, "postgres://nobody@127.0.0.1:1/none", c.args...)
-			assert.Equal(t, ExitUsage, code, stderr)
+			assert.Equal(t, cmdutil.ExitUsage, code, stderr)
 			assert.Contains(t, stderr, "idemctl: ")
 		})
 	}
@@ -72,7 +74,7 @@ func TestTUICommandBadInput(t *testing.T) {
 func TestTUINeedsATerminal(t *testing.T) {
 	t.Parallel()
 	code, stdout, stderr := runQ(t, "postgres://nobody@127.0.0.1:1/none", "tui")
-	assert.Equal(t, ExitUsage, code)
+	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "needs a terminal")
 	assert.NotContains(t, stderr, "connection refused")

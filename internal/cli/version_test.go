@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/migrations"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := run(t, "postgres://nobody@127.0.0.1:1/none", "", "version", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	v := jsonLines(t, out)
 	require.Len(t, v, 1)
 	assert.EqualValues(t, migrations.SchemaVersion(), v[0]["schema_version"])
@@ -23,6 +24,6 @@ func TestVersion(t *testing.T) {
 	assert.NotEmpty(t, v[0]["commit"])
 
 	code, out, _ = run(t, "", "", "version", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Regexp(t, `(?m)^schema \d{3}, code package \d+$`, out)
 }

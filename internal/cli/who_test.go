@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -27,25 +28,25 @@ func TestFourEyesShowPersonAndLogin(t *testing.T) {
 
 	code, out, errOut := runQ(t, dsn, "horizon", "plan", "--class", "proj.view", "--before", "1d",
 		"--accept-unbounded-horizon", "--operator", "root", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var p horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	id := strconv.FormatInt(p.ID, 10)
 
 	// The approve prompt names the planner as a person with the login.
 	code, out, errOut = runTTY(t, bob, "n\n", "horizon", "approve", id, "--operator", "root")
-	assert.Equal(t, ExitFailure, code, "declined")
+	assert.Equal(t, cmdutil.ExitFailure, code, "declined")
 	assert.Contains(t, errOut, "planned by "+alice+")?")
 	assert.Contains(t, out, alice, "the plan shown before the question")
 
 	code, out, errOut = runQ(t, bob, "horizon", "approve", id, "--yes", "--operator", "root", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "approved by "+bobWho+" (planned by "+alice+")")
 	code, _, errOut = runQ(t, bob, "horizon", "purge", id, "--yes", "--operator", "root")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
 	code, out, _ = runQ(t, dsn, "horizon", "status", id, "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	var st horizon.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	assert.Equal(t, []string{"alice", string(dbtest.Operator), "bob", string(dbtest.Operator2), "bob", string(dbtest.Operator2)},
@@ -54,18 +55,18 @@ func TestFourEyesShowPersonAndLogin(t *testing.T) {
 	assert.Equal(t, "root", st.PlannedBy, "the --operator label, for the record")
 
 	code, out, _ = runQ(t, dsn, "horizon", "status", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "PLANNED BY")
 	assert.Contains(t, out, "RAN BY")
 	assert.Contains(t, out, alice)
 	assert.Contains(t, out, bobWho)
 	code, out, _ = runTTY(t, dsn, "", "horizon", "status", id, "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, alice, "whole at 80 columns")
 	assert.Contains(t, out, bobWho, "whole at 80 columns")
 
 	code, out, _ = runQ(t, dbtest.As(dsn, dbtest.Auditor), "audit", "list", "--action", "horizon", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "ACTOR")
 	assert.Contains(t, out, alice)
 	assert.Contains(t, out, bobWho)
@@ -81,24 +82,24 @@ func TestQuarantineDecisionShowsPersonAndLogin(t *testing.T) {
 	bobWho := "bob (" + string(dbtest.Operator2) + ")"
 	q := fmt.Sprint(fx.conflict(t, "acme", "charge-1", 100, 200))
 	code, out, errOut := runQ(t, bob, "quarantine", "reject", q, "--yes", "--reason", "tampered", "--operator", "root", "-o", "table")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "rejected by "+bobWho)
 
 	code, out, _ = runQ(t, fx.dsn, "quarantine", "list", "--status", "all", "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "DECIDED BY")
 	assert.Contains(t, out, bobWho)
 	code, out, _ = runQ(t, fx.dsn, "quarantine", "list", "--status", "all", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, `"decided_person":"bob","decided_db_user":"`+string(dbtest.Operator2)+`"`)
 	code, out, _ = runQ(t, fx.dsn, "quarantine", "show", q, "-o", "table")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "rejected by "+bobWho)
 	assert.Contains(t, out, "(operator root)")
 	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", q, "--yes", "--reason", "again", "--operator", "root")
-	assert.Equal(t, ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "already rejected by "+bobWho)
 	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "charge-1", "--history", "-o", "json")
-	require.Equal(t, ExitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "rejected by "+bobWho+" (operator root)")
 }

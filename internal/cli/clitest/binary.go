@@ -1,0 +1,47 @@
+// Package clitest helps the tests of idemctl's command packages: a
+// TestMain that gives them one temporary directory, and the real idemctl
+// binary built once into it (for tests that send it signals, run it in a
+// terminal or start it as lab workers). Only tests import it.
+package clitest
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+var (
+	binDir  string // set by Main, removed after the tests
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Main runs a package's tests in one temporary directory for the binaries
+// they build, removed when they end: nothing is left in /tmp. It also sets
+// the password variable of the postgres replay sources the tests add (their
+// DSNs never carry one), once, so that the tests stay parallel.
+func Main(m *testing.M, pattern string) {
+	dbtest.SetSourcePassword()
+	dbtest.RunInTempDir(m, pattern, &binDir)
+}
+
+// Binary builds the real binary once into the directory of Main.
+func Binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binPath = filepath.Join(binDir, "idemctl")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/idemctl/idemctl/cmd/idemctl").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}

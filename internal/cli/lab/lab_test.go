@@ -1,0 +1,109 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/internal/cli/clitest"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/lab"
+)
+
+// TestMain gives the package's tests the directory the idemctl binary (the
+// lab's workers) is built into.
+func TestMain(m *testing.M) { clitest.Main(m, "idemctl-lab-test-") }
+
+// labSchemas lists the lab's scratch schemas left in the database at dsn.
+func labSchemas(t *testing.T, dsn string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'idemlab\_%'`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+func TestLabVerdict(t *testing.T) {
+	t.Parallel()
+	ok := &lab.Report{Seed: 3, Designs: []lab.DesignReport{
+		{Design: "marker_separate_tx", Expected: []string{lab.AnomalyLost}, Lost: 40},
+		{Design: "atomic"},
+	}}
+	assert.NoError(t, labVerdict(ok), "broken designs showing anomalies is the lab working")
+	bad := &lab.Report{Seed: 3, Designs: []lab.DesignReport{{Design: "atomic", Doubled: 1}}}
+	err := labVerdict(bad)
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitFailure, cmdutil.CodeOf(err))
+	assert.Contains(t, err.Error(), "doubled 1")
+	assert.Contains(t, err.Error(), "seed 3")
+}
+
+// TestLabRun runs a small lab through the command, with the real binary as
+// worker, as JSON and as a table.
+func TestLabRun(t *testing.T) {
+	// Not parallel: the lab uses more than 8 connections.
+	bin := clitest.Binary(t)
+	dsn := dbtest.NewDatabase(t)
+	runLab := func(output string, args ...string) (int, string, string) {
+		ios, _, out, errOut := cmdutil.Test(false)
+		f := cmdutil.NewFactory(ios)
+		f.DSNFlag, f.Output = dsn, output
+		cmd := NewCmdLab(f, func(o *LabOptions) error {
+			o.Worker = lab.WorkerCommand{Path: bin, Args: []string{"lab", "worker"}}
+			return labRun(context.Background(), o)
+		})
+		cmd.SetArgs(args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err != nil {
+			fmt.Fprintln(errOut, "error:", err)
+			return cmdutil.CodeOf(err), out.String(), errOut.String()
+		}
+		return cmdutil.ExitOK, out.String(), errOut.String()
+	}
+
+	code, out, errOut := runLab("json", "--trials", "40", "--seed", "5", "--parallel", "3")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "seed 5")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, len(lab.DesignNames()), out)
+	for i, line := range lines {
+		var d map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &d), line)
+		assert.Equal(t, lab.DesignNames()[i], d["design"])
+		for _, k := range []string{"operations", "lost", "doubled", "wrong_response", "missed_conflicts",
+			"false_conflicts", "lost_revisions", "trials", "kills", "does", "summary"} {
+			assert.Contains(t, d, k, line)
+		}
+		assert.EqualValues(t, 40, d["trials"])
+		assert.EqualValues(t, 5, d["seed"])
+		assert.NotEmpty(t, d["kills"])
+		if d["design"] == "atomic" {
+			for _, k := range lab.AnomalyColumns {
+				assert.EqualValues(t, 0, d[k], "atomic %s", k)
+			}
+		}
+	}
+
+	code, out, errOut = runLab("table", "--trials", "10", "--seed", "5", "--designs", "marker_separate_tx,atomic")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "seed 5")
+	assert.Contains(t, out, "MISSED CONFLICTS")
+	assert.Contains(t, out, "FALSE CONFLICTS")
+	assert.Contains(t, out, "LOST REVISIONS")
+	assert.Contains(t, out, "commits the dedup marker, then runs the effect in another transaction; the marker committed", "one line: what it does; what broke")
+	assert.Contains(t, out, "marker_separate_tx")
+	assert.Contains(t, out, "no anomaly")
+	assert.NotContains(t, out, "effect_before_marker")
+	assert.Empty(t, labSchemas(t, dsn))
+}
