@@ -1,4 +1,4 @@
-.PHONY: build test test-citus demo bench fuzz clean fresh-debian
+.PHONY: build sizes test test-citus demo bench fuzz clean fresh-debian
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -6,6 +6,11 @@ LDFLAGS := -X github.com/idemctl/idemctl/internal/build.Version=$(VERSION) -X gi
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/idemctl ./cmd/idemctl
+
+# The largest files and packages of the command line and the console, and
+# any past the limits (600 lines a file, 2,000 a package, tests apart).
+sizes:
+	go test ./internal/cli -run '^TestSourceSizes$$' -count=1 -v
 
 # Every test, against a real PostgreSQL (started and prepared if needed).
 test:
