@@ -1,6 +1,8 @@
-// Package cli is idemctl's command line: one file per command in the cli/cli
-// shape (an Options struct, a NewCmdXxx constructor whose RunE validates and
-// calls a run function), over the domain packages.
+// Package cli is idemctl's command line: the root command, which assembles
+// one package per command family (internal/cli/resolve, quarantine, horizon,
+// ...), each in the cli/cli shape (an Options struct, a NewCmdXxx
+// constructor whose RunE validates and calls a run function), over
+// internal/cli/cmdutil, which they share.
 package cli
 
 import (

@@ -56,7 +56,9 @@ func sourceSizes(t *testing.T, moduleRoot string, roots []string) (files, packag
 		packages = append(packages, sourceSize{p, n})
 	}
 	for _, s := range [][]sourceSize{files, packages} {
-		sort.Slice(s, func(i, j int) bool { return s[i].lines > s[j].lines || s[i].lines == s[j].lines && s[i].path < s[j].path })
+		sort.Slice(s, func(i, j int) bool {
+			return s[i].lines > s[j].lines || s[i].lines == s[j].lines && s[i].path < s[j].path
+		})
 	}
 	return files, packages
 }

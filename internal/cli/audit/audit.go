@@ -1,3 +1,5 @@
+// Package audit holds `idemctl audit` (list, verify): the audit log read
+// back, and its hash chain checked against the anchors kept outside the database.
 package audit
 
 import (

@@ -1,3 +1,5 @@
+// Package change holds `idemctl change` (list, show, approve, abort): the
+// governed changes that need a second person, reviewed and decided.
 package change
 
 import (

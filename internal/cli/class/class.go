@@ -1,3 +1,5 @@
+// Package class holds `idemctl class` (list, set): each operation class's
+// retention, money contract and re-drive, set under four eyes where they count.
 package class
 
 import (

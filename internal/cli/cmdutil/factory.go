@@ -1,3 +1,7 @@
+// Package cmdutil is what every command package shares: the Factory (streams,
+// global flags, lazily opened database handles and the preflight), exit codes
+// and each command's database need, tables and JSON lines, progress, and the
+// confirmation of commands that change something.
 package cmdutil
 
 import (

@@ -1,3 +1,5 @@
+// Package console holds `idemctl tui`: it checks for a terminal, wires the
+// database services and starts the console (package tui).
 package console
 
 import (

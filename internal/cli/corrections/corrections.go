@@ -1,3 +1,6 @@
+// Package corrections holds `idemctl corrections` (add, list, done): the
+// manual corrections still waiting to be applied: they pin their identities
+// against inbox purges.
 package corrections
 
 import (

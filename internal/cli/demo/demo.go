@@ -1,3 +1,5 @@
+// Package demo holds `idemctl demo` (init, run, serve): the demo ledger and
+// its service, to watch an operation run once.
 package demo
 
 import (

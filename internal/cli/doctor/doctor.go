@@ -1,3 +1,5 @@
+// Package doctor holds `idemctl doctor` (what is wrong with this database and
+// idemctl's use of it) and `idemctl status` (its numbers, for a person or Prometheus).
 package doctor
 
 import (

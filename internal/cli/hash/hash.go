@@ -1,3 +1,5 @@
+// Package hash holds `idemctl hash`: the canonical hash (RFC 8785, SHA-256)
+// of a payload, as idem.execute computes it.
 package hash
 
 import (

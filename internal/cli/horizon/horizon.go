@@ -1,3 +1,5 @@
+// Package horizon holds `idemctl horizon`: replay sources, the check that a
+// horizon is closed, and the purge plan from proof to approval to purge.
 package horizon
 
 import (

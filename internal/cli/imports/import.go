@@ -1,3 +1,6 @@
+// Package imports holds `idemctl import` (plan, approve, run): an existing
+// idempotency store adopted into the inbox, with a second person. (The
+// package is not named import, a Go keyword.)
 package imports
 
 import (

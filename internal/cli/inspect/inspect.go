@@ -1,3 +1,5 @@
+// Package inspect holds `idemctl inspect`: what the database knows of one
+// identity (its inbox record, tombstone and history).
 package inspect
 
 import (

@@ -1,3 +1,5 @@
+// Package lab holds `idemctl lab`: the broken designs next to the atomic one
+// under crashes and races, with the anomalies each shows.
 package lab
 
 import (

@@ -1,3 +1,5 @@
+// Package migrate holds `idemctl migrate`: schema idem installed or brought to
+// this binary's version, or its status.
 package migrate
 
 import (

@@ -1,3 +1,5 @@
+// Package person holds `idemctl person` (add, remove, list): database logins
+// mapped to persons, since four eyes compare persons.
 package person
 
 import (

@@ -1,3 +1,6 @@
+// Package quarantine holds `idemctl quarantine`: the conflicting retries held
+// for a person (list, groups, show, export), their decisions (reject,
+// accept-as-new) and the bulk plans that decide many at once.
 package quarantine
 
 import (

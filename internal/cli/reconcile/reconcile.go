@@ -1,3 +1,7 @@
+// Package reconcile holds the commands that compare the inbox with the world:
+// `idemctl reconcile` (against an external report), `idemctl intake` (the
+// ambiguous list built from a replay source, a resolve batch) and `idemctl
+// suspects` (operations that differ only in their operation id).
 package reconcile
 
 import (

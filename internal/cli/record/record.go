@@ -1,3 +1,6 @@
+// Package record holds `idemctl record` (plan, list, show, approve, run):
+// outcomes known from outside recorded by hand, with a second person;
+// `import` shares its approve and run step.
 package record
 
 import (

@@ -1,3 +1,5 @@
+// Package redrive holds `idemctl redrive` (allow, disallow, list): the hosts
+// absent operations may be re-driven to.
 package redrive
 
 import (

@@ -1,3 +1,6 @@
+// Package resolve holds `idemctl resolve`, the main job: the recovery
+// protocol run for one ambiguous operation or a file of them. resolve.go
+// reads the flags, run.go runs the batch, output.go prints what happened.
 package resolve
 
 import (
