@@ -165,7 +165,7 @@ func exitCodesHelp(cmd *cobra.Command) string {
 // they mean for it.
 func ExitCodesMarkdown(root *cobra.Command) string {
 	var b strings.Builder
-	b.WriteString("# Exit codes\n\n<!-- Generated from internal/cli/exitcode.go: go test ./internal/cli -run TestExitCodesDoc -update -->\n\n")
+	b.WriteString("# Exit codes\n\n<!-- Generated from internal/cli/cmdutil/exitcode.go: go test ./internal/cli -run TestExitCodesDoc -update -->\n\n")
 	b.WriteString("Defined once and used the same way by every command; each command's `--help`\nlists its own.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, c := range allExitCodes() {
