@@ -3,54 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
-	auditcmd "github.com/idemctl/idemctl/internal/cli/audit"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
-
-func TestAuditCommandOptions(t *testing.T) {
-	t.Parallel()
-	ios, _, _, _ := cmdutil.Test(false)
-	f := cmdutil.NewFactory(ios)
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	f.Now = func() time.Time { return now }
-
-	var list *auditcmd.AuditListOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, auditcmd.NewCmdAuditList(f, func(o *auditcmd.AuditListOptions) error { list = o; return nil }),
-		"--action", "quarantine", "--actor", "alice", "--target", "quarantine:4", "--since", "1h", "--until", "2026-11-30T11:30:00Z",
-		"--limit", "10", "--before", "99"))
-	assert.Equal(t, audit.Filter{Action: "quarantine", Actor: "alice", Target: "quarantine:4", Since: now.Add(-time.Hour),
-		Until: time.Date(2026, 11, 30, 11, 30, 0, 0, time.UTC), Limit: 10, Before: 99}, list.Filter)
-
-	hash := "sha256:" + strings.Repeat("ab", 32)
-	var verify *auditcmd.AuditVerifyOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, auditcmd.NewCmdAuditVerify(f, func(o *auditcmd.AuditVerifyOptions) error { verify = o; return nil }),
-		"--anchor", "3:"+hash, "--anchor", "7:"+hash))
-	assert.Equal(t, []audit.Anchor{{ID: 3, Hash: hash}, {ID: 7, Hash: hash}}, verify.Anchors)
-
-	for _, tc := range []struct {
-		cmd  *cobra.Command
-		args []string
-	}{
-		{auditcmd.NewCmdAuditList(f, nil), []string{"--limit", "0"}},
-		{auditcmd.NewCmdAuditList(f, nil), []string{"--since", "last tuesday"}},
-		{auditcmd.NewCmdAuditList(f, nil), []string{"--before", "-1"}},
-		{auditcmd.NewCmdAuditList(f, nil), []string{"extra"}},
-		{auditcmd.NewCmdAuditVerify(f, nil), []string{"--anchor", "3"}},
-		{auditcmd.NewCmdAuditVerify(f, nil), []string{"--anchor", "x:" + hash}},
-	} {
-		assert.Equal(t, cmdutil.ExitUsage, execSub(t, tc.cmd, tc.args...), "%v", tc.args)
-	}
-}
 
 func TestAuditCommands(t *testing.T) {
 	t.Parallel()

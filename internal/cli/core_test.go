@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,8 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
-	"github.com/idemctl/idemctl/internal/cli/hash"
-	"github.com/idemctl/idemctl/internal/cli/inspect"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/recovery"
 )
@@ -209,28 +206,6 @@ func TestDemoMigrateInspectFlow(t *testing.T) {
 	code, _, errOut = run(t, dsn, "", "inspect", "--tenant", "acme", "--op", "nope")
 	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "neither an inbox record nor a tombstone")
-}
-
-func TestCommandOptions(t *testing.T) {
-	t.Parallel()
-	ios, _, _, _ := cmdutil.Test(false)
-	f := cmdutil.NewFactory(ios)
-	var got *hash.HashOptions
-	cmd := hash.NewCmdHash(f, func(o *hash.HashOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--canonical", "--max-bytes", "10", "--max-depth", "3", "p.json"})
-	cmd.SetOut(&bytes.Buffer{})
-	require.NoError(t, cmd.Execute())
-	assert.Equal(t, "p.json", got.Source)
-	assert.True(t, got.Canonical)
-	assert.Equal(t, 10, got.Limits.MaxBytes)
-	assert.Equal(t, 3, got.Limits.MaxDepth)
-
-	var insp *inspect.InspectOptions
-	icmd := inspect.NewCmdInspect(f, func(o *inspect.InspectOptions) error { insp = o; return nil })
-	icmd.SetArgs([]string{"--tenant", "acme", "--op", "charge-42"})
-	require.NoError(t, icmd.Execute())
-	assert.Equal(t, "acme", insp.Identity.TenantID)
-	assert.Equal(t, "charge-42", insp.Identity.OperationID)
 }
 
 func TestUnreachableDatabase(t *testing.T) {

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
-	labcmd "github.com/idemctl/idemctl/internal/cli/lab"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/internal/lockedbuf"
 	"github.com/idemctl/idemctl/lab"
@@ -38,70 +36,6 @@ func labSchemas(t *testing.T, dsn string) []string {
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return names
-}
-
-func TestLabCommandOptions(t *testing.T) {
-	t.Parallel()
-	parse := func(output string, args ...string) (*labcmd.LabOptions, int) {
-		ios, _, _, _ := cmdutil.Test(false)
-		f := cmdutil.NewFactory(ios)
-		f.Output = output
-		var got *labcmd.LabOptions
-		cmd := labcmd.NewCmdLab(f, func(o *labcmd.LabOptions) error { got = o; return nil })
-		cmd.SetArgs(args)
-		cmd.SetOut(ios.Out)
-		cmd.SetErr(ios.ErrOut)
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
-		err := cmd.Execute()
-		if err != nil {
-			return nil, cmdutil.CodeOf(err)
-		}
-		return got, cmdutil.ExitOK
-	}
-
-	o, code := parse("auto")
-	require.Equal(t, cmdutil.ExitOK, code)
-	assert.Equal(t, lab.DefaultTrials, o.Trials)
-	assert.Equal(t, lab.DefaultParallel, o.Parallel)
-	assert.Equal(t, lab.DesignNames(), o.Designs)
-	assert.True(t, o.JSON, "not a terminal: json")
-
-	o, code = parse("table", "--trials", "1000", "--seed", "7", "--designs", "atomic, marker_separate_tx", "--parallel", "2")
-	require.Equal(t, cmdutil.ExitOK, code)
-	assert.Equal(t, 1000, o.Trials)
-	assert.Equal(t, uint64(7), o.Seed)
-	assert.Equal(t, []string{"atomic", "marker_separate_tx"}, o.Designs)
-	assert.Equal(t, 2, o.Parallel)
-	assert.False(t, o.JSON)
-
-	// Without --seed, each run gets its own (printed) seed.
-	a, _ := parse("json")
-	b, _ := parse("json")
-	assert.NotEqual(t, a.Seed, b.Seed)
-
-	o, code = parse("table", "--explain", "redis_inbox")
-	require.Equal(t, cmdutil.ExitOK, code)
-	assert.Equal(t, "redis_inbox", o.Explain)
-	o, code = parse("table", "--redis-server", "/opt/redis/bin/redis-server")
-	require.Equal(t, cmdutil.ExitOK, code)
-	assert.Equal(t, "/opt/redis/bin/redis-server", o.RedisServer)
-
-	for _, bad := range [][]string{
-		{"--explain", "redis_setnx"},
-		{"--trials", "0"},
-		{"--trials", "100001"},
-		{"--trials", "x"},
-		{"--parallel", "0"},
-		{"--parallel", "17"},
-		{"--designs", "atomic,redis_setnx"},
-		{"--designs", ","},
-		{"--seed", "-1"},
-		{"extra"},
-	} {
-		_, code := parse("json", bad...)
-		assert.Equal(t, cmdutil.ExitUsage, code, "%v", bad)
-	}
 }
 
 func TestLabHelpHidesWorker(t *testing.T) {

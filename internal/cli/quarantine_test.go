@@ -9,16 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
-	quarantinecmd "github.com/idemctl/idemctl/internal/cli/quarantine"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
 )
@@ -27,105 +24,6 @@ import (
 func runQ(t *testing.T, dsn string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	return run(t, dsn, "", args...)
-}
-
-// execSub runs one subcommand built with a capturing runF and returns the
-// exit code its RunE stands for.
-func execSub(t *testing.T, cmd *cobra.Command, args ...string) int {
-	t.Helper()
-	cmd.SetArgs(args)
-	cmd.SetOut(&strings.Builder{})
-	cmd.SetErr(&strings.Builder{})
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
-	if err := cmd.Execute(); err != nil {
-		return cmdutil.CodeOf(err)
-	}
-	return cmdutil.ExitOK
-}
-
-func TestQuarantineCommandOptions(t *testing.T) {
-	t.Parallel()
-	ios, _, _, _ := cmdutil.Test(false)
-	f := cmdutil.NewFactory(ios)
-	f.OperatorFlag = "alice"
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	f.Now = func() time.Time { return now }
-
-	var list *quarantinecmd.QuarantineListOptions
-	listCmd := func() *cobra.Command {
-		return quarantinecmd.NewCmdQuarantineList(f, func(o *quarantinecmd.QuarantineListOptions) error { list = o; return nil })
-	}
-	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd()))
-	assert.Equal(t, quarantine.StatusOpen, list.Filter.Status)
-	assert.Equal(t, quarantine.DefaultLimit, list.Filter.Limit)
-	assert.True(t, list.JSON, "not a terminal: JSON")
-
-	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd(), "--status", "all", "--tenant", "acme", "--class", "demo.transfer",
-		"--since", "24h", "--limit", "7", "--after", "1764489600123456:42"))
-	assert.Equal(t, quarantine.StatusAll, list.Filter.Status)
-	assert.Equal(t, "acme", list.Filter.Tenant)
-	assert.Equal(t, "demo.transfer", list.Filter.Class)
-	assert.Equal(t, now.Add(-24*time.Hour), list.Filter.Since)
-	assert.Equal(t, 7, list.Filter.Limit)
-	require.NotNil(t, list.Filter.After)
-	assert.Equal(t, int64(42), list.Filter.After.ID)
-	assert.Equal(t, int64(1764489600123456), list.Filter.After.LastSeen.UnixMicro())
-
-	require.Equal(t, cmdutil.ExitOK, execSub(t, listCmd(), "--since", "2026-11-01"))
-	assert.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), list.Filter.Since)
-
-	var show *quarantinecmd.QuarantineShowOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineShow(f, func(o *quarantinecmd.QuarantineShowOptions) error { show = o; return nil }), "#42"))
-	assert.Equal(t, int64(42), show.ID)
-
-	var reject *quarantinecmd.QuarantineRejectOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineReject(f, func(o *quarantinecmd.QuarantineRejectOptions) error { reject = o; return nil }),
-		"42", "--reason", "fraud", "-y"))
-	assert.Equal(t, int64(42), reject.ID)
-	assert.True(t, reject.Yes)
-	assert.Equal(t, "fraud", reject.Reason)
-	assert.Equal(t, "alice", reject.Operator)
-
-	var accept *quarantinecmd.QuarantineAcceptOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineAccept(f, func(o *quarantinecmd.QuarantineAcceptOptions) error { accept = o; return nil }),
-		"42", "--new-operation-id", "op-rev2", "--reason", "revision", "--yes"))
-	assert.Equal(t, int64(42), accept.ID)
-	assert.Equal(t, "op-rev2", accept.NewOperationID)
-	assert.Equal(t, "revision", accept.Reason)
-	assert.Equal(t, "alice", accept.Operator)
-	assert.True(t, accept.Yes)
-
-	var export *quarantinecmd.QuarantineExportOptions
-	require.Equal(t, cmdutil.ExitOK, execSub(t, quarantinecmd.NewCmdQuarantineExport(f, func(o *quarantinecmd.QuarantineExportOptions) error { export = o; return nil }),
-		"42", "--file", "b.json"))
-	assert.Equal(t, "b.json", export.File)
-	assert.Equal(t, "alice", export.Operator)
-
-	bad := []struct {
-		name string
-		cmd  *cobra.Command
-		args []string
-	}{
-		{"list bad status", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--status", "closed"}},
-		{"list bad since", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--since", "yesterday"}},
-		{"list bad cursor", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--after", "42"}},
-		{"list zero limit", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--limit", "0"}},
-		{"list huge limit", quarantinecmd.NewCmdQuarantineList(f, nil), []string{"--limit", "100000"}},
-		{"show no id", quarantinecmd.NewCmdQuarantineShow(f, nil), nil},
-		{"show bad id", quarantinecmd.NewCmdQuarantineShow(f, nil), []string{"forty-two"}},
-		{"show negative id", quarantinecmd.NewCmdQuarantineShow(f, nil), []string{"-5"}},
-		{"reject no reason", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"42"}},
-		{"reject blank reason", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"42", "--reason", "  "}},
-		{"reject no id", quarantinecmd.NewCmdQuarantineReject(f, nil), []string{"--reason", "x"}},
-		{"accept no new id", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x"}},
-		{"accept bad new id", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--reason", "x", "--new-operation-id", "a\tb"}},
-		{"accept no reason", quarantinecmd.NewCmdQuarantineAccept(f, nil), []string{"42", "--new-operation-id", "n"}},
-		{"export two ids", quarantinecmd.NewCmdQuarantineExport(f, nil), []string{"1", "2"}},
-	}
-	for _, tc := range bad {
-		assert.Equal(t, cmdutil.ExitUsage, execSub(t, tc.cmd, tc.args...), tc.name)
-	}
 }
 
 // cliFixture is a fresh database: an operator's pool and DSN (what the

@@ -10,28 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
-	reconcilecmd "github.com/idemctl/idemctl/internal/cli/reconcile"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
 )
-
-func TestSuspectsCommandOptions(t *testing.T) {
-	t.Parallel()
-	ios, _, _, _ := cmdutil.Test(false)
-	f := cmdutil.NewFactory(ios)
-	var got *reconcilecmd.SuspectsOptions
-	cmd := reconcilecmd.NewCmdSuspects(f, func(o *reconcilecmd.SuspectsOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--since", "2h", "--class", "pay.charge,pay.refund", "--window", "2m", "--exclude-class", "proj.tick"})
-	require.NoError(t, cmd.Execute())
-	assert.Equal(t, []string{"pay.charge", "pay.refund"}, got.Query.Classes)
-	assert.Equal(t, []string{"proj.tick"}, got.Query.Exclude)
-	assert.Equal(t, 2*time.Minute, got.Query.Window)
-	assert.WithinDuration(t, time.Now().Add(-2*time.Hour), got.Query.Since, time.Minute)
-
-	cmd = reconcilecmd.NewCmdSuspects(f, func(o *reconcilecmd.SuspectsOptions) error { return nil })
-	cmd.SetArgs([]string{"--since", "yesterdayish"})
-	assert.Equal(t, cmdutil.ExitUsage, cmdutil.CodeOf(cmd.Execute()))
-}
 
 // Exit 3 with the groups when retries with new ids are there, 0 when the
 // class that holds them is left out; an auditor can run it.

@@ -12,42 +12,13 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
-	"github.com/idemctl/idemctl/internal/cli/console"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
-
-func TestTUICommandOptions(t *testing.T) {
-	// Not parallel: it sets NO_COLOR.
-	t.Setenv("NO_COLOR", "")
-	ios, _, _, _ := cmdutil.Test(true)
-	f := cmdutil.NewFactory(ios)
-	var got *console.TUIOptions
-	cmd := func() *cobra.Command {
-		return console.NewCmdTUI(f, func(o *console.TUIOptions) error { got = o; return nil })
-	}
-
-	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd()))
-	assert.Equal(t, 5*time.Second, got.Refresh)
-	assert.False(t, got.NoColor)
-	assert.False(t, got.JSON, "a terminal: not JSON")
-
-	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd(), "--refresh", "0", "--no-color"))
-	assert.Equal(t, time.Duration(0), got.Refresh)
-	assert.True(t, got.NoColor)
-
-	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd(), "--refresh", "30s"))
-	assert.Equal(t, 30*time.Second, got.Refresh)
-
-	t.Setenv("NO_COLOR", "1")
-	require.Equal(t, cmdutil.ExitOK, execSub(t, cmd()))
-	assert.True(t, got.NoColor, "NO_COLOR is honoured")
-}
 
 func TestTUICommandBadInput(t *testing.T) {
 	t.Parallel()

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spf13/cobra"
+
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/recovery"
 )
@@ -39,4 +41,71 @@ func TestDigestFileSkipsBlankLines(t *testing.T) {
 	lines, _, err := digestFile(f)
 	require.NoError(t, err)
 	assert.Equal(t, int64(cmdutil.MaxAttentionRows+3), lines, "blank lines are not counted")
+}
+
+func TestResolveCommandOptions(t *testing.T) {
+	t.Parallel()
+	payloadFile := filepath.Join(t.TempDir(), "p.json")
+	require.NoError(t, os.WriteFile(payloadFile, []byte(`{"amount": 5}`), 0o600))
+	capture := func(args ...string) (*ResolveOptions, int) {
+		ios, _, _, errOut := cmdutil.Test(false)
+		f := cmdutil.NewFactory(ios)
+		f.OperatorFlag = "ada"
+		var got *ResolveOptions
+		cmd := NewCmdResolve(f, func(o *ResolveOptions) error { got = o; return nil })
+		cmd.SetArgs(args)
+		cmd.SetOut(ios.Out)
+		cmd.SetErr(errOut)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
+		if err := cmd.Execute(); err != nil {
+			return got, cmdutil.CodeOf(err)
+		}
+		return got, cmdutil.ExitOK
+	}
+
+	o, code := capture("--file", "ops.ndjson", "--dry-run", "--concurrency", "2", "--max-rate", "50", "--report", "r.ndjson", "--batch-size", "100")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Equal(t, "ops.ndjson", o.File)
+	assert.True(t, o.DryRun)
+	assert.Equal(t, 2, o.Concurrency)
+	assert.Equal(t, 50.0, o.MaxRate)
+	assert.Equal(t, "r.ndjson", o.Report)
+	assert.Equal(t, 100, o.BatchSize)
+	assert.Equal(t, "ada", o.Operator)
+	assert.True(t, o.JSON, "json when stdout is not a terminal")
+
+	o, code = capture("--tenant", "acme", "--op", "charge-42", "--class", "demo.transfer", "--payload", "@"+payloadFile, "--transport", `{"topic":"t"}`)
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Equal(t, recovery.Request{Tenant: "acme", OperationID: "charge-42", Class: "demo.transfer",
+		Payload: []byte(`{"amount": 5}`), Transport: []byte(`{"topic":"t"}`)}, o.Request)
+	assert.Empty(t, o.File)
+	assert.Equal(t, recovery.DefaultConcurrency, o.Concurrency)
+
+	for _, args := range [][]string{
+		{},
+		{"--file", "x", "--tenant", "t"},
+		{"--tenant", "t", "--op", "o", "--class", "c"},
+		{"--file", "x", "--concurrency", "0"},
+		{"--file", "x", "--concurrency", "65"},
+		{"--file", "x", "--max-rate", "-1"},
+		{"--file", "x", "--batch-size", "0"},
+		{"--file", "x", "--max-bytes", "0"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "@/no/such/file"},
+		{"--file", "x", "extra"},
+		{"--file", "x", "--no-such-flag"},
+		{"--file", "x", "--retry-for", "0s"},
+		// What a run would answer invalid is a usage error before connecting.
+		{"--tenant", "", "--op", "o", "--class", "c", "--payload", "{}"},
+		{"--tenant", "t", "--op", "", "--class", "c", "--payload", "{}"},
+		{"--tenant", "t", "--op", "o", "--class", " ", "--payload", "{}"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", `{"a":1,"a":2}`},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", `{"amount":9007199254740993}`},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{}", "--transport", "[1]"},
+		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "{}", "--max-bytes", "1"},
+	} {
+		_, code := capture(args...)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v", args)
+	}
 }

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
@@ -44,4 +47,19 @@ func Binary(t *testing.T) string {
 	})
 	require.NoError(t, binErr)
 	return binPath
+}
+
+// ExecSub runs one command (a NewCmdXxx, usually with a runF that captures
+// its options) with args and returns its exit code, as the root would.
+func ExecSub(t *testing.T, cmd *cobra.Command, args ...string) int {
+	t.Helper()
+	cmd.SetArgs(args)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err} })
+	if err := cmd.Execute(); err != nil {
+		return cmdutil.CodeOf(err)
+	}
+	return cmdutil.ExitOK
 }
