@@ -64,7 +64,7 @@ var noTable = map[string]string{
 // operation id and CJK text: no line is wider than the terminal (but for an
 // identifier standing alone on its line, the vertical layout's way to keep
 // it whole), every identifier appears whole, and every column's role is
-// declared (ColumnRoles).
+// declared (cmdutil.HasColumnRole).
 func TestEveryTableFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
@@ -195,7 +195,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 				assert.NotEmpty(t, headers, "%s printed no table", name)
 				for _, h := range headers {
 					for _, c := range h {
-						_, ok := cmdutil.ColumnRoles[strings.ToLower(c)]
+						ok := cmdutil.HasColumnRole(c)
 						assert.True(t, ok, "%s: column %q has no declared role (columnRoles)", name, c)
 					}
 				}

@@ -107,7 +107,7 @@ func (f *Factory) Conn(ctx context.Context) (*pgx.Conn, error) {
 // command can use (DBNeed), and on a terminal names it on stderr.
 func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
 	if f.state == nil {
-		st, err := ProbeDB(ctx, q, f.DescribeDB())
+		st, err := probeDB(ctx, q, f.DescribeDB())
 		if err != nil {
 			return err
 		}

@@ -135,8 +135,8 @@ type DBState struct {
 	Reached string
 }
 
-// ProbeDB reads where q's database stands: primary or not, and the schema.
-func ProbeDB(ctx context.Context, q recovery.RowQuerier, reached string) (DBState, error) {
+// probeDB reads where q's database stands: primary or not, and the schema.
+func probeDB(ctx context.Context, q recovery.RowQuerier, reached string) (DBState, error) {
 	s, err := health.Probe(ctx, q)
 	if err != nil {
 		return DBState{}, fmt.Errorf("%s: %w", reached, err)

@@ -12,7 +12,7 @@ import (
 
 // columnRole says how a column gives way when a table is wider than the
 // terminal. Every table goes through PrintTable, which reads the role of
-// each column from its header (ColumnRoles), so that a new table obeys the
+// each column from its header (columnRoles), so that a new table obeys the
 // same rules without a word of its own.
 type columnRole struct {
 	// identifier: what an operator types next (an id, a tenant, an
@@ -41,10 +41,10 @@ var (
 	keep    = columnRole{}
 )
 
-// ColumnRoles is the declared role of every column header (lower case).
+// columnRoles is the declared role of every column header (lower case).
 // A header not named here counts as an identifier: it is never cut, the
 // safe default for a column nobody classified.
-var ColumnRoles = map[string]columnRole{
+var columnRoles = map[string]columnRole{
 	// identifiers
 	"id": ident, "tenant": ident, "operation": ident, "operation_id": ident, "group": ident, "group id": ident,
 	"source": ident, "class": ident, "plan": ident, "record": ident, "person": ident, "login": ident,
@@ -81,9 +81,16 @@ var ColumnRoles = map[string]columnRole{
 	"missed_conflicts": {drop: dropCount}, "false_conflicts": {drop: dropCount}, "lost_revisions": {drop: dropCount},
 }
 
+// HasColumnRole reports whether header (any case) has a declared role: every
+// table's every column must.
+func HasColumnRole(header string) bool {
+	_, ok := columnRoles[strings.ToLower(header)]
+	return ok
+}
+
 // roleOf returns the declared role of a column.
 func roleOf(header string) columnRole {
-	if r, ok := ColumnRoles[strings.ToLower(header)]; ok {
+	if r, ok := columnRoles[strings.ToLower(header)]; ok {
 		return r
 	}
 	return ident
@@ -176,7 +183,7 @@ func isIdentifierCell(header []string, r []string, i int) bool {
 		return true
 	}
 	if len(header) == 2 && strings.EqualFold(header[0], "field") && i == 1 && len(r) > 0 {
-		role, ok := ColumnRoles[strings.ToLower(r[0])]
+		role, ok := columnRoles[strings.ToLower(r[0])]
 		return ok && role.identifier
 	}
 	return false
