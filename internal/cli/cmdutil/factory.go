@@ -161,6 +161,8 @@ func (f *Factory) Operator() string {
 	return "unknown"
 }
 
+// ValidateOutput checks -o for cmd (prometheus is for status only) and sets
+// the table layout of standard output and standard error.
 func (f *Factory) ValidateOutput(cmd *cobra.Command) error {
 	switch f.Output {
 	case "auto", "table", "wide", "json":

@@ -189,6 +189,8 @@ func labVerdict(rep *lab.Report) error {
 	return nil
 }
 
+// PrintLabTable prints the lab report as a table, one row per design with
+// its anomaly counts, then each design's verdict.
 func PrintLabTable(opts *LabOptions, rep *lab.Report) error {
 	header := append(append([]string{"design", "operations"}, lab.AnomalyColumns...), "trials")
 	rows := make([][]string, 0, len(rep.Designs))
