@@ -104,14 +104,16 @@ BEGIN
             USING ERRCODE = 'IX004',
                   HINT = 'call idem.claim, run the effect, then idem.complete in one transaction';
     END IF;
-    -- A new identity: probed, then claimed (the unique index settles a race;
-    -- a replay stays a read). Anything else is settled by idem.settle.
-    PERFORM FROM idem.identity i WHERE i.tenant_id = execute.tenant_id AND i.operation_id = execute.operation_id;
+    -- A new identity is claimed at once: the primary key (the table's one
+    -- unique index) settles a race, and an INSERT that meets an existing
+    -- row writes nothing and takes no transaction id, so a replay stays a
+    -- read. A read-only transaction (which may not even try) and anything
+    -- but a new identity are settled by idem.settle.
     v_claimed := false;
-    IF NOT FOUND THEN
+    IF current_setting('transaction_read_only') = 'off' THEN
         INSERT INTO idem.identity AS i (tenant_id, operation_id, op_class, payload_digest)
         VALUES (execute.tenant_id, execute.operation_id, execute.op_class, decode(substr(payload_hash, 12), 'hex'))
-        ON CONFLICT DO NOTHING; -- its primary key is its one unique index
+        ON CONFLICT DO NOTHING;
         v_claimed := FOUND;
     END IF;
     IF NOT v_claimed THEN
