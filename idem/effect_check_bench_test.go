@@ -12,19 +12,17 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// BenchmarkEffectCheckCost prices the check made before every call of an
-// effect, in server time: three fresh databases in one run, one as installed
-// ("checked": idem.execute checks the effect in the statement that reads its
-// class), one whose idem.execute has that part cut out and calls the effect
-// through idem.call_effect unchecked ("unchecked"), and one whose idem.execute
-// leaves every call to idem.run_effect, which checks the effect in a
-// statement of its own first, as the executor did before ("statement"). Each
-// is given 5,000 new operations of demo.transfer as the app login with
-// track_functions = all; it reports idem.execute's time per call without the
-// effect's from pg_stat_user_functions (the executor's own time); the check
-// is the difference with "unchecked". It fails when the installed executor
-// left the demo effect to idem.run_effect (its statement must accept a
-// well-formed effect). b.N is ignored.
+// BenchmarkEffectCheckCost prices the check idem.run_effect makes before
+// every call of an effect, in server time: three fresh databases in one run,
+// one as installed ("checked": the inline statement), one whose
+// idem.run_effect calls the effect without any check ("unchecked") and one
+// with the previous dispatcher, which called idem.effect_problem before
+// every call ("nested"), each given 5,000 new operations of demo.transfer as
+// the app login with track_functions = all. It reports the mean time per
+// call of idem.execute and idem.run_effect's time without the effect's from
+// pg_stat_user_functions; the check is the difference. It fails when the
+// installed dispatcher fell back to idem.effect_problem for the demo effect
+// (the inline statement must accept a well-formed effect). b.N is ignored.
 //
 //	go test ./idem -run '^$' -bench BenchmarkEffectCheckCost -benchtime 1x -count 3
 func BenchmarkEffectCheckCost(b *testing.B) {
@@ -32,20 +30,28 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 	ctx := context.Background()
 	checked := dbtest.NewDatabase(b)
 	unchecked := dbtest.NewDatabase(b)
-	statement := dbtest.NewDatabase(b)
-	for _, v := range []struct{ dsn, check string }{{unchecked, "true"}, {statement, "false"}} {
-		dbtest.Admin(b, v.dsn, `SET ROLE idem_owner; DO $$
-			DECLARE def text := pg_get_functiondef('idem.execute(text,text,text,text,text,jsonb)'::regprocedure);
-			BEGIN
-			    IF def !~ '/\* effect check \*/.*/\* end effect check \*/' THEN
-			        RAISE EXCEPTION 'idem.execute has no marked effect check';
-			    END IF;
-			    EXECUTE regexp_replace(def, '/\* effect check \*/.*/\* end effect check \*/', '`+v.check+`', 's');
-			END $$`)
-	}
+	dbtest.Admin(b, unchecked, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+		RETURNS jsonb LANGUAGE plpgsql AS $body$
+		BEGIN
+		    IF p_op_class = 'demo.transfer' THEN RETURN demo.transfer_effect(p_tenant_id, p_operation_id, p_payload); END IF;
+		    RAISE EXCEPTION 'class % has no SQL effect', p_op_class USING ERRCODE = 'IX004';
+		END $body$`)
+	nested := dbtest.NewDatabase(b)
+	dbtest.Admin(b, nested, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+		RETURNS jsonb LANGUAGE plpgsql AS $body$
+		DECLARE
+		    v_problem text;
+		BEGIN
+		    IF p_op_class = 'demo.transfer' THEN
+		        v_problem := idem.effect_problem('demo.transfer_effect(text,text,jsonb)'::pg_catalog.regprocedure, 'demo'::pg_catalog.regnamespace, 'transfer_effect');
+		        IF v_problem IS NOT NULL THEN RAISE EXCEPTION 'effect: %', v_problem USING ERRCODE = 'IX016'; END IF;
+		        RETURN demo.transfer_effect(p_tenant_id, p_operation_id, p_payload);
+		    END IF;
+		    RAISE EXCEPTION 'class % has no SQL effect', p_op_class USING ERRCODE = 'IX004';
+		END $body$`)
 	type perCall struct {
-		own  float64 // idem.execute without the effect
-		slow int64   // calls of idem.run_effect
+		execute, dispatch float64
+		slow              int64 // calls of idem.effect_problem
 	}
 	measure := func(dsn, name string) perCall {
 		dbtest.Admin(b, dsn, "ALTER DATABASE "+name+" SET track_functions = 'all'")
@@ -66,12 +72,13 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 			if _, err := admin.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
 				b.Fatal(err)
 			}
-			if err := admin.QueryRow(ctx, `SELECT e.calls, (e.total_time - f.total_time) * 1000 / e.calls,
-				       (SELECT coalesce(sum(s.calls), 0) FROM pg_stat_user_functions s WHERE s.schemaname = 'idem' AND s.funcname = 'run_effect')
-				FROM pg_stat_user_functions e, pg_stat_user_functions f
-				WHERE e.schemaname = 'idem' AND e.funcname = 'execute'
+			// run_effect's time without the effect's: the dispatch and the check.
+			if err := admin.QueryRow(ctx, `SELECT e.calls, e.total_time * 1000 / e.calls, (d.total_time - f.total_time) * 1000 / d.calls,
+				       (SELECT coalesce(sum(s.calls), 0) FROM pg_stat_user_functions s WHERE s.schemaname = 'idem' AND s.funcname = 'effect_problem')
+				FROM pg_stat_user_functions e, pg_stat_user_functions d, pg_stat_user_functions f
+				WHERE e.schemaname = 'idem' AND e.funcname = 'execute' AND d.schemaname = 'idem' AND d.funcname = 'run_effect'
 				  AND f.schemaname = 'demo' AND f.funcname = 'transfer_effect'`).
-				Scan(&n, &out.own, &out.slow); err == nil && n >= calls {
+				Scan(&n, &out.execute, &out.dispatch, &out.slow); err == nil && n >= calls {
 				return out
 			}
 		}
@@ -81,18 +88,16 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		u := measure(unchecked, dbName(unchecked))
 		c := measure(checked, dbName(checked))
-		s := measure(statement, dbName(statement))
+		n := measure(nested, dbName(nested))
 		if c.slow != 0 {
-			b.Fatalf("idem.execute's check declined the demo effect %d times (idem.run_effect decided)", c.slow)
+			b.Fatalf("the inline check refused the demo effect %d times (idem.effect_problem decided)", c.slow)
 		}
-		if u.slow != 0 || s.slow != calls {
-			b.Fatalf("the variants did not take their path: unchecked %d, statement %d calls of idem.run_effect", u.slow, s.slow)
-		}
-		b.ReportMetric(u.own, "unchecked_own_us/call")
-		b.ReportMetric(c.own, "checked_own_us/call")
-		b.ReportMetric(s.own, "statement_own_us/call")
-		b.ReportMetric(c.own-u.own, "check_us/call")
-		b.ReportMetric(s.own-u.own, "statement_check_us/call")
+		b.ReportMetric(u.execute, "unchecked_execute_us/call")
+		b.ReportMetric(c.execute, "checked_execute_us/call")
+		b.ReportMetric(u.dispatch, "unchecked_dispatch_us/call")
+		b.ReportMetric(c.dispatch, "checked_dispatch_us/call")
+		b.ReportMetric(c.dispatch-u.dispatch, "check_us/call")
+		b.ReportMetric(n.dispatch-u.dispatch, "nested_check_us/call")
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 var generated = map[string]bool{
 	"function idem.run_effect(text,text,text,jsonb)":                    true,
 	"function idem.inbox_body_read(text,text,timestamp with time zone)": true,
-	"function idem.call_effect(text,text,text,jsonb)":                   true,
-	"function idem.effect_registered()":                                 true,
 }
 
 // Check compares every privilege in schema idem with what the code package

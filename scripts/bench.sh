@@ -49,14 +49,14 @@ echo "== the executor's own server time per new operation, track_functions over 
 bench "$out/own.txt" go test ./idem -run '^$' -bench 'BenchmarkExecutorServerTime$' -benchtime 1x -count 3
 o=$(median "$out/own.txt" 'ExecutorServerTime' own_us)
 echo "own: ${o} us [$(check "$o" '<=' 60)], the effect: $(median "$out/own.txt" 'ExecutorServerTime' demo.transfer_effect_self_us) us;" \
-	"self: execute $(median "$out/own.txt" 'ExecutorServerTime' idem.execute_self_us) (the checks, the class with its effect's check, the claim, the body)," \
-	"call_effect $(median "$out/own.txt" 'ExecutorServerTime' idem.call_effect_self_us) us"
+	"self: execute $(median "$out/own.txt" 'ExecutorServerTime' idem.execute_self_us) (the request checks, the class, the claim, the body)," \
+	"run_effect $(median "$out/own.txt" 'ExecutorServerTime' idem.run_effect_self_us) us (the effect check)"
 
 echo
-echo "== the per-call effect check, execute with it vs without it, track_functions over 5,000 calls, median of 3 (target <= 5 us)"
+echo "== the per-call effect check, run_effect with it vs without it, track_functions over 5,000 calls, median of 3 (target <= 5 us)"
 bench "$out/check.txt" go test ./idem -run '^$' -bench 'BenchmarkEffectCheckCost$' -benchtime 1x -count 3
 k=$(median "$out/check.txt" 'EffectCheckCost' check_us/call)
-echo "the check in the class's statement: ${k} us [$(check "$k" '<=' 5)]; as a statement of its own in idem.run_effect (before): $(median "$out/check.txt" 'EffectCheckCost' statement_check_us/call) us"
+echo "the inline check: ${k} us [$(check "$k" '<=' 5)]; the previous nested idem.effect_problem call: $(median "$out/check.txt" 'EffectCheckCost' nested_check_us/call) us"
 
 echo
 echo "== replays and applied calls on 1,000 day partitions vs 10 (target: both >= 0.9x)"

@@ -15,13 +15,6 @@
 -- registered with; anything it does not accept is decided by
 -- idem.effect_problem itself, which names the problem (and accepts an effect
 -- whose pinned search_path has merely changed).
--- idem.execute makes the same check in the statement that reads the class
--- (a join, not a statement of its own) against idem.effect_registered, the
--- schema, name and pinned search_path of each class's effect as generated
--- here (an SQL function the planner inlines), and then calls the effect
--- through idem.call_effect, the same dispatcher without the check; what its
--- statement does not accept goes through idem.run_effect. Both are
--- generated here, owned by the schema owner and executable by nobody else.
 CREATE OR REPLACE FUNCTION idem.rebuild_dispatch()
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -29,8 +22,6 @@ SET search_path = pg_catalog, idem, pg_temp
 AS $rebuild$
 DECLARE
     v_branches text := '';
-    v_calls    text := '';
-    v_rows     text := '';
     r record;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('idem.rebuild_dispatch'));
@@ -84,10 +75,6 @@ BEGIN
             '        RETURN %6$s(p_tenant_id, p_operation_id, p_payload);' || chr(10) ||
             '    END IF;' || chr(10),
             r.name, r.sig, quote_ident(r.nspname), r.proname, r.pinned, r.fn);
-        v_calls := v_calls || format(
-            '    IF p_op_class = %L THEN RETURN %s(p_tenant_id, p_operation_id, p_payload); END IF;' || chr(10), r.name, r.fn);
-        v_rows := v_rows || CASE WHEN v_rows = '' THEN '' ELSE ',' || chr(10) END || format(
-            '    (%L::text, pg_catalog.to_regnamespace(%L), %L::name, %L::text[])', r.name, quote_ident(r.nspname), r.proname, r.pinned);
     END LOOP;
     EXECUTE format($fn$
 CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
@@ -102,27 +89,5 @@ BEGIN
 END
 $body$$fn$, v_branches);
     REVOKE ALL ON FUNCTION idem.run_effect(text, text, text, jsonb) FROM PUBLIC;
-    -- Called by idem.execute only once its statement has checked the effect.
-    EXECUTE format($fn$
-CREATE OR REPLACE FUNCTION idem.call_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
-RETURNS jsonb
-LANGUAGE plpgsql
-AS $body$
-BEGIN
-%s    RAISE EXCEPTION 'class %% has no SQL effect', p_op_class USING ERRCODE = 'IX004';
-END
-$body$$fn$, v_calls);
-    REVOKE ALL ON FUNCTION idem.call_effect(text, text, text, jsonb) FROM PUBLIC;
-    -- Not STRICT, no SET, no SECURITY DEFINER, STABLE: inlined by the planner
-    -- into idem.execute's statement (which is planned again when it changes).
-    EXECUTE format($fn$
-CREATE OR REPLACE FUNCTION idem.effect_registered()
-RETURNS TABLE (op_class text, nsp pg_catalog.regnamespace, proname name, pinned text[])
-LANGUAGE sql STABLE
-AS $body$
-SELECT * FROM (VALUES
-%s) AS v (op_class, nsp, proname, pinned)
-$body$$fn$, CASE WHEN v_rows = '' THEN '    (NULL::text, NULL::pg_catalog.regnamespace, NULL::name, NULL::text[])' ELSE v_rows END);
-    REVOKE ALL ON FUNCTION idem.effect_registered() FROM PUBLIC;
 END
 $rebuild$;

@@ -17,13 +17,10 @@
 -- calls are not inlined, and each pays its lookup, its EXECUTE check and
 -- its expressions' set-up again in every transaction. So the request checks
 -- are idem.check_request's, in the same order with the same errors (kept in
--- step with it: TestExecuteChecksLikeCheckRequest); the class is read in the
--- statement that also checks its effect again (the conditions of
--- idem.run_effect's check, against what idem.effect_registered says was
--- registered); a new identity is claimed here; everything else (a replay, a
--- conflict, a race lost) is idem.settle's. An effect the statement does not
--- accept is left to idem.run_effect, which checks it again and names the
--- problem (IX016) or runs it.
+-- step with it: TestExecuteChecksLikeCheckRequest), a new identity is
+-- claimed here, and everything else (a replay, a conflict, a race lost) is
+-- idem.settle's. The effect runs through idem.run_effect, which checks it
+-- again first (IX016).
 CREATE OR REPLACE FUNCTION idem.execute(
     tenant_id text, operation_id text, op_class text, payload text, payload_hash text, transport jsonb DEFAULT NULL
 ) RETURNS TABLE (outcome text, response jsonb, quarantine_id bigint)
@@ -34,7 +31,6 @@ AS $$
 DECLARE
     v_problem text;
     v_effect  regprocedure;
-    v_ok      boolean;
     v_claimed boolean;
     v_settle  record;
 BEGIN
@@ -70,30 +66,8 @@ BEGIN
         RAISE EXCEPTION 'transport metadata must be a JSON object of at most 16384 bytes'
             USING ERRCODE = 'IX012', HINT = 'topic, partition, offset, delivery id: tracing only';
     END IF;
-    -- The class and, in the same statement, its effect checked again: the
-    -- function registered (its OID), under the schema and name the
-    -- dispatcher calls, still passing the registration's checks. The pg_roles
-    -- read is a scalar subquery (a join is planned as a hash join).
-    -- BenchmarkEffectCheckCost cuts out the part between the markers.
-    SELECT c.effect, /* effect check */ EXISTS (
-               SELECT FROM idem.effect_registered() e, pg_catalog.pg_proc p
-               WHERE e.op_class = c.name AND p.oid = c.effect
-                 AND p.pronamespace = e.nsp AND p.proname = e.proname
-                 AND p.prorettype = 'pg_catalog.jsonb'::pg_catalog.regtype AND NOT p.proretset
-                 AND p.prosecdef AND p.proconfig OPERATOR(pg_catalog.@>) e.pinned
-                 AND (SELECT NOT (r.rolsuper OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication)
-                      FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner)
-                 AND NOT (pg_catalog.pg_has_role(p.proowner, current_user, 'MEMBER')
-                          OR pg_catalog.has_schema_privilege(p.proowner, 'idem'::pg_catalog.regnamespace, 'USAGE')
-                          OR pg_catalog.has_schema_privilege(p.proowner, 'idem'::pg_catalog.regnamespace, 'CREATE')
-                          OR pg_catalog.pg_has_role(p.proowner, 'pg_write_all_data'::pg_catalog.regrole, 'MEMBER')
-                          OR pg_catalog.pg_has_role(p.proowner, 'pg_read_all_data'::pg_catalog.regrole, 'MEMBER')
-                          OR pg_catalog.pg_has_role(p.proowner, 'pg_execute_server_program'::pg_catalog.regrole, 'MEMBER')
-                          OR pg_catalog.pg_has_role(p.proowner, 'pg_write_server_files'::pg_catalog.regrole, 'MEMBER')
-                          OR pg_catalog.pg_has_role(p.proowner, 'pg_read_server_files'::pg_catalog.regrole, 'MEMBER'))
-                 AND pg_catalog.has_function_privilege(current_user, p.oid, 'EXECUTE')) /* end effect check */
-    INTO v_effect, v_ok
-    FROM idem.op_class c WHERE c.name = op_class;
+    -- The effect is checked again before it runs, by idem.run_effect.
+    SELECT c.effect INTO v_effect FROM idem.op_class c WHERE c.name = op_class;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown operation class %', coalesce(quote_literal(op_class), 'NULL')
             USING ERRCODE = 'IX003',
@@ -126,11 +100,7 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    IF v_ok THEN
-        response := coalesce(idem.call_effect(op_class, tenant_id, operation_id, payload::jsonb), 'null'::jsonb);
-    ELSE
-        response := coalesce(idem.run_effect(op_class, tenant_id, operation_id, payload::jsonb), 'null'::jsonb);
-    END IF;
+    response := coalesce(idem.run_effect(op_class, tenant_id, operation_id, payload::jsonb), 'null'::jsonb);
     INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
     VALUES (execute.tenant_id, execute.operation_id, now(), execute.op_class, execute.payload, execute.response,
             execute.transport);
