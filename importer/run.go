@@ -1,0 +1,182 @@
+package importer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/governance"
+)
+
+// Fingerprint is what an import plan keeps of an item instead of its
+// payload and response: sha256 over the tenant and operation ids, the
+// payload hash or the store's own hash, the response text and created_at
+// (microseconds since the epoch), each text length-prefixed and "-" for
+// none. idem.import_fingerprint computes the same bytes from the rows the
+// run stages.
+func Fingerprint(tenant, operation, payloadHash, storeHash string, response []byte, createdAt time.Time) [32]byte {
+	h := sha256.New()
+	field := func(s string, present bool) {
+		if !present {
+			h.Write([]byte("-"))
+			return
+		}
+		h.Write(strconv.AppendInt(nil, int64(len(s)), 10))
+		h.Write([]byte(":"))
+		h.Write([]byte(s))
+	}
+	field(tenant, true)
+	field(operation, true)
+	field(payloadHash, payloadHash != "")
+	field(storeHash, storeHash != "")
+	field(string(response), response != nil)
+	h.Write(strconv.AppendInt(nil, createdAt.UnixMicro(), 10))
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Fingerprint is the fingerprint of an Import verdict's item.
+func (v Verdict) Fingerprint() [32]byte {
+	return Fingerprint(v.Item.TenantID, v.Item.OperationID, v.Item.PayloadHash, v.StoreHash, v.Item.Response, v.CreatedAt)
+}
+
+// ErrSourceChanged: the source read again is not the one planned (a file
+// whose digest differs). The database refuses any other difference itself
+// (IX343: a row not planned, different, or missing).
+var ErrSourceChanged = errors.New("the source changed since the plan")
+
+// Opener opens an import plan's source again, reading after since (nil:
+// from its start).
+type Opener func(ctx context.Context, since *Cursor) (Source, error)
+
+// Run runs an approved import plan in one transaction without a statement
+// timeout: it reads the plan's source again (open, after the plan's
+// --since), copies the rows the plan imports into the stage
+// idem.import_stage_open made, and calls idem.entry_plan_run, which enters
+// them only if they are exactly the planned items. A source that cannot be
+// opened, or a file that is not the planned one, enters nothing.
+func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return governance.EntryPlan{}, err
+	}
+	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_stage_open($1) p", id))
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	st, err := newStager(ctx, plan)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	src, err := open(ctx, st.since)
+	if err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing entered", id, err)
+	}
+	defer src.Close()
+	st.src = src
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_stage"},
+		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash"}, st); err != nil {
+		if st.err != nil {
+			err = st.err
+		}
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, governance.MapError(err))
+	}
+	if _, file := src.(*ndjsonSource); file && src.Digest() != plan.SourceDigest {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w: the file's digest is %s, the plan's %s; nothing entered",
+			id, ErrSourceChanged, src.Digest(), plan.SourceDigest)
+	}
+	p, err := governance.RunEntry(ctx, tx, id, operator)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	return p, tx.Commit(ctx)
+}
+
+// stager feeds the COPY into the stage: the source's rows the plan imports
+// (after its --since, up to its cursor), classified as the plan did.
+type stager struct {
+	ctx         context.Context
+	src         Source
+	since, upto *Cursor
+	class       string
+	now         time.Time
+	vals        []any
+	err         error
+}
+
+func newStager(ctx context.Context, plan governance.EntryPlan) (*stager, error) {
+	var counts struct {
+		Classes map[string]int `json:"classes"`
+		Source  Counts         `json:"source"`
+	}
+	if err := json.Unmarshal(plan.Counts, &counts); err != nil {
+		return nil, fmt.Errorf("import plan %d: its counts: %w", plan.ID, err)
+	}
+	st := &stager{ctx: ctx, now: time.Now()}
+	for c := range counts.Classes {
+		st.class = c
+	}
+	if counts.Source.Since != "" {
+		c, err := ParseCursor(counts.Source.Since)
+		if err != nil {
+			return nil, fmt.Errorf("import plan %d: its --since: %w", plan.ID, err)
+		}
+		st.since = &c
+	}
+	if plan.Cursor != nil {
+		c, err := ParseCursor(*plan.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("import plan %d: its cursor: %w", plan.ID, err)
+		}
+		st.upto = &c
+	}
+	return st, nil
+}
+
+func (s *stager) Next() bool {
+	for {
+		r, err := s.src.Next(s.ctx)
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			s.err = err
+			return false
+		}
+		if r.Problem != "" || r.CreatedAt == nil {
+			continue
+		}
+		at := Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
+		if (s.since != nil && !s.since.Before(at)) || (s.upto != nil && s.upto.Before(at)) {
+			continue
+		}
+		v := Classify(r, s.class, s.now)
+		if v.Kind != Import {
+			continue
+		}
+		var payload, payloadHash, storeHash *string
+		if v.StoreHash != "" {
+			storeHash = &v.StoreHash
+		} else {
+			payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
+		}
+		s.vals = []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash}
+		return true
+	}
+}
+
+func (s *stager) Values() ([]any, error) { return s.vals, nil }
+
+func (s *stager) Err() error { return s.err }
