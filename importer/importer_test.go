@@ -286,7 +286,7 @@ func TestImportRocketRides(t *testing.T) {
 	// The old code keeps writing; the rerun with --since reads only what came after.
 	fillRocket(t, f.dsn, "late-", 20, time.Minute, 0)
 	again := plan(r.Cursor)
-	assert.Equal(t, importer.Counts{Read: 20, ToImport: 16, Ambiguous: 4}, again.Counts)
+	assert.Equal(t, importer.Counts{Read: 20, ToImport: 16, Ambiguous: 4, Since: r.Cursor.String()}, again.Counts)
 	_, err = governance.ApproveEntry(f.ctx, f.bob, again.Plan.ID, "bob")
 	require.NoError(t, err)
 	// A planned row that changed before the run: nothing enters.
