@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/governance"
 )
@@ -90,6 +91,10 @@ func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Ope
 		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash"}, st); err != nil {
 		if st.err != nil {
 			err = st.err
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w: an identity read twice; nothing entered", id, ErrSourceChanged)
 		}
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, governance.MapError(err))
 	}

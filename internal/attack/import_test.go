@@ -122,7 +122,7 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 		"a response that is not the planned one")
 	assert.Equal(t, "IX343", code(run("extra row", open, exec(stage, "old-1", payload, hashOf(payload), response, old),
 		exec(stage, "old-2", payload, hashOf(payload), response, old))), "a row not in the plan")
-	assert.Equal(t, "IX343", code(run("twice", open, exec(stage, "old-1", payload, hashOf(payload), response, old),
+	assert.Equal(t, "23505", code(run("twice", open, exec(stage, "old-1", payload, hashOf(payload), response, old),
 		exec(stage, "old-1", payload, hashOf(payload), response, old))), "a row staged twice")
 	assert.Equal(t, "IX343", code(run("missing", open)), "a planned item missing")
 	assert.Equal(t, before, w.snapshot(), "nothing written")

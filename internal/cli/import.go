@@ -31,7 +31,9 @@ its saved response and its ORIGINAL created_at, and its effect is NOT run; a
 later retry of it answers already_applied with the original response.
 
 One person plans (reading the source streaming, with progress on stderr),
-another approves, then it runs as the schema owner's function. Rows are sorted
+another approves, then it runs as the schema owner's function, reading the
+source again (the plan keeps a fingerprint of each row, not the row): it
+enters the rows only if they are exactly the planned ones. Rows are sorted
 out while planning: finished rows are imported; unfinished, locked or
 response-less rows go to the --ambiguous file, in idemctl resolve's input
 format; rows with a NULL or future created_at, a payload over the limit or
@@ -47,7 +49,8 @@ came after. docs/import.md is the cutover, step by step.`,
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
-  idemctl import run 4`,
+  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)"`,
 	}
 	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
 	return cmd

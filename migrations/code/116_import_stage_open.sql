@@ -5,7 +5,7 @@
 -- the caller's session that lives until the end of the transaction, owned
 -- by the schema owner; the caller's login may only INSERT (COPY) into it,
 -- so it can neither give it triggers, policies or rules nor swap it for a
--- view. idemctl import run copies the rows it read again into it, then
+-- view. An identity is staged once (its primary key). idemctl import run copies the rows it read again into it, then
 -- calls idem.entry_plan_run in the same transaction; idem.import_run enters
 -- them only if they are exactly the planned items. The plan must be an
 -- approved import (IX341) and the caller a person (IX313). Returns the plan.
@@ -33,7 +33,8 @@ BEGIN
         payload_hash text,
         response     text,
         created_at   timestamptz,
-        store_hash   text
+        store_hash   text,
+        PRIMARY KEY (tenant_id, operation_id)
     ) ON COMMIT DROP;
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
     RETURN v_p;

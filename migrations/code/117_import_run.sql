@@ -42,6 +42,7 @@ DECLARE
     v_bad   record;
     v_i     record;
     v_n     bigint;
+    v_left  bigint;
     v_id    idem.identity;
     v_trans jsonb;
 BEGIN
@@ -55,23 +56,28 @@ BEGIN
         RAISE EXCEPTION 'import plan %: its rows are not staged (idemctl import run reads the source again)', p_id
             USING ERRCODE = 'IX341';
     END IF;
-    SELECT s.tenant_id, s.operation_id,
-           idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
-                                    s.store_hash) AS problem
-    INTO v_bad
-    FROM pg_temp.idem_import_stage s
-    WHERE idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
-                                   s.store_hash) IS NOT NULL
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'import plan %: the source''s row (%, %): %: nothing entered', p_id, v_bad.tenant_id, v_bad.operation_id,
-            v_bad.problem USING ERRCODE = 'IX343';
-    END IF;
-    SELECT count(*) AS staged, count(DISTINCT e.seq) FILTER (WHERE e.fingerprint = idem.import_fingerprint(
-               s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response, s.created_at)) AS matched
+    -- One pass: every staged row's problem and its planned fingerprint
+    -- (an identity is staged once: the stage's primary key).
+    SELECT count(*) AS staged,
+           count(*) FILTER (WHERE e.fingerprint = idem.import_fingerprint(
+               s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response, s.created_at)) AS matched,
+           count(*) FILTER (WHERE idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response,
+                                                           s.created_at, s.store_hash) IS NOT NULL) AS bad
     INTO v_c
     FROM pg_temp.idem_import_stage s
     LEFT JOIN idem.entry_item e ON e.plan_id = p_id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id;
+    IF v_c.bad > 0 THEN
+        SELECT s.tenant_id, s.operation_id,
+               idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
+                                        s.store_hash) AS problem
+        INTO v_bad
+        FROM pg_temp.idem_import_stage s
+        WHERE idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
+                                       s.store_hash) IS NOT NULL
+        LIMIT 1;
+        RAISE EXCEPTION 'import plan %: the source''s row (%, %): %: nothing entered', p_id, v_bad.tenant_id, v_bad.operation_id,
+            v_bad.problem USING ERRCODE = 'IX343';
+    END IF;
     IF v_c.staged <> p_p.items OR v_c.matched <> p_p.items THEN
         SELECT s.tenant_id, s.operation_id,
                CASE WHEN e.seq IS NULL THEN 'not in the plan' ELSE 'not what was planned' END AS why
@@ -82,15 +88,12 @@ BEGIN
                   s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response, s.created_at)
         LIMIT 1;
         IF NOT FOUND THEN
-            SELECT e.tenant_id, e.operation_id,
-                   CASE WHEN EXISTS (SELECT 1 FROM pg_temp.idem_import_stage s
-                                     WHERE s.tenant_id = e.tenant_id AND s.operation_id = e.operation_id)
-                        THEN 'read twice' ELSE 'planned but not read again' END AS why
+            SELECT e.tenant_id, e.operation_id, 'planned but not read again' AS why
             INTO v_bad
             FROM idem.entry_item e
             WHERE e.plan_id = p_id
-              AND (SELECT count(*) FROM pg_temp.idem_import_stage s
-                   WHERE s.tenant_id = e.tenant_id AND s.operation_id = e.operation_id) <> 1
+              AND NOT EXISTS (SELECT 1 FROM pg_temp.idem_import_stage s
+                              WHERE s.tenant_id = e.tenant_id AND s.operation_id = e.operation_id)
             ORDER BY e.seq LIMIT 1;
         END IF;
         RAISE EXCEPTION 'import plan %: the source changed since the plan: (%, %) %; % rows read again, % planned: nothing entered',
@@ -123,6 +126,9 @@ BEGIN
     WHERE e.outcome IS NULL
     ON CONFLICT (tenant_id, operation_id) DO NOTHING;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    SELECT count(*) INTO v_left FROM idem.entry_item e WHERE e.plan_id = p_p.id AND e.outcome IS NOT NULL;
+    -- Every item not refused entered: no identity to look up (the common
+    -- case); else only the identities this plan wrote get a body.
     INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
     SELECT s.tenant_id, s.operation_id, s.created_at, e.op_class, coalesce(s.payload, 'null'), s.response::jsonb,
            CASE WHEN s.payload IS NULL THEN v_trans || jsonb_build_object('imported_without_payload', true,
@@ -130,8 +136,10 @@ BEGIN
                 ELSE v_trans END
     FROM pg_temp.idem_import_stage s
     JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
-    JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
-    WHERE e.outcome IS NULL AND i.entry_plan = p_p.id;
+    WHERE e.outcome IS NULL
+      AND (v_n = p_p.items - v_left
+           OR EXISTS (SELECT 1 FROM idem.identity i
+                      WHERE i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id AND i.entry_plan = p_p.id));
     INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
     SELECT e.tenant_id, e.operation_id, e.store_hash, e.hash_function, p_p.id
     FROM idem.entry_item e JOIN idem.identity i ON i.tenant_id = e.tenant_id AND i.operation_id = e.operation_id
@@ -139,7 +147,7 @@ BEGIN
     -- What the inbox held already: the same request is skipped, another
     -- one quarantined with both sides (nothing to look for when every item
     -- not refused entered).
-    IF v_n = (SELECT count(*) FROM idem.entry_item e WHERE e.plan_id = p_p.id AND e.outcome IS NULL) THEN
+    IF v_n = p_p.items - v_left THEN
         RETURN;
     END IF;
     FOR v_i IN SELECT e.seq, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
