@@ -59,7 +59,7 @@ func TestImportSpeed(t *testing.T) {
 	require.NoError(t, err)
 	start = time.Now()
 	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
-		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}.Open(ctx)
+		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: true}.Open(ctx)
 	})
 	require.NoError(t, err)
 	run := time.Since(start)

@@ -296,20 +296,30 @@ func (b *batch) reset() { *b = batch{} }
 
 func (p *planner) read(src Source) error {
 	last := time.Now()
-	for {
-		r, err := src.Next(p.ctx)
-		if err == io.EOF {
-			break
+	chunk := make([]Row, 0, chunkRows)
+	verdicts := make([]Verdict, chunkRows)
+	for eof := false; !eof; {
+		chunk = chunk[:0]
+		for len(chunk) < chunkRows {
+			r, err := src.Next(p.ctx)
+			if err == io.EOF {
+				eof = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			chunk = append(chunk, r)
 		}
-		if err != nil {
-			return err
-		}
-		if err := p.row(r); err != nil {
-			return err
-		}
-		if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
-			last = time.Now()
-			p.o.Progress(p.counts)
+		classifyAll(chunk, p.o.Class, p.now, p.beforeSince, verdicts)
+		for i, r := range chunk {
+			if err := p.row(r, verdicts[i]); err != nil {
+				return err
+			}
+			if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
+				last = time.Now()
+				p.o.Progress(p.counts)
+			}
 		}
 	}
 	if err := p.flush(); err != nil {
@@ -321,15 +331,18 @@ func (p *planner) read(src Source) error {
 	return nil
 }
 
-func (p *planner) row(r Row) error {
-	if r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" {
-		if !p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}) {
-			p.counts.NotAfterSince++
-			return nil
-		}
+// beforeSince: a row --since skips (not read, not classified).
+func (p *planner) beforeSince(r Row) bool {
+	return r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" &&
+		!p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID})
+}
+
+func (p *planner) row(r Row, v Verdict) error {
+	if p.beforeSince(r) {
+		p.counts.NotAfterSince++
+		return nil
 	}
 	p.counts.Read++
-	v := Classify(r, p.o.Class, p.now)
 	var at *Cursor
 	if r.CreatedAt != nil && !r.CreatedAt.After(p.now) && r.Problem == "" {
 		at = &Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}

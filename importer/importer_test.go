@@ -196,7 +196,7 @@ func TestImportRocketRides(t *testing.T) {
 	}
 	reopen := func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
 		s := src
-		s.Since = since
+		s.Since, s.Unordered = since, true
 		return s.Open(ctx)
 	}
 	r := plan(nil)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,7 +57,7 @@ func (v Verdict) Fingerprint() [32]byte {
 var ErrSourceChanged = errors.New("the source changed since the plan")
 
 // Opener opens an import plan's source again, reading after since (nil:
-// from its start).
+// from its start). The run needs no order (PostgresSource.Unordered).
 type Opener func(ctx context.Context, since *Cursor) (Source, error)
 
 // Run runs an approved import plan in one transaction without a statement
@@ -119,6 +121,10 @@ type stager struct {
 	now         time.Time
 	vals        []any
 	err         error
+	chunk       []Row
+	verdicts    []Verdict
+	next        int
+	eof         bool
 }
 
 func newStager(ctx context.Context, plan governance.EntryPlan) (*stager, error) {
@@ -152,36 +158,93 @@ func newStager(ctx context.Context, plan governance.EntryPlan) (*stager, error) 
 
 func (s *stager) Next() bool {
 	for {
+		for s.next < len(s.chunk) {
+			i := s.next
+			s.next++
+			if v := s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
+				s.vals = stageValues(v)
+				return true
+			}
+		}
+		if s.eof {
+			return false
+		}
+		s.fill()
+	}
+}
+
+// fill reads the next chunk of rows and classifies it.
+func (s *stager) fill() {
+	s.chunk, s.next = s.chunk[:0], 0
+	if s.verdicts == nil {
+		s.verdicts = make([]Verdict, chunkRows)
+	}
+	for len(s.chunk) < chunkRows {
 		r, err := s.src.Next(s.ctx)
 		if err == io.EOF {
-			return false
+			s.eof = true
+			break
 		}
 		if err != nil {
-			s.err = err
-			return false
+			s.err, s.eof = err, true
+			s.chunk = s.chunk[:0]
+			return
 		}
-		if r.Problem != "" || r.CreatedAt == nil {
-			continue
-		}
-		at := Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
-		if (s.since != nil && !s.since.Before(at)) || (s.upto != nil && s.upto.Before(at)) {
-			continue
-		}
-		v := Classify(r, s.class, s.now)
-		if v.Kind != Import {
-			continue
-		}
-		var payload, payloadHash, storeHash *string
-		if v.StoreHash != "" {
-			storeHash = &v.StoreHash
-		} else {
-			payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
-		}
-		s.vals = []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash}
+		s.chunk = append(s.chunk, r)
+	}
+	classifyAll(s.chunk, s.class, s.now, s.outside, s.verdicts)
+}
+
+// outside: a row the plan did not read (unreadable, at or before its
+// --since, after its cursor).
+func (s *stager) outside(r Row) bool {
+	if r.Problem != "" || r.CreatedAt == nil {
 		return true
 	}
+	at := Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
+	return (s.since != nil && !s.since.Before(at)) || (s.upto != nil && s.upto.Before(at))
+}
+
+func stageValues(v Verdict) []any {
+	var payload, payloadHash, storeHash *string
+	if v.StoreHash != "" {
+		storeHash = &v.StoreHash
+	} else {
+		payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
+	}
+	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash}
 }
 
 func (s *stager) Values() ([]any, error) { return s.vals, nil }
 
 func (s *stager) Err() error { return s.err }
+
+// chunkRows is how many rows are read before they are classified together.
+const chunkRows = 2048
+
+// classifyAll classifies rows (Classify: canonical text and hash of each
+// payload) over the machine's cores, into out in the rows' order; a row
+// skip says so is left alone.
+func classifyAll(rows []Row, class string, now time.Time, skip func(Row) bool, out []Verdict) {
+	workers := runtime.GOMAXPROCS(0)
+	per := (len(rows) + workers - 1) / workers
+	if per < 64 {
+		per = 64
+	}
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(rows); lo += per {
+		hi := min(lo+per, len(rows))
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if skip == nil || !skip(rows[i]) {
+					out[i] = Classify(rows[i], class, now)
+				} else {
+					out[i] = Verdict{Kind: Invalid, Reason: "not read"}
+				}
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+}

@@ -367,6 +367,6 @@ func (s *importRunSource) opener() importer.Opener {
 		if s.FromNDJSON != "" {
 			return importer.OpenNDJSON(s.FromNDJSON)
 		}
-		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since}.Open(ctx)
+		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since, Unordered: true}.Open(ctx)
 	}
 }
