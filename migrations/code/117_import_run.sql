@@ -43,6 +43,7 @@ DECLARE
     v_i     record;
     v_n     bigint;
     v_left  bigint;
+    v_class text;
     v_id    idem.identity;
     v_trans jsonb;
 BEGIN
@@ -114,36 +115,61 @@ BEGIN
       AND (EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = e.tenant_id AND c.operation_id = e.operation_id)
            OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = e.tenant_id AND q.operation_id = e.operation_id
                       AND q.status = 'open'));
-    INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at, entry_plan)
-    SELECT s.tenant_id, s.operation_id, e.op_class,
-           CASE WHEN s.payload IS NOT NULL THEN decode(substr(s.payload_hash, 12), 'hex')
-                WHEN e.hash_function IS NOT NULL THEN e.store_hash
-                -- a NUL byte: no payload text hashes to this
-                ELSE sha256(e.store_hash || '\x00'::bytea || convert_to('imported without its payload', 'UTF8')) END,
-           s.created_at, p_p.id
-    FROM pg_temp.idem_import_stage s
-    JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
-    WHERE e.outcome IS NULL
-    ON CONFLICT (tenant_id, operation_id) DO NOTHING;
+    GET DIAGNOSTICS v_left = ROW_COUNT;
+    -- The plan's class when it has one (its counts were computed here, at
+    -- the seal): then the staged rows, all checked against the plan, enter
+    -- without looking their items up again.
+    SELECT CASE WHEN count(*) = 1 THEN min(k) END INTO v_class FROM jsonb_object_keys(p_p.counts -> 'classes') k;
+    IF v_left = 0 AND v_class IS NOT NULL THEN
+        INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at, entry_plan)
+        SELECT s.tenant_id, s.operation_id, v_class,
+               CASE WHEN s.payload IS NOT NULL THEN decode(substr(s.payload_hash, 12), 'hex')
+                    WHEN p_p.hash_function IS NOT NULL THEN decode(s.store_hash, 'hex')
+                    -- a NUL byte: no payload text hashes to this
+                    ELSE sha256(decode(s.store_hash, 'hex') || '\x00'::bytea || convert_to('imported without its payload', 'UTF8')) END,
+               s.created_at, p_p.id
+        FROM pg_temp.idem_import_stage s
+        ON CONFLICT (tenant_id, operation_id) DO NOTHING;
+    ELSE
+        INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at, entry_plan)
+        SELECT s.tenant_id, s.operation_id, e.op_class,
+               CASE WHEN s.payload IS NOT NULL THEN decode(substr(s.payload_hash, 12), 'hex')
+                    WHEN e.hash_function IS NOT NULL THEN e.store_hash
+                    -- a NUL byte: no payload text hashes to this
+                    ELSE sha256(e.store_hash || '\x00'::bytea || convert_to('imported without its payload', 'UTF8')) END,
+               s.created_at, p_p.id
+        FROM pg_temp.idem_import_stage s
+        JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
+        WHERE e.outcome IS NULL
+        ON CONFLICT (tenant_id, operation_id) DO NOTHING;
+    END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    SELECT count(*) INTO v_left FROM idem.entry_item e WHERE e.plan_id = p_p.id AND e.outcome IS NOT NULL;
-    -- Every item not refused entered: no identity to look up (the common
-    -- case); else only the identities this plan wrote get a body.
-    INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
-    SELECT s.tenant_id, s.operation_id, s.created_at, e.op_class, coalesce(s.payload, 'null'), s.response::jsonb,
-           CASE WHEN s.payload IS NULL THEN v_trans || jsonb_build_object('imported_without_payload', true,
-                    'store_hash', s.store_hash, 'hash_function', e.hash_function)
-                ELSE v_trans END
-    FROM pg_temp.idem_import_stage s
-    JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
-    WHERE e.outcome IS NULL
-      AND (v_n = p_p.items - v_left
-           OR EXISTS (SELECT 1 FROM idem.identity i
-                      WHERE i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id AND i.entry_plan = p_p.id));
-    INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
-    SELECT e.tenant_id, e.operation_id, e.store_hash, e.hash_function, p_p.id
-    FROM idem.entry_item e JOIN idem.identity i ON i.tenant_id = e.tenant_id AND i.operation_id = e.operation_id
-    WHERE e.plan_id = p_p.id AND e.store_hash IS NOT NULL AND e.outcome IS NULL AND i.entry_plan = p_p.id;
+    IF v_left = 0 AND v_class IS NOT NULL AND v_n = p_p.items THEN
+        -- every staged row entered its identity: each gets its body
+        INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
+        SELECT s.tenant_id, s.operation_id, s.created_at, v_class, coalesce(s.payload, 'null'), s.response::jsonb,
+               CASE WHEN s.payload IS NULL THEN v_trans || jsonb_build_object('imported_without_payload', true,
+                        'store_hash', s.store_hash, 'hash_function', p_p.hash_function)
+                    ELSE v_trans END
+        FROM pg_temp.idem_import_stage s;
+    ELSE
+        -- only the identities this plan wrote get a body
+        INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
+        SELECT s.tenant_id, s.operation_id, s.created_at, e.op_class, coalesce(s.payload, 'null'), s.response::jsonb,
+               CASE WHEN s.payload IS NULL THEN v_trans || jsonb_build_object('imported_without_payload', true,
+                        'store_hash', s.store_hash, 'hash_function', e.hash_function)
+                    ELSE v_trans END
+        FROM pg_temp.idem_import_stage s
+        JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
+        JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
+        WHERE e.outcome IS NULL AND i.entry_plan = p_p.id;
+    END IF;
+    IF coalesce((p_p.counts ->> 'hash_only')::bigint, 1) > 0 THEN
+        INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
+        SELECT e.tenant_id, e.operation_id, e.store_hash, e.hash_function, p_p.id
+        FROM idem.entry_item e JOIN idem.identity i ON i.tenant_id = e.tenant_id AND i.operation_id = e.operation_id
+        WHERE e.plan_id = p_p.id AND e.store_hash IS NOT NULL AND e.outcome IS NULL AND i.entry_plan = p_p.id;
+    END IF;
     -- What the inbox held already: the same request is skipped, another
     -- one quarantined with both sides (nothing to look for when every item
     -- not refused entered).
