@@ -294,13 +294,75 @@ func dryRunBatched(b *testing.B, pool *pgxpool.Pool, input func(int) []byte, wan
 		return sum.Counts
 	}
 	run(input(3)) // warm the caches as the baseline's first pass does
+	cpu := startCPU(b, pool)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if got := run(input(i)); fmt.Sprint(got) != fmt.Sprint(want(i)) {
 			b.Fatalf("counts %v, want %v", got, want(i))
 		}
 	}
+	b.StopTimer()
+	cpu.report(b, benchIdentities*b.N)
 	reportKeys(b)
+}
+
+// cpuMeter measures CPU time over a benchmark: this process's (the client)
+// and that of the server backends of the database (from /proc: the server
+// runs on this machine), both in µs per key.
+type cpuMeter struct {
+	pids           []int
+	client, server time.Duration
+}
+
+func startCPU(b *testing.B, pool *pgxpool.Pool) *cpuMeter {
+	rows, err := pool.Query(context.Background(),
+		"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &cpuMeter{}
+	for _, p := range pids {
+		m.pids = append(m.pids, int(p))
+	}
+	m.client, m.server = processCPU(os.Getpid()), m.serverCPU()
+	return m
+}
+
+func (m *cpuMeter) serverCPU() time.Duration {
+	var sum time.Duration
+	for _, p := range m.pids {
+		sum += processCPU(p)
+	}
+	return sum
+}
+
+func (m *cpuMeter) report(b *testing.B, keys int) {
+	client, server := processCPU(os.Getpid())-m.client, m.serverCPU()-m.server
+	if client <= 0 || server <= 0 {
+		return // no /proc, or a server elsewhere
+	}
+	b.ReportMetric(float64(client.Microseconds())/float64(keys), "client_us/key")
+	b.ReportMetric(float64(server.Microseconds())/float64(keys), "server_us/key")
+}
+
+// processCPU is a process's user and system time from /proc (0 without).
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) in brackets.
+	f := bytes.Fields(raw[bytes.LastIndexByte(raw, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(string(f[11]), 10, 64)
+	stime, _ := strconv.ParseInt(string(f[12]), 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
 
 func reportKeys(b *testing.B) float64 {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,10 +157,23 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		}
 		c.Release()
 	}()
+	// Keys go in primary-key order (the columns' collation is byte order), so
+	// that consecutive probes descend to the same or the next index pages.
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		if c := strings.Compare(b[x].p.TenantID, b[y].p.TenantID); c != 0 {
+			return c
+		}
+		return strings.Compare(b[x].p.OperationID, b[y].p.OperationID)
+	})
 	tenants, ops, classes := make([]string, n), make([]string, n), make([]string, n)
 	digests := make([][]byte, n)
 	raw := make([]byte, n*sha256.Size)
-	for i, j := range b {
+	for i, k := range order {
+		j := b[k]
 		tenants[i], ops[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Class
 		// The digest as 32 bytes, not 75 characters of text.
 		d := raw[i*sha256.Size : (i+1)*sha256.Size]
@@ -198,7 +212,10 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.stale, &f.response); err != nil {
 			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 		}
-		hits[ord] = f
+		if ord < 1 || int(ord) > n {
+			return nil, clock, fmt.Errorf("look up %d identities: position %d out of range", n, ord)
+		}
+		hits[order[ord-1]+1] = f // back to the position in b
 	}
 	if err := rows.Err(); err != nil {
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
