@@ -114,16 +114,21 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 		id, payload uint64
 		line        int
 	}
-	chunks := make(chan []Item, runtime.GOMAXPROCS(0))
+	chunks := make(chan []rawLine, runtime.GOMAXPROCS(0))
 	found := make(chan []seen, runtime.GOMAXPROCS(0))
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for items := range chunks {
-				out := make([]seen, 0, len(items))
-				for _, it := range items {
+			var parser lineParser
+			for lines := range chunks {
+				out := make([]seen, 0, len(lines))
+				for _, rl := range lines {
+					it := rl.parsed(&parser)
+					if it.Invalid != nil {
+						continue
+					}
 					p, err := prepare(it.Request, r.Limits)
 					if _, known := classes[p.Class]; err != nil || !known {
 						continue
@@ -147,22 +152,32 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 			}
 		}
 	}()
+	// Only reading is serial: an NDJSON line is parsed by the worker that
+	// prepares it (each chunk holds its lines' text in one buffer).
 	var readErr error
-	chunk := make([]Item, 0, 256)
+	nd, raw := src.(*ndjson)
+	chunk := make([]rawLine, 0, 256)
+	var text []byte
 	for ctx.Err() == nil {
-		it, err := src.Next()
+		var rl rawLine
+		var err error
+		if raw {
+			rl, text, err = nd.nextRaw(text)
+		} else {
+			rl.item, err = src.Next()
+		}
 		if err != nil {
 			if err != io.EOF {
 				readErr = err
 			}
 			break
 		}
-		if it.Invalid == nil {
-			chunk = append(chunk, it)
+		if rl.item.Invalid == nil {
+			chunk = append(chunk, rl)
 		}
 		if len(chunk) == cap(chunk) {
 			chunks <- chunk
-			chunk = make([]Item, 0, 256)
+			chunk, text = make([]rawLine, 0, 256), nil
 		}
 	}
 	if len(chunk) > 0 {
