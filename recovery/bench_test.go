@@ -39,6 +39,9 @@ import (
 //go:embed testdata/bench_inbox.sql
 var benchInboxSQL string
 
+//go:embed testdata/bench_inbox_tenants.sql
+var benchTenantsSQL string
+
 const (
 	benchRows       = 1_000_000
 	bigBenchRows    = 10_000_000
@@ -53,18 +56,39 @@ type benchDB struct {
 	err  error
 }
 
-var benchDBs = map[int]*benchDB{benchRows: {}, bigBenchRows: {}}
+// benchShape is what a benchmark inbox holds: rows identities in tenants
+// tenants; days 0 puts a row a second back from now (testdata/bench_inbox.sql),
+// days > 0 spreads the rows evenly over that many days
+// (testdata/bench_inbox_tenants.sql, the shape of the busy service where a
+// batched lookup once became a scan).
+type benchShape struct{ rows, tenants, days int }
+
+var (
+	benchInbox   = benchShape{benchRows, 16, 0}
+	bigInbox     = benchShape{bigBenchRows, 16, 0}
+	tenantsInbox = benchShape{benchRows, 100, 23}
+)
+
+var benchDBs = map[benchShape]*benchDB{benchInbox: {}, bigInbox: {}, tenantsInbox: {}}
 
 // benchDatabase returns the DSN of the benchmark database of rows inbox rows,
 // building it when this schema and data have none yet (about 30 s a million
 // rows) and dropping those of older schemas.
 func benchDatabase(b *testing.B, rows int) string {
 	b.Helper()
-	d := benchDBs[rows]
+	if rows == bigBenchRows {
+		return shapedBenchDatabase(b, bigInbox)
+	}
+	return shapedBenchDatabase(b, benchInbox)
+}
+
+func shapedBenchDatabase(b *testing.B, shape benchShape) string {
+	b.Helper()
+	d := benchDBs[shape]
 	d.once.Do(func() {
 		sum := sha256.Sum256([]byte(migrations.Digest() + demo.Digest() + benchInboxSQL))
 		version := hex.EncodeToString(sum[:])[:12]
-		d.dsn, d.err = buildBenchDatabase(version, rows)
+		d.dsn, d.err = buildBenchDatabase(version, shape)
 	})
 	if d.err != nil {
 		b.Fatalf("benchmark database: %v", d.err)
@@ -72,8 +96,13 @@ func benchDatabase(b *testing.B, rows int) string {
 	return d.dsn
 }
 
-func buildBenchDatabase(version string, rows int) (string, error) {
+func buildBenchDatabase(version string, shape benchShape) (string, error) {
+	rows := shape.rows
 	name := fmt.Sprintf("%s%s_%dk", benchPrefix, version, rows/1000)
+	if shape.days > 0 {
+		sum := sha256.Sum256([]byte(benchTenantsSQL))
+		name += fmt.Sprintf("_%dt_%dd_%x", shape.tenants, shape.days, sum[:3])
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, dbtest.AdminURL())
 	if err != nil {
@@ -127,10 +156,17 @@ func buildBenchDatabase(version string, rows int) (string, error) {
 	// A day partition for every day the rows span (one row a second, back
 	// from now), so that none lands in the default partition.
 	days := rows/86400 + 2
+	if shape.days > 0 {
+		days = shape.days + 2
+	}
 	if _, err := conn.Exec(ctx, "SELECT idem.inbox_body_ensure((now() AT TIME ZONE 'UTC')::date - $1::int, (now() AT TIME ZONE 'UTC')::date + 1)", days); err != nil {
 		return "", fmt.Errorf("inbox partitions: %w", err)
 	}
-	if _, err := conn.Exec(ctx, benchInboxSQL, rows); err != nil {
+	fill, args := benchInboxSQL, []any{rows}
+	if shape.days > 0 {
+		fill, args = benchTenantsSQL, []any{rows, shape.tenants, shape.days}
+	}
+	if _, err := conn.Exec(ctx, fill, args...); err != nil {
 		return "", fmt.Errorf("fill the inbox: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "VACUUM ANALYZE idem.identity, idem.inbox_body"); err != nil {
@@ -146,10 +182,13 @@ func buildBenchDatabase(version string, rows int) (string, error) {
 // benchLine writes the input line of bench row g (testdata/bench_inbox.sql's
 // rules), with the payload's members in another order and spaced, as a
 // client would send it; amount differs from g for a conflicting line.
-func benchLine(buf *bytes.Buffer, g, amount int) {
+func benchLine(buf *bytes.Buffer, g, amount int) { benchLineOf(buf, g, amount, 16) }
+
+// benchLineOf is benchLine for an inbox of that many tenants.
+func benchLineOf(buf *bytes.Buffer, g, amount, tenants int) {
 	sum := md5.Sum([]byte(strconv.Itoa(g)))
 	fmt.Fprintf(buf, `{"tenant": "bench-%d", "operation_id": "op-%x", "class": "demo.transfer", "payload": {"from": "acct-%d", "to": "acct-%d", "currency": "EUR", "amount": %d}}`+"\n",
-		g%16, sum, g%1000, 1000+g%1000, amount)
+		g%tenants, sum, g%1000, 1000+g%1000, amount)
 }
 
 // benchInput is n identities: half already applied, a tenth conflicting,
@@ -157,6 +196,11 @@ func benchLine(buf *bytes.Buffer, g, amount int) {
 // an absent one may come again: the run (dry or not) answers the repeat
 // already_applied, as the real run applies the first.
 func benchInput(n int, seed uint64, rows int) (input []byte, want recovery.Counts) {
+	return benchInputOf(n, seed, rows, 16)
+}
+
+// benchInputOf is benchInput for an inbox of that many tenants.
+func benchInputOf(n int, seed uint64, rows, tenants int) (input []byte, want recovery.Counts) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	var buf bytes.Buffer
 	want = recovery.Counts{}
@@ -165,15 +209,15 @@ func benchInput(n int, seed uint64, rows int) (input []byte, want recovery.Count
 		switch p := i % 10; {
 		case p < 5:
 			g := 1 + rng.IntN(rows)
-			benchLine(&buf, g, g)
+			benchLineOf(&buf, g, g, tenants)
 			want[recovery.AlreadyApplied]++
 		case p == 5:
 			g := 1 + rng.IntN(rows)
-			benchLine(&buf, g, g+1)
+			benchLineOf(&buf, g, g+1, tenants)
 			want[recovery.WouldConflict]++
 		default:
 			g := rows + 1 + rng.IntN(rows)
-			benchLine(&buf, g, g)
+			benchLineOf(&buf, g, g, tenants)
 			if absent[g] {
 				want[recovery.AlreadyApplied]++
 			} else {
@@ -270,13 +314,31 @@ func BenchmarkDryRunLarge(b *testing.B) {
 	dryRunBatched(b, pool, input, want)
 }
 
+// BenchmarkDryRunTenants is BenchmarkDryRun's batched run over the inbox of
+// issue 26's scan: 1,000,000 rows of 100 tenants spread over 23 day
+// partitions.
+func BenchmarkDryRunTenants(b *testing.B) {
+	dsn := shapedBenchDatabase(b, tenantsInbox)
+	pool, err := db.Open(context.Background(), dsn, db.Options{MaxConns: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	input, want := dryRunInputsOf(tenantsInbox.rows, tenantsInbox.tenants)
+	dryRunBatched(b, pool, input, want)
+}
+
 // dryRunInputs are four inputs of benchIdentities lines over an inbox of
 // rows, and their expected counts.
 func dryRunInputs(rows int) (input func(int) []byte, want func(int) recovery.Counts) {
+	return dryRunInputsOf(rows, 16)
+}
+
+func dryRunInputsOf(rows, tenants int) (input func(int) []byte, want func(int) recovery.Counts) {
 	inputs := make([][]byte, 4)
 	wants := make([]recovery.Counts, len(inputs))
 	for i := range inputs {
-		inputs[i], wants[i] = benchInput(benchIdentities, uint64(i+1), rows)
+		inputs[i], wants[i] = benchInputOf(benchIdentities, uint64(i+1), rows, tenants)
 	}
 	return func(i int) []byte { return inputs[i%len(inputs)] }, func(i int) recovery.Counts { return wants[i%len(wants)] }
 }
