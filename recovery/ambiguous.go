@@ -152,8 +152,25 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 			}
 		}
 	}()
-	// Only reading is serial: an NDJSON line is parsed by the worker that
-	// prepares it (each chunk holds its lines' text in one buffer).
+	readErr := readChunks(ctx, src, chunks)
+	<-collected
+	switch {
+	case readErr != nil:
+		return nil, readErr
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	if err := rw.Rewind(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// readChunks reads src to its end (or until ctx is done) and sends its valid
+// lines in chunks, then closes chunks. Only reading is serial: an NDJSON line
+// is parsed by the worker that prepares it (each chunk holds its lines' text
+// in one buffer).
+func readChunks(ctx context.Context, src Source, chunks chan<- []rawLine) error {
 	var readErr error
 	nd, raw := src.(*ndjson)
 	chunk := make([]rawLine, 0, 256)
@@ -184,17 +201,7 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 		chunks <- chunk
 	}
 	close(chunks)
-	<-collected
-	switch {
-	case readErr != nil:
-		return nil, readErr
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	}
-	if err := rw.Rewind(); err != nil {
-		return nil, err
-	}
-	return in, nil
+	return readErr
 }
 
 // answerAmbiguous answers a line of an identity the input holds with two
