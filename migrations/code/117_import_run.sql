@@ -46,6 +46,10 @@ DECLARE
     v_class text;
     v_id    idem.identity;
     v_trans jsonb;
+    v_citus boolean := idem.citus_distributed();
+    v_ts    text[];
+    v_os    text[];
+    v_cur   refcursor;
 BEGIN
     SELECT * INTO STRICT p_p FROM idem.entry_plan WHERE id = p_id;
     -- Only the stage import_stage_open made: the schema owner's plain
@@ -110,11 +114,26 @@ BEGIN
         PERFORM idem.inbox_body_ensure(v_from, least(v_from + 399, v_to));
         v_from := v_from + 400;
     END LOOP;
-    UPDATE idem.entry_item e SET outcome = 'refused'
-    WHERE e.plan_id = p_p.id
-      AND (EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = e.tenant_id AND c.operation_id = e.operation_id)
-           OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = e.tenant_id AND q.operation_id = e.operation_id
-                      AND q.status = 'open'));
+    IF v_citus THEN
+        -- On Citus the plan's items (a coordinator table) cannot be
+        -- correlated with distributed rows: the keys held by a claim or an
+        -- open record are read first, by the staged keys, then marked.
+        SELECT array_agg(tenant_id), array_agg(operation_id) INTO v_ts, v_os FROM pg_temp.idem_import_stage;
+        SELECT array_agg(k.tenant_id), array_agg(k.operation_id) INTO v_ts, v_os
+        FROM (SELECT c.tenant_id, c.operation_id FROM idem.pending_claim c
+              WHERE (c.tenant_id, c.operation_id) IN (SELECT * FROM unnest(v_ts, v_os))
+              UNION
+              SELECT q.tenant_id, q.operation_id FROM idem.quarantine q
+              WHERE q.status = 'open' AND (q.tenant_id, q.operation_id) IN (SELECT * FROM unnest(v_ts, v_os))) k;
+        UPDATE idem.entry_item e SET outcome = 'refused'
+        WHERE e.plan_id = p_p.id AND (e.tenant_id, e.operation_id) IN (SELECT * FROM unnest(v_ts, v_os));
+    ELSE
+        UPDATE idem.entry_item e SET outcome = 'refused'
+        WHERE e.plan_id = p_p.id
+          AND (EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = e.tenant_id AND c.operation_id = e.operation_id)
+               OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = e.tenant_id AND q.operation_id = e.operation_id
+                          AND q.status = 'open'));
+    END IF;
     GET DIAGNOSTICS v_left = ROW_COUNT;
     -- The plan's class when it has one (its counts were computed here, at
     -- the seal): then the staged rows, all checked against the plan, enter
@@ -144,6 +163,17 @@ BEGIN
         ON CONFLICT (tenant_id, operation_id) DO NOTHING;
     END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_citus THEN
+        -- On Citus the count an INSERT ... SELECT through the coordinator
+        -- reports includes the rows ON CONFLICT left out. The identities
+        -- this plan wrote are read back by the plan's mark (a distributed
+        -- read): their count, and their keys in place of a join below.
+        SELECT array_agg(i.tenant_id), array_agg(i.operation_id) INTO v_ts, v_os
+        FROM idem.identity i WHERE i.entry_plan = p_p.id;
+        v_ts := coalesce(v_ts, '{}');
+        v_os := coalesce(v_os, '{}');
+        v_n := cardinality(v_ts);
+    END IF;
     IF v_left = 0 AND v_class IS NOT NULL AND v_n = p_p.items THEN
         -- every staged row entered its identity: each gets its body
         INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
@@ -152,6 +182,16 @@ BEGIN
                         'store_hash', s.store_hash, 'hash_function', p_p.hash_function)
                     ELSE v_trans END
         FROM pg_temp.idem_import_stage s;
+    ELSIF v_citus THEN
+        -- only the identities this plan wrote get a body
+        INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
+        SELECT s.tenant_id, s.operation_id, s.created_at, e.op_class, coalesce(s.payload, 'null'), s.response::jsonb,
+               CASE WHEN s.payload IS NULL THEN v_trans || jsonb_build_object('imported_without_payload', true,
+                        'store_hash', s.store_hash, 'hash_function', e.hash_function)
+                    ELSE v_trans END
+        FROM pg_temp.idem_import_stage s
+        JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
+        WHERE e.outcome IS NULL AND (s.tenant_id, s.operation_id) IN (SELECT * FROM unnest(v_ts, v_os));
     ELSE
         -- only the identities this plan wrote get a body
         INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
@@ -164,7 +204,13 @@ BEGIN
         JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
         WHERE e.outcome IS NULL AND i.entry_plan = p_p.id;
     END IF;
-    IF coalesce((p_p.counts ->> 'hash_only')::bigint, 1) > 0 THEN
+    IF coalesce((p_p.counts ->> 'hash_only')::bigint, 1) > 0 AND v_citus THEN
+        INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
+        SELECT e.tenant_id, e.operation_id, e.store_hash, e.hash_function, p_p.id
+        FROM idem.entry_item e
+        WHERE e.plan_id = p_p.id AND e.store_hash IS NOT NULL AND e.outcome IS NULL
+          AND (e.tenant_id, e.operation_id) IN (SELECT * FROM unnest(v_ts, v_os));
+    ELSIF coalesce((p_p.counts ->> 'hash_only')::bigint, 1) > 0 THEN
         INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
         SELECT e.tenant_id, e.operation_id, e.store_hash, e.hash_function, p_p.id
         FROM idem.entry_item e JOIN idem.identity i ON i.tenant_id = e.tenant_id AND i.operation_id = e.operation_id
@@ -176,15 +222,28 @@ BEGIN
     IF v_n = p_p.items - v_left THEN
         RETURN;
     END IF;
-    FOR v_i IN SELECT e.seq, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
-               FROM pg_temp.idem_import_stage s
-               JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
-               JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
-               WHERE e.outcome IS NULL AND i.entry_plan IS DISTINCT FROM p_p.id
-               ORDER BY e.seq LOOP
-        SELECT * INTO v_id FROM idem.identity i
-        WHERE (i.tenant_id, i.operation_id) = (SELECT e.tenant_id, e.operation_id FROM idem.entry_item e
-                                               WHERE e.plan_id = p_p.id AND e.seq = v_i.seq);
+    -- Every item not refused whose identity this plan did not write found
+    -- one there (ON CONFLICT): the inbox held it before.
+    IF v_citus THEN
+        OPEN v_cur FOR
+            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
+            FROM pg_temp.idem_import_stage s
+            JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
+            WHERE e.outcome IS NULL AND (s.tenant_id, s.operation_id) NOT IN (SELECT * FROM unnest(v_ts, v_os))
+            ORDER BY e.seq;
+    ELSE
+        OPEN v_cur FOR
+            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
+            FROM pg_temp.idem_import_stage s
+            JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
+            JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
+            WHERE e.outcome IS NULL AND i.entry_plan IS DISTINCT FROM p_p.id
+            ORDER BY e.seq;
+    END IF;
+    LOOP
+        FETCH v_cur INTO v_i;
+        EXIT WHEN NOT FOUND;
+        SELECT * INTO v_id FROM idem.identity i WHERE i.tenant_id = v_i.tenant_id AND i.operation_id = v_i.operation_id;
         IF v_id.op_class = v_i.op_class
            AND v_id.payload_digest = coalesce(decode(substr(v_i.payload_hash, 12), 'hex'), v_i.store_hash) THEN
             UPDATE idem.entry_item SET outcome = 'skipped' WHERE plan_id = p_p.id AND seq = v_i.seq;
@@ -197,5 +256,6 @@ BEGIN
             UPDATE idem.entry_item SET outcome = 'refused' WHERE plan_id = p_p.id AND seq = v_i.seq;
         END IF;
     END LOOP;
+    CLOSE v_cur;
 END
 $$;
