@@ -1,4 +1,4 @@
-package tui
+package queueview
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -18,6 +17,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // QueuePageSize is how many records one page of the queue holds (newest
@@ -56,7 +56,8 @@ func (d decision) verb() string {
 
 // Messages of the queue view.
 type (
-	queueTickMsg   struct{}
+	// TickMsg reloads the queue: the auto-refresh sends it every refresh.
+	TickMsg        struct{}
 	queueLoadedMsg struct {
 		seq    int
 		auto   bool
@@ -83,8 +84,8 @@ type (
 
 var statusCycle = []quarantine.Status{quarantine.StatusOpen, quarantine.StatusRejected, quarantine.StatusAccepted, quarantine.StatusAll}
 
-type queueView struct {
-	c       *Context
+type View struct {
+	c       *view.Context
 	svc     QuarantineService
 	refresh time.Duration
 
@@ -99,7 +100,7 @@ type queueView struct {
 	totals   *quarantine.Totals
 	selected map[int64]bool
 	tri      triage
-	nav      listNav
+	nav      view.ListNav
 	loading  bool
 	loaded   bool
 	seq      int
@@ -107,7 +108,7 @@ type queueView struct {
 	updated  time.Time
 	query    string
 	search   textinput.Model
-	ban      banner
+	ban      view.Banner
 
 	// detail
 	detailID int64
@@ -121,28 +122,17 @@ type queueView struct {
 	focus  int
 }
 
-func newInput(c *Context, placeholder string, limit int) textinput.Model {
-	ti := textinput.New()
-	ti.Prompt = ""
-	ti.Placeholder = placeholder
-	ti.CharLimit = limit
-	ti.Cursor.SetMode(cursor.CursorStatic)
-	ti.PlaceholderStyle = c.Styles.Muted
-	ti.Cursor.Style = c.Styles.Focused
-	return ti
-}
-
-func newQueueView(c *Context, svc QuarantineService, refresh time.Duration) *queueView {
-	v := &queueView{c: c, svc: svc, refresh: refresh, filter: quarantine.StatusOpen}
-	v.search = newInput(c, "tenant or operation id", 256)
-	v.newOp = newInput(c, "e.g. charge-42-rev2", idem.MaxOperationIDBytes)
-	v.reason = newInput(c, "why (a ticket reference helps)", 1000)
+func New(c *view.Context, svc QuarantineService, refresh time.Duration) *View {
+	v := &View{c: c, svc: svc, refresh: refresh, filter: quarantine.StatusOpen}
+	v.search = view.NewInput(c, "tenant or operation id", 256)
+	v.newOp = view.NewInput(c, "e.g. charge-42-rev2", idem.MaxOperationIDBytes)
+	v.reason = view.NewInput(c, "why (a ticket reference helps)", 1000)
 	return v
 }
 
-func (v *queueView) activate() tea.Cmd {
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the quarantine service is not available")
+		v.ban = view.WarningBanner("the quarantine service is not available")
 		return nil
 	}
 	if !v.chained {
@@ -153,7 +143,7 @@ func (v *queueView) activate() tea.Cmd {
 }
 
 // load lists the queue; an auto load schedules the next tick when it returns.
-func (v *queueView) load(auto bool) tea.Cmd {
+func (v *View) load(auto bool) tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
@@ -166,7 +156,7 @@ func (v *queueView) load(auto bool) tea.Cmd {
 	}
 	seq, svc := v.seq, v.svc
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		page, err := svc.List(ctx, f)
 		if err != nil {
@@ -177,15 +167,15 @@ func (v *queueView) load(auto bool) tea.Cmd {
 	}
 }
 
-func (v *queueView) tick() tea.Cmd {
+func (v *View) tick() tea.Cmd {
 	if v.refresh <= 0 {
 		return nil
 	}
-	return tea.Tick(v.refresh, func(time.Time) tea.Msg { return queueTickMsg{} })
+	return tea.Tick(v.refresh, func(time.Time) tea.Msg { return TickMsg{} })
 }
 
-// open shows one record's evidence (also from the resolve view).
-func (v *queueView) open(id int64) tea.Cmd {
+// Open shows one record's evidence (also from the resolve view).
+func (v *View) Open(id int64) tea.Cmd {
 	v.mode = queueDetail
 	v.detailID, v.dtop = id, 0
 	if v.rec != nil && v.rec.ID != id {
@@ -194,13 +184,13 @@ func (v *queueView) open(id int64) tea.Cmd {
 	return v.loadRecord(id)
 }
 
-func (v *queueView) loadRecord(id int64) tea.Cmd {
+func (v *View) loadRecord(id int64) tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
 	svc := v.svc
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		rec, err := svc.Show(ctx, id)
 		return recordLoadedMsg{id: id, rec: rec, err: err}
@@ -208,21 +198,21 @@ func (v *queueView) loadRecord(id int64) tea.Cmd {
 }
 
 // visible is the page of records the server returned for the search.
-func (v *queueView) visible() []quarantine.Summary { return v.items }
+func (v *View) visible() []quarantine.Summary { return v.items }
 
 // listHeight is the number of rows the list shows (body minus title,
 // search and column lines).
-func (v *queueView) listHeight() int { return max(1, v.c.bodyHeight()-3) }
+func (v *View) listHeight() int { return max(1, v.c.BodyHeight()-3) }
 
-func (v *queueView) detailHeight() int { return max(1, v.c.bodyHeight()-1) }
+func (v *View) detailHeight() int { return max(1, v.c.BodyHeight()-1) }
 
-func (v *queueView) typing() bool {
+func (v *View) Typing() bool {
 	return v.search.Focused() || v.mode == queueForm || v.mode == queueBulkForm
 }
 
-func (v *queueView) status() banner { return v.ban }
+func (v *View) Status() view.Banner { return v.ban }
 
-func (v *queueView) back() (bool, tea.Cmd) {
+func (v *View) Back() (bool, tea.Cmd) {
 	if ok, cmd := v.triageBack(); ok {
 		return true, cmd
 	}
@@ -236,7 +226,7 @@ func (v *queueView) back() (bool, tea.Cmd) {
 	case queueList:
 		if len(v.selected) > 0 {
 			v.selected = nil
-			v.ban = infoBanner("selection cleared")
+			v.ban = view.InfoBanner("selection cleared")
 			return true, nil
 		}
 		if v.query != "" || v.where.Group != nil {
@@ -246,9 +236,9 @@ func (v *queueView) back() (bool, tea.Cmd) {
 	return false, nil
 }
 
-func (v *queueView) update(msg tea.Msg) tea.Cmd {
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case queueTickMsg:
+	case TickMsg:
 		return v.load(true)
 	case queueLoadedMsg:
 		return v.loadedPage(msg)
@@ -257,7 +247,7 @@ func (v *queueView) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		if msg.err != nil {
-			v.ban = errorBanner(msg.err)
+			v.ban = view.ErrorBanner(msg.err)
 			return nil
 		}
 		rec := msg.rec
@@ -273,7 +263,7 @@ func (v *queueView) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
+func (v *View) loadedPage(msg queueLoadedMsg) tea.Cmd {
 	var next tea.Cmd
 	if msg.auto {
 		next = v.tick()
@@ -282,14 +272,14 @@ func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
 		return next // a newer load is on its way
 	}
 	v.loading = false
-	v.c.Disconnected = msg.err != nil && unreachable(msg.err)
+	v.c.Disconnected = msg.err != nil && view.Unreachable(msg.err)
 	if msg.err != nil {
-		v.ban = errorBanner(fmt.Errorf("load the queue: %w", msg.err))
+		v.ban = view.ErrorBanner(fmt.Errorf("load the queue: %w", msg.err))
 		return next
 	}
 	var selected int64
-	if vis := v.visible(); v.nav.cursor < len(vis) {
-		selected = vis[v.nav.cursor].ID
+	if vis := v.visible(); v.nav.Cursor < len(vis) {
+		selected = vis[v.nav.Cursor].ID
 	}
 	v.items, v.more, v.loaded = msg.page.Items, msg.page.Next != nil, true
 	totals := msg.totals
@@ -300,21 +290,21 @@ func (v *queueView) loadedPage(msg queueLoadedMsg) tea.Cmd {
 		v.tri.next = nil
 	}
 	v.updated = v.c.Now()
-	if v.ban.kind == bannerError && strings.HasPrefix(v.ban.text, "load the queue") {
-		v.ban = banner{}
+	if v.ban.Kind == view.BannerError && strings.HasPrefix(v.ban.Text, "load the queue") {
+		v.ban = view.Banner{}
 	}
 	vis := v.visible()
 	for i, s := range vis {
 		if s.ID == selected {
-			v.nav.cursor = i
+			v.nav.Cursor = i
 			break
 		}
 	}
-	v.nav.clamp(len(vis), v.listHeight())
+	v.nav.Clamp(len(vis), v.listHeight())
 	return next
 }
 
-func (v *queueView) key(msg tea.KeyMsg) tea.Cmd {
+func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	if v.search.Focused() {
 		return v.searchKey(msg)
 	}
@@ -333,7 +323,7 @@ func (v *queueView) key(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) searchKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) searchKey(msg tea.KeyMsg) tea.Cmd {
 	switch msg.Type {
 	case tea.KeyEnter:
 		v.search.Blur()
@@ -348,10 +338,10 @@ func (v *queueView) searchKey(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
-func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) listKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Queue
 	vis := v.visible()
-	if v.nav.handle(k.List, msg, len(vis), v.listHeight()) {
+	if v.nav.Handle(k.List, msg, len(vis), v.listHeight()) {
 		return nil
 	}
 	switch {
@@ -359,7 +349,7 @@ func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
 		if len(vis) == 0 {
 			return nil
 		}
-		return v.open(vis[v.nav.cursor].ID)
+		return v.Open(vis[v.nav.Cursor].ID)
 	case key.Matches(msg, k.Status):
 		for i, s := range statusCycle {
 			if s == v.filter {
@@ -367,7 +357,7 @@ func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
 				break
 			}
 		}
-		v.nav, v.pages, v.selected = listNav{}, nil, nil
+		v.nav, v.pages, v.selected = view.ListNav{}, nil, nil
 		v.items, v.loaded = nil, false
 		return v.load(false)
 	case key.Matches(msg, k.NextPage):
@@ -380,7 +370,7 @@ func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
 		return v.showGroups()
 	case key.Matches(msg, k.Copy):
 		if len(vis) > 0 {
-			return v.copyText(strconv.FormatInt(vis[v.nav.cursor].ID, 10), "record id")
+			return v.copyText(strconv.FormatInt(vis[v.nav.Cursor].ID, 10), "record id")
 		}
 		return nil
 	case key.Matches(msg, k.Search):
@@ -393,14 +383,14 @@ func (v *queueView) listKey(msg tea.KeyMsg) tea.Cmd {
 		if len(v.selected) > 0 {
 			return v.startBulk(v.selectionOfIDs())
 		}
-		v.ban = infoBanner("open a record (enter) to review its evidence, or select records with space to reject them together")
+		v.ban = view.InfoBanner("open a record (enter) to review its evidence, or select records with space to reject them together")
 	case key.Matches(msg, k.Accept):
-		v.ban = infoBanner("open a record (enter) to review its evidence before deciding")
+		v.ban = view.InfoBanner("open a record (enter) to review its evidence before deciding")
 	}
 	return nil
 }
 
-func (v *queueView) detailKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) detailKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Queue
 	total := len(v.detailLines(v.c.Width))
 	h := v.detailHeight()
@@ -432,9 +422,9 @@ func (v *queueView) detailKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) startForm(d decision) tea.Cmd {
+func (v *View) startForm(d decision) tea.Cmd {
 	if v.rec == nil {
-		v.ban = infoBanner("the record is still loading")
+		v.ban = view.InfoBanner("the record is still loading")
 		return nil
 	}
 	if v.rec.Status != quarantine.StatusOpen {
@@ -442,25 +432,25 @@ func (v *queueView) startForm(d decision) tea.Cmd {
 		if v.rec.Decision != nil {
 			by = " by " + v.rec.Decision.By
 		}
-		v.ban = warningBanner("record #%d was already %s%s: decisions are final", v.rec.ID, v.rec.Status, by)
+		v.ban = view.WarningBanner("record #%d was already %s%s: decisions are final", v.rec.ID, v.rec.Status, by)
 		return nil
 	}
 	v.action, v.mode = d, queueForm
 	v.reason.SetValue("")
 	v.newOp.SetValue("")
-	v.ban = banner{}
+	v.ban = view.Banner{}
 	return v.focusField(0)
 }
 
 // fields are the form's inputs in tab order.
-func (v *queueView) fields() []*textinput.Model {
+func (v *View) fields() []*textinput.Model {
 	if v.action == decideAccept {
 		return []*textinput.Model{&v.newOp, &v.reason}
 	}
 	return []*textinput.Model{&v.reason}
 }
 
-func (v *queueView) focusField(i int) tea.Cmd {
+func (v *View) focusField(i int) tea.Cmd {
 	fs := v.fields()
 	v.focus = (i + len(fs)) % len(fs)
 	for j, f := range fs {
@@ -471,19 +461,19 @@ func (v *queueView) focusField(i int) tea.Cmd {
 	return fs[v.focus].Focus()
 }
 
-func (v *queueView) blurForm() {
+func (v *View) blurForm() {
 	for _, f := range v.fields() {
 		f.Blur()
 	}
 }
 
-func (v *queueView) formKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) formKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Form
 	switch {
 	case key.Matches(msg, k.Cancel):
 		v.blurForm()
 		v.mode = queueDetail
-		v.ban = infoBanner("cancelled: nothing was decided")
+		v.ban = view.InfoBanner("cancelled: nothing was decided")
 		return nil
 	case key.Matches(msg, k.Next):
 		return v.focusField(v.focus + 1)
@@ -491,12 +481,12 @@ func (v *queueView) formKey(msg tea.KeyMsg) tea.Cmd {
 		return v.focusField(v.focus - 1)
 	case key.Matches(msg, k.Submit):
 		if err := v.validateForm(); err != nil {
-			v.ban = errorBanner(err)
+			v.ban = view.ErrorBanner(err)
 			return nil
 		}
 		v.blurForm()
 		v.mode = queueConfirm
-		v.ban = banner{}
+		v.ban = view.Banner{}
 		return nil
 	}
 	var cmd tea.Cmd
@@ -506,7 +496,7 @@ func (v *queueView) formKey(msg tea.KeyMsg) tea.Cmd {
 }
 
 // validateForm checks the form before the confirmation, as the domain will.
-func (v *queueView) validateForm() error {
+func (v *View) validateForm() error {
 	if strings.TrimSpace(v.reason.Value()) == "" {
 		return errors.New("a reason is required: it is recorded with the decision and in the audit log")
 	}
@@ -525,7 +515,7 @@ func (v *queueView) validateForm() error {
 	return nil
 }
 
-func (v *queueView) confirmKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) confirmKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Confirm
 	switch {
 	case key.Matches(msg, k.Yes):
@@ -537,12 +527,12 @@ func (v *queueView) confirmKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) decide() tea.Cmd {
+func (v *View) decide() tea.Cmd {
 	v.mode = queueDeciding
 	id, action, svc, op := v.rec.ID, v.action, v.svc, v.c.Operator
 	reason, newOp := strings.TrimSpace(v.reason.Value()), strings.TrimSpace(v.newOp.Value())
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		if action == decideAccept {
 			acc, err := svc.AcceptAsNew(ctx, id, newOp, op, reason)
@@ -557,9 +547,9 @@ func (v *queueView) decide() tea.Cmd {
 	}
 }
 
-func (v *queueView) decided(msg decidedMsg) tea.Cmd {
+func (v *View) decided(msg decidedMsg) tea.Cmd {
 	if msg.err != nil {
-		v.ban = errorBanner(fmt.Errorf("%s #%d refused: %w", msg.action.verb(), msg.id, msg.err))
+		v.ban = view.ErrorBanner(fmt.Errorf("%s #%d refused: %w", msg.action.verb(), msg.id, msg.err))
 		if errors.Is(msg.err, quarantine.ErrAlreadyDecided) || errors.Is(msg.err, quarantine.ErrNotFound) {
 			v.mode = queueDetail
 			return v.loadRecord(msg.id)
@@ -569,7 +559,7 @@ func (v *queueView) decided(msg decidedMsg) tea.Cmd {
 	}
 	if msg.plan != nil {
 		v.mode = queueDetail
-		v.ban = successBanner("#%d is of a money class: planned as accept-as-new plan #%d, nothing ran; another person approves it (6 Approvals)",
+		v.ban = view.SuccessBanner("#%d is of a money class: planned as accept-as-new plan #%d, nothing ran; another person approves it (6 Approvals)",
 			msg.id, msg.plan.ID)
 		return v.loadRecord(msg.id)
 	}
@@ -580,15 +570,15 @@ func (v *queueView) decided(msg decidedMsg) tea.Cmd {
 		audit = fmt.Sprintf("; audit row #%d", rec.Decision.AuditID)
 	}
 	if msg.action == decideAccept && msg.acc != nil {
-		v.ban = successBanner("accepted #%d as new operation %s/%s: %s%s",
+		v.ban = view.SuccessBanner("accepted #%d as new operation %s/%s: %s%s",
 			rec.ID, rec.Tenant, rec.Decision.NewOperationID, msg.acc.Outcome, audit)
 	} else {
-		v.ban = successBanner("rejected #%d: it will never run, replays stay refused%s", rec.ID, audit)
+		v.ban = view.SuccessBanner("rejected #%d: it will never run, replays stay refused%s", rec.ID, audit)
 	}
 	return v.load(false)
 }
 
-func (v *queueView) keyMap() help.KeyMap {
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys
 	q := k.Queue
 	switch {
@@ -622,9 +612,9 @@ func (v *queueView) keyMap() help.KeyMap {
 // render
 
 // tall: the evidence of a record uses every line it can get.
-func (v *queueView) tall() bool { return v.mode == queueDetail }
+func (v *View) Tall() bool { return v.mode == queueDetail }
 
-func (v *queueView) render(w, h int) string {
+func (v *View) Render(w, h int) string {
 	switch v.mode {
 	case queueDetail:
 		return v.renderDetail(w, h)
@@ -638,7 +628,7 @@ func (v *queueView) render(w, h int) string {
 	return v.renderList(w, h)
 }
 
-func (v *queueView) statusStyle(s quarantine.Status) lipgloss.Style {
+func (v *View) statusStyle(s quarantine.Status) lipgloss.Style {
 	st := v.c.Styles
 	switch s {
 	case quarantine.StatusOpen:
@@ -651,7 +641,7 @@ func (v *queueView) statusStyle(s quarantine.Status) lipgloss.Style {
 	return st.Muted
 }
 
-func (v *queueView) renderList(w, h int) string {
+func (v *View) renderList(w, h int) string {
 	st := v.c.Styles
 	vis := v.visible()
 	title := st.Title.Render("Quarantine queue") + "  " + st.Label.Render("status ") + string(v.filter)
@@ -683,11 +673,11 @@ func (v *queueView) renderList(w, h int) string {
 	for i, s := range vis {
 		ids[i] = s.ID
 	}
-	idW := idWidth(ids...)
+	idW := view.IDWidth(ids...)
 	identW := max(10, w-2-idW-clsW-statusW-seenW-lastW-5)
-	header := st.Column.Render("  " + padLeft("ID", idW) + " " + pad("IDENTITY (tenant/operation)", identW) + " " +
-		pad("CLASS", clsW) + " " + pad("STATUS", statusW) + " " + padLeft("SEEN", seenW) + " " + padLeft("LAST SEEN", lastW))
-	lines := []string{trunc(title, w), trunc(searchLine, w), header}
+	header := st.Column.Render("  " + view.PadLeft("ID", idW) + " " + view.Pad("IDENTITY (tenant/operation)", identW) + " " +
+		view.Pad("CLASS", clsW) + " " + view.Pad("STATUS", statusW) + " " + view.PadLeft("SEEN", seenW) + " " + view.PadLeft("LAST SEEN", lastW))
+	lines := []string{view.Trunc(title, w), view.Trunc(searchLine, w), header}
 
 	rows := v.listHeight()
 	switch {
@@ -701,37 +691,37 @@ func (v *queueView) renderList(w, h int) string {
 		lines = append(lines, "", st.Muted.Render(fmt.Sprintf("  No %s records. Conflicting retries show up here when they arrive.", v.filter)))
 	}
 	now := v.c.Now()
-	for i := v.nav.top; i < len(vis) && i < v.nav.top+rows; i++ {
+	for i := v.nav.Top; i < len(vis) && i < v.nav.Top+rows; i++ {
 		s := vis[i]
 		class := s.Class
 		if s.IncomingClass != s.Class {
 			class = s.Class + "→" + s.IncomingClass
 		}
 		marker := "  "
-		if i == v.nav.cursor {
+		if i == v.nav.Cursor {
 			marker = "> "
 		}
 		if v.selected[s.ID] {
 			marker = marker[:1] + "*"
 		}
-		status := pad(string(s.Status), statusW)
-		if i != v.nav.cursor {
+		status := view.Pad(string(s.Status), statusW)
+		if i != v.nav.Cursor {
 			// Inside the selected row a nested style would end its background.
 			status = v.statusStyle(s.Status).Render(status)
 		}
-		row := marker + padLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + pad(s.Tenant+"/"+s.OperationID, identW) + " " +
-			pad(class, clsW) + " " + status + " " + padLeft(strconv.FormatInt(s.Occurrences, 10), seenW) + " " +
-			padLeft(ago(now, s.LastSeen), lastW)
-		if i == v.nav.cursor {
+		row := marker + view.PadLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + view.Pad(s.Tenant+"/"+s.OperationID, identW) + " " +
+			view.Pad(class, clsW) + " " + status + " " + view.PadLeft(strconv.FormatInt(s.Occurrences, 10), seenW) + " " +
+			view.PadLeft(view.Ago(now, s.LastSeen), lastW)
+		if i == v.nav.Cursor {
 			row = st.Selected.Render(row)
 		}
 		lines = append(lines, row)
 	}
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
 // detailLines is the evidence of the open record, as lines of at most w cells.
-func (v *queueView) detailLines(w int) []string {
+func (v *View) detailLines(w int) []string {
 	st := v.c.Styles
 	r := v.rec
 	if r == nil {
@@ -750,8 +740,8 @@ func (v *queueView) detailLines(w int) []string {
 			st.DiffIncoming.Render("incoming "+r.IncomingClass)
 	}
 	add(cls + "  " + label("seen ") + plural(int(r.Occurrences), "time"))
-	add(label("first ") + stamp(r.FirstSeen) + "  " + label("last ") + stamp(r.LastSeen) + " (" + ago(now, r.LastSeen) + ")")
-	det := label("detected by ") + orDash(r.Detected.ApplicationName) + label(" as db user ") + orDash(r.Detected.DBUser)
+	add(label("first ") + view.Stamp(r.FirstSeen) + "  " + label("last ") + view.Stamp(r.LastSeen) + " (" + view.Ago(now, r.LastSeen) + ")")
+	det := label("detected by ") + view.OrDash(r.Detected.ApplicationName) + label(" as db user ") + view.OrDash(r.Detected.DBUser)
 	if r.Detected.Operator != "" {
 		det += label(" operator ") + r.Detected.Operator
 	}
@@ -764,7 +754,7 @@ func (v *queueView) detailLines(w int) []string {
 			marker = "  "
 		}
 		if w >= 14+len(hash) {
-			add(marker + label(pad(name, 10)) + style.Render(hash))
+			add(marker + label(view.Pad(name, 10)) + style.Render(hash))
 		} else {
 			add(marker+label(name), "    "+style.Render(hash))
 		}
@@ -778,7 +768,7 @@ func (v *queueView) detailLines(w int) []string {
 	add("")
 	if r.StoredSide == quarantine.StoredProvider {
 		add(st.Title.Render("The provider's answer") + st.Muted.Render(" (the key was used there with another payload)"))
-		for _, l := range wrap(string(r.StoredResponse), max(10, w-4)) {
+		for _, l := range view.Wrap(string(r.StoredResponse), max(10, w-4)) {
 			add("  " + l)
 		}
 		add("")
@@ -804,9 +794,9 @@ func (v *queueView) detailLines(w int) []string {
 			if len(raw) == 0 {
 				text = "null"
 			}
-			wrapped := wrap(text, max(10, w-14))
+			wrapped := view.Wrap(text, max(10, w-14))
 			for i, l := range wrapped {
-				prefix := "    " + label(pad(name, 10))
+				prefix := "    " + label(view.Pad(name, 10))
 				if i > 0 {
 					prefix = strings.Repeat(" ", 14)
 				}
@@ -821,9 +811,9 @@ func (v *queueView) detailLines(w int) []string {
 	add(st.Title.Render("Decision"))
 	if d := r.Decision; d != nil {
 		add("  " + v.statusStyle(r.Status).Render(string(r.Status)) + label(" by ") + audit.Who(d.Person, d.DBUser) +
-			label(" at ") + stamp(d.At) + label(" audit row ") + fmt.Sprintf("#%d", d.AuditID))
+			label(" at ") + view.Stamp(d.At) + label(" audit row ") + fmt.Sprintf("#%d", d.AuditID))
 		add("  " + label("operator ") + d.By)
-		add(indent("  ", wrap(label("reason ")+d.Reason, max(10, w-2)))...)
+		add(view.Indent("  ", view.Wrap(label("reason ")+d.Reason, max(10, w-2)))...)
 		if d.NewOperationID != "" {
 			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
 		}
@@ -834,7 +824,7 @@ func (v *queueView) detailLines(w int) []string {
 
 	block := func(title string, raw []byte) {
 		add(st.Title.Render(title))
-		add(indent("  ", wrap(prettyJSON(raw), max(10, w-2)))...)
+		add(view.Indent("  ", view.Wrap(view.PrettyJSON(raw), max(10, w-2)))...)
 	}
 	block("Saved response (of the stored operation)", r.StoredResponse)
 	block("Stored payload", r.StoredPayload)
@@ -858,14 +848,7 @@ func storedPurged(ch quarantine.Change) string {
 	return s
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func (v *queueView) renderDetail(w, h int) string {
+func (v *View) renderDetail(w, h int) string {
 	st := v.c.Styles
 	lines := v.detailLines(w)
 	top := max(0, min(v.dtop, len(lines)-(h-1)))
@@ -875,10 +858,10 @@ func (v *queueView) renderDetail(w, h int) string {
 		out = append(out, "")
 	}
 	pos := st.Muted.Render(fmt.Sprintf("lines %d-%d of %d  ↑/↓ scroll  esc back to the list", top+1, end, len(lines)))
-	return fitLines(append(out, pos), w, h)
+	return view.FitLines(append(out, pos), w, h)
 }
 
-func (v *queueView) formHeader(w int) []string {
+func (v *View) formHeader(w int) []string {
 	st := v.c.Styles
 	r := v.rec
 	var lines []string
@@ -891,17 +874,17 @@ func (v *queueView) formHeader(w int) []string {
 			"The conflicting request will never run; its replays stay refused for ever.")
 	}
 	lines = append(lines, st.Label.Render("identity ")+r.Tenant+"/"+r.OperationID+st.Label.Render("  class ")+r.IncomingClass)
-	lines = append(lines, labelled("incoming hash", st.Label, st.HashIncoming.Render(r.IncomingHash), w, 2)...)
+	lines = append(lines, view.Labelled("incoming hash", st.Label, st.HashIncoming.Render(r.IncomingHash), w, 2)...)
 	return append(lines, "")
 }
 
-func (v *queueView) renderForm(w, h int) string {
+func (v *View) renderForm(w, h int) string {
 	st := v.c.Styles
 	lines := v.formHeader(w)
 	field := func(i int, name string, in textinput.Model) {
-		lbl := "  " + pad(name, 18)
+		lbl := "  " + view.Pad(name, 18)
 		if i == v.focus {
-			lbl = st.Focused.Render("> " + pad(name, 18))
+			lbl = st.Focused.Render("> " + view.Pad(name, 18))
 		} else {
 			lbl = st.Label.Render(lbl)
 		}
@@ -915,14 +898,14 @@ func (v *queueView) renderForm(w, h int) string {
 		field(0, "reason", v.reason)
 	}
 	lines = append(lines, "", st.Muted.Render("enter: review before deciding · tab: next field · esc: cancel"))
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }
 
-func (v *queueView) renderConfirm(w, h int) string {
+func (v *View) renderConfirm(w, h int) string {
 	st := v.c.Styles
 	r := v.rec
 	lines := []string{st.Warning.Render(fmt.Sprintf("Confirm: %s quarantine #%d", v.action.verb(), r.ID)), ""}
-	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 18))+val) }
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+view.Pad(k, 18))+val) }
 	row("identity", r.Tenant+"/"+r.OperationID)
 	if v.action == decideAccept {
 		row("runs as", r.Tenant+"/"+strings.TrimSpace(v.newOp.Value()))
@@ -936,16 +919,7 @@ func (v *queueView) renderConfirm(w, h int) string {
 	} else {
 		lines = append(lines, "", st.Focused.Render("y")+" confirm   "+st.Focused.Render("n/esc")+" back to the form")
 	}
-	return fitLines(wrapAll(lines, w), w, h)
-}
-
-// wrapAll wraps every line to w cells.
-func wrapAll(lines []string, w int) []string {
-	var out []string
-	for _, l := range lines {
-		out = append(out, wrap(l, w)...)
-	}
-	return out
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }
 
 // plural renders "1 record", "2 records".

@@ -1,4 +1,4 @@
-package tui
+package resolveview
 
 import (
 	"errors"
@@ -19,6 +19,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // MaxEditablePayload is the largest payload file loaded into the editor; a
@@ -103,8 +104,8 @@ const (
 	fieldCount
 )
 
-type resolveView struct {
-	c     *Context
+type View struct {
+	c     *view.Context
 	svc   Stepper
 	delay time.Duration
 
@@ -124,15 +125,15 @@ type resolveView struct {
 	seq int
 	run *resolveRun
 	top int
-	ban banner
+	ban view.Banner
 }
 
-func newResolveView(c *Context, svc Stepper, delay time.Duration) *resolveView {
-	v := &resolveView{c: c, svc: svc, delay: delay, dryRun: true}
-	v.tenant = newInput(c, "tenant_id, e.g. acme", idem.MaxTenantIDBytes)
-	v.op = newInput(c, "operation_id, e.g. charge-42", idem.MaxOperationIDBytes)
-	v.class = newInput(c, "operation class, e.g. demo.transfer", 256)
-	v.file = newInput(c, "path of a JSON file; enter loads it", 4096)
+func New(c *view.Context, svc Stepper, delay time.Duration) *View {
+	v := &View{c: c, svc: svc, delay: delay, dryRun: true}
+	v.tenant = view.NewInput(c, "tenant_id, e.g. acme", idem.MaxTenantIDBytes)
+	v.op = view.NewInput(c, "operation_id, e.g. charge-42", idem.MaxOperationIDBytes)
+	v.class = view.NewInput(c, "operation class, e.g. demo.transfer", 256)
+	v.file = view.NewInput(c, "path of a JSON file; enter loads it", 4096)
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.Prompt = "│ "
@@ -153,22 +154,22 @@ func newResolveView(c *Context, svc Stepper, delay time.Duration) *resolveView {
 	return v
 }
 
-func (v *resolveView) activate() tea.Cmd {
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the resolve service is not available")
+		v.ban = view.WarningBanner("the resolve service is not available")
 	}
 	return nil
 }
 
-func (v *resolveView) typing() bool { return v.editing }
+func (v *View) Typing() bool { return v.editing }
 
-func (v *resolveView) status() banner { return v.ban }
+func (v *View) Status() view.Banner { return v.ban }
 
-func (v *resolveView) back() (bool, tea.Cmd) {
+func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirming:
 		v.confirming = false
-		v.ban = infoBanner("cancelled: nothing ran")
+		v.ban = view.InfoBanner("cancelled: nothing ran")
 		return true, nil
 	case v.run != nil && v.run.done:
 		// Back to the form, input kept.
@@ -178,10 +179,10 @@ func (v *resolveView) back() (bool, tea.Cmd) {
 	return false, nil
 }
 
-func (v *resolveView) running() bool { return v.run != nil && !v.run.done }
+func (v *View) running() bool { return v.run != nil && !v.run.done }
 
 // input is what the form holds.
-func (v *resolveView) input() ResolveInput {
+func (v *View) input() ResolveInput {
 	payload := []byte(v.payload.Value())
 	if v.loaded != nil {
 		payload = v.loaded
@@ -196,7 +197,7 @@ func (v *resolveView) input() ResolveInput {
 }
 
 // SetInput fills the form (tests, and a future "resolve this" from another view).
-func (v *resolveView) setInput(in ResolveInput) {
+func (v *View) setInput(in ResolveInput) {
 	v.tenant.SetValue(in.Tenant)
 	v.op.SetValue(in.OperationID)
 	v.class.SetValue(in.Class)
@@ -205,7 +206,7 @@ func (v *resolveView) setInput(in ResolveInput) {
 	v.dryRun = in.DryRun
 }
 
-func (v *resolveView) update(msg tea.Msg) tea.Cmd {
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case stepGoMsg:
 		if v.run == nil || msg.seq != v.run.seq {
@@ -228,7 +229,7 @@ func (v *resolveView) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
+func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Resolve
 	if v.confirming {
 		switch {
@@ -237,7 +238,7 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 			return v.start()
 		case key.Matches(msg, v.c.Keys.Confirm.No):
 			v.confirming = false
-			v.ban = infoBanner("cancelled: nothing ran")
+			v.ban = view.InfoBanner("cancelled: nothing ran")
 		}
 		return nil
 	}
@@ -260,20 +261,20 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.DryRun):
 		v.dryRun = !v.dryRun
 		if v.dryRun {
-			v.ban = infoBanner("dry run on: the next run (enter) only reads and changes nothing")
+			v.ban = view.InfoBanner("dry run on: the next run (enter) only reads and changes nothing")
 		} else {
-			v.ban = warningBanner("dry run off: the next run (enter) executes what is missing")
+			v.ban = view.WarningBanner("dry run off: the next run (enter) executes what is missing")
 		}
 		return nil
 	case key.Matches(msg, k.Clear):
 		v.setInput(ResolveInput{DryRun: true})
 		v.file.SetValue("")
-		v.run, v.ban, v.top, v.focus = nil, banner{}, 0, fieldTenant
+		v.run, v.ban, v.top, v.focus = nil, view.Banner{}, 0, fieldTenant
 		return nil
 	case key.Matches(msg, k.OpenRec):
 		if v.run != nil && v.run.result != nil && v.run.result.QuarantineID > 0 {
 			id := v.run.result.QuarantineID
-			return func() tea.Msg { return openQuarantineMsg{id: id} }
+			return func() tea.Msg { return view.OpenQuarantineMsg{ID: id} }
 		}
 		return nil
 	case key.Matches(msg, k.Run):
@@ -282,12 +283,12 @@ func (v *resolveView) key(msg tea.KeyMsg) tea.Cmd {
 	return v.scrollKey(msg)
 }
 
-func (v *resolveView) scrollKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) scrollKey(msg tea.KeyMsg) tea.Cmd {
 	if v.run == nil {
 		return nil
 	}
 	k := v.c.Keys.Queue.List
-	h := v.c.bodyHeight()
+	h := v.c.BodyHeight()
 	switch {
 	case key.Matches(msg, k.Up):
 		v.top--
@@ -307,14 +308,14 @@ func (v *resolveView) scrollKey(msg tea.KeyMsg) tea.Cmd {
 }
 
 // requestRun checks the input; a real run asks for confirmation first.
-func (v *resolveView) requestRun() tea.Cmd {
+func (v *View) requestRun() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the resolve service is not available")
+		v.ban = view.WarningBanner("the resolve service is not available")
 		return nil
 	}
 	p, err := v.input().Prepare()
 	if err != nil {
-		v.ban = errorBanner(fmt.Errorf("input: %w", err))
+		v.ban = view.ErrorBanner(fmt.Errorf("input: %w", err))
 		return nil
 	}
 	v.pending = p
@@ -322,25 +323,25 @@ func (v *resolveView) requestRun() tea.Cmd {
 		return v.start()
 	}
 	v.confirming = true
-	v.ban = banner{}
+	v.ban = view.Banner{}
 	return nil
 }
 
 // start begins a run at step 1.
-func (v *resolveView) start() tea.Cmd {
+func (v *View) start() tea.Cmd {
 	in := v.input()
 	p, err := in.Prepare()
 	if err != nil {
-		v.ban = errorBanner(fmt.Errorf("input: %w", err))
+		v.ban = view.ErrorBanner(fmt.Errorf("input: %w", err))
 		return nil
 	}
 	v.seq++
 	v.run = &resolveRun{seq: v.seq, in: in, p: p}
-	v.top, v.ban = 0, banner{}
+	v.top, v.ban = 0, view.Banner{}
 	return v.startStep(0)
 }
 
-func (v *resolveView) startStep(n int) tea.Cmd {
+func (v *View) startStep(n int) tea.Cmd {
 	r := v.run
 	r.steps[n].state = stepRunning
 	svc, seq, p, op := v.svc, r.seq, r.p, v.c.Operator
@@ -348,7 +349,7 @@ func (v *resolveView) startStep(n int) tea.Cmd {
 	case 0:
 		r.steps[0].lines = []stepLine{text("is this the authoritative primary?")}
 		return func() tea.Msg {
-			ctx, cancel := v.c.cmdContext()
+			ctx, cancel := v.c.CmdContext()
 			defer cancel()
 			clock, err := svc.CheckPrimary(ctx)
 			return stepDoneMsg{seq: seq, n: 0, clock: clock, err: err}
@@ -357,7 +358,7 @@ func (v *resolveView) startStep(n int) tea.Cmd {
 		r.steps[1].lines = []stepLine{text("reading the inbox (read-only)…")}
 		dry := r.in.DryRun
 		return func() tea.Msg {
-			ctx, cancel := v.c.cmdContext()
+			ctx, cancel := v.c.CmdContext()
 			defer cancel()
 			st, err := svc.Lookup(ctx, p, op, dry)
 			return stepDoneMsg{seq: seq, n: 1, stored: st, err: err}
@@ -369,7 +370,7 @@ func (v *resolveView) startStep(n int) tea.Cmd {
 		r.steps[3].lines = []stepLine{text("the atomic executor settles it (one transaction)…")}
 		r.steps[4] = step(stepRunning, text("waiting for the executor"))
 		return func() tea.Msg {
-			ctx, cancel := v.c.cmdContext()
+			ctx, cancel := v.c.CmdContext()
 			defer cancel()
 			res, err := svc.Execute(ctx, p, op)
 			return stepDoneMsg{seq: seq, n: 3, result: res, err: err}
@@ -378,7 +379,7 @@ func (v *resolveView) startStep(n int) tea.Cmd {
 }
 
 // next schedules step n after the pacing delay.
-func (v *resolveView) next(n int) tea.Cmd {
+func (v *View) next(n int) tea.Cmd {
 	seq := v.run.seq
 	if v.delay <= 0 {
 		return v.startStep(n)
@@ -388,19 +389,19 @@ func (v *resolveView) next(n int) tea.Cmd {
 }
 
 // stop ends the run: the remaining steps did not run.
-func (v *resolveView) stop(from int, why string) {
+func (v *View) stop(from int, why string) {
 	for i := from; i < len(v.run.steps); i++ {
 		v.run.steps[i] = step(stepSkipped, text(why))
 	}
 	v.run.done = true
 }
 
-func (v *resolveView) stepDone(msg stepDoneMsg) tea.Cmd {
+func (v *View) stepDone(msg stepDoneMsg) tea.Cmd {
 	r := v.run
 	switch msg.n {
 	case 0:
 		if msg.err != nil {
-			r.steps[0] = step(stepFailed, alert(oneLine(msg.err.Error())))
+			r.steps[0] = step(stepFailed, alert(view.OneLine(msg.err.Error())))
 			r.outcome = "refused"
 			if !errors.Is(msg.err, recovery.ErrNotPrimary) {
 				r.outcome = recovery.Failed
@@ -409,11 +410,11 @@ func (v *resolveView) stepDone(msg stepDoneMsg) tea.Cmd {
 			v.stop(1, "not run")
 			return nil
 		}
-		r.steps[0] = step(stepOK, text("primary, read-write; clock "+stamp(msg.clock)))
+		r.steps[0] = step(stepOK, text("primary, read-write; clock "+view.Stamp(msg.clock)))
 		return v.next(1)
 	case 1:
 		if msg.err != nil {
-			r.steps[1] = step(stepFailed, alert(oneLine(msg.err.Error())))
+			r.steps[1] = step(stepFailed, alert(view.OneLine(msg.err.Error())))
 			r.outcome = recovery.Failed
 			r.summary = []string{"Nothing was written for this operation."}
 			v.stop(2, "not run")
@@ -459,7 +460,7 @@ func (v *resolveView) stepDone(msg stepDoneMsg) tea.Cmd {
 	}
 }
 
-func (v *resolveView) describeComparison() {
+func (v *View) describeComparison() {
 	r := v.run
 	switch {
 	case !r.stored.Found:
@@ -478,11 +479,11 @@ func (v *resolveView) describeComparison() {
 	}
 }
 
-func (v *resolveView) executed(msg stepDoneMsg) tea.Cmd {
+func (v *View) executed(msg stepDoneMsg) tea.Cmd {
 	r := v.run
 	r.done = true
 	if msg.err != nil && msg.result.Outcome == "" {
-		r.steps[3] = step(stepFailed, alert(oneLine(msg.err.Error())))
+		r.steps[3] = step(stepFailed, alert(view.OneLine(msg.err.Error())))
 		r.steps[4] = step(stepSkipped, text("not run"))
 		r.outcome = recovery.Failed
 		if errors.Is(msg.err, recovery.ErrNotPrimary) {
@@ -495,7 +496,7 @@ func (v *resolveView) executed(msg stepDoneMsg) tea.Cmd {
 	r.result, r.outcome = &res, res.Outcome
 	if msg.err != nil {
 		// The operation settled but something around it failed (its audit record).
-		r.note = "warning: " + oneLine(msg.err.Error())
+		r.note = "warning: " + view.OneLine(msg.err.Error())
 	}
 	if d := res.Redrive; d != nil {
 		return v.redriven(res, d)
@@ -535,7 +536,7 @@ func (v *resolveView) executed(msg stepDoneMsg) tea.Cmd {
 
 // edit mode
 
-func (v *resolveView) focusField(i int) tea.Cmd {
+func (v *View) focusField(i int) tea.Cmd {
 	v.focus = (i + fieldCount) % fieldCount
 	v.tenant.Blur()
 	v.op.Blur()
@@ -557,7 +558,7 @@ func (v *resolveView) focusField(i int) tea.Cmd {
 	return nil
 }
 
-func (v *resolveView) stopEditing() {
+func (v *View) stopEditing() {
 	v.editing = false
 	v.tenant.Blur()
 	v.op.Blur()
@@ -566,7 +567,7 @@ func (v *resolveView) stopEditing() {
 	v.payload.Blur()
 }
 
-func (v *resolveView) editKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) editKey(msg tea.KeyMsg) tea.Cmd {
 	switch msg.Type {
 	case tea.KeyEsc:
 		v.stopEditing()
@@ -608,7 +609,7 @@ func (v *resolveView) editKey(msg tea.KeyMsg) tea.Cmd {
 		v.file, cmd = v.file.Update(msg)
 	case fieldPayload:
 		if v.loaded != nil {
-			v.ban = infoBanner("the payload was loaded from a file too large to edit; c clears it")
+			v.ban = view.InfoBanner("the payload was loaded from a file too large to edit; c clears it")
 			return nil
 		}
 		v.payload, cmd = v.payload.Update(msg)
@@ -621,9 +622,9 @@ func (v *resolveView) editKey(msg tea.KeyMsg) tea.Cmd {
 }
 
 // loadFile reads a payload file inside a tea.Cmd.
-func (v *resolveView) loadFile(path string) tea.Cmd {
+func (v *View) loadFile(path string) tea.Cmd {
 	if path == "" {
-		v.ban = infoBanner("type the path of a JSON file, then enter")
+		v.ban = view.InfoBanner("type the path of a JSON file, then enter")
 		return nil
 	}
 	if strings.HasPrefix(path, "~/") {
@@ -645,9 +646,9 @@ func (v *resolveView) loadFile(path string) tea.Cmd {
 	}
 }
 
-func (v *resolveView) fileLoaded(msg payloadFileMsg) tea.Cmd {
+func (v *View) fileLoaded(msg payloadFileMsg) tea.Cmd {
 	if msg.err != nil {
-		v.ban = errorBanner(fmt.Errorf("load %s: %w", msg.path, msg.err))
+		v.ban = view.ErrorBanner(fmt.Errorf("load %s: %w", msg.path, msg.err))
 		return nil
 	}
 	if len(msg.data) > MaxEditablePayload {
@@ -657,14 +658,14 @@ func (v *resolveView) fileLoaded(msg payloadFileMsg) tea.Cmd {
 		v.loaded, v.loadedFrom = nil, ""
 		v.payload.SetValue(string(msg.data))
 	}
-	v.ban = successBanner("loaded %d bytes from %s", len(msg.data), msg.path)
+	v.ban = view.SuccessBanner("loaded %d bytes from %s", len(msg.data), msg.path)
 	if v.editing {
 		return v.focusField(fieldPayload)
 	}
 	return nil
 }
 
-func (v *resolveView) keyMap() help.KeyMap {
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys
 	r := k.Resolve
 	switch {
@@ -689,7 +690,7 @@ func (v *resolveView) keyMap() help.KeyMap {
 
 // render
 
-func (v *resolveView) render(w, h int) string {
+func (v *View) Render(w, h int) string {
 	if v.confirming {
 		return v.renderConfirm(w, h)
 	}
@@ -698,10 +699,10 @@ func (v *resolveView) render(w, h int) string {
 	}
 	lines := v.runLines(w)
 	top := max(0, min(v.top, len(lines)-h))
-	return fitLines(lines[top:], w, h)
+	return view.FitLines(lines[top:], w, h)
 }
 
-func (v *resolveView) dryRunLabel() string {
+func (v *View) dryRunLabel() string {
 	st := v.c.Styles
 	if v.dryRun {
 		return st.Success.Render("[x] dry run") + st.Muted.Render(" (look up only, write nothing)")
@@ -709,16 +710,16 @@ func (v *resolveView) dryRunLabel() string {
 	return st.Warning.Render("[ ] dry run") + st.Muted.Render(" (OFF: a real run executes or quarantines)")
 }
 
-func (v *resolveView) renderForm(w, h int) string {
+func (v *View) renderForm(w, h int) string {
 	st := v.c.Styles
 	lines := []string{st.Title.Render("Resolve one ambiguous operation") + st.Muted.Render("  the recovery protocol, step by step"), ""}
 	inW := max(10, w-18)
-	field := func(i int, name, view string) {
-		lbl := st.Label.Render("  " + pad(name, 14))
+	field := func(i int, name, shown string) {
+		lbl := st.Label.Render("  " + view.Pad(name, 14))
 		if v.editing && v.focus == i {
-			lbl = st.Focused.Render("> " + pad(name, 14))
+			lbl = st.Focused.Render("> " + view.Pad(name, 14))
 		}
-		lines = append(lines, lbl+view)
+		lines = append(lines, lbl+shown)
 	}
 	for _, f := range []struct {
 		i    int
@@ -747,26 +748,26 @@ func (v *resolveView) renderForm(w, h int) string {
 	} else {
 		lines = append(lines, st.Muted.Render("e edit · l load a payload file · d toggle dry run · enter run"))
 	}
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
-func (v *resolveView) renderConfirm(w, h int) string {
+func (v *View) renderConfirm(w, h int) string {
 	st := v.c.Styles
 	p := v.pending
 	lines := []string{st.Warning.Render("Confirm a REAL run (dry run is off)"), ""}
-	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 14))+val) }
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+view.Pad(k, 14))+val) }
 	row("identity", p.TenantID+"/"+p.OperationID)
 	row("class", p.Class)
-	lines = append(lines, labelled("  "+pad("payload hash", 14), st.Label, st.HashIncoming.Render(p.Hash), w, 4)...)
+	lines = append(lines, view.Labelled("  "+view.Pad("payload hash", 14), st.Label, st.HashIncoming.Render(p.Hash), w, 4)...)
 	row("operator", v.c.Operator)
 	lines = append(lines, "",
 		"If the identity is absent the operation executes now (its effect commits);",
 		"if it exists with another payload the request is quarantined.",
 		"", st.Focused.Render("y")+" run it   "+st.Focused.Render("n/esc")+" cancel")
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }
 
-func (v *resolveView) stepMarker(s stepState) string {
+func (v *View) stepMarker(s stepState) string {
 	st := v.c.Styles
 	switch s {
 	case stepRunning:
@@ -783,7 +784,7 @@ func (v *resolveView) stepMarker(s stepState) string {
 	return st.StepPending.Render("[  ]")
 }
 
-func (v *resolveView) runLines(w int) []string {
+func (v *View) runLines(w int) []string {
 	st := v.c.Styles
 	r := v.run
 	mode := st.Success.Render("DRY RUN")
@@ -791,7 +792,7 @@ func (v *resolveView) runLines(w int) []string {
 		mode = st.Warning.Render("REAL RUN")
 	}
 	lines := []string{st.Title.Render("Resolve "+r.p.TenantID+"/"+r.p.OperationID) + " " + st.Muted.Render("("+r.p.Class+")") + "  " + mode}
-	lines = append(lines, labelled("incoming hash", st.Label, st.HashIncoming.Render(r.p.Hash), w, 5)...)
+	lines = append(lines, view.Labelled("incoming hash", st.Label, st.HashIncoming.Render(r.p.Hash), w, 5)...)
 	lines = append(lines, "")
 	const titleW = 17
 	for i, s := range r.steps {
@@ -799,7 +800,7 @@ func (v *resolveView) runLines(w int) []string {
 		if s.state == stepRunning {
 			style = st.StepRunning
 		}
-		head := v.stepMarker(s.state) + " " + style.Render(pad(fmt.Sprintf("%d %s", i+1, stepNames[i]), titleW))
+		head := v.stepMarker(s.state) + " " + style.Render(view.Pad(fmt.Sprintf("%d %s", i+1, stepNames[i]), titleW))
 		rest := s.lines
 		if len(rest) > 0 && rest[0].label == "" && 4+1+titleW+1+lipgloss.Width(rest[0].text) <= w {
 			head += " " + v.stepText(rest[0])
@@ -808,10 +809,10 @@ func (v *resolveView) runLines(w int) []string {
 		lines = append(lines, head)
 		for _, l := range rest {
 			if l.label != "" {
-				lines = append(lines, indent("     ", labelled(l.label, st.Label, st.HashStored.Render(l.text), w-5, 0))...)
+				lines = append(lines, view.Indent("     ", view.Labelled(l.label, st.Label, st.HashStored.Render(l.text), w-5, 0))...)
 				continue
 			}
-			lines = append(lines, indent("     ", wrap(v.stepText(l), max(10, w-5)))...)
+			lines = append(lines, view.Indent("     ", view.Wrap(v.stepText(l), max(10, w-5)))...)
 		}
 	}
 	if !r.done {
@@ -819,25 +820,25 @@ func (v *resolveView) runLines(w int) []string {
 	}
 	lines = append(lines, "", st.Label.Render("outcome ")+v.outcomeStyle(r.outcome).Render(string(r.outcome)))
 	for _, l := range r.summary {
-		lines = append(lines, wrap(l, w)...)
+		lines = append(lines, view.Wrap(l, w)...)
 	}
 	if r.result != nil && (r.result.Outcome == recovery.Applied || r.result.Outcome == recovery.AlreadyApplied) {
-		lines = append(lines, indent("  ", wrap(prettyJSON(r.result.Response), max(10, w-2)))...)
+		lines = append(lines, view.Indent("  ", view.Wrap(view.PrettyJSON(r.result.Response), max(10, w-2)))...)
 	}
 	if r.note != "" {
-		lines = append(lines, wrap(st.Warning.Render(r.note), w)...)
+		lines = append(lines, view.Wrap(st.Warning.Render(r.note), w)...)
 	}
 	return lines
 }
 
-func (v *resolveView) stepText(l stepLine) string {
+func (v *View) stepText(l stepLine) string {
 	if l.alert {
 		return v.c.Styles.DiffIncoming.Render(l.text)
 	}
 	return l.text
 }
 
-func (v *resolveView) outcomeStyle(o recovery.Outcome) lipgloss.Style {
+func (v *View) outcomeStyle(o recovery.Outcome) lipgloss.Style {
 	st := v.c.Styles
 	switch o {
 	case recovery.Applied, recovery.AlreadyApplied, recovery.WouldApply:
@@ -850,7 +851,7 @@ func (v *resolveView) outcomeStyle(o recovery.Outcome) lipgloss.Style {
 
 // redriven shows a re-drive through the class's service: what was sent,
 // what it replied, and what the primary says (the answer).
-func (v *resolveView) redriven(res recovery.Result, d *recovery.RedriveTrace) tea.Cmd {
+func (v *View) redriven(res recovery.Result, d *recovery.RedriveTrace) tea.Cmd {
 	r := v.run
 	lines := []stepLine{
 		text("re-driven through its service, with its own identity"),
@@ -873,7 +874,7 @@ func (v *resolveView) redriven(res recovery.Result, d *recovery.RedriveTrace) te
 	default:
 		state = stepFailed
 		if res.Err != nil {
-			lines = append(lines, alert(oneLine(res.Err.Error())))
+			lines = append(lines, alert(view.OneLine(res.Err.Error())))
 		}
 		r.summary = []string{"Not settled: the error says why."}
 	}

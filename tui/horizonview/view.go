@@ -1,4 +1,4 @@
-package tui
+package horizonview
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // HorizonService is what the horizon view needs: the replay sources with
@@ -149,8 +150,8 @@ const (
 	horizonPurge
 )
 
-type horizonView struct {
-	c   *Context
+type View struct {
+	c   *view.Context
 	svc HorizonService
 
 	sources []HorizonSource
@@ -158,13 +159,13 @@ type horizonView struct {
 	loaded  bool
 	loading bool
 	seq     int
-	nav     listNav
-	ban     banner
+	nav     view.ListNav
+	ban     view.Banner
 
 	confirm horizonAction
 	// loadBan is the error banner of the last failed load, cleared when a
 	// load succeeds.
-	loadBan banner
+	loadBan view.Banner
 	busy    bool // an approval is on its way
 
 	purgeID     int64
@@ -174,22 +175,22 @@ type horizonView struct {
 	bar         progress.Model
 }
 
-func newHorizonView(c *Context, svc HorizonService) *horizonView {
+func New(c *view.Context, svc HorizonService) *View {
 	bar := progress.New(progress.WithSolidFill(c.Styles.ProgressFull), progress.WithColorProfile(c.Styles.Profile()),
 		progress.WithFillCharacters('#', '.'))
 	bar.EmptyColor = c.Styles.ProgressEmpty
-	return &horizonView{c: c, svc: svc, bar: bar}
+	return &View{c: c, svc: svc, bar: bar}
 }
 
-func (v *horizonView) activate() tea.Cmd {
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the horizon service is not wired into this build (package horizon)")
+		v.ban = view.WarningBanner("the horizon service is not wired into this build (package horizon)")
 		return nil
 	}
 	return v.load()
 }
 
-func (v *horizonView) load() tea.Cmd {
+func (v *View) load() tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
@@ -197,7 +198,7 @@ func (v *horizonView) load() tea.Cmd {
 	v.loading = true
 	seq, svc := v.seq, v.svc
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		sources, err := svc.Sources(ctx)
 		if err != nil {
@@ -211,38 +212,47 @@ func (v *horizonView) load() tea.Cmd {
 	}
 }
 
-func (v *horizonView) typing() bool   { return false }
-func (v *horizonView) status() banner { return v.ban }
+func (v *View) Typing() bool        { return false }
+func (v *View) Status() view.Banner { return v.ban }
 
-func (v *horizonView) back() (bool, tea.Cmd) {
+func (v *View) Back() (bool, tea.Cmd) {
 	if v.confirm != 0 {
 		v.confirm = 0
-		v.ban = infoBanner("cancelled: nothing changed")
+		v.ban = view.InfoBanner("cancelled: nothing changed")
 		return true, nil
 	}
 	return false, nil
 }
 
-func (v *horizonView) purging() bool { return v.purgeEvents != nil }
+func (v *View) purging() bool { return v.purgeEvents != nil }
+
+// SetPurging marks plan id as being purged, or no longer, as a purge in
+// flight does, without running one (the console's own tests draw it).
+func (v *View) SetPurging(id int64, running bool) {
+	v.purgeID, v.purgeEvents = id, nil
+	if running {
+		v.purgeEvents = make(chan tea.Msg)
+	}
+}
 
 // sourceRows is how many source rows fit; the plans get the rest.
-func (v *horizonView) sourceRows() int {
-	body := v.c.bodyHeight()
+func (v *View) sourceRows() int {
+	body := v.c.BodyHeight()
 	return max(1, min(max(1, len(v.sources)), (body-9)/2))
 }
 
-func (v *horizonView) planRows() int {
-	return max(1, v.c.bodyHeight()-10-v.sourceRows())
+func (v *View) planRows() int {
+	return max(1, v.c.BodyHeight()-10-v.sourceRows())
 }
 
-func (v *horizonView) selected() *PurgePlan {
-	if v.nav.cursor < len(v.plans) {
-		return &v.plans[v.nav.cursor]
+func (v *View) selected() *PurgePlan {
+	if v.nav.Cursor < len(v.plans) {
+		return &v.plans[v.nav.Cursor]
 	}
 	return nil
 }
 
-func (v *horizonView) update(msg tea.Msg) tea.Cmd {
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case horizonLoadedMsg:
 		if msg.seq != v.seq {
@@ -250,15 +260,15 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 		}
 		v.loading = false
 		if msg.err != nil {
-			v.ban = errorBanner(msg.err)
+			v.ban = view.ErrorBanner(msg.err)
 			v.loadBan = v.ban
 			return nil
 		}
 		if v.ban == v.loadBan {
 			// The load that failed has succeeded since: its error is stale.
-			v.ban = banner{}
+			v.ban = view.Banner{}
 		}
-		v.loadBan = banner{}
+		v.loadBan = view.Banner{}
 		var sel int64
 		if p := v.selected(); p != nil {
 			sel = p.ID
@@ -266,23 +276,23 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 		v.sources, v.plans, v.loaded = msg.sources, msg.plans, true
 		for i, p := range v.plans {
 			if p.ID == sel {
-				v.nav.cursor = i
+				v.nav.Cursor = i
 			}
 		}
-		v.nav.clamp(len(v.plans), v.planRows())
+		v.nav.Clamp(len(v.plans), v.planRows())
 	case approvedMsg:
 		v.busy = false
 		if msg.err != nil {
 			if errors.Is(msg.err, ErrSameOperator) {
-				v.ban = banner{bannerError, fmt.Sprintf("refused: you planned purge #%d; another person must approve it", msg.id)}
+				v.ban = view.Banner{Kind: view.BannerError, Text: fmt.Sprintf("refused: you planned purge #%d; another person must approve it", msg.id)}
 			} else {
-				v.ban = errorBanner(fmt.Errorf("approve plan #%d: %w", msg.id, msg.err))
+				v.ban = view.ErrorBanner(fmt.Errorf("approve plan #%d: %w", msg.id, msg.err))
 			}
 			return v.load()
 		}
 		// Who approved is the person behind this login: the plan, reloaded,
 		// names them with the login (an --operator label proves nothing).
-		v.ban = successBanner("plan #%d approved; it can now be purged (p)", msg.id)
+		v.ban = view.SuccessBanner("plan #%d approved; it can now be purged (p)", msg.id)
 		return v.load()
 	case purgeProgressMsg:
 		if msg.id == v.purgeID {
@@ -293,12 +303,12 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 		v.purgeEvents = nil
 		switch {
 		case msg.err != nil:
-			v.ban = errorBanner(fmt.Errorf("purge plan #%d: %w", msg.id, msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("purge plan #%d: %w", msg.id, msg.err))
 		case msg.result.Aborted:
-			v.ban = warningBanner("purge #%d aborted after %d identities: %s", msg.id, msg.result.Purged, msg.result.AbortReason)
+			v.ban = view.WarningBanner("purge #%d aborted after %d identities: %s", msg.id, msg.result.Purged, msg.result.AbortReason)
 		default:
 			v.purgeDone = msg.result.Purged
-			v.ban = successBanner("purge #%d done: %d identities purged", msg.id, msg.result.Purged)
+			v.ban = view.SuccessBanner("purge #%d done: %d identities purged", msg.id, msg.result.Purged)
 		}
 		return v.load()
 	case tea.KeyMsg:
@@ -307,7 +317,7 @@ func (v *horizonView) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *horizonView) key(msg tea.KeyMsg) tea.Cmd {
+func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
@@ -323,11 +333,11 @@ func (v *horizonView) key(msg tea.KeyMsg) tea.Cmd {
 			return v.startPurge()
 		case key.Matches(msg, v.c.Keys.Confirm.No):
 			v.confirm = 0
-			v.ban = infoBanner("cancelled: nothing changed")
+			v.ban = view.InfoBanner("cancelled: nothing changed")
 		}
 		return nil
 	}
-	if v.nav.handle(k.List, msg, len(v.plans), v.planRows()) {
+	if v.nav.Handle(k.List, msg, len(v.plans), v.planRows()) {
 		return nil
 	}
 	p := v.selected()
@@ -338,25 +348,25 @@ func (v *horizonView) key(msg tea.KeyMsg) tea.Cmd {
 		switch {
 		case p == nil || v.busy || v.purging():
 		case p.State != PlanPlanned:
-			v.ban = warningBanner("plan #%d is %s: only a planned purge can be approved", p.ID, p.State)
+			v.ban = view.WarningBanner("plan #%d is %s: only a planned purge can be approved", p.ID, p.State)
 		default:
-			v.confirm, v.ban = horizonApprove, banner{}
+			v.confirm, v.ban = horizonApprove, view.Banner{}
 		}
 	case key.Matches(msg, k.Purge):
 		switch {
 		case p == nil || v.busy:
 		case v.purging():
-			v.ban = infoBanner("purge #%d is running", v.purgeID)
+			v.ban = view.InfoBanner("purge #%d is running", v.purgeID)
 		case p.State != PlanApproved:
-			v.ban = warningBanner("plan #%d is %s: only an approved plan can be purged", p.ID, p.State)
+			v.ban = view.WarningBanner("plan #%d is %s: only an approved plan can be purged", p.ID, p.State)
 		default:
-			v.confirm, v.ban = horizonPurge, banner{}
+			v.confirm, v.ban = horizonPurge, view.Banner{}
 		}
 	}
 	return nil
 }
 
-func (v *horizonView) approve() tea.Cmd {
+func (v *View) approve() tea.Cmd {
 	p := v.selected()
 	if p == nil {
 		return nil
@@ -364,7 +374,7 @@ func (v *horizonView) approve() tea.Cmd {
 	v.busy = true
 	id, svc, op := p.ID, v.svc, v.c.Operator
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		return approvedMsg{id: id, err: svc.Approve(ctx, id, op)}
 	}
@@ -374,7 +384,7 @@ func (v *horizonView) approve() tea.Cmd {
 // and the end come back through a channel that waitPurge reads one message
 // at a time. The purge is not bounded by the per-command timeout, only by the
 // program's life.
-func (v *horizonView) startPurge() tea.Cmd {
+func (v *View) startPurge() tea.Cmd {
 	p := v.selected()
 	if p == nil {
 		return nil
@@ -400,7 +410,7 @@ func (v *horizonView) startPurge() tea.Cmd {
 	return start
 }
 
-func (v *horizonView) waitPurge() tea.Cmd {
+func (v *View) waitPurge() tea.Cmd {
 	events := v.purgeEvents
 	if events == nil {
 		return nil
@@ -408,7 +418,7 @@ func (v *horizonView) waitPurge() tea.Cmd {
 	return func() tea.Msg { return <-events }
 }
 
-func (v *horizonView) keyMap() help.KeyMap {
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Horizon
 	switch {
 	case v.svc == nil:
@@ -422,7 +432,7 @@ func (v *horizonView) keyMap() help.KeyMap {
 	}
 }
 
-func (v *horizonView) planStyle(s PlanState) lipgloss.Style {
+func (v *View) planStyle(s PlanState) lipgloss.Style {
 	st := v.c.Styles
 	switch s {
 	case PlanPlanned:
@@ -437,10 +447,10 @@ func (v *horizonView) planStyle(s PlanState) lipgloss.Style {
 	return st.Muted
 }
 
-func (v *horizonView) render(w, h int) string {
+func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	if v.svc == nil {
-		return fitLines([]string{
+		return view.FitLines([]string{
 			st.Title.Render("Purge horizon"), "",
 			st.Warning.Render("  The horizon service is not available in this build."),
 			st.Muted.Render("  Sources, plans, approval and purge appear here once package horizon is wired in."),
@@ -464,7 +474,7 @@ func (v *horizonView) render(w, h int) string {
 	const kindW, probeW, resW = 8, 9, 12
 	nameW := max(10, min(28, (w-kindW-probeW-resW-6)/2))
 	detW := max(5, w-2-nameW-kindW-probeW-resW-4)
-	lines = append(lines, st.Column.Render("  "+pad("NAME", nameW)+" "+pad("KIND", kindW)+" "+pad("PROBED", probeW)+" "+pad("RESULT", resW)+" "+pad("DETAIL", detW)))
+	lines = append(lines, st.Column.Render("  "+view.Pad("NAME", nameW)+" "+view.Pad("KIND", kindW)+" "+view.Pad("PROBED", probeW)+" "+view.Pad("RESULT", resW)+" "+view.Pad("DETAIL", detW)))
 	if v.loaded && len(v.sources) == 0 {
 		lines = append(lines, st.Warning.Render("  no replay source is registered: nothing can be proven"))
 	}
@@ -480,10 +490,10 @@ func (v *horizonView) render(w, h int) string {
 		}
 		probed := "never"
 		if !s.ProbedAt.IsZero() {
-			probed = ago(now, s.ProbedAt)
+			probed = view.Ago(now, s.ProbedAt)
 		}
-		lines = append(lines, mark+pad(s.Name, nameW)+" "+pad(s.Kind, kindW)+" "+pad(probed, probeW)+" "+
-			style.Render(pad(orDash(s.Result), resW))+" "+pad(s.Detail, detW))
+		lines = append(lines, mark+view.Pad(s.Name, nameW)+" "+view.Pad(s.Kind, kindW)+" "+view.Pad(probed, probeW)+" "+
+			style.Render(view.Pad(view.OrDash(s.Result), resW))+" "+view.Pad(s.Detail, detW))
 	}
 	lines = append(lines, "", st.Label.Render("Plans"))
 	const stateW, countW = 9, 10
@@ -491,50 +501,50 @@ func (v *horizonView) render(w, h int) string {
 	for i, p := range v.plans {
 		ids[i] = p.ID
 	}
-	idW := idWidth(ids...)
+	idW := view.IDWidth(ids...)
 	beforeW := 17
 	// PLANNED and APPROVED show the person and the login when the scope
 	// still fits whole beside them, else the persons (the footer and the
 	// confirmation name the logins too).
 	who, byW, scopeW := v.whoColumns(w - 2 - idW - beforeW - stateW - countW - 6)
-	lines = append(lines, st.Column.Render("  "+padLeft("ID", idW)+" "+pad("SCOPE", scopeW)+" "+pad("BEFORE", beforeW)+" "+
-		pad("STATE", stateW)+" "+padLeft("IDENTITIES", countW)+" "+pad("PLANNED", byW)+" "+pad("APPROVED", byW)))
+	lines = append(lines, st.Column.Render("  "+view.PadLeft("ID", idW)+" "+view.Pad("SCOPE", scopeW)+" "+view.Pad("BEFORE", beforeW)+" "+
+		view.Pad("STATE", stateW)+" "+view.PadLeft("IDENTITIES", countW)+" "+view.Pad("PLANNED", byW)+" "+view.Pad("APPROVED", byW)))
 	if v.loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no purge plan (idemctl horizon plan creates one)"))
 	}
 	prows := v.planRows()
-	for i := v.nav.top; i < len(v.plans) && i < v.nav.top+prows; i++ {
+	for i := v.nav.Top; i < len(v.plans) && i < v.nav.Top+prows; i++ {
 		p := v.plans[i]
 		marker := "  "
-		if i == v.nav.cursor {
+		if i == v.nav.Cursor {
 			marker = "> "
 		}
 		st8 := p.State
 		if v.purging() && p.ID == v.purgeID {
 			st8 = PlanPurging // the list was loaded before the purge began
 		}
-		state := pad(string(st8), stateW)
-		if i != v.nav.cursor {
+		state := view.Pad(string(st8), stateW)
+		if i != v.nav.Cursor {
 			state = v.planStyle(st8).Render(state)
 		}
-		row := marker + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.Scope, scopeW) + " " + pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
-			state + " " + padLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
-			pad(who(p.PlannedBy), byW) + " " + pad(who(p.ApprovedBy), byW)
-		if i == v.nav.cursor {
+		row := marker + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.Scope, scopeW) + " " + view.Pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
+			state + " " + view.PadLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
+			view.Pad(who(p.PlannedBy), byW) + " " + view.Pad(who(p.ApprovedBy), byW)
+		if i == v.nav.Cursor {
 			row = st.Selected.Render(row)
 		}
 		lines = append(lines, row)
 	}
-	lines = fitLinesSlice(lines, h-4)
+	lines = view.FitSlice(lines, h-4)
 	lines = append(lines, v.footer(w)...)
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
 // whoColumns sizes the plan list's PLANNED and APPROVED columns in room
 // (what the other columns leave): the person and the login when the widest
 // scope still fits whole, else the persons alone. It returns how to show a
 // Who, the columns' width and the scope's.
-func (v *horizonView) whoColumns(room int) (func(Who) string, int, int) {
+func (v *View) whoColumns(room int) (func(Who) string, int, int) {
 	scopeNeed, full, short := len("SCOPE"), len("APPROVED"), len("APPROVED")
 	for _, p := range v.plans {
 		scopeNeed = max(scopeNeed, lipgloss.Width(p.Scope))
@@ -550,7 +560,7 @@ func (v *horizonView) whoColumns(room int) (func(Who) string, int, int) {
 }
 
 // footer is the selected plan's detail, or the purge's progress.
-func (v *horizonView) footer(w int) []string {
+func (v *View) footer(w int) []string {
 	st := v.c.Styles
 	p := v.selected()
 	var bar string
@@ -570,13 +580,13 @@ func (v *horizonView) footer(w int) []string {
 	if p == nil {
 		return []string{"", "", "", ""}
 	}
-	l1 := st.Label.Render(fmt.Sprintf("plan #%d ", p.ID)) + "purges identities older than " + stamp(p.Before)
+	l1 := st.Label.Render(fmt.Sprintf("plan #%d ", p.ID)) + "purges identities older than " + view.Stamp(p.Before)
 	if p.Contract != "" {
 		l1 += st.Label.Render("  contract ") + p.Contract
 	}
 	// Who planned, approved and ran it: persons with their logins, one
 	// line for the planner and one for the rest, so that none is cut.
-	l2 := st.Label.Render("planned ") + p.PlannedBy.String() + " " + stamp(p.PlannedAt)
+	l2 := st.Label.Render("planned ") + p.PlannedBy.String() + " " + view.Stamp(p.PlannedAt)
 	l3 := ""
 	if !p.ApprovedBy.zero() {
 		l3 = st.Label.Render("approved ") + p.ApprovedBy.String()
@@ -595,26 +605,26 @@ func (v *horizonView) footer(w int) []string {
 	}
 	if bar != "" {
 		// The purge just ran: its bar, then where the plan ended.
-		return []string{trunc(bar, w), trunc(l1, w), trunc(l3, w), trunc(l4, w)}
+		return []string{view.Trunc(bar, w), view.Trunc(l1, w), view.Trunc(l3, w), view.Trunc(l4, w)}
 	}
-	return []string{trunc(l1, w), trunc(l2, w), trunc(l3, w), trunc(l4, w)}
+	return []string{view.Trunc(l1, w), view.Trunc(l2, w), view.Trunc(l3, w), view.Trunc(l4, w)}
 }
 
-func (v *horizonView) renderConfirm(w, h int) string {
+func (v *View) renderConfirm(w, h int) string {
 	st := v.c.Styles
 	p := v.selected()
 	if p == nil {
 		return ""
 	}
 	var lines []string
-	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 12))+val) }
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+view.Pad(k, 12))+val) }
 	if v.confirm == horizonApprove {
 		lines = append(lines, st.Warning.Render(fmt.Sprintf("Confirm: approve purge plan #%d", p.ID)), "")
 	} else {
 		lines = append(lines, st.Warning.Render(fmt.Sprintf("Confirm: PURGE plan #%d now", p.ID)), "")
 	}
 	row("scope", p.Scope)
-	row("before", stamp(p.Before))
+	row("before", view.Stamp(p.Before))
 	row("identities", strconv.FormatInt(p.Identities, 10))
 	row("planned by", p.PlannedBy.String())
 	if !p.ApprovedBy.zero() {
@@ -623,7 +633,7 @@ func (v *horizonView) renderConfirm(w, h int) string {
 	if !p.RanBy.zero() {
 		row("ran by", p.RanBy.String())
 	}
-	row("contract", orDash(p.Contract))
+	row("contract", view.OrDash(p.Contract))
 	for i, line := range p.Proof {
 		k := ""
 		if i == 0 {
@@ -643,5 +653,5 @@ func (v *horizonView) renderConfirm(w, h int) string {
 			"replay horizon moved (a source can again replay operations from before it).")
 	}
 	lines = append(lines, "", st.Focused.Render("y")+" confirm   "+st.Focused.Render("n/esc")+" cancel")
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }

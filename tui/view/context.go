@@ -1,4 +1,4 @@
-package tui
+package view
 
 import (
 	"context"
@@ -36,67 +36,71 @@ type Context struct {
 	// Clipboard puts text on the terminal's clipboard (OSC 52); nil when
 	// there is none.
 	Clipboard func(string)
-	// Disconnected is true while the database is unreachable (the queue's
+	// Disconnected is true while the database is Unreachable (the queue's
 	// loads, every refresh, find out); the root shows a banner.
 	Disconnected bool
 }
 
-// unreachable reports whether err says the database could not be reached
+// Unreachable reports whether err says the database could not be reached
 // (refused, reset, timed out, the connection lost), as opposed to a refusal
 // by the database.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Screen layout: the header and the tabs above the body; the banner (up to
-// bannerLines) and the help line below it.
+// BannerLines) and the help line below it.
 const (
-	headerLines = 2
-	bannerLines = 3
-	helpLines   = 1
+	HeaderLines = 2
+	BannerLines = 3
+	HelpLines   = 1
 )
 
-// bodyHeight is the height every view draws in.
-func (c *Context) bodyHeight() int { return c.Height - headerLines - bannerLines - helpLines }
+// BodyHeight is the height every view draws in.
+func (c *Context) BodyHeight() int { return c.Height - HeaderLines - BannerLines - HelpLines }
 
-// cmdContext is the context of one tea.Cmd's I/O.
-func (c *Context) cmdContext() (context.Context, context.CancelFunc) {
+// CmdContext is the context of one tea.Cmd's I/O.
+func (c *Context) CmdContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Base, c.Timeout)
 }
 
-// bannerKind says how a banner reads.
-type bannerKind int
+// BannerKind says how a Banner reads.
+type BannerKind int
 
 const (
-	bannerNone bannerKind = iota
-	bannerInfo
-	bannerSuccess
-	bannerWarning
-	bannerError
+	BannerNone BannerKind = iota
+	BannerInfo
+	BannerSuccess
+	BannerWarning
+	BannerError
 )
 
-// banner is a view's one message to the operator: the result of the last
+// Banner is a view's one message to the operator: the result of the last
 // action, or the error that stopped it. Errors never crash the view; they end
 // up here.
-type banner struct {
-	kind bannerKind
-	text string
+type Banner struct {
+	Kind BannerKind
+	Text string
 }
 
-func infoBanner(format string, args ...any) banner {
-	return banner{bannerInfo, sprintf(format, args...)}
+// InfoBanner is a banner of kind BannerInfo.
+func InfoBanner(format string, args ...any) Banner {
+	return Banner{Kind: BannerInfo, Text: Sprintf(format, args...)}
 }
 
-func successBanner(format string, args ...any) banner {
-	return banner{bannerSuccess, sprintf(format, args...)}
+// SuccessBanner is a banner of kind BannerSuccess.
+func SuccessBanner(format string, args ...any) Banner {
+	return Banner{Kind: BannerSuccess, Text: Sprintf(format, args...)}
 }
 
-func warningBanner(format string, args ...any) banner {
-	return banner{bannerWarning, sprintf(format, args...)}
+// WarningBanner is a banner of kind BannerWarning.
+func WarningBanner(format string, args ...any) Banner {
+	return Banner{Kind: BannerWarning, Text: Sprintf(format, args...)}
 }
 
-func errorBanner(err error) banner {
-	return banner{bannerError, term.Escape(oneLine(err.Error()))}
+// ErrorBanner is err as an error banner, on one line, escaped.
+func ErrorBanner(err error) Banner {
+	return Banner{Kind: BannerError, Text: term.Escape(OneLine(err.Error()))}
 }
