@@ -76,16 +76,19 @@ type ApprovalItem struct {
 	Lines []string
 }
 
+// planRef identifies a plan in the list: ids are per kind.
+type planRef struct {
+	kind PlanKind
+	id   int64
+}
+
+func planKey(p ApprovalPlan) planRef { return planRef{p.Kind, p.ID} }
+
 // planned reports whether the plan waits for its approval.
 func (p ApprovalPlan) planned() bool { return p.State == "planned" }
 
 // Messages of the approvals view.
 type (
-	approvalsLoadedMsg struct {
-		seq   int
-		plans []ApprovalPlan
-		err   error
-	}
 	planApprovedMsg struct {
 		kind PlanKind
 		id   int64
@@ -97,13 +100,10 @@ type View struct {
 	c   *view.Context
 	svc ApprovalService
 
-	plans   []ApprovalPlan
-	loaded  bool
-	loading bool
-	seq     int
-	nav     view.ListNav
-	ban     view.Banner
-	loadBan view.Banner
+	plans []ApprovalPlan
+	list  view.Loader[[]ApprovalPlan]
+	nav   view.ListNav
+	ban   view.Banner
 
 	// open shows the selected plan whole; scroll is its first line.
 	open    bool
@@ -113,7 +113,7 @@ type View struct {
 }
 
 func New(c *view.Context, svc ApprovalService) *View {
-	return &View{c: c, svc: svc}
+	return &View{c: c, svc: svc, list: view.NewLoader[[]ApprovalPlan](c)}
 }
 
 func (v *View) Activate() tea.Cmd {
@@ -128,18 +128,14 @@ func (v *View) load() tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.CmdContext()
-		defer cancel()
+	svc := v.svc
+	return v.list.Load(func(ctx context.Context) ([]ApprovalPlan, error) {
 		plans, err := svc.Plans(ctx)
 		if err != nil {
-			return approvalsLoadedMsg{seq: seq, err: fmt.Errorf("load the plans: %w", err)}
+			return nil, fmt.Errorf("load the plans: %w", err)
 		}
-		return approvalsLoadedMsg{seq: seq, plans: plans}
-	}
+		return plans, nil
+	})
 }
 
 func (v *View) Typing() bool        { return false }
@@ -160,41 +156,18 @@ func (v *View) Back() (bool, tea.Cmd) {
 
 func (v *View) listRows() int { return max(1, v.c.BodyHeight()-4) }
 
-func (v *View) selected() *ApprovalPlan {
-	if v.nav.Cursor < len(v.plans) {
-		return &v.plans[v.nav.Cursor]
-	}
-	return nil
-}
+func (v *View) selected() *ApprovalPlan { return view.At(v.plans, v.nav.Cursor) }
 
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case approvalsLoadedMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]ApprovalPlan]:
+		plans, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = view.ErrorBanner(msg.err)
-			v.loadBan = v.ban
-			return nil
-		}
-		if v.ban == v.loadBan {
-			v.ban = view.Banner{}
-		}
-		v.loadBan = view.Banner{}
-		var kind PlanKind
-		var id int64
-		if p := v.selected(); p != nil {
-			kind, id = p.Kind, p.ID
-		}
-		v.plans, v.loaded = msg.plans, true
-		for i, p := range v.plans {
-			if p.Kind == kind && p.ID == id {
-				v.nav.Cursor = i
-			}
-		}
-		v.nav.Clamp(len(v.plans), v.listRows())
+		old := v.plans
+		v.plans = plans
+		view.Reselect(&v.nav, old, v.plans, planKey, v.listRows())
 	case planApprovedMsg:
 		v.busy = false
 		switch {
@@ -316,7 +289,7 @@ func (v *View) Render(w, h int) string {
 		}
 	}
 	title := st.Title.Render("Approvals") + st.Muted.Render(fmt.Sprintf("  %d plans · %d waiting for a second person", len(v.plans), waiting))
-	if v.loading {
+	if v.list.Loading {
 		title += st.Muted.Render("  loading…")
 	}
 	ids := make([]int64, len(v.plans))
@@ -328,7 +301,7 @@ func (v *View) Render(w, h int) string {
 	totW := max(10, w-2-kindW-idW-stateW-2*byW-5)
 	lines := []string{title, "", st.Column.Render("  " + view.Pad("KIND", kindW) + " " + view.PadLeft("ID", idW) + " " + view.Pad("STATE", stateW) + " " +
 		view.Pad("PLANNED", byW) + " " + view.Pad("APPROVED", byW) + " " + view.Pad("WILL APPLY", totW))}
-	if v.loaded && len(v.plans) == 0 {
+	if v.list.Loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no plan (idemctl quarantine accept-as-new --rule ..., idemctl record plan make them)"))
 	}
 	rows := v.listRows()

@@ -1,6 +1,7 @@
 package auditview
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -19,11 +20,6 @@ const AuditLoadLimit = 200
 
 // Messages of the audit view.
 type (
-	auditLoadedMsg struct {
-		seq  int
-		rows []audit.Record
-		err  error
-	}
 	auditVerifiedMsg struct {
 		seq    int
 		report audit.Report
@@ -36,9 +32,7 @@ type View struct {
 	svc AuditService
 
 	rows      []audit.Record
-	loaded    bool
-	loading   bool
-	seq       int
+	list      view.Loader[[]audit.Record]
 	vseq      int
 	verifying bool
 	report    *audit.Report
@@ -51,7 +45,7 @@ type View struct {
 }
 
 func New(c *view.Context, svc AuditService) *View {
-	return &View{c: c, svc: svc}
+	return &View{c: c, svc: svc, list: view.NewLoader[[]audit.Record](c)}
 }
 
 func (v *View) Activate() tea.Cmd {
@@ -63,15 +57,14 @@ func (v *View) Activate() tea.Cmd {
 }
 
 func (v *View) load() tea.Cmd {
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.CmdContext()
-		defer cancel()
+	svc := v.svc
+	return v.list.Load(func(ctx context.Context) ([]audit.Record, error) {
 		rows, err := svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
-		return auditLoadedMsg{seq: seq, rows: rows, err: err}
-	}
+		if err != nil {
+			return nil, fmt.Errorf("load the audit log: %w", err)
+		}
+		return rows, nil
+	})
 }
 
 func (v *View) verify() tea.Cmd {
@@ -111,16 +104,12 @@ func (v *View) detailsHeight() int { return max(4, (v.c.BodyHeight())/2-1) }
 
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case auditLoadedMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]audit.Record]:
+		rows, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = view.ErrorBanner(fmt.Errorf("load the audit log: %w", msg.err))
-			return nil
-		}
-		v.rows, v.loaded = msg.rows, true
+		v.rows = rows
 		v.nav.Clamp(len(v.rows), v.listHeight())
 	case auditVerifiedMsg:
 		if msg.seq != v.vseq {
@@ -187,10 +176,10 @@ func (v *View) chainLine() string {
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")
-	if v.loaded {
+	if v.list.Loaded {
 		title += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
 	}
-	if v.loading {
+	if v.list.Loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
 	const atW = 20
@@ -227,9 +216,9 @@ func (v *View) Render(w, h int) string {
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
-	case !v.loaded && v.loading:
+	case !v.list.Loaded && v.list.Loading:
 		lines = append(lines, "", st.Muted.Render("  Loading the audit log…"))
-	case v.loaded && len(v.rows) == 0:
+	case v.list.Loaded && len(v.rows) == 0:
 		lines = append(lines, "", st.Muted.Render("  The log is empty."))
 	}
 	rows := v.listHeight()

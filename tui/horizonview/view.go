@@ -120,14 +120,14 @@ type PurgeResult struct {
 	AbortReason string
 }
 
+// listing is what one load of the view reads.
+type listing struct {
+	sources []HorizonSource
+	plans   []PurgePlan
+}
+
 // Messages of the horizon view.
 type (
-	horizonLoadedMsg struct {
-		seq     int
-		sources []HorizonSource
-		plans   []PurgePlan
-		err     error
-	}
 	approvedMsg struct {
 		id  int64
 		err error
@@ -156,16 +156,11 @@ type View struct {
 
 	sources []HorizonSource
 	plans   []PurgePlan
-	loaded  bool
-	loading bool
-	seq     int
+	list    view.Loader[listing]
 	nav     view.ListNav
 	ban     view.Banner
 
 	confirm horizonAction
-	// loadBan is the error banner of the last failed load, cleared when a
-	// load succeeds.
-	loadBan view.Banner
 	busy    bool // an approval is on its way
 
 	purgeID     int64
@@ -179,7 +174,7 @@ func New(c *view.Context, svc HorizonService) *View {
 	bar := progress.New(progress.WithSolidFill(c.Styles.ProgressFull), progress.WithColorProfile(c.Styles.Profile()),
 		progress.WithFillCharacters('#', '.'))
 	bar.EmptyColor = c.Styles.ProgressEmpty
-	return &View{c: c, svc: svc, bar: bar}
+	return &View{c: c, svc: svc, bar: bar, list: view.NewLoader[listing](c)}
 }
 
 func (v *View) Activate() tea.Cmd {
@@ -194,22 +189,18 @@ func (v *View) load() tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.CmdContext()
-		defer cancel()
+	svc := v.svc
+	return v.list.Load(func(ctx context.Context) (listing, error) {
 		sources, err := svc.Sources(ctx)
 		if err != nil {
-			return horizonLoadedMsg{seq: seq, err: fmt.Errorf("load the replay sources: %w", err)}
+			return listing{}, fmt.Errorf("load the replay sources: %w", err)
 		}
 		plans, err := svc.Plans(ctx)
 		if err != nil {
-			return horizonLoadedMsg{seq: seq, err: fmt.Errorf("load the purge plans: %w", err)}
+			return listing{}, fmt.Errorf("load the purge plans: %w", err)
 		}
-		return horizonLoadedMsg{seq: seq, sources: sources, plans: plans}
-	}
+		return listing{sources: sources, plans: plans}, nil
+	})
 }
 
 func (v *View) Typing() bool        { return false }
@@ -245,41 +236,18 @@ func (v *View) planRows() int {
 	return max(1, v.c.BodyHeight()-10-v.sourceRows())
 }
 
-func (v *View) selected() *PurgePlan {
-	if v.nav.Cursor < len(v.plans) {
-		return &v.plans[v.nav.Cursor]
-	}
-	return nil
-}
+func (v *View) selected() *PurgePlan { return view.At(v.plans, v.nav.Cursor) }
 
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case horizonLoadedMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[listing]:
+		l, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = view.ErrorBanner(msg.err)
-			v.loadBan = v.ban
-			return nil
-		}
-		if v.ban == v.loadBan {
-			// The load that failed has succeeded since: its error is stale.
-			v.ban = view.Banner{}
-		}
-		v.loadBan = view.Banner{}
-		var sel int64
-		if p := v.selected(); p != nil {
-			sel = p.ID
-		}
-		v.sources, v.plans, v.loaded = msg.sources, msg.plans, true
-		for i, p := range v.plans {
-			if p.ID == sel {
-				v.nav.Cursor = i
-			}
-		}
-		v.nav.Clamp(len(v.plans), v.planRows())
+		old := v.plans
+		v.sources, v.plans = l.sources, l.plans
+		view.Reselect(&v.nav, old, v.plans, func(p PurgePlan) int64 { return p.ID }, v.planRows())
 	case approvedMsg:
 		v.busy = false
 		if msg.err != nil {
@@ -467,7 +435,7 @@ func (v *View) Render(w, h int) string {
 		}
 	}
 	title := st.Title.Render("Purge horizon") + st.Muted.Render(fmt.Sprintf("  %d/%d sources proven closed · %d plans", proven, len(v.sources), len(v.plans)))
-	if v.loading {
+	if v.list.Loading {
 		title += st.Muted.Render("  loading…")
 	}
 	lines := []string{title, st.Label.Render("Sources") + st.Muted.Render(" (an unprobed or unreachable source proves nothing)")}
@@ -475,7 +443,7 @@ func (v *View) Render(w, h int) string {
 	nameW := max(10, min(28, (w-kindW-probeW-resW-6)/2))
 	detW := max(5, w-2-nameW-kindW-probeW-resW-4)
 	lines = append(lines, st.Column.Render("  "+view.Pad("NAME", nameW)+" "+view.Pad("KIND", kindW)+" "+view.Pad("PROBED", probeW)+" "+view.Pad("RESULT", resW)+" "+view.Pad("DETAIL", detW)))
-	if v.loaded && len(v.sources) == 0 {
+	if v.list.Loaded && len(v.sources) == 0 {
 		lines = append(lines, st.Warning.Render("  no replay source is registered: nothing can be proven"))
 	}
 	srows := v.sourceRows()
@@ -509,7 +477,7 @@ func (v *View) Render(w, h int) string {
 	who, byW, scopeW := v.whoColumns(w - 2 - idW - beforeW - stateW - countW - 6)
 	lines = append(lines, st.Column.Render("  "+view.PadLeft("ID", idW)+" "+view.Pad("SCOPE", scopeW)+" "+view.Pad("BEFORE", beforeW)+" "+
 		view.Pad("STATE", stateW)+" "+view.PadLeft("IDENTITIES", countW)+" "+view.Pad("PLANNED", byW)+" "+view.Pad("APPROVED", byW)))
-	if v.loaded && len(v.plans) == 0 {
+	if v.list.Loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no purge plan (idemctl horizon plan creates one)"))
 	}
 	prows := v.planRows()

@@ -1,6 +1,7 @@
 package reconcileview
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,11 +18,6 @@ import (
 
 // Messages of the reconcile view.
 type (
-	reconcileMappingsMsg struct {
-		seq      int
-		mappings []reconcile.SavedMapping
-		err      error
-	}
 	reconcileRunMsg struct {
 		name string
 		run  ReconcileRun
@@ -48,9 +44,7 @@ type View struct {
 	svc ReconcileService
 
 	mappings []reconcile.SavedMapping
-	loaded   bool
-	loading  bool
-	seq      int
+	list     view.Loader[[]reconcile.SavedMapping]
 	nav      view.ListNav
 
 	mode    reconcileMode
@@ -64,7 +58,7 @@ type View struct {
 }
 
 func New(c *view.Context, svc ReconcileService) *View {
-	return &View{c: c, svc: svc}
+	return &View{c: c, svc: svc, list: view.NewLoader[[]reconcile.SavedMapping](c)}
 }
 
 func (v *View) Activate() tea.Cmd {
@@ -72,22 +66,21 @@ func (v *View) Activate() tea.Cmd {
 		v.ban = view.WarningBanner("the reconcile service is not available")
 		return nil
 	}
-	if v.loaded {
+	if v.list.Loaded {
 		return nil
 	}
 	return v.load()
 }
 
 func (v *View) load() tea.Cmd {
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.CmdContext()
-		defer cancel()
+	svc := v.svc
+	return v.list.Load(func(ctx context.Context) ([]reconcile.SavedMapping, error) {
 		ms, err := svc.Mappings(ctx)
-		return reconcileMappingsMsg{seq: seq, mappings: ms, err: err}
-	}
+		if err != nil {
+			return nil, fmt.Errorf("read the saved mappings: %w", err)
+		}
+		return ms, nil
+	})
 }
 
 // start runs the selected mapping; a run is bounded by the program's life,
@@ -148,16 +141,12 @@ func (v *View) selected() *reconcile.Finding {
 
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case reconcileMappingsMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]reconcile.SavedMapping]:
+		ms, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = view.ErrorBanner(fmt.Errorf("read the saved mappings: %w", msg.err))
-			return nil
-		}
-		v.mappings, v.loaded = msg.mappings, true
+		v.mappings = ms
 		v.nav.Clamp(len(v.mappings), v.listHeight())
 	case reconcileRunMsg:
 		v.running = ""
@@ -329,9 +318,9 @@ func (v *View) renderMappings(w, h int) string {
 	reportW := max(8, w-2-nameW-classW-windowW-3)
 	lines := []string{title, st.Column.Render("  " + view.Pad("NAME", nameW) + " " + view.Pad("CLASS", classW) + " " + view.Pad("REPORT", reportW) + " " + view.Pad("WINDOW", windowW))}
 	switch {
-	case !v.loaded && v.loading:
+	case !v.list.Loaded && v.list.Loading:
 		lines = append(lines, "", st.Muted.Render("  Reading the saved mappings…"))
-	case v.loaded && len(v.mappings) == 0:
+	case v.list.Loaded && len(v.mappings) == 0:
 		lines = append(lines, "", st.Muted.Render("  No saved mapping. Write one with:"),
 			st.Muted.Render("  idemctl reconcile --class C --report FILE --key ... --save-mapping DIR/NAME.json"))
 	}

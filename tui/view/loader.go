@@ -72,3 +72,20 @@ func At[T any](items []T, i int) *T {
 	}
 	return nil
 }
+
+// Reselect puts the cursor of l back on the row it was on, found by key,
+// after the rows changed from old to rows, and keeps it within the h rows
+// shown: a reload does not move the operator's selection.
+func Reselect[T any, K comparable](l *ListNav, old, rows []T, key func(T) K, h int) {
+	var sel K
+	if p := At(old, l.Cursor); p != nil {
+		sel = key(*p)
+	}
+	for i, r := range rows {
+		if key(r) == sel {
+			l.Cursor = i
+			break
+		}
+	}
+	l.Clamp(len(rows), h)
+}
