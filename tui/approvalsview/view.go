@@ -128,14 +128,7 @@ func (v *View) load() tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
-	svc := v.svc
-	return v.list.Load(func(ctx context.Context) ([]ApprovalPlan, error) {
-		plans, err := svc.Plans(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load the plans: %w", err)
-		}
-		return plans, nil
-	})
+	return v.list.Load("load the plans", v.svc.Plans)
 }
 
 func (v *View) Typing() bool        { return false }

@@ -58,12 +58,8 @@ func (v *View) Activate() tea.Cmd {
 
 func (v *View) load() tea.Cmd {
 	svc := v.svc
-	return v.list.Load(func(ctx context.Context) ([]audit.Record, error) {
-		rows, err := svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
-		if err != nil {
-			return nil, fmt.Errorf("load the audit log: %w", err)
-		}
-		return rows, nil
+	return v.list.Load("load the audit log", func(ctx context.Context) ([]audit.Record, error) {
+		return svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
 	})
 }
 

@@ -190,7 +190,7 @@ func (v *View) load() tea.Cmd {
 		return nil
 	}
 	svc := v.svc
-	return v.list.Load(func(ctx context.Context) (listing, error) {
+	return v.list.Load("", func(ctx context.Context) (listing, error) {
 		sources, err := svc.Sources(ctx)
 		if err != nil {
 			return listing{}, fmt.Errorf("load the replay sources: %w", err)

@@ -1,7 +1,6 @@
 package reconcileview
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -73,14 +72,7 @@ func (v *View) Activate() tea.Cmd {
 }
 
 func (v *View) load() tea.Cmd {
-	svc := v.svc
-	return v.list.Load(func(ctx context.Context) ([]reconcile.SavedMapping, error) {
-		ms, err := svc.Mappings(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read the saved mappings: %w", err)
-		}
-		return ms, nil
-	})
+	return v.list.Load("read the saved mappings", v.svc.Mappings)
 }
 
 // start runs the selected mapping; a run is bounded by the program's life,

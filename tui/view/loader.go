@@ -2,6 +2,7 @@ package view
 
 import (
 	"context"
+	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -30,8 +31,9 @@ type Loaded[T any] struct {
 }
 
 // Load starts a load: fetch runs inside the returned tea.Cmd, bounded by the
-// per-command timeout, and its answer comes back as a Loaded[T].
-func (l *Loader[T]) Load(fetch func(ctx context.Context) (T, error)) tea.Cmd {
+// per-command timeout, and its answer comes back as a Loaded[T]. An error
+// says what failed: "what: err" (err alone when what is empty).
+func (l *Loader[T]) Load(what string, fetch func(ctx context.Context) (T, error)) tea.Cmd {
 	l.seq++
 	l.Loading = true
 	seq, c := l.seq, l.c
@@ -39,6 +41,9 @@ func (l *Loader[T]) Load(fetch func(ctx context.Context) (T, error)) tea.Cmd {
 		ctx, cancel := c.CmdContext()
 		defer cancel()
 		v, err := fetch(ctx)
+		if err != nil && what != "" {
+			err = fmt.Errorf("%s: %w", what, err)
+		}
 		return Loaded[T]{from: l, seq: seq, value: v, err: err}
 	}
 }
