@@ -1,13 +1,18 @@
 // Package tui is idemctl's on-call console (`idemctl tui`): the quarantine
 // queue with its evidence and decisions, the recovery protocol run step by
-// step, the purge horizon with four-eyes approval, the audit log, and the
+// step, the purge horizon with four-eyes approval, the audit log, the
 // reconcile of the inbox with a settlement report, and the four-eyes plans
 // (accept-as-new, record) with what each will run, to approve.
 //
 // It is a thin face over the same domain services as the CLI (quarantine,
-// audit, recover, horizon, reconcile), injected as interfaces: a root Model owns the
-// views and routes messages; every view shares one Context (size, styles,
-// keymap, operator, database, clock); all I/O happens inside tea.Cmd closures
+// audit, recovery, horizon, reconcile), injected as interfaces. This package
+// is the root model: it owns the views, routes messages, and draws the
+// header, the tabs, the banner and the help line. Each view is a package of
+// its own (queueview, resolveview, horizonview, auditview, reconcileview,
+// approvalsview) with its service interface and its adapter over the domain;
+// they share package view (the Context: size, styles, keymap, operator,
+// database, clock; the banner; layout helpers; the list Loader), keys
+// (every view's keymap) and styles. All I/O happens inside tea.Cmd closures
 // that return typed messages, errors included.
 package tui
 

@@ -1,3 +1,6 @@
+// Package approvalsview is the console's approvals: the four-eyes plans
+// (accept-as-new, record, import) with what each will run, and the second
+// person's approval.
 package approvalsview
 
 import (
@@ -96,6 +99,7 @@ type (
 	}
 )
 
+// View is the approvals view; the root model owns it and routes messages to it.
 type View struct {
 	c   *view.Context
 	svc ApprovalService
@@ -112,10 +116,13 @@ type View struct {
 	busy    bool
 }
 
+// New returns the approvals view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc ApprovalService) *View {
 	return &View{c: c, svc: svc, list: view.NewLoader[[]ApprovalPlan](c)}
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the approvals service is not wired into this build")
@@ -131,9 +138,13 @@ func (v *View) load() tea.Cmd {
 	return v.list.Load("load the plans", v.svc.Plans)
 }
 
-func (v *View) Typing() bool        { return false }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
+
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirm:
@@ -151,6 +162,7 @@ func (v *View) listRows() int { return max(1, v.c.BodyHeight()-4) }
 
 func (v *View) selected() *ApprovalPlan { return view.At(v.plans, v.nav.Cursor) }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case view.Loaded[[]ApprovalPlan]:
@@ -250,6 +262,7 @@ func (v *View) approve() tea.Cmd {
 	}
 }
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Approvals
 	switch {
@@ -266,6 +279,7 @@ func (v *View) KeyMap() help.KeyMap {
 	}
 }
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	if v.svc == nil {

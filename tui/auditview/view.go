@@ -1,3 +1,5 @@
+// Package auditview is the console's audit log: the latest rows, newest
+// first, with the verdict of the hash chain and a row's details.
 package auditview
 
 import (
@@ -27,6 +29,7 @@ type (
 	}
 )
 
+// View is the audit log view; the root model owns it and routes messages to it.
 type View struct {
 	c   *view.Context
 	svc AuditService
@@ -44,10 +47,13 @@ type View struct {
 	ban  view.Banner
 }
 
+// New returns the audit log view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc AuditService) *View {
 	return &View{c: c, svc: svc, list: view.NewLoader[[]audit.Record](c)}
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the audit service is not available")
@@ -75,9 +81,13 @@ func (v *View) verify() tea.Cmd {
 	}
 }
 
-func (v *View) Typing() bool        { return false }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
+
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	if v.details {
 		v.details = false
@@ -98,6 +108,7 @@ func (v *View) listHeight() int {
 
 func (v *View) detailsHeight() int { return max(4, (v.c.BodyHeight())/2-1) }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case view.Loaded[[]audit.Record]:
@@ -145,6 +156,7 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Audit
 	return keys.Bindings{
@@ -169,6 +181,7 @@ func (v *View) chainLine() string {
 	return st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem
 }
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")

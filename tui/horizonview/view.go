@@ -1,3 +1,6 @@
+// Package horizonview is the console's purge horizon: the replay sources
+// with their last probe, the purge plans, the four-eyes approval and the
+// purge itself with its progress.
 package horizonview
 
 import (
@@ -150,6 +153,7 @@ const (
 	horizonPurge
 )
 
+// View is the purge horizon view; the root model owns it and routes messages to it.
 type View struct {
 	c   *view.Context
 	svc HorizonService
@@ -170,6 +174,8 @@ type View struct {
 	bar         progress.Model
 }
 
+// New returns the purge horizon view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc HorizonService) *View {
 	bar := progress.New(progress.WithSolidFill(c.Styles.ProgressFull), progress.WithColorProfile(c.Styles.Profile()),
 		progress.WithFillCharacters('#', '.'))
@@ -177,6 +183,7 @@ func New(c *view.Context, svc HorizonService) *View {
 	return &View{c: c, svc: svc, bar: bar, list: view.NewLoader[listing](c)}
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the horizon service is not wired into this build (package horizon)")
@@ -203,9 +210,13 @@ func (v *View) load() tea.Cmd {
 	})
 }
 
-func (v *View) Typing() bool        { return false }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
+
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	if v.confirm != 0 {
 		v.confirm = 0
@@ -238,6 +249,7 @@ func (v *View) planRows() int {
 
 func (v *View) selected() *PurgePlan { return view.At(v.plans, v.nav.Cursor) }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case view.Loaded[listing]:
@@ -386,6 +398,7 @@ func (v *View) waitPurge() tea.Cmd {
 	return func() tea.Msg { return <-events }
 }
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Horizon
 	switch {
@@ -415,6 +428,7 @@ func (v *View) planStyle(s PlanState) lipgloss.Style {
 	return st.Muted
 }
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	if v.svc == nil {

@@ -1,3 +1,7 @@
+// Package queueview is the console's quarantine queue: the list of
+// conflicting retries with server-side search and paging (list.go), one
+// record's evidence (detail.go), the decision on it (actions.go) and the
+// triage of many at once: groups, multi-select, bulk reject (triage.go).
 package queueview
 
 import (
@@ -65,6 +69,7 @@ type (
 
 var statusCycle = []quarantine.Status{quarantine.StatusOpen, quarantine.StatusRejected, quarantine.StatusAccepted, quarantine.StatusAll}
 
+// View is the quarantine queue; the root model owns it and routes messages to it.
 type View struct {
 	c       *view.Context
 	svc     QuarantineService
@@ -103,6 +108,8 @@ type View struct {
 	focus  int
 }
 
+// New returns the quarantine queue over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc QuarantineService, refresh time.Duration) *View {
 	v := &View{c: c, svc: svc, refresh: refresh, filter: quarantine.StatusOpen}
 	v.search = view.NewInput(c, "tenant or operation id", 256)
@@ -111,6 +118,7 @@ func New(c *view.Context, svc QuarantineService, refresh time.Duration) *View {
 	return v
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the quarantine service is not available")
@@ -172,12 +180,15 @@ func (v *View) visible() []quarantine.Summary { return v.items }
 // search and column lines).
 func (v *View) listHeight() int { return max(1, v.c.BodyHeight()-3) }
 
+// Typing implements view.View.
 func (v *View) Typing() bool {
 	return v.search.Focused() || v.mode == queueForm || v.mode == queueBulkForm
 }
 
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	if ok, cmd := v.triageBack(); ok {
 		return true, cmd
@@ -202,6 +213,7 @@ func (v *View) Back() (bool, tea.Cmd) {
 	return false, nil
 }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case TickMsg:
@@ -289,6 +301,7 @@ func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys
 	q := k.Queue
@@ -325,6 +338,7 @@ func (v *View) KeyMap() help.KeyMap {
 // tall: the evidence of a record uses every line it can get.
 func (v *View) Tall() bool { return v.mode == queueDetail }
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	switch v.mode {
 	case queueDetail:

@@ -1,3 +1,6 @@
+// Package reconcileview is the console's reconcile view: the saved
+// mappings, a run's counts and discrepancies (render.go), and pinning a
+// discrepancy as a pending manual correction.
 package reconcileview
 
 import (
@@ -38,6 +41,7 @@ const (
 	reconcileFinding                       // one finding
 )
 
+// View is the reconcile view; the root model owns it and routes messages to it.
 type View struct {
 	c   *view.Context
 	svc ReconcileService
@@ -56,10 +60,13 @@ type View struct {
 	ban     view.Banner
 }
 
+// New returns the reconcile view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc ReconcileService) *View {
 	return &View{c: c, svc: svc, list: view.NewLoader[[]reconcile.SavedMapping](c)}
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the reconcile service is not available")
@@ -106,9 +113,13 @@ func (v *View) pin() tea.Cmd {
 	}
 }
 
-func (v *View) Typing() bool        { return false }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
+
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirm:
@@ -131,6 +142,7 @@ func (v *View) selected() *reconcile.Finding {
 	return &v.run.Findings[v.fnav.Cursor]
 }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case view.Loaded[[]reconcile.SavedMapping]:
@@ -234,6 +246,7 @@ func (v *View) askPin(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Reconcile
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
@@ -281,6 +294,7 @@ func (v *View) findingRows() int {
 	return max(1, v.c.BodyHeight()-6-len(v.summaryRows()))
 }
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	switch {

@@ -1,3 +1,7 @@
+// Package resolveview is the console's resolve view: one ambiguous
+// operation typed or loaded into a form (form.go), then the recovery
+// protocol run step by step through a Stepper (actions.go), each step's
+// finding drawn as it comes (run.go).
 package resolveview
 
 import (
@@ -98,6 +102,7 @@ const (
 	fieldCount
 )
 
+// View is the resolve view; the root model owns it and routes messages to it.
 type View struct {
 	c     *view.Context
 	svc   Stepper
@@ -122,6 +127,8 @@ type View struct {
 	ban view.Banner
 }
 
+// New returns the resolve view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
 func New(c *view.Context, svc Stepper, delay time.Duration) *View {
 	v := &View{c: c, svc: svc, delay: delay, dryRun: true}
 	v.tenant = view.NewInput(c, "tenant_id, e.g. acme", idem.MaxTenantIDBytes)
@@ -148,6 +155,7 @@ func New(c *view.Context, svc Stepper, delay time.Duration) *View {
 	return v
 }
 
+// Activate implements view.View.
 func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
 		v.ban = view.WarningBanner("the resolve service is not available")
@@ -155,10 +163,13 @@ func (v *View) Activate() tea.Cmd {
 	return nil
 }
 
+// Typing implements view.View.
 func (v *View) Typing() bool { return v.editing }
 
+// Status implements view.View.
 func (v *View) Status() view.Banner { return v.ban }
 
+// Back implements view.View.
 func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirming:
@@ -175,6 +186,7 @@ func (v *View) Back() (bool, tea.Cmd) {
 
 func (v *View) running() bool { return v.run != nil && !v.run.done }
 
+// Update implements view.View.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case stepGoMsg:
@@ -254,6 +266,7 @@ func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 
 // edit mode
 
+// KeyMap implements view.View.
 func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys
 	r := k.Resolve
@@ -279,6 +292,7 @@ func (v *View) KeyMap() help.KeyMap {
 
 // render
 
+// Render implements view.View.
 func (v *View) Render(w, h int) string {
 	if v.confirming {
 		return v.renderConfirm(w, h)
