@@ -312,19 +312,12 @@ func (v *View) Render(w, h int) string {
 		lines = append(lines, st.Muted.Render("  no plan (idemctl quarantine accept-as-new --rule ..., idemctl record plan make them)"))
 	}
 	rows := v.listRows()
-	for i := v.nav.Top; i < len(v.plans) && i < v.nav.Top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.plans), rows, st.Selected, func(i int, marker string) string {
 		p := v.plans[i]
-		marker := "  "
-		if i == v.nav.Cursor {
-			marker = "> "
-		}
 		row := marker + view.Pad(string(p.Kind), kindW) + " " + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.State, stateW) + " " +
 			view.Pad(view.OrDash(p.Planned), byW) + " " + view.Pad(view.OrDash(p.Approved), byW) + " " + view.Pad(willApplyLine(p), totW)
-		if i == v.nav.Cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
+		return row
+	})...)
 	return view.FitLines(lines, w, h)
 }
 

@@ -231,19 +231,12 @@ func (v *View) Render(w, h int) string {
 		lines = append(lines, "", st.Muted.Render("  The log is empty."))
 	}
 	rows := v.listHeight()
-	for i := v.nav.Top; i < len(v.rows) && i < v.nav.Top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.rows), rows, st.Selected, func(i int, marker string) string {
 		r := v.rows[i]
-		marker := "  "
-		if i == v.nav.Cursor {
-			marker = "> "
-		}
 		row := marker + view.PadLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + view.Pad(view.Stamp(r.At), atW) + " " + view.Pad(who(r), actorW) + " " +
 			view.Pad(r.Action, actionW) + " " + view.Pad(view.OrDash(r.Target), targetW)
-		if i == v.nav.Cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
+		return row
+	})...)
 	if v.details && v.nav.Cursor < len(v.rows) {
 		lines = view.FitSlice(lines, 3+rows)
 		lines = append(lines, v.detailLines(v.rows[v.nav.Cursor], w, v.detailsHeight())...)

@@ -94,12 +94,8 @@ func (v *View) Render(w, h int) string {
 		lines = append(lines, st.Muted.Render("  no purge plan (idemctl horizon plan creates one)"))
 	}
 	prows := v.planRows()
-	for i := v.nav.Top; i < len(v.plans) && i < v.nav.Top+prows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.plans), prows, st.Selected, func(i int, marker string) string {
 		p := v.plans[i]
-		marker := "  "
-		if i == v.nav.Cursor {
-			marker = "> "
-		}
 		st8 := p.State
 		if v.purging() && p.ID == v.purgeID {
 			st8 = PlanPurging // the list was loaded before the purge began
@@ -111,11 +107,8 @@ func (v *View) Render(w, h int) string {
 		row := marker + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.Scope, scopeW) + " " + view.Pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
 			state + " " + view.PadLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
 			view.Pad(who(p.PlannedBy), byW) + " " + view.Pad(who(p.ApprovedBy), byW)
-		if i == v.nav.Cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
+		return row
+	})...)
 	lines = view.FitSlice(lines, h-4)
 	lines = append(lines, v.footer(w)...)
 	return view.FitLines(lines, w, h)

@@ -270,3 +270,22 @@ func FitSlice(lines []string, n int) []string {
 	}
 	return lines
 }
+
+// Rows draws the rows of a list of n shown h at a time from l.Top: row
+// draws row i after its marker ("> " on the cursor's row, "  " elsewhere),
+// and the cursor's row is drawn in selected.
+func (l ListNav) Rows(n, h int, selected lipgloss.Style, row func(i int, marker string) string) []string {
+	var lines []string
+	for i := l.Top; i < n && i < l.Top+h; i++ {
+		marker := "  "
+		if i == l.Cursor {
+			marker = "> "
+		}
+		r := row(i, marker)
+		if i == l.Cursor {
+			r = selected.Render(r)
+		}
+		lines = append(lines, r)
+	}
+	return lines
+}
