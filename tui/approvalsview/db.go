@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/quarantine"
-
 	"github.com/idemctl/idemctl/tui/view"
 )
 

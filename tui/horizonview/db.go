@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/horizon"
-
 	"github.com/idemctl/idemctl/tui/view"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/reconcile"
-
 	"github.com/idemctl/idemctl/tui/view"
 )
 

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/idemctl/idemctl/reconcile"
-
 	"github.com/idemctl/idemctl/tui/view"
 )
 

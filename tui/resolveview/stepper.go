@@ -11,7 +11,6 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
-
 	"github.com/idemctl/idemctl/tui/view"
 )
 
