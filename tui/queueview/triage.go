@@ -471,7 +471,7 @@ func (v *View) renderGroups(w, h int) string {
 	}
 	now := v.c.Now()
 	nav := v.tri.gnav
-	for i := nav.Top; i < len(gs) && i < nav.Top+v.listHeight(); i++ {
+	lines = append(lines, nav.Rows(len(gs), v.listHeight(), st.Selected, func(i int, marker string) string {
 		g := gs[i]
 		class := g.Class
 		if g.IncomingClass != g.Class {
@@ -482,17 +482,10 @@ func (v *View) renderGroups(w, h int) string {
 		if g.Source != nil && *g.Source != "" {
 			src = *g.Source
 		}
-		marker := "  "
-		if i == nav.Cursor {
-			marker = "> "
-		}
 		row := marker + view.PadLeft(humanInt(g.Count), countW) + " " + view.Pad(class, clsW) + " " + view.Pad(fields, fieldsW) + " " +
 			view.Pad(src, srcW) + " " + view.PadLeft(view.Ago(now, g.FirstSeen), seenW) + " " + view.PadLeft(view.Ago(now, g.LastSeen), seenW)
-		if i == nav.Cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
+		return row
+	})...)
 	return view.FitLines(lines, w, h)
 }
 

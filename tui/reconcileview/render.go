@@ -29,24 +29,18 @@ func (v *View) renderResults(w, h int) string {
 		lines = append(lines, st.Success.Render("  none: every line matched"))
 	}
 	rows := v.findingRows()
-	for i := v.fnav.Top; i < len(v.run.Findings) && i < v.fnav.Top+rows; i++ {
+	lines = append(lines, v.fnav.Rows(len(v.run.Findings), rows, st.Selected, func(i int, marker string) string {
 		f := v.run.Findings[i]
-		marker := "  "
-		if i == v.fnav.Cursor {
-			marker = "> "
-		}
 		status := view.Pad(string(f.Status), statusW)
 		if _, ok := v.pinned[i]; ok {
 			status = view.Pad(string(f.Status)+" ⚑", statusW)
 		}
 		row := marker + view.PadLeft(lineText(f.Line), lineW) + " " + status + " " + view.Pad(identityText(f), idW) + " " + view.Pad(f.Detail(), detailW)
-		if i == v.fnav.Cursor {
-			row = st.Selected.Render(row)
-		} else if f.Status == reconcile.Invalid {
+		if f.Status == reconcile.Invalid && i != v.fnav.Cursor {
 			row = st.Muted.Render(row)
 		}
-		lines = append(lines, row)
-	}
+		return row
+	})...)
 	return view.FitLines(lines, w, h)
 }
 

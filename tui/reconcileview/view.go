@@ -331,21 +331,13 @@ func (v *View) renderMappings(w, h int) string {
 			st.Muted.Render("  idemctl reconcile --class C --report FILE --key ... --save-mapping DIR/NAME.json"))
 	}
 	rows := v.listHeight()
-	for i := v.nav.Top; i < len(v.mappings) && i < v.nav.Top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.mappings), rows, st.Selected, func(i int, marker string) string {
 		m := v.mappings[i].Mapping
-		marker := "  "
-		if i == v.nav.Cursor {
-			marker = "> "
+		if err := v.mappings[i].Err; err != nil && i != v.nav.Cursor {
+			return st.Error.Render("! " + view.Pad(m.Name, nameW) + " " + term.Escape(view.OneLine(err.Error())))
 		}
-		row := marker + view.Pad(m.Name, nameW) + " " + view.Pad(m.Class, classW) + " " + view.Pad(m.Report, reportW) + " " + view.Pad(windowText(m), windowW)
-		switch {
-		case i == v.nav.Cursor:
-			row = st.Selected.Render(row)
-		case v.mappings[i].Err != nil:
-			row = st.Error.Render("! " + view.Pad(m.Name, nameW) + " " + term.Escape(view.OneLine(v.mappings[i].Err.Error())))
-		}
-		lines = append(lines, row)
-	}
+		return marker + view.Pad(m.Name, nameW) + " " + view.Pad(m.Class, classW) + " " + view.Pad(m.Report, reportW) + " " + view.Pad(windowText(m), windowW)
+	})...)
 	lines = view.FitSlice(lines, h-2)
 	if v.nav.Cursor < len(v.mappings) {
 		m := v.mappings[v.nav.Cursor].Mapping

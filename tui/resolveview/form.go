@@ -29,7 +29,7 @@ func (v *View) input() ResolveInput {
 	}
 }
 
-// SetInput fills the form (tests, and a future "resolve this" from another view).
+// setInput fills the form (tests, and a future "resolve this" from another view).
 func (v *View) setInput(in ResolveInput) {
 	v.tenant.SetValue(in.Tenant)
 	v.op.SetValue(in.OperationID)
