@@ -32,19 +32,11 @@ func (v *View) detailKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Queue
 	total := len(v.detailLines(v.c.Width))
 	h := v.detailHeight()
+	if top, ok := view.Scroll(k.List, msg, v.dtop, total, h); ok {
+		v.dtop = top
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		v.dtop--
-	case key.Matches(msg, k.Down):
-		v.dtop++
-	case key.Matches(msg, k.PageUp):
-		v.dtop -= h
-	case key.Matches(msg, k.PageDown):
-		v.dtop += h
-	case key.Matches(msg, k.Top):
-		v.dtop = 0
-	case key.Matches(msg, k.Bottom):
-		v.dtop = total
 	case key.Matches(msg, k.Refresh):
 		return v.loadRecord(v.detailID)
 	case key.Matches(msg, k.Reject):

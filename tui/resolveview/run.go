@@ -3,7 +3,6 @@ package resolveview
 import (
 	"fmt"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -16,22 +15,7 @@ func (v *View) scrollKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	k := v.c.Keys.Queue.List
-	h := v.c.BodyHeight()
-	switch {
-	case key.Matches(msg, k.Up):
-		v.top--
-	case key.Matches(msg, k.Down):
-		v.top++
-	case key.Matches(msg, k.PageUp):
-		v.top -= h
-	case key.Matches(msg, k.PageDown):
-		v.top += h
-	case key.Matches(msg, k.Top):
-		v.top = 0
-	case key.Matches(msg, k.Bottom):
-		v.top = 1 << 30
-	}
-	v.top = max(0, min(v.top, len(v.runLines(v.c.Width))-h))
+	v.top, _ = view.Scroll(k, msg, v.top, len(v.runLines(v.c.Width)), v.c.BodyHeight())
 	return nil
 }
 

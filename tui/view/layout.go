@@ -289,3 +289,27 @@ func (l ListNav) Rows(n, h int, selected lipgloss.Style, row func(i int, marker 
 	}
 	return lines
 }
+
+// Scroll moves top, the first shown of n lines of text seen h at a time, for
+// a list key, and keeps it within the text; ok is false when msg is no list
+// key (top is then only kept within the text).
+func Scroll(k keys.List, msg tea.KeyMsg, top, n, h int) (_ int, ok bool) {
+	ok = true
+	switch {
+	case key.Matches(msg, k.Up):
+		top--
+	case key.Matches(msg, k.Down):
+		top++
+	case key.Matches(msg, k.PageUp):
+		top -= h
+	case key.Matches(msg, k.PageDown):
+		top += h
+	case key.Matches(msg, k.Top):
+		top = 0
+	case key.Matches(msg, k.Bottom):
+		top = n
+	default:
+		ok = false
+	}
+	return max(0, min(top, n-h)), ok
+}
