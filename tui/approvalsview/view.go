@@ -196,15 +196,7 @@ func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	k := v.c.Keys.Approvals
 	if v.confirm {
-		switch {
-		case key.Matches(msg, v.c.Keys.Confirm.Yes):
-			v.confirm = false
-			return v.approve()
-		case key.Matches(msg, v.c.Keys.Confirm.No):
-			v.confirm = false
-			v.ban = view.InfoBanner("cancelled: nothing changed")
-		}
-		return nil
+		return v.c.Answer(msg, &v.confirm, &v.ban, "cancelled: nothing changed", v.approve)
 	}
 	if v.open {
 		switch {

@@ -194,14 +194,7 @@ func (v *View) runBanner(err error) view.Banner {
 func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Reconcile
 	if v.confirm {
-		switch {
-		case key.Matches(msg, v.c.Keys.Confirm.Yes):
-			v.confirm = false
-			return v.pin()
-		case key.Matches(msg, v.c.Keys.Confirm.No):
-			v.confirm, v.ban = false, view.InfoBanner("cancelled: nothing pinned")
-		}
-		return nil
+		return v.c.Answer(msg, &v.confirm, &v.ban, "cancelled: nothing pinned", v.pin)
 	}
 	switch v.mode {
 	case reconcileMappings:

@@ -213,15 +213,7 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Resolve
 	if v.confirming {
-		switch {
-		case key.Matches(msg, v.c.Keys.Confirm.Yes):
-			v.confirming = false
-			return v.start()
-		case key.Matches(msg, v.c.Keys.Confirm.No):
-			v.confirming = false
-			v.ban = view.InfoBanner("cancelled: nothing ran")
-		}
-		return nil
+		return v.c.Answer(msg, &v.confirming, &v.ban, "cancelled: nothing ran", v.start)
 	}
 	if v.running() {
 		return v.scrollKey(msg)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/internal/term"
@@ -103,4 +105,19 @@ func WarningBanner(format string, args ...any) Banner {
 // ErrorBanner is err as an error banner, on one line, escaped.
 func ErrorBanner(err error) Banner {
 	return Banner{Kind: BannerError, Text: term.Escape(OneLine(err.Error()))}
+}
+
+// Answer handles a key while a view asks yes or no before it acts: yes stops
+// asking and returns act(); no stops asking and says in *ban what was
+// cancelled ("cancelled: nothing ran"); any other key waits for an answer.
+func (c *Context) Answer(msg tea.KeyMsg, asking *bool, ban *Banner, cancelled string, act func() tea.Cmd) tea.Cmd {
+	switch {
+	case key.Matches(msg, c.Keys.Confirm.Yes):
+		*asking = false
+		return act()
+	case key.Matches(msg, c.Keys.Confirm.No):
+		*asking = false
+		*ban = Banner{Kind: BannerInfo, Text: cancelled}
+	}
+	return nil
 }
