@@ -90,6 +90,9 @@ func BenchmarkTrustBoundaryCost(b *testing.B) {
 		    def := pg_get_functiondef('idem.check_request(text,text,text,text,text,jsonb)'::regprocedure);
 		    def := regexp_replace(def, 'IF p_payload_hash <> .*?END IF;', '', 's');
 		    EXECUTE def;
+		    def := pg_get_functiondef('idem.execute(text,text,text,text,text,jsonb)'::regprocedure);
+		    def := regexp_replace(def, 'IF payload_hash <> .*?END IF;', '', 's');
+		    EXECUTE def;
 		END $$`)
 	var seq atomic.Int64
 	payload := func(n int64) []byte {

@@ -648,3 +648,46 @@ func TestReplayWritesNothing(t *testing.T) {
 	}
 	assert.Equal(t, 1, b.postings(t, "t1", "op-1"))
 }
+
+// TestExecuteChecksLikeCheckRequest: idem.execute makes idem.check_request's
+// checks itself (a PL/pgSQL call less per operation); each bad request gets
+// the same error from both, code, message and hint.
+func TestExecuteChecksLikeCheckRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	app := dbtest.PoolAs(t, b.dsn, dbtest.App, 1)
+	owner := dbtest.PoolAs(t, b.dsn, dbtest.Superuser, 1)
+	h := func(payload string) string {
+		sum := sha256.Sum256([]byte(payload))
+		return idem.HashPrefix + hex.EncodeToString(sum[:])
+	}
+	deep := strings.Repeat("[", 65) + strings.Repeat("]", 65)
+	big := `"` + repeat("a", 1<<20) + `"`
+	cases := [][]any{
+		{"", "op", "demo.transfer", `{}`, h(`{}`), nil},
+		{"t", nil, "demo.transfer", `{}`, h(`{}`), nil},
+		{repeat("x", 129), "op", "demo.transfer", `{}`, h(`{}`), nil},
+		{"t", repeat("y", 257), "demo.transfer", `{}`, h(`{}`), nil},
+		{"t", "o\u0085p", "demo.transfer", `{}`, h(`{}`), nil},
+		{"t", "op", "demo.transfer", `{}`, nil, nil},
+		{"t", "op", "demo.transfer", `{}`, "jcs-sha256:" + repeat("A", 64), nil},
+		{"t", "op", "x.y", `{}`, h(`{}`), nil},
+		{"t", "op", nil, `{}`, h(`{}`), nil},
+		{"t", "op", "demo.transfer", nil, h(`{}`), nil},
+		{"t", "op", "demo.transfer", `{"amount":100}`, h(`{"amount":999999}`), nil},
+		{"t", "op", "demo.transfer", big, h(big), nil},
+		{"t", "op", "demo.transfer", deep, h(deep), nil},
+		{"t", "op", "demo.transfer", `{}`, h(`{}`), `[1]`},
+		{"t", "op", "demo.transfer", `{}`, h(`{}`), `{"big":"` + repeat("z", 16384) + `"}`},
+	}
+	for i, args := range cases {
+		_, errExec := app.Exec(b.ctx, "SELECT * FROM idem.execute($1, $2, $3, $4, $5, $6)", args...)
+		_, errCheck := owner.Exec(b.ctx, "SELECT idem.check_request($1, $2, $3, $4, $5, $6)", args...)
+		var pe, pc *pgconn.PgError
+		if !assert.ErrorAs(t, errExec, &pe, "case %d: execute", i) || !assert.ErrorAs(t, errCheck, &pc, "case %d: check_request", i) {
+			continue
+		}
+		assert.Equal(t, [3]string{pc.Code, pc.Message, pc.Hint}, [3]string{pe.Code, pe.Message, pe.Hint}, "case %d", i)
+	}
+	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "bad input wrote nothing")
+}

@@ -52,7 +52,17 @@ func checkPart(field, v string, max int) error {
 		return &IdentityError{field, "is required"}
 	case len(v) > max:
 		return &IdentityError{field, fmt.Sprintf("is longer than %d bytes (%d)", max, len(v))}
-	case !utf8.ValidString(v):
+	}
+	// Most identities are printable ASCII: one pass over the bytes then says
+	// all that the checks below would (valid UTF-8, no control character).
+	ascii := true
+	for i := 0; i < len(v) && ascii; i++ {
+		ascii = v[i] >= 0x20 && v[i] < 0x7f
+	}
+	if ascii {
+		return nil
+	}
+	if !utf8.ValidString(v) {
 		return &IdentityError{field, "is not valid UTF-8"}
 	}
 	for i, r := range v {

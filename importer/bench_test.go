@@ -2,6 +2,7 @@ package importer_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -57,7 +58,9 @@ func TestImportSpeed(t *testing.T) {
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
 	start = time.Now()
-	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice")
+	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
+		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: true}.Open(ctx)
+	})
 	require.NoError(t, err)
 	run := time.Since(start)
 	var ru syscall.Rusage

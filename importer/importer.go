@@ -106,6 +106,8 @@ type Counts struct {
 	Invalid   int `json:"invalid"`
 	// NotAfterSince counts rows at or before --since (a file is read whole).
 	NotAfterSince int `json:"not_after_since,omitempty"`
+	// Since is the plan's --since: the run reads the source again after it.
+	Since string `json:"since,omitempty"`
 }
 
 // PlanOptions are what a planner states besides the source.
@@ -206,6 +208,9 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
 	}
 	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now()}
+	if o.Since != nil {
+		p.counts.Since = o.Since.String()
+	}
 	if err := p.read(src); err != nil {
 		return Result{Counts: p.counts}, err
 	}
@@ -263,25 +268,26 @@ type planner struct {
 }
 
 // batch holds the items idem.import_plan_add takes next, as its parallel
-// arrays: a payload and its hash, or the store's hash alone (nil: NULL).
+// arrays: no payload and no response, their fingerprint instead (nil: NULL).
 type batch struct {
-	tenant, operation, response, evidence []string
-	payload, payloadHash, storeHash       []*string
-	createdAt                             []time.Time
+	tenant, operation, evidence []string
+	storeHash                   []*string
+	createdAt                   []time.Time
+	fingerprint                 [][]byte
 }
 
 func (b *batch) add(v Verdict) {
 	b.tenant = append(b.tenant, v.Item.TenantID)
 	b.operation = append(b.operation, v.Item.OperationID)
-	b.response = append(b.response, string(v.Item.Response))
 	b.evidence = append(b.evidence, v.Item.Evidence)
 	b.createdAt = append(b.createdAt, v.CreatedAt)
+	var sh *string
 	if v.StoreHash != "" {
-		b.payload, b.payloadHash, b.storeHash = append(b.payload, nil), append(b.payloadHash, nil), append(b.storeHash, &v.StoreHash)
-	} else {
-		b.payload, b.payloadHash = append(b.payload, &v.Item.Payload), append(b.payloadHash, &v.Item.PayloadHash)
-		b.storeHash = append(b.storeHash, nil)
+		sh = &v.StoreHash
 	}
+	b.storeHash = append(b.storeHash, sh)
+	fp := v.Fingerprint()
+	b.fingerprint = append(b.fingerprint, fp[:])
 }
 
 func (b *batch) len() int { return len(b.tenant) }
@@ -290,20 +296,30 @@ func (b *batch) reset() { *b = batch{} }
 
 func (p *planner) read(src Source) error {
 	last := time.Now()
-	for {
-		r, err := src.Next(p.ctx)
-		if err == io.EOF {
-			break
+	chunk := make([]Row, 0, chunkRows)
+	verdicts := make([]Verdict, chunkRows)
+	for eof := false; !eof; {
+		chunk = chunk[:0]
+		for len(chunk) < chunkRows {
+			r, err := src.Next(p.ctx)
+			if err == io.EOF {
+				eof = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			chunk = append(chunk, r)
 		}
-		if err != nil {
-			return err
-		}
-		if err := p.row(r); err != nil {
-			return err
-		}
-		if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
-			last = time.Now()
-			p.o.Progress(p.counts)
+		classifyAll(chunk, p.o.Class, p.now, p.beforeSince, verdicts)
+		for i, r := range chunk {
+			if err := p.row(r, verdicts[i]); err != nil {
+				return err
+			}
+			if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
+				last = time.Now()
+				p.o.Progress(p.counts)
+			}
 		}
 	}
 	if err := p.flush(); err != nil {
@@ -315,15 +331,18 @@ func (p *planner) read(src Source) error {
 	return nil
 }
 
-func (p *planner) row(r Row) error {
-	if r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" {
-		if !p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}) {
-			p.counts.NotAfterSince++
-			return nil
-		}
+// beforeSince: a row --since skips (not read, not classified).
+func (p *planner) beforeSince(r Row) bool {
+	return r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" &&
+		!p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID})
+}
+
+func (p *planner) row(r Row, v Verdict) error {
+	if p.beforeSince(r) {
+		p.counts.NotAfterSince++
+		return nil
 	}
 	p.counts.Read++
-	v := Classify(r, p.o.Class, p.now)
 	var at *Cursor
 	if r.CreatedAt != nil && !r.CreatedAt.After(p.now) && r.Problem == "" {
 		at = &Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
@@ -370,8 +389,8 @@ func (p *planner) flush() error {
 		return nil
 	}
 	b := &p.batch
-	if _, err := p.tx.Exec(p.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", p.id, p.o.Class,
-		b.tenant, b.operation, b.payload, b.payloadHash, b.response, b.evidence, b.createdAt, b.storeHash); err != nil {
+	if _, err := p.tx.Exec(p.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8)", p.id, p.o.Class,
+		b.tenant, b.operation, b.evidence, b.createdAt, b.storeHash, b.fingerprint); err != nil {
 		return fmt.Errorf("plan import: %w", governance.MapError(err))
 	}
 	b.reset()
@@ -404,23 +423,4 @@ func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int
 	var n int
 	_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil })
 	return out, err
-}
-
-// Run runs an approved import plan (idem.entry_plan_run) in a transaction
-// of its own without a statement timeout: a million items outlast any
-// timeout meant for one call, and the plan bounds the work.
-func Run(ctx context.Context, db TxBeginner, id int64, operator string) (governance.EntryPlan, error) {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return governance.EntryPlan{}, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
-		return governance.EntryPlan{}, err
-	}
-	p, err := governance.RunEntry(ctx, tx, id, operator)
-	if err != nil {
-		return governance.EntryPlan{}, err
-	}
-	return p, tx.Commit(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -193,6 +194,11 @@ func TestImportRocketRides(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
+	reopen := func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
+		s := src
+		s.Since, s.Unordered = since, true
+		return s.Open(ctx)
+	}
 	r := plan(nil)
 	assert.Equal(t, importer.Counts{Read: 300, ToImport: 240, Ambiguous: 60}, r.Counts)
 	assert.Empty(t, invalid.String())
@@ -236,7 +242,7 @@ func TestImportRocketRides(t *testing.T) {
 	assert.ErrorIs(t, err, governance.ErrSamePerson)
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
-	done, err := governance.RunEntry(f.ctx, f.alice, r.Plan.ID, "alice")
+	done, err := importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", reopen)
 	require.NoError(t, err)
 	assert.Equal(t, "done", done.State)
 	outcomes, err := importer.Outcomes(f.ctx, f.alice, r.Plan.ID)
@@ -280,10 +286,24 @@ func TestImportRocketRides(t *testing.T) {
 	// The old code keeps writing; the rerun with --since reads only what came after.
 	fillRocket(t, f.dsn, "late-", 20, time.Minute, 0)
 	again := plan(r.Cursor)
-	assert.Equal(t, importer.Counts{Read: 20, ToImport: 16, Ambiguous: 4}, again.Counts)
+	assert.Equal(t, importer.Counts{Read: 20, ToImport: 16, Ambiguous: 4, Since: r.Cursor.String()}, again.Counts)
 	_, err = governance.ApproveEntry(f.ctx, f.bob, again.Plan.ID, "bob")
 	require.NoError(t, err)
-	_, err = governance.RunEntry(f.ctx, f.alice, again.Plan.ID, "alice")
+	// A planned row that changed before the run: nothing enters.
+	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body || '{"tampered":true}'
+		WHERE id = (SELECT min(id) FROM rocket.idempotency_keys WHERE idempotency_key LIKE 'late-%' AND recovery_point = 'finished' AND locked_at IS NULL)`)
+	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", reopen)
+	assert.ErrorIs(t, err, governance.ErrRefused)
+	assert.ErrorContains(t, err, "the source changed since the plan")
+	var entered int
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", again.Plan.ID).Scan(&entered))
+	assert.Zero(t, entered, "nothing half-entered")
+	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body - 'tampered' WHERE response_body ? 'tampered'`)
+	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", func(context.Context, *importer.Cursor) (importer.Source, error) {
+		return nil, errors.New("connection refused")
+	})
+	assert.ErrorContains(t, err, "the source cannot be read again: connection refused; nothing entered")
+	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", reopen)
 	require.NoError(t, err)
 	outcomes, err = importer.Outcomes(f.ctx, f.alice, again.Plan.ID)
 	require.NoError(t, err)

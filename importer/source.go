@@ -144,6 +144,9 @@ type PostgresSource struct {
 	DSN, Query, PasswordEnv string
 	// Since, when set, reads only the rows after it.
 	Since *Cursor
+	// Unordered reads the rows in no particular order (no sort on the
+	// store's database): an import's run needs no order, its plan does.
+	Unordered bool
 }
 
 type postgresSource struct {
@@ -240,7 +243,9 @@ func (s *postgresSource) start(ctx context.Context) error {
 		sql += ` WHERE (created_at::timestamptz, tenant_id::text COLLATE "C", operation_id::text COLLATE "C") > ($1, $2 COLLATE "C", $3 COLLATE "C")`
 		args = []any{s.cfg.Since.At, s.cfg.Since.Tenant, s.cfg.Since.OperationID}
 	}
-	sql += ` ORDER BY created_at::timestamptz NULLS FIRST, tenant_id::text COLLATE "C", operation_id::text COLLATE "C"`
+	if !s.cfg.Unordered {
+		sql += ` ORDER BY created_at::timestamptz NULLS FIRST, tenant_id::text COLLATE "C", operation_id::text COLLATE "C"`
+	}
 	s.rows, err = tx.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("source query: %s", db.Scrub(s.cfg.DSN, err.Error()))

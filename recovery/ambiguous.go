@@ -114,16 +114,21 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 		id, payload uint64
 		line        int
 	}
-	chunks := make(chan []Item, runtime.GOMAXPROCS(0))
+	chunks := make(chan []rawLine, runtime.GOMAXPROCS(0))
 	found := make(chan []seen, runtime.GOMAXPROCS(0))
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for items := range chunks {
-				out := make([]seen, 0, len(items))
-				for _, it := range items {
+			var parser lineParser
+			for lines := range chunks {
+				out := make([]seen, 0, len(lines))
+				for _, rl := range lines {
+					it := rl.parsed(&parser)
+					if it.Invalid != nil {
+						continue
+					}
 					p, err := prepare(it.Request, r.Limits)
 					if _, known := classes[p.Class]; err != nil || !known {
 						continue
@@ -147,28 +152,7 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 			}
 		}
 	}()
-	var readErr error
-	chunk := make([]Item, 0, 256)
-	for ctx.Err() == nil {
-		it, err := src.Next()
-		if err != nil {
-			if err != io.EOF {
-				readErr = err
-			}
-			break
-		}
-		if it.Invalid == nil {
-			chunk = append(chunk, it)
-		}
-		if len(chunk) == cap(chunk) {
-			chunks <- chunk
-			chunk = make([]Item, 0, 256)
-		}
-	}
-	if len(chunk) > 0 {
-		chunks <- chunk
-	}
-	close(chunks)
+	readErr := readChunks(ctx, src, chunks)
 	<-collected
 	switch {
 	case readErr != nil:
@@ -180,6 +164,44 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 		return nil, err
 	}
 	return in, nil
+}
+
+// readChunks reads src to its end (or until ctx is done) and sends its valid
+// lines in chunks, then closes chunks. Only reading is serial: an NDJSON line
+// is parsed by the worker that prepares it (each chunk holds its lines' text
+// in one buffer).
+func readChunks(ctx context.Context, src Source, chunks chan<- []rawLine) error {
+	var readErr error
+	nd, raw := src.(*ndjson)
+	chunk := make([]rawLine, 0, 256)
+	var text []byte
+	for ctx.Err() == nil {
+		var rl rawLine
+		var err error
+		if raw {
+			rl, text, err = nd.nextRaw(text)
+		} else {
+			rl.item, err = src.Next()
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+		if rl.item.Invalid == nil {
+			chunk = append(chunk, rl)
+		}
+		if len(chunk) == cap(chunk) {
+			chunks <- chunk
+			chunk, text = make([]rawLine, 0, 256), nil
+		}
+	}
+	if len(chunk) > 0 {
+		chunks <- chunk
+	}
+	close(chunks)
+	return readErr
 }
 
 // answerAmbiguous answers a line of an identity the input holds with two

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ import (
 //go:embed testdata/bench_inbox.sql
 var benchInboxSQL string
 
+//go:embed testdata/bench_inbox_tenants.sql
+var benchTenantsSQL string
+
 const (
 	benchRows       = 1_000_000
 	bigBenchRows    = 10_000_000
@@ -53,18 +57,39 @@ type benchDB struct {
 	err  error
 }
 
-var benchDBs = map[int]*benchDB{benchRows: {}, bigBenchRows: {}}
+// benchShape is what a benchmark inbox holds: rows identities in tenants
+// tenants; days 0 puts a row a second back from now (testdata/bench_inbox.sql),
+// days > 0 spreads the rows evenly over that many days
+// (testdata/bench_inbox_tenants.sql, the shape of the busy service where a
+// batched lookup once became a scan).
+type benchShape struct{ rows, tenants, days int }
+
+var (
+	benchInbox   = benchShape{benchRows, 16, 0}
+	bigInbox     = benchShape{bigBenchRows, 16, 0}
+	tenantsInbox = benchShape{benchRows, 100, 23}
+)
+
+var benchDBs = map[benchShape]*benchDB{benchInbox: {}, bigInbox: {}, tenantsInbox: {}}
 
 // benchDatabase returns the DSN of the benchmark database of rows inbox rows,
 // building it when this schema and data have none yet (about 30 s a million
 // rows) and dropping those of older schemas.
 func benchDatabase(b *testing.B, rows int) string {
 	b.Helper()
-	d := benchDBs[rows]
+	if rows == bigBenchRows {
+		return shapedBenchDatabase(b, bigInbox)
+	}
+	return shapedBenchDatabase(b, benchInbox)
+}
+
+func shapedBenchDatabase(b *testing.B, shape benchShape) string {
+	b.Helper()
+	d := benchDBs[shape]
 	d.once.Do(func() {
 		sum := sha256.Sum256([]byte(migrations.Digest() + demo.Digest() + benchInboxSQL))
 		version := hex.EncodeToString(sum[:])[:12]
-		d.dsn, d.err = buildBenchDatabase(version, rows)
+		d.dsn, d.err = buildBenchDatabase(version, shape)
 	})
 	if d.err != nil {
 		b.Fatalf("benchmark database: %v", d.err)
@@ -72,8 +97,13 @@ func benchDatabase(b *testing.B, rows int) string {
 	return d.dsn
 }
 
-func buildBenchDatabase(version string, rows int) (string, error) {
+func buildBenchDatabase(version string, shape benchShape) (string, error) {
+	rows := shape.rows
 	name := fmt.Sprintf("%s%s_%dk", benchPrefix, version, rows/1000)
+	if shape.days > 0 {
+		sum := sha256.Sum256([]byte(benchTenantsSQL))
+		name += fmt.Sprintf("_%dt_%dd_%x", shape.tenants, shape.days, sum[:3])
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, dbtest.AdminURL())
 	if err != nil {
@@ -127,10 +157,17 @@ func buildBenchDatabase(version string, rows int) (string, error) {
 	// A day partition for every day the rows span (one row a second, back
 	// from now), so that none lands in the default partition.
 	days := rows/86400 + 2
+	if shape.days > 0 {
+		days = shape.days + 2
+	}
 	if _, err := conn.Exec(ctx, "SELECT idem.inbox_body_ensure((now() AT TIME ZONE 'UTC')::date - $1::int, (now() AT TIME ZONE 'UTC')::date + 1)", days); err != nil {
 		return "", fmt.Errorf("inbox partitions: %w", err)
 	}
-	if _, err := conn.Exec(ctx, benchInboxSQL, rows); err != nil {
+	fill, args := benchInboxSQL, []any{rows}
+	if shape.days > 0 {
+		fill, args = benchTenantsSQL, []any{rows, shape.tenants, shape.days}
+	}
+	if _, err := conn.Exec(ctx, fill, args...); err != nil {
 		return "", fmt.Errorf("fill the inbox: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "VACUUM ANALYZE idem.identity, idem.inbox_body"); err != nil {
@@ -146,10 +183,13 @@ func buildBenchDatabase(version string, rows int) (string, error) {
 // benchLine writes the input line of bench row g (testdata/bench_inbox.sql's
 // rules), with the payload's members in another order and spaced, as a
 // client would send it; amount differs from g for a conflicting line.
-func benchLine(buf *bytes.Buffer, g, amount int) {
+func benchLine(buf *bytes.Buffer, g, amount int) { benchLineOf(buf, g, amount, 16) }
+
+// benchLineOf is benchLine for an inbox of that many tenants.
+func benchLineOf(buf *bytes.Buffer, g, amount, tenants int) {
 	sum := md5.Sum([]byte(strconv.Itoa(g)))
 	fmt.Fprintf(buf, `{"tenant": "bench-%d", "operation_id": "op-%x", "class": "demo.transfer", "payload": {"from": "acct-%d", "to": "acct-%d", "currency": "EUR", "amount": %d}}`+"\n",
-		g%16, sum, g%1000, 1000+g%1000, amount)
+		g%tenants, sum, g%1000, 1000+g%1000, amount)
 }
 
 // benchInput is n identities: half already applied, a tenth conflicting,
@@ -157,6 +197,11 @@ func benchLine(buf *bytes.Buffer, g, amount int) {
 // an absent one may come again: the run (dry or not) answers the repeat
 // already_applied, as the real run applies the first.
 func benchInput(n int, seed uint64, rows int) (input []byte, want recovery.Counts) {
+	return benchInputOf(n, seed, rows, 16)
+}
+
+// benchInputOf is benchInput for an inbox of that many tenants.
+func benchInputOf(n int, seed uint64, rows, tenants int) (input []byte, want recovery.Counts) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	var buf bytes.Buffer
 	want = recovery.Counts{}
@@ -165,15 +210,15 @@ func benchInput(n int, seed uint64, rows int) (input []byte, want recovery.Count
 		switch p := i % 10; {
 		case p < 5:
 			g := 1 + rng.IntN(rows)
-			benchLine(&buf, g, g)
+			benchLineOf(&buf, g, g, tenants)
 			want[recovery.AlreadyApplied]++
 		case p == 5:
 			g := 1 + rng.IntN(rows)
-			benchLine(&buf, g, g+1)
+			benchLineOf(&buf, g, g+1, tenants)
 			want[recovery.WouldConflict]++
 		default:
 			g := rows + 1 + rng.IntN(rows)
-			benchLine(&buf, g, g)
+			benchLineOf(&buf, g, g, tenants)
 			if absent[g] {
 				want[recovery.AlreadyApplied]++
 			} else {
@@ -204,54 +249,7 @@ func BenchmarkDryRun(b *testing.B) {
 	defer pool.Close()
 	input, want := dryRunInputs(benchRows)
 
-	b.Run("select_per_key", func(b *testing.B) {
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Release()
-		run := func(in []byte) recovery.Counts {
-			got := recovery.Counts{}
-			absent := map[idem.Identity]bool{} // answered would_apply: a repeat is already applied
-			src := recovery.NDJSON(bytes.NewReader(in), idem.DefaultMaxPayloadBytes+recovery.LineSlack)
-			for {
-				it, err := src.Next()
-				if err != nil {
-					break
-				}
-				p, err := idem.Prepare(idem.Command{Identity: idem.Identity{TenantID: it.Request.Tenant, OperationID: it.Request.OperationID},
-					Class: it.Request.Class, Payload: it.Request.Payload}, idem.PayloadLimits{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				var hash, class string
-				err = conn.QueryRow(ctx, "SELECT payload_hash, op_class FROM idem.inbox WHERE tenant_id = $1 AND operation_id = $2",
-					p.TenantID, p.OperationID).Scan(&hash, &class)
-				switch {
-				case err == pgx.ErrNoRows && absent[p.Identity]:
-					got[recovery.AlreadyApplied]++
-				case err == pgx.ErrNoRows:
-					absent[p.Identity] = true
-					got[recovery.WouldApply]++
-				case err != nil:
-					b.Fatal(err)
-				case hash == p.Hash && class == p.Class:
-					got[recovery.AlreadyApplied]++
-				default:
-					got[recovery.WouldConflict]++
-				}
-			}
-			return got
-		}
-		run(input(3))
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if got := run(input(i)); fmt.Sprint(got) != fmt.Sprint(want(i)) {
-				b.Fatalf("counts %v, want %v", got, want(i))
-			}
-		}
-		dryRunKeysPerSec = reportKeys(b)
-	})
+	b.Run("select_per_key", func(b *testing.B) { selectPerKey(b, pool, input, want) })
 	b.Run("batched", func(b *testing.B) { dryRunBatched(b, pool, input, want) })
 }
 
@@ -270,13 +268,84 @@ func BenchmarkDryRunLarge(b *testing.B) {
 	dryRunBatched(b, pool, input, want)
 }
 
+// BenchmarkDryRunTenants is BenchmarkDryRun's batched run over the inbox of
+// issue 26's scan: 1,000,000 rows of 100 tenants spread over 23 day
+// partitions.
+func BenchmarkDryRunTenants(b *testing.B) {
+	dsn := shapedBenchDatabase(b, tenantsInbox)
+	pool, err := db.Open(context.Background(), dsn, db.Options{MaxConns: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	input, want := dryRunInputsOf(tenantsInbox.rows, tenantsInbox.tenants)
+	b.Run("select_per_key", func(b *testing.B) { selectPerKey(b, pool, input, want) })
+	b.Run("batched", func(b *testing.B) { dryRunBatched(b, pool, input, want) })
+}
+
+// selectPerKey is the baseline of a dry run: what a psql script does, one
+// SELECT per identity on one connection, after a warming pass.
+func selectPerKey(b *testing.B, pool *pgxpool.Pool, input func(int) []byte, want func(int) recovery.Counts) {
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	run := func(in []byte) recovery.Counts {
+		got := recovery.Counts{}
+		absent := map[idem.Identity]bool{} // answered would_apply: a repeat is already applied
+		src := recovery.NDJSON(bytes.NewReader(in), idem.DefaultMaxPayloadBytes+recovery.LineSlack)
+		for {
+			it, err := src.Next()
+			if err != nil {
+				break
+			}
+			p, err := idem.Prepare(idem.Command{Identity: idem.Identity{TenantID: it.Request.Tenant, OperationID: it.Request.OperationID},
+				Class: it.Request.Class, Payload: it.Request.Payload}, idem.PayloadLimits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var hash, class string
+			err = conn.QueryRow(ctx, "SELECT payload_hash, op_class FROM idem.inbox WHERE tenant_id = $1 AND operation_id = $2",
+				p.TenantID, p.OperationID).Scan(&hash, &class)
+			switch {
+			case err == pgx.ErrNoRows && absent[p.Identity]:
+				got[recovery.AlreadyApplied]++
+			case err == pgx.ErrNoRows:
+				absent[p.Identity] = true
+				got[recovery.WouldApply]++
+			case err != nil:
+				b.Fatal(err)
+			case hash == p.Hash && class == p.Class:
+				got[recovery.AlreadyApplied]++
+			default:
+				got[recovery.WouldConflict]++
+			}
+		}
+		return got
+	}
+	run(input(3))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got := run(input(i)); fmt.Sprint(got) != fmt.Sprint(want(i)) {
+			b.Fatalf("counts %v, want %v", got, want(i))
+		}
+	}
+	dryRunKeysPerSec = reportKeys(b)
+}
+
 // dryRunInputs are four inputs of benchIdentities lines over an inbox of
 // rows, and their expected counts.
 func dryRunInputs(rows int) (input func(int) []byte, want func(int) recovery.Counts) {
+	return dryRunInputsOf(rows, 16)
+}
+
+func dryRunInputsOf(rows, tenants int) (input func(int) []byte, want func(int) recovery.Counts) {
 	inputs := make([][]byte, 4)
 	wants := make([]recovery.Counts, len(inputs))
 	for i := range inputs {
-		inputs[i], wants[i] = benchInput(benchIdentities, uint64(i+1), rows)
+		inputs[i], wants[i] = benchInputOf(benchIdentities, uint64(i+1), rows, tenants)
 	}
 	return func(i int) []byte { return inputs[i%len(inputs)] }, func(i int) recovery.Counts { return wants[i%len(wants)] }
 }
@@ -294,20 +363,82 @@ func dryRunBatched(b *testing.B, pool *pgxpool.Pool, input func(int) []byte, wan
 		return sum.Counts
 	}
 	run(input(3)) // warm the caches as the baseline's first pass does
+	cpu := startCPU(b, pool)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if got := run(input(i)); fmt.Sprint(got) != fmt.Sprint(want(i)) {
 			b.Fatalf("counts %v, want %v", got, want(i))
 		}
 	}
+	b.StopTimer()
+	cpu.report(b, benchIdentities*b.N)
 	reportKeys(b)
+}
+
+// cpuMeter measures CPU time over a benchmark: this process's (the client)
+// and that of the server backends of the database (from /proc: the server
+// runs on this machine), both in µs per key.
+type cpuMeter struct {
+	pids           []int
+	client, server time.Duration
+}
+
+func startCPU(b *testing.B, pool *pgxpool.Pool) *cpuMeter {
+	rows, err := pool.Query(context.Background(),
+		"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &cpuMeter{}
+	for _, p := range pids {
+		m.pids = append(m.pids, int(p))
+	}
+	m.client, m.server = processCPU(os.Getpid()), m.serverCPU()
+	return m
+}
+
+func (m *cpuMeter) serverCPU() time.Duration {
+	var sum time.Duration
+	for _, p := range m.pids {
+		sum += processCPU(p)
+	}
+	return sum
+}
+
+func (m *cpuMeter) report(b *testing.B, keys int) {
+	client, server := processCPU(os.Getpid())-m.client, m.serverCPU()-m.server
+	if client <= 0 || server <= 0 {
+		return // no /proc, or a server elsewhere
+	}
+	b.ReportMetric(float64(client.Microseconds())/float64(keys), "client_us/key")
+	b.ReportMetric(float64(server.Microseconds())/float64(keys), "server_us/key")
+}
+
+// processCPU is a process's user and system time from /proc (0 without).
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) in brackets.
+	f := bytes.Fields(raw[bytes.LastIndexByte(raw, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(string(f[11]), 10, 64)
+	stime, _ := strconv.ParseInt(string(f[12]), 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
 
 func reportKeys(b *testing.B) float64 {
 	keysPerSec := float64(benchIdentities) * float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(keysPerSec, "keys/s")
 	b.ReportMetric(0, "ns/op")
-	if dryRunKeysPerSec > 0 && b.Name() != "BenchmarkDryRun/select_per_key" {
+	if dryRunKeysPerSec > 0 && !strings.HasSuffix(b.Name(), "/select_per_key") {
 		b.ReportMetric(keysPerSec/dryRunKeysPerSec, "x_select_per_key")
 	}
 	return keysPerSec

@@ -102,13 +102,19 @@ type rewinder interface {
 var ErrNotRewindable = errors.New("the input cannot be read twice (give a file, or a reader that can seek)")
 
 type ndjson struct {
-	src  io.Reader
-	r    *bufio.Reader
-	max  int
-	line int
-	buf  []byte
-	dec  jsontext.Decoder
-	rd   bytes.Reader
+	src    io.Reader
+	r      *bufio.Reader
+	max    int
+	line   int
+	buf    []byte
+	parser lineParser
+}
+
+// lineParser reads the envelope of one line; a goroutine that parses lines
+// needs its own.
+type lineParser struct {
+	dec jsontext.Decoder
+	rd  bytes.Reader
 }
 
 // Rewind starts over at the first line, if the reader can seek.
@@ -141,9 +147,52 @@ func (s *ndjson) Next() (Item, error) {
 		if len(line) == 0 {
 			continue
 		}
-		it.Request, it.Invalid = s.parse(line)
+		it.Request, it.Invalid = s.parser.parse(line)
 		return it, nil
 	}
+}
+
+// rawLine is a line read but not yet parsed, so that lines can be parsed on
+// every core while one goroutine reads: item has Line and Bytes (and
+// Invalid for a line too long, then text is nil); text is the line.
+type rawLine struct {
+	item Item
+	text []byte
+}
+
+// nextRaw is Next without the parse: the line's text is appended to buf
+// (returned grown) and the rawLine's text is that part of it. Parsing it
+// with a lineParser gives what Next would.
+func (s *ndjson) nextRaw(buf []byte) (rawLine, []byte, error) {
+	for {
+		line, n, tooLong, err := s.readLine()
+		if err != nil && (err != io.EOF || n == 0) {
+			return rawLine{}, buf, err
+		}
+		s.line++
+		rl := rawLine{item: Item{Line: s.line, Bytes: n}}
+		if tooLong {
+			rl.item.Invalid = fmt.Errorf("%w: line is longer than %d bytes (the payload limit plus %d KiB); raise --max-bytes if it is expected", ErrInvalidLine, s.max, LineSlack>>10)
+			return rl, buf, nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, line...)
+		rl.text = buf[start:len(buf):len(buf)]
+		return rl, buf, nil
+	}
+}
+
+// parsed is the item of a raw line, its request read by p.
+func (rl rawLine) parsed(p *lineParser) Item {
+	it := rl.item
+	if rl.text != nil {
+		it.Request, it.Invalid = p.parse(rl.text)
+	}
+	return it
 }
 
 // readLine returns the next line without its newline, and how many bytes it
@@ -178,7 +227,7 @@ func (s *ndjson) readLine() (line []byte, n int, tooLong bool, err error) {
 // When the line is refused for anything but its JSON syntax, the rest of the
 // envelope is still read so that the answer names its identity; a syntax
 // error keeps what was read before it.
-func (s *ndjson) parse(line []byte) (Request, error) {
+func (s *lineParser) parse(line []byte) (Request, error) {
 	s.rd.Reset(line)
 	// Duplicate names are checked here for the envelope and by the
 	// canonicaliser for the payload (which then names the identity).

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,6 +147,10 @@ func (f found) answers(res *Result) bool {
 // clock at step 1.
 func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]found, clock time.Time, err error) {
 	n := len(b)
+	keys, err := lookupKeysOf(b)
+	if err != nil {
+		return nil, clock, err
+	}
 	c, err := r.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, clock, &lostError{err: fmt.Errorf("acquire a connection: %w", err)}
@@ -156,18 +161,6 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		}
 		c.Release()
 	}()
-	tenants, ops, classes := make([]string, n), make([]string, n), make([]string, n)
-	digests := make([][]byte, n)
-	raw := make([]byte, n*sha256.Size)
-	for i, j := range b {
-		tenants[i], ops[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Class
-		// The digest as 32 bytes, not 75 characters of text.
-		d := raw[i*sha256.Size : (i+1)*sha256.Size]
-		if _, err := hex.Decode(d, []byte(strings.TrimPrefix(j.p.Hash, idem.HashPrefix))); err != nil {
-			return nil, clock, fmt.Errorf("line %d: hash %s: %w", j.line, j.p.Hash, err)
-		}
-		digests[i] = d
-	}
 	hits = make(map[int32]found, n/2)
 	// One round trip: a transaction whose plans are probes (not READ ONLY:
 	// the primary check reads transaction_read_only).
@@ -175,7 +168,7 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 	batch.Queue("BEGIN")
 	batch.Queue(probeOnlySQL)
 	batch.Queue(primarySQL)
-	batch.Queue(lookupSQL, tenants, ops, digests, classes, !r.DryRun)
+	batch.Queue(lookupSQL, keys.tenants, keys.ops, keys.digests, keys.classes, !r.DryRun)
 	batch.Queue("COMMIT")
 	br := c.Conn().SendBatch(ctx, &batch)
 	defer br.Close()
@@ -198,7 +191,10 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.stale, &f.response); err != nil {
 			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 		}
-		hits[ord] = f
+		if ord < 1 || int(ord) > n {
+			return nil, clock, fmt.Errorf("look up %d identities: position %d out of range", n, ord)
+		}
+		hits[keys.order[ord-1]+1] = f // back to the position in b
 	}
 	if err := rows.Err(); err != nil {
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
@@ -211,6 +207,44 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 		return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 	}
 	return hits, clock, nil
+}
+
+// lookupKeys are a batch's keys as the lookup's arrays, in primary-key order:
+// order[i] is the position in the batch of the i-th key.
+type lookupKeys struct {
+	order                 []int32
+	tenants, ops, classes []string
+	digests               [][]byte
+}
+
+func lookupKeysOf(b []job) (lookupKeys, error) {
+	n := len(b)
+	// Keys go in primary-key order (the columns' collation is byte order), so
+	// that consecutive probes descend to the same or the next index pages.
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		if c := strings.Compare(b[x].p.TenantID, b[y].p.TenantID); c != 0 {
+			return c
+		}
+		return strings.Compare(b[x].p.OperationID, b[y].p.OperationID)
+	})
+	tenants, ops, classes := make([]string, n), make([]string, n), make([]string, n)
+	digests := make([][]byte, n)
+	raw := make([]byte, n*sha256.Size)
+	for i, k := range order {
+		j := b[k]
+		tenants[i], ops[i], classes[i] = j.p.TenantID, j.p.OperationID, j.p.Class
+		// The digest as 32 bytes, not 75 characters of text.
+		d := raw[i*sha256.Size : (i+1)*sha256.Size]
+		if _, err := hex.Decode(d, []byte(strings.TrimPrefix(j.p.Hash, idem.HashPrefix))); err != nil {
+			return lookupKeys{}, fmt.Errorf("line %d: hash %s: %w", j.line, j.p.Hash, err)
+		}
+		digests[i] = d
+	}
+	return lookupKeys{order: order, tenants: tenants, ops: ops, classes: classes, digests: digests}, nil
 }
 
 func anyStale(hits map[int32]found) bool {

@@ -160,7 +160,10 @@ type job struct {
 	line int
 	// req is the line as read, until prepare turns it into p.
 	req Request
-	p   idem.Prepared
+	// text is the line not yet parsed (a dry run parses it with prepare, on
+	// every core); req is empty until then.
+	text []byte
+	p    idem.Prepared
 	classInfo
 	firstAttempt time.Time
 	jobInput
@@ -331,7 +334,11 @@ func (p *runPipeline) startLookups(concurrency, batchSize int) (send func(job) b
 		preparers.Add(1)
 		go func() {
 			defer preparers.Done()
+			var parser lineParser
 			for j := range raw {
+				if j.text != nil && !p.parse(&j, &parser) {
+					continue
+				}
 				if p.r.prepare(&j, p.classes, p.win) {
 					jobs <- j
 				}
@@ -375,6 +382,19 @@ func (p *runPipeline) startLookups(concurrency, batchSize int) (send func(job) b
 	}
 	closeQueues = func() { close(raw) }
 	return send, closeQueues
+}
+
+// parse reads a job's line (see dispatch); false, with the line answered
+// invalid, when it cannot.
+func (p *runPipeline) parse(j *job, parser *lineParser) bool {
+	it := rawLine{item: Item{Line: j.line}, text: j.text}.parsed(parser)
+	j.text, j.req, j.firstAttempt = nil, it.Request, it.Request.FirstAttemptAt
+	if it.Invalid != nil {
+		p.win.done(j.pos, Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID,
+			Class: it.Request.Class, Outcome: Invalid, Err: it.Invalid})
+		return false
+	}
+	return true
 }
 
 // startWorkers starts a real run's pipeline: concurrency workers, each fed
@@ -430,11 +450,29 @@ func (p *runPipeline) startWorkers(concurrency int, seed maphash.Seed) (send fun
 func (r *Resolver) dispatch(stopCtx context.Context, src Source, win *window,
 	send func(job) bool, sum *RunSummary, fail func(error)) bool {
 	pos := 0
+	// A dry run's preparers parse the lines: reading is then all that is
+	// serial. The texts are kept in blocks, each held until its last line is
+	// answered.
+	nd, raw := src.(*ndjson)
+	raw = raw && r.DryRun
+	var block []byte
 	for {
 		if stopCtx.Err() != nil {
 			return false
 		}
-		it, err := src.Next()
+		var it Item
+		var text []byte
+		var err error
+		if raw {
+			if cap(block)-len(block) < 4<<10 {
+				block = make([]byte, 0, 256<<10)
+			}
+			var rl rawLine
+			rl, block, err = nd.nextRaw(block)
+			it, text = rl.item, rl.text
+		} else {
+			it, err = src.Next()
+		}
 		if err == io.EOF {
 			return true
 		}
@@ -448,7 +486,7 @@ func (r *Resolver) dispatch(stopCtx context.Context, src Source, win *window,
 		}
 		sum.Read++
 		sum.LastLine = it.Line
-		j := job{pos: pos, line: it.Line, req: it.Request, firstAttempt: it.Request.FirstAttemptAt}
+		j := job{pos: pos, line: it.Line, req: it.Request, firstAttempt: it.Request.FirstAttemptAt, text: text}
 		pos++
 		if it.Invalid != nil {
 			win.done(j.pos, Result{Line: it.Line, Tenant: it.Request.Tenant, OperationID: it.Request.OperationID,

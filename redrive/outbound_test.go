@@ -181,3 +181,44 @@ func TestCredentialReferences(t *testing.T) {
 		t.Errorf("NewSender with env:PGPASSWORD: err %v, %d requests", err, hits.Load())
 	}
 }
+
+// A proxy named by the environment (HTTP_PROXY and the like) never sees a
+// re-drive: the sender's transport has no proxy at all. (Go reads those
+// variables once per process and never proxies a loopback target, so the
+// transport itself is what can be checked.)
+func TestRedriveIgnoresTheEnvironmentsProxy(t *testing.T) {
+	s, err := NewSender(Config{Kind: KindHTTP, URL: "https://charges.example/charges"}, Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	transport, ok := s.(*httpSender).client.Transport.(*http.Transport)
+	if !ok || transport.Proxy != nil {
+		t.Fatalf("the re-drive's transport takes a proxy from the environment (%T)", s.(*httpSender).client.Transport)
+	}
+}
+
+// A configured header may not replace one the re-drive sets from the
+// operation: the stream's message id (its deduplication), the identity, the
+// payload's hash.
+func TestConfiguredHeadersCannotReplaceTheIdentitys(t *testing.T) {
+	for _, name := range []string{"Nats-Msg-Id", "nats-msg-id", "Idempotency-Key", "Idem-Payload-Hash", "Idem-Class", OperationHeader, DefaultTenantHeader, "X-Org", "Content-Type"} {
+		for _, kind := range []string{KindHTTP, KindNATS} {
+			c := Config{Kind: kind, URL: "http://127.0.0.1:1/x", TenantHeader: "X-Org", Headers: map[string]string{name: "forged"}}
+			if kind == KindNATS {
+				c.URL, c.Subject = "nats://127.0.0.1:4222", "charges.redrive"
+			}
+			err := c.Validate()
+			if name == DefaultTenantHeader {
+				// Not the tenant header of this configuration: allowed.
+				if err != nil {
+					t.Errorf("%s %s: %v", kind, name, err)
+				}
+				continue
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "cannot be configured") {
+				t.Errorf("%s header %s: err = %v, want it refused", kind, name, err)
+			}
+		}
+	}
+}

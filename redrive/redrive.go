@@ -113,6 +113,19 @@ func (c Config) tenantHeader() string {
 	return DefaultTenantHeader
 }
 
+// reserved says whether a header name is one a re-drive sets from the
+// operation (its identity, its payload's hash, the message id the stream
+// deduplicates by): a configured header must never replace it.
+func (c Config) reserved(name string) bool {
+	for _, r := range []string{"Nats-Msg-Id", "Idempotency-Key", "Idem-Payload-Hash", "Idem-Class", OperationHeader,
+		"Content-Type", c.tenantHeader()} {
+		if strings.EqualFold(name, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // Target says where a re-drive goes, without secrets: the URL, or the NATS
 // server and subject.
 func (c Config) Target() string {
@@ -210,6 +223,9 @@ func (c Config) Validate() error {
 	for name, v := range c.Headers {
 		if !headerNameRE.MatchString(name) || idem.CheckText("header "+name, v, 4096) != nil {
 			return bad("--header %q: NAME=VALUE with a header name and a value without control characters", name)
+		}
+		if c.reserved(name) {
+			return bad("--header %s: idemctl sets this header from the operation's identity; it cannot be configured", name)
 		}
 		if credentialRE.MatchString(name) && !isRef(v) {
 			return fmt.Errorf("%w: header %s carries a credential: give env:%sNAME or file:PATH, never the value", ErrSecret, name, EnvPrefix)

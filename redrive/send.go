@@ -91,6 +91,10 @@ func NewSender(c Config, creds Credentials) (Sender, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = c.concurrency()
+	// Never through a proxy from the environment (HTTP_PROXY, HTTPS_PROXY):
+	// the request carries the payload and the credentials, and the
+	// allow-list names the target it may reach, not a proxy in between.
+	transport.Proxy = nil
 	client := &http.Client{Timeout: c.Timeout(), Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &httpSender{cfg: c, headers: headers, slots: slots, client: client}, nil
@@ -224,14 +228,15 @@ func (s *natsSender) Send(ctx context.Context, r Request) (Reply, error) {
 	}
 	msg := nats.NewMsg(s.cfg.Subject)
 	msg.Data = r.Canonical
+	for name, val := range s.headers {
+		msg.Header.Set(name, val)
+	}
+	// The identity's headers last: none of them is ever the configuration's.
 	msg.Header.Set(nats.MsgIdHdr, MsgID(r.Identity))
 	msg.Header.Set(s.cfg.tenantHeader(), r.TenantID)
 	msg.Header.Set(OperationHeader, r.OperationID)
 	msg.Header.Set("Idem-Class", r.Class)
 	msg.Header.Set("Idem-Payload-Hash", r.Hash)
-	for name, val := range s.headers {
-		msg.Header.Set(name, val)
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
 	defer cancel()
 	ack, err := s.js.PublishMsg(ctx, msg)

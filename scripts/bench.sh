@@ -49,8 +49,8 @@ echo "== the executor's own server time per new operation, track_functions over 
 bench "$out/own.txt" go test ./idem -run '^$' -bench 'BenchmarkExecutorServerTime$' -benchtime 1x -count 3
 o=$(median "$out/own.txt" 'ExecutorServerTime' own_us)
 echo "own: ${o} us [$(check "$o" '<=' 60)], the effect: $(median "$out/own.txt" 'ExecutorServerTime' demo.transfer_effect_self_us) us;" \
-	"self: settle $(median "$out/own.txt" 'ExecutorServerTime' idem.settle_self_us), execute $(median "$out/own.txt" 'ExecutorServerTime' idem.execute_self_us)," \
-	"check_request $(median "$out/own.txt" 'ExecutorServerTime' idem.check_request_self_us), run_effect $(median "$out/own.txt" 'ExecutorServerTime' idem.run_effect_self_us) us"
+	"self: execute $(median "$out/own.txt" 'ExecutorServerTime' idem.execute_self_us) (the request checks, the class, the claim, the body)," \
+	"run_effect $(median "$out/own.txt" 'ExecutorServerTime' idem.run_effect_self_us) us (the effect check)"
 
 echo
 echo "== the per-call effect check, run_effect with it vs without it, track_functions over 5,000 calls, median of 3 (target <= 5 us)"

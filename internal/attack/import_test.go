@@ -5,24 +5,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/importer"
 )
 
 // Importing a store lets identities in without their effect, backdated:
 // it runs only as the schema owner's functions, behind two persons. No
 // service and no single operator writes an imported identity, fills
 // another person's plan, changes a sealed plan, approves a plan still
-// being filled, or reaches the internal run; the tables stay closed.
+// being filled, or reaches the internal run; the tables stay closed. The
+// run enters only what it staged in the schema owner's stage, and only the
+// exact planned items: a forged, extra, doubled or missing row enters
+// nothing, and the operator cannot give the stage code to run as owner.
 func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	payload := `{"amount":5}`
+	response := `{"ok":true}`
 	add := func(pool *pgxpool.Pool, id int64, op string, at time.Time, hash string) error {
-		_, err := pool.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", id, projClass,
-			[]string{"t1"}, []string{op}, []string{payload}, []string{hash}, []string{`{"ok":true}`}, []string{"row 1"},
-			[]time.Time{at}, []*string{nil})
+		fp := importer.Fingerprint("t1", op, hash, "", []byte(response), at)
+		_, err := pool.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8)", id, projClass,
+			[]string{"t1"}, []string{op}, []string{"row 1"}, []time.Time{at}, []*string{nil}, [][]byte{fp[:]})
 		return err
 	}
 	old := time.Now().Add(-400 * 24 * time.Hour)
@@ -40,6 +47,8 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 			"UPDATE idem.entry_plan SET state = 'planned'",
 			"SELECT idem.import_run(p.id, 'alice') FROM idem.entry_plan p",
 			"SELECT idem.import_item_problem('t1', 'x', NULL, NULL, '{}', now(), NULL)",
+			"SELECT idem.import_plan_item_problem('t1', 'x', now(), NULL, NULL)",
+			"SELECT idem.import_fingerprint('t1', 'x', NULL, NULL, NULL, now())",
 		} {
 			_, err := pool.Exec(w.ctx, sql)
 			assert.Equal(t, "42501", code(err), "%s: %s", name, sql)
@@ -51,8 +60,6 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	require.NoError(t, w.operator.QueryRow(w.ctx, begin).Scan(&id))
 	err = add(w.operator, id, "future", time.Now().Add(time.Hour), hashOf(payload))
 	assert.Equal(t, "IX343", code(err), "a future created_at")
-	err = add(w.operator, id, "forged", old, hashOf(`{"amount":6}`))
-	assert.Equal(t, "IX343", code(err), "a hash that is not the payload's")
 	err = add(w.second, id, "bobs", old, hashOf(payload))
 	assert.Equal(t, "IX343", code(err), "bob fills no plan of alice's")
 	require.NoError(t, add(w.operator, id, "old-1", old, hashOf(payload)))
@@ -72,8 +79,54 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 
 	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
 	require.NoError(t, err)
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
-	require.NoError(t, err)
+
+	// The run enters only rows staged in the schema owner's stage, and only
+	// if they are exactly the planned items.
+	stage := "INSERT INTO pg_temp.idem_import_stage VALUES ('t1', $1, $2, $3, $4, $5, NULL)"
+	run := func(name string, steps ...func(tx pgx.Tx) error) error {
+		t.Helper()
+		tx, err := w.operator.Begin(w.ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(w.ctx) }()
+		for _, step := range steps {
+			if err := step(tx); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+		if err == nil {
+			err = tx.Commit(w.ctx)
+		}
+		return err
+	}
+	exec := func(sql string, args ...any) func(tx pgx.Tx) error {
+		return func(tx pgx.Tx) error { _, err := tx.Exec(w.ctx, sql, args...); return err }
+	}
+	open := exec("SELECT idem.import_stage_open($1)", id)
+	before = w.snapshot()
+	assert.Equal(t, "IX341", code(run("nothing staged")), "nothing staged: nothing enters")
+	assert.Equal(t, "IX341", code(run("own stage",
+		exec("CREATE TEMP TABLE idem_import_stage (tenant_id text, operation_id text, payload text, payload_hash text, response text, created_at timestamptz, store_hash text)"),
+		exec(stage, "old-1", payload, hashOf(payload), response, old))), "a stage of the operator's own is not read")
+	assert.Equal(t, "42P07", code(run("stage taken", exec("CREATE TEMP TABLE idem_import_stage (x int)"), open)),
+		"a name taken by the operator is not opened")
+	assert.Equal(t, "42501", code(run("policy", open, exec("ALTER TABLE pg_temp.idem_import_stage ENABLE ROW LEVEL SECURITY"))),
+		"the operator cannot give the stage code to run")
+	assert.Equal(t, "42501", code(run("rule", open, exec("CREATE RULE r AS ON INSERT TO pg_temp.idem_import_stage DO INSTEAD NOTHING"))),
+		"the operator cannot give the stage rules")
+	assert.Equal(t, "IX343", code(run("forged hash", open, exec(stage, "old-1", `{"amount":6}`, hashOf(payload), response, old))),
+		"a hash that is not the payload's")
+	assert.Equal(t, "IX343", code(run("forged payload", open, exec(stage, "old-1", `{"amount":6}`, hashOf(`{"amount":6}`), response, old))),
+		"a payload that is not the planned one")
+	assert.Equal(t, "IX343", code(run("forged response", open, exec(stage, "old-1", payload, hashOf(payload), `{"ok":false}`, old))),
+		"a response that is not the planned one")
+	assert.Equal(t, "IX343", code(run("extra row", open, exec(stage, "old-1", payload, hashOf(payload), response, old),
+		exec(stage, "old-2", payload, hashOf(payload), response, old))), "a row not in the plan")
+	assert.Equal(t, "23505", code(run("twice", open, exec(stage, "old-1", payload, hashOf(payload), response, old),
+		exec(stage, "old-1", payload, hashOf(payload), response, old))), "a row staged twice")
+	assert.Equal(t, "IX343", code(run("missing", open)), "a planned item missing")
+	assert.Equal(t, before, w.snapshot(), "nothing written")
+	require.NoError(t, run("exact", open, exec(stage, "old-1", payload, hashOf(payload), response, old)))
 	var at time.Time
 	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT created_at FROM idem.identity WHERE entry_plan = $1", id).Scan(&at))
 	assert.WithinDuration(t, old, at, time.Millisecond, "entered with its original age")

@@ -31,7 +31,9 @@ its saved response and its ORIGINAL created_at, and its effect is NOT run; a
 later retry of it answers already_applied with the original response.
 
 One person plans (reading the source streaming, with progress on stderr),
-another approves, then it runs as the schema owner's function. Rows are sorted
+another approves, then it runs as the schema owner's function, reading the
+source again (the plan keeps a fingerprint of each row, not the row): it
+enters the rows only if they are exactly the planned ones. Rows are sorted
 out while planning: finished rows are imported; unfinished, locked or
 response-less rows go to the --ambiguous file, in idemctl resolve's input
 format; rows with a NULL or future created_at, a payload over the limit or
@@ -47,7 +49,8 @@ came after. docs/import.md is the cutover, step by step.`,
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
-  idemctl import run 4`,
+  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)"`,
 	}
 	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
 	return cmd
@@ -258,19 +261,50 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 		"run":     "Enter an approved import plan's identities, without running their effects",
 	}[step]
 	var yes bool
+	src := &importRunSource{}
+	use, long, example := step+" ID", short+".", "  idemctl import "+step+" 4"
+	if step == "run" {
+		use = "run ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
+		long = short + `.
+
+The plan keeps a fingerprint of each item, not its payload and response: the
+run reads the source again (the same --from-postgres, --query and
+--password-env, or the same --from-ndjson file, as the plan; the plan's
+--since and cursor bound what it reads) and enters the rows only if they are
+exactly the planned items. A source that cannot be read, a file that is not
+the planned one (its digest), or a row that changed, appeared or went
+missing since the plan: nothing enters (exit code 5); plan again.
+
+The run prints each outcome's count (entered, skipped, quarantined, refused)
+and the cursor for the next import's --since.`
+		example = `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
+  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)"
+  idemctl import run 5 --from-ndjson keys.ndjson`
+	}
 	cmd := &cobra.Command{
-		Use:     step + " ID",
+		Use:     use,
 		Short:   short,
-		Long:    short + ". The run prints each outcome's count (entered, skipped, quarantined, refused) and the cursor for the next import's --since.",
-		Example: "  idemctl import " + step + " 4",
+		Long:    long,
+		Example: example,
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args, "an import plan")
 			if err != nil {
 				return err
 			}
+			if step == "run" {
+				if err := src.validate(); err != nil {
+					return err
+				}
+			}
 			p, pool, err := entryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
-				return importer.Run(ctx, db, id, f.Operator())
+				p, err := importer.Run(ctx, db, id, f.Operator(), src.opener())
+				if err != nil && !errors.Is(err, governance.ErrNotFound) {
+					// a source unreachable or changed, or a refusal: nothing entered
+					return p, withCode(ExitInvalid, err)
+				}
+				return p, err
 			})
 			if err != nil {
 				return err
@@ -299,5 +333,40 @@ func newCmdImportStep(f *Factory, step string) *cobra.Command {
 	if step == "approve" {
 		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the plan and ask on a terminal")
 	}
+	if step == "run" {
+		fl := cmd.Flags()
+		fl.StringVar(&src.FromPostgres, "from-postgres", "", "DSN of the store's database, as planned (no password in it)")
+		fl.StringVar(&src.Query, "query", "", "with --from-postgres: the query the plan read")
+		fl.StringVar(&src.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
+		fl.StringVar(&src.FromNDJSON, "from-ndjson", "", "the NDJSON export the plan read (the same file: its digest is compared)")
+	}
 	return cmd
+}
+
+// importRunSource is the source `idemctl import run` reads again.
+type importRunSource struct {
+	FromPostgres, Query, PasswordEnv, FromNDJSON string
+}
+
+func (s *importRunSource) validate() error {
+	pg, file := s.FromPostgres != "", s.FromNDJSON != ""
+	if pg == file {
+		return usageErr("the run reads the plan's source again: give --from-postgres DSN --query SQL, or --from-ndjson FILE")
+	}
+	if pg && s.Query == "" {
+		return usageErr("--from-postgres needs --query")
+	}
+	if !pg && (s.Query != "" || s.PasswordEnv != "") {
+		return usageErr("--query and --password-env go with --from-postgres")
+	}
+	return nil
+}
+
+func (s *importRunSource) opener() importer.Opener {
+	return func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
+		if s.FromNDJSON != "" {
+			return importer.OpenNDJSON(s.FromNDJSON)
+		}
+		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since, Unordered: true}.Open(ctx)
+	}
 }

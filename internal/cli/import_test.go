@@ -68,6 +68,15 @@ func TestImportCommands(t *testing.T) {
 	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
+	assert.Equal(t, ExitUsage, code, "the run reads the source again")
+	assert.Contains(t, errOut, "the run reads the plan's source again")
+	source := []string{"--from-postgres", dbtest.SourceDSN(dsn), "--password-env", dbtest.SourcePasswordEnv, "--query", importQuery}
+	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice", "--password-env", "IDEMCTL_SOURCE_NOT_SET",
+		"--from-postgres", dbtest.SourceDSN(dsn), "--query", importQuery)
+	assert.Equal(t, ExitInvalid, code, "a source that cannot be read")
+	assert.Contains(t, errOut, "the source cannot be read again")
+	assert.Contains(t, errOut, "nothing entered")
+	code, _, errOut = runQ(t, dsn, append([]string{"import", "run", id, "--operator", "alice"}, source...)...)
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, errOut, "outcomes: entered 24")
 	assert.Regexp(t, `cursor: \S+/7/key-30 `, errOut)

@@ -203,7 +203,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"import plan": {"import", "plan", "--class", "demo.transfer", "--from-ndjson", filepath.Join(dir, "none.ndjson"),
 			"--ambiguous", filepath.Join(dir, "ambiguous.ndjson"), "--reason", "x"},
 		"import approve":   {"import", "approve", "1", "--yes"},
-		"import run":       {"import", "run", "1"},
+		"import run":       {"import", "run", "1", "--from-ndjson", filepath.Join(dir, "none.ndjson")},
 		"horizon plan":     {"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C"},
 		"horizon approve":  {"horizon", "approve", "1", "--yes"},
 		"horizon cancel":   {"horizon", "cancel", "1", "--reason", "x"},

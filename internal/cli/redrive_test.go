@@ -530,6 +530,10 @@ func TestRedriveMixedBatch(t *testing.T) {
 	for k, r := range got {
 		if strings.Contains(k, "#") {
 			counts[r.Outcome]++
+			if r.Outcome == "error" && counts["error"] <= 5 {
+				trace, _ := json.Marshal(r.Redrive)
+				t.Logf("%s: %s; re-drive: %s", k, *r.Error, trace)
+			}
 		}
 	}
 	// The 500 identities the input holds with two payloads are a conflict

@@ -8,6 +8,8 @@
 -- Limits (also in Go: idem.DefaultMaxPayloadBytes, DefaultMaxDepth):
 --   payload at most 1 MiB (1048576 bytes) and 64 levels deep  IX011
 --   transport a JSON object of at most 16 KiB (16384 bytes)    IX012
+-- idem.execute makes the same checks itself, on its hot path; change both
+-- (TestExecuteChecksLikeCheckRequest compares them).
 CREATE OR REPLACE FUNCTION idem.check_request(
     p_tenant_id text, p_operation_id text, p_op_class text, p_payload text, p_payload_hash text, p_transport jsonb
 ) RETURNS regprocedure

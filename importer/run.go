@@ -1,0 +1,250 @@
+package importer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemctl/idemctl/governance"
+)
+
+// Fingerprint is what an import plan keeps of an item instead of its
+// payload and response: sha256 over the tenant and operation ids, the
+// payload hash or the store's own hash, the response text and created_at
+// (microseconds since the epoch), each text length-prefixed and "-" for
+// none. idem.import_fingerprint computes the same bytes from the rows the
+// run stages.
+func Fingerprint(tenant, operation, payloadHash, storeHash string, response []byte, createdAt time.Time) [32]byte {
+	h := sha256.New()
+	field := func(s string, present bool) {
+		if !present {
+			h.Write([]byte("-"))
+			return
+		}
+		h.Write(strconv.AppendInt(nil, int64(len(s)), 10))
+		h.Write([]byte(":"))
+		h.Write([]byte(s))
+	}
+	field(tenant, true)
+	field(operation, true)
+	field(payloadHash, payloadHash != "")
+	field(storeHash, storeHash != "")
+	field(string(response), response != nil)
+	h.Write(strconv.AppendInt(nil, createdAt.UnixMicro(), 10))
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Fingerprint is the fingerprint of an Import verdict's item.
+func (v Verdict) Fingerprint() [32]byte {
+	return Fingerprint(v.Item.TenantID, v.Item.OperationID, v.Item.PayloadHash, v.StoreHash, v.Item.Response, v.CreatedAt)
+}
+
+// ErrSourceChanged: the source read again is not the one planned (a file
+// whose digest differs). The database refuses any other difference itself
+// (IX343: a row not planned, different, or missing).
+var ErrSourceChanged = errors.New("the source changed since the plan")
+
+// Opener opens an import plan's source again, reading after since (nil:
+// from its start). The run needs no order (PostgresSource.Unordered).
+type Opener func(ctx context.Context, since *Cursor) (Source, error)
+
+// Run runs an approved import plan in one transaction without a statement
+// timeout: it reads the plan's source again (open, after the plan's
+// --since), copies the rows the plan imports into the stage
+// idem.import_stage_open made, and calls idem.entry_plan_run, which enters
+// them only if they are exactly the planned items. A source that cannot be
+// opened, or a file that is not the planned one, enters nothing.
+func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return governance.EntryPlan{}, err
+	}
+	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_stage_open($1) p", id))
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	st, err := newStager(ctx, plan)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	src, err := open(ctx, st.since)
+	if err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing entered", id, err)
+	}
+	defer src.Close()
+	st.src = src
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_stage"},
+		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash"}, st); err != nil {
+		if st.err != nil {
+			err = st.err
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w: an identity read twice; nothing entered", id, ErrSourceChanged)
+		}
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, governance.MapError(err))
+	}
+	if _, file := src.(*ndjsonSource); file && src.Digest() != plan.SourceDigest {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w: the file's digest is %s, the plan's %s; nothing entered",
+			id, ErrSourceChanged, src.Digest(), plan.SourceDigest)
+	}
+	p, err := governance.RunEntry(ctx, tx, id, operator)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	return p, tx.Commit(ctx)
+}
+
+// stager feeds the COPY into the stage: the source's rows the plan imports
+// (after its --since, up to its cursor), classified as the plan did.
+type stager struct {
+	ctx         context.Context
+	src         Source
+	since, upto *Cursor
+	class       string
+	now         time.Time
+	vals        []any
+	err         error
+	chunk       []Row
+	verdicts    []Verdict
+	next        int
+	eof         bool
+}
+
+func newStager(ctx context.Context, plan governance.EntryPlan) (*stager, error) {
+	var counts struct {
+		Classes map[string]int `json:"classes"`
+		Source  Counts         `json:"source"`
+	}
+	if err := json.Unmarshal(plan.Counts, &counts); err != nil {
+		return nil, fmt.Errorf("import plan %d: its counts: %w", plan.ID, err)
+	}
+	st := &stager{ctx: ctx, now: time.Now()}
+	for c := range counts.Classes {
+		st.class = c
+	}
+	if counts.Source.Since != "" {
+		c, err := ParseCursor(counts.Source.Since)
+		if err != nil {
+			return nil, fmt.Errorf("import plan %d: its --since: %w", plan.ID, err)
+		}
+		st.since = &c
+	}
+	if plan.Cursor != nil {
+		c, err := ParseCursor(*plan.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("import plan %d: its cursor: %w", plan.ID, err)
+		}
+		st.upto = &c
+	}
+	return st, nil
+}
+
+func (s *stager) Next() bool {
+	for {
+		for s.next < len(s.chunk) {
+			i := s.next
+			s.next++
+			if v := s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
+				s.vals = stageValues(v)
+				return true
+			}
+		}
+		if s.eof {
+			return false
+		}
+		s.fill()
+	}
+}
+
+// fill reads the next chunk of rows and classifies it.
+func (s *stager) fill() {
+	s.chunk, s.next = s.chunk[:0], 0
+	if s.verdicts == nil {
+		s.verdicts = make([]Verdict, chunkRows)
+	}
+	for len(s.chunk) < chunkRows {
+		r, err := s.src.Next(s.ctx)
+		if err == io.EOF {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			s.err, s.eof = err, true
+			s.chunk = s.chunk[:0]
+			return
+		}
+		s.chunk = append(s.chunk, r)
+	}
+	classifyAll(s.chunk, s.class, s.now, s.outside, s.verdicts)
+}
+
+// outside: a row the plan did not read (unreadable, at or before its
+// --since, after its cursor).
+func (s *stager) outside(r Row) bool {
+	if r.Problem != "" || r.CreatedAt == nil {
+		return true
+	}
+	at := Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}
+	return (s.since != nil && !s.since.Before(at)) || (s.upto != nil && s.upto.Before(at))
+}
+
+func stageValues(v Verdict) []any {
+	var payload, payloadHash, storeHash *string
+	if v.StoreHash != "" {
+		storeHash = &v.StoreHash
+	} else {
+		payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
+	}
+	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash}
+}
+
+func (s *stager) Values() ([]any, error) { return s.vals, nil }
+
+func (s *stager) Err() error { return s.err }
+
+// chunkRows is how many rows are read before they are classified together.
+const chunkRows = 2048
+
+// classifyAll classifies rows (Classify: canonical text and hash of each
+// payload) over the machine's cores, into out in the rows' order; a row
+// skip says so is left alone.
+func classifyAll(rows []Row, class string, now time.Time, skip func(Row) bool, out []Verdict) {
+	workers := runtime.GOMAXPROCS(0)
+	per := (len(rows) + workers - 1) / workers
+	if per < 64 {
+		per = 64
+	}
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(rows); lo += per {
+		hi := min(lo+per, len(rows))
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if skip == nil || !skip(rows[i]) {
+					out[i] = Classify(rows[i], class, now)
+				} else {
+					out[i] = Verdict{Kind: Invalid, Reason: "not read"}
+				}
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,42 @@
+-- object: function idem.import_stage_open(bigint)
+-- grant: operator
+-- import_stage_open makes the table an approved import plan's run stages
+-- its source's rows into: pg_temp.idem_import_stage, a temporary table of
+-- the caller's session that lives until the end of the transaction, owned
+-- by the schema owner; the caller's login may only INSERT (COPY) into it,
+-- so it can neither give it triggers, policies or rules nor swap it for a
+-- view. An identity is staged once (its primary key). idemctl import run copies the rows it read again into it, then
+-- calls idem.entry_plan_run in the same transaction; idem.import_run enters
+-- them only if they are exactly the planned items. The plan must be an
+-- approved import (IX341) and the caller a person (IX313). Returns the plan.
+CREATE OR REPLACE FUNCTION idem.import_stage_open(p_id bigint)
+RETURNS idem.entry_plan
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_person text := idem.require_person('stage an import');
+    v_p      idem.entry_plan;
+BEGIN
+    SELECT * INTO v_p FROM idem.entry_plan WHERE id = p_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'entry plan % does not exist', p_id USING ERRCODE = 'IX340';
+    END IF;
+    IF v_p.kind <> 'import' OR v_p.state <> 'approved' THEN
+        RAISE EXCEPTION 'entry plan % is % (%): only an approved import plan is staged', p_id, v_p.state, v_p.kind
+            USING ERRCODE = 'IX341';
+    END IF;
+    CREATE TEMPORARY TABLE idem_import_stage (
+        tenant_id    text,
+        operation_id text,
+        payload      text,
+        payload_hash text,
+        response     text,
+        created_at   timestamptz,
+        store_hash   text,
+        PRIMARY KEY (tenant_id, operation_id)
+    ) ON COMMIT DROP;
+    EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
+    RETURN v_p;
+END
+$$;
