@@ -16,7 +16,7 @@ import (
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
-	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/queueview"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -89,10 +89,9 @@ func TestHorizonFixes(t *testing.T) {
 	assert.Contains(t, v, "dlq:payments: closed")
 
 	h.keys("esc", "down")
-	h.m.horizon.purgeID = 2
-	h.m.horizon.purgeEvents = make(chan tea.Msg)
+	h.m.horizon.SetPurging(2, true)
 	assert.Regexp(t, `#2 .*purging`, h.view())
-	h.m.horizon.purgeEvents = nil
+	h.m.horizon.SetPurging(2, false)
 }
 
 type longActions struct{ fixedAudit }
@@ -145,10 +144,10 @@ func TestDisconnectedBanner(t *testing.T) {
 	h.init()
 	require.NotContains(t, h.view(), "disconnected")
 	proxy.Cut()
-	h.send(queueTickMsg{})
+	h.send(queueview.TickMsg{})
 	assert.Contains(t, h.view(), "disconnected: the database is unreachable")
 	proxy.Restore("")
-	h.send(queueTickMsg{})
+	h.send(queueview.TickMsg{})
 	assert.NotContains(t, h.view(), "disconnected")
 }
 
@@ -211,19 +210,4 @@ func TestAuditWhoAndDetailsScroll(t *testing.T) {
 	assert.Contains(t, h.view(), "lines 13-19 of 20")
 	h.keys("up")
 	assert.Contains(t, h.view(), "Row #30", "another row's details start at the top")
-}
-
-// A conflict whose stored body was purged says so, with the date and the
-// plan, in the evidence and in the groups.
-func TestStoredBodyPurgedLabelled(t *testing.T) {
-	t.Parallel()
-	at, plan := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC), int64(7)
-	assert.Equal(t, "stored body purged 2026-11-02 (plan 7)",
-		storedPurged(quarantine.Change{Kind: quarantine.ChangeStoredPurged, PurgedAt: &at, PurgePlan: &plan}))
-	g := quarantine.Group{GroupKey: quarantine.GroupKey{Fields: []string{""}}, StoredPurged: true, StoredPurgedAt: &at}
-	assert.Equal(t, "stored body purged 2026-11-02", g.Changed())
-	g.StoredPurged = false
-	assert.Equal(t, "(whole payload)", g.Changed())
-	g.Fields = []string{}
-	assert.Equal(t, "(class only)", g.Changed())
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/reconcile"
 	"github.com/idemctl/idemctl/recovery"
+	"github.com/idemctl/idemctl/tui/horizonview"
+	"github.com/idemctl/idemctl/tui/reconcileview"
+	"github.com/idemctl/idemctl/tui/resolveview"
 )
 
 // Fixed data for the golden tests: every value a view shows is fixed here,
@@ -39,7 +42,7 @@ const (
 	incomingPayload = `{"amount":1000,"currency":"EUR","from":"acct-1","memo":"retry","to":"acct-2"}`
 )
 
-// fixedQuarantine is a QuarantineService over fixed records.
+// fixedQuarantine is a queueview.QuarantineService over fixed records.
 type fixedQuarantine struct {
 	mu      sync.Mutex
 	records map[int64]quarantine.Record
@@ -282,7 +285,7 @@ func (f *fixedQuarantine) PlanAcceptOne(_ context.Context, id int64, newOp, oper
 		PlannedBy: operator, PlannedPerson: operator}, nil
 }
 
-// fixedAudit is an AuditService over fixed rows.
+// fixedAudit is an auditview.AuditService over fixed rows.
 type fixedAudit struct{}
 
 func (fixedAudit) List(context.Context, audit.Filter) ([]audit.Record, error) {
@@ -316,11 +319,11 @@ type fixedStepper struct {
 
 func (fixedStepper) CheckPrimary(context.Context) (time.Time, error) { return fixedNow, nil }
 
-func (s fixedStepper) Lookup(_ context.Context, p idem.Prepared, _ string, _ bool) (Stored, error) {
+func (s fixedStepper) Lookup(_ context.Context, p idem.Prepared, _ string, _ bool) (resolveview.Stored, error) {
 	if s.absent {
-		return Stored{}, nil
+		return resolveview.Stored{}, nil
 	}
-	return Stored{Found: true, Hash: mustHash(storedPayload), Class: p.Class}, nil
+	return resolveview.Stored{Found: true, Hash: mustHash(storedPayload), Class: p.Class}, nil
 }
 
 func (s fixedStepper) Execute(_ context.Context, p idem.Prepared, _ string) (recovery.Result, error) {
@@ -333,30 +336,30 @@ func (s fixedStepper) Execute(_ context.Context, p idem.Prepared, _ string) (rec
 	return res, nil
 }
 
-// fixedHorizon is a HorizonService over fixed sources and plans.
+// fixedHorizon is a horizonview.HorizonService over fixed sources and plans.
 type fixedHorizon struct {
 	mu    sync.Mutex
-	plans []PurgePlan
+	plans []horizonview.PurgePlan
 	// failLoad, when set, is the error Plans returns.
 	failLoad error
 }
 
 func newFixedHorizon() *fixedHorizon {
 	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
-	return &fixedHorizon{plans: []PurgePlan{
-		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: PlanPlanned, Identities: 12840,
-			PlannedBy: Who{"alice", "op1"}, PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
+	return &fixedHorizon{plans: []horizonview.PurgePlan{
+		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: horizonview.PlanPlanned, Identities: 12840,
+			PlannedBy: horizonview.Who{Person: "alice", Login: "op1"}, PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
 			Proof: []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"}},
-		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: PlanApproved, Identities: 5000,
-			PlannedBy: Who{"carol", "carol"}, PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: Who{"alice", "op1"}},
-		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: PlanAborted, Identities: 700,
-			PlannedBy: Who{"bob", "bob"}, PlannedAt: fixedNow.Add(-72 * time.Hour), ApprovedBy: Who{"carol", "carol"},
+		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: horizonview.PlanApproved, Identities: 5000,
+			PlannedBy: horizonview.Who{Person: "carol", Login: "carol"}, PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: horizonview.Who{Person: "alice", Login: "op1"}},
+		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: horizonview.PlanAborted, Identities: 700,
+			PlannedBy: horizonview.Who{Person: "bob", Login: "bob"}, PlannedAt: fixedNow.Add(-72 * time.Hour), ApprovedBy: horizonview.Who{Person: "carol", Login: "carol"},
 			AbortReason: "horizon moved: archive s3://replays can replay from 2026-07-20"},
 	}}
 }
 
-func (h *fixedHorizon) Sources(context.Context) ([]HorizonSource, error) {
-	return []HorizonSource{
+func (h *fixedHorizon) Sources(context.Context) ([]horizonview.HorizonSource, error) {
+	return []horizonview.HorizonSource{
 		{Name: "kafka:payments.commands", Kind: "topic", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
 			Detail: "retention 7d, oldest offset 2026-11-23"},
 		{Name: "kafka:payments.dlq", Kind: "dlq", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
@@ -366,16 +369,16 @@ func (h *fixedHorizon) Sources(context.Context) ([]HorizonSource, error) {
 	}, nil
 }
 
-func (h *fixedHorizon) Plans(context.Context) ([]PurgePlan, error) {
+func (h *fixedHorizon) Plans(context.Context) ([]horizonview.PurgePlan, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failLoad != nil {
 		return nil, h.failLoad
 	}
-	return append([]PurgePlan(nil), h.plans...), nil
+	return append([]horizonview.PurgePlan(nil), h.plans...), nil
 }
 
-func (h *fixedHorizon) plan(id int64) *PurgePlan {
+func (h *fixedHorizon) plan(id int64) *horizonview.PurgePlan {
 	for i := range h.plans {
 		if h.plans[i].ID == id {
 			return &h.plans[i]
@@ -392,13 +395,13 @@ func (h *fixedHorizon) Approve(_ context.Context, id int64, operator string) err
 		return errors.New("no such plan")
 	}
 	if p.PlannedBy.Person == operator {
-		return fmt.Errorf("approve plan %d: %w", id, ErrSameOperator)
+		return fmt.Errorf("approve plan %d: %w", id, horizonview.ErrSameOperator)
 	}
-	p.State, p.ApprovedBy = PlanApproved, Who{operator, operator}
+	p.State, p.ApprovedBy = horizonview.PlanApproved, horizonview.Who{Person: operator, Login: operator}
 	return nil
 }
 
-func (h *fixedHorizon) Purge(_ context.Context, id int64, _ string, progress func(done, total int64)) (PurgeResult, error) {
+func (h *fixedHorizon) Purge(_ context.Context, id int64, _ string, progress func(done, total int64)) (horizonview.PurgeResult, error) {
 	h.mu.Lock()
 	p := h.plan(id)
 	total := p.Identities
@@ -407,12 +410,12 @@ func (h *fixedHorizon) Purge(_ context.Context, id int64, _ string, progress fun
 	progress(2500, total)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p.State = PlanAborted
+	p.State = horizonview.PlanAborted
 	p.AbortReason = "horizon moved: kafka:payments.dlq can replay from 2026-08-20"
-	return PurgeResult{Purged: 2500, Aborted: true, AbortReason: p.AbortReason}, nil
+	return horizonview.PurgeResult{Purged: 2500, Aborted: true, AbortReason: p.AbortReason}, nil
 }
 
-// fixedReconcile is a ReconcileService over two saved mappings (one of them
+// fixedReconcile is a reconcileview.ReconcileService over two saved mappings (one of them
 // unreadable) and one fixed run.
 type fixedReconcile struct {
 	mu   sync.Mutex
@@ -429,7 +432,7 @@ func (r *fixedReconcile) Mappings(context.Context) ([]reconcile.SavedMapping, er
 	}, nil
 }
 
-func (r *fixedReconcile) Run(_ context.Context, m reconcile.Mapping, _ string) (ReconcileRun, error) {
+func (r *fixedReconcile) Run(_ context.Context, m reconcile.Mapping, _ string) (reconcileview.ReconcileRun, error) {
 	created := fixedNow.Add(-20 * time.Hour)
 	inbox := "2000"
 	findings := []reconcile.Finding{
@@ -450,13 +453,14 @@ func (r *fixedReconcile) Run(_ context.Context, m reconcile.Mapping, _ string) (
 			reconcile.MissingInInbox:  {"EUR": {Report: "5"}},
 			reconcile.MissingInReport: {"USD": {Inbox: "5000"}},
 		}}
-	return ReconcileRun{Name: m.Name, Summary: sum, Findings: findings, raw: findings}, nil
+	return reconcileview.ReconcileRun{Name: m.Name, Summary: sum, Findings: findings}, nil
 }
 
-func (r *fixedReconcile) Pin(_ context.Context, run *ReconcileRun, i int, _ string) (int64, error) {
+func (r *fixedReconcile) Pin(_ context.Context, run *reconcileview.ReconcileRun, i int, _ string) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := run.raw[i]
+	// The fixed findings hold nothing to escape: as shown is as read.
+	f := run.Findings[i]
 	r.pins = append(r.pins, f.Tenant+"/"+f.OperationID+": "+reconcile.PinReason(f, run.Summary.Report))
 	return 17, nil
 }

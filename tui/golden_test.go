@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/resolveview"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -379,10 +380,10 @@ func TestResolvePasteGoesToPayload(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	m.Update(keyMsg("2"))
 	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(storedPayload), Paste: true})
-	if !m.resolve.editing || m.resolve.focus != fieldPayload {
-		t.Fatalf("paste: editing %v, focus %d; want editing the payload", m.resolve.editing, m.resolve.focus)
+	if f := m.resolve.Form(); !f.Editing || !f.PayloadFocused {
+		t.Fatalf("paste: editing %v, payload focused %v; want editing the payload", f.Editing, f.PayloadFocused)
 	}
-	if got := m.resolve.payload.Value(); got != storedPayload {
+	if got := m.resolve.Form().Editor; got != storedPayload {
 		t.Fatalf("payload %q, want %q", got, storedPayload)
 	}
 }
@@ -396,7 +397,7 @@ func TestResolveLoadsPayloadFile(t *testing.T) {
 	if err := os.WriteFile(small, []byte(storedPayload), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	big := `{"blob":"` + strings.Repeat("x", MaxEditablePayload) + `"}`
+	big := `{"blob":"` + strings.Repeat("x", resolveview.MaxEditablePayload) + `"}`
 	if err := os.WriteFile(large, []byte(big), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestResolveLoadsPayloadFile(t *testing.T) {
 	load := func(path string) {
 		t.Helper()
 		m.Update(keyMsg("l"))
-		m.resolve.file.SetValue(path)
+		m.resolve.SetFile(path)
 		_, cmd := m.Update(keyMsg("enter"))
 		if cmd == nil {
 			t.Fatal("enter on the payload file returned no command")
@@ -415,14 +416,14 @@ func TestResolveLoadsPayloadFile(t *testing.T) {
 		m.Update(keyMsg("esc"))
 	}
 	load(small)
-	if got := m.resolve.payload.Value(); got != storedPayload {
+	if got := m.resolve.Form().Editor; got != storedPayload {
 		t.Fatalf("payload %q, want the file's", got)
 	}
-	if in := m.resolve.input(); string(in.Payload) != storedPayload {
+	if in := m.resolve.Form().Input; string(in.Payload) != storedPayload {
 		t.Fatalf("input payload %q", in.Payload)
 	}
 	load(large)
-	if in := m.resolve.input(); string(in.Payload) != big || m.resolve.payload.Value() != "" {
+	if f := m.resolve.Form(); string(f.Input.Payload) != big || f.Editor != "" {
 		t.Fatalf("a large file is kept aside whole, not in the editor")
 	}
 	if !strings.Contains(m.View(), "bytes loaded from") {

@@ -20,6 +20,8 @@ import (
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
+	"github.com/idemctl/idemctl/tui/horizonview"
+	"github.com/idemctl/idemctl/tui/queueview"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -173,7 +175,7 @@ func TestModelQueueShowsEvidence(t *testing.T) {
 	assert.Contains(t, h.view(), "globex/payout-7")
 	// And the periodic refresh (the tick's message) does the same.
 	seedConflict(t, h.pool, "initech", "bet-9", transfer100, transfer1000)
-	h.send(queueTickMsg{})
+	h.send(queueview.TickMsg{})
 	assert.Contains(t, h.view(), "initech/bet-9")
 }
 
@@ -197,7 +199,7 @@ func TestModelReject(t *testing.T) {
 	qid := seedConflict(t, h.pool, "acme", "charge-42", transfer100, transfer1000)
 	h.init()
 	h.keys("enter", "x")
-	require.True(t, h.m.queue.typing(), "the reason field has the focus")
+	require.True(t, h.m.queue.Typing(), "the reason field has the focus")
 	h.keys("q") // typed into the reason, not quit
 	require.False(t, h.quit)
 	h.keys("esc")
@@ -398,8 +400,8 @@ func TestModelResolveStepByStep(t *testing.T) {
 	v = h.view()
 	assert.Contains(t, v, "outcome conflict")
 	assert.Contains(t, v, "[!!] 5 Quarantine")
-	require.NotNil(t, h.m.resolve.run.result)
-	qid := h.m.resolve.run.result.QuarantineID
+	require.NotNil(t, h.m.resolve.Form().Result)
+	qid := h.m.resolve.Form().Result.QuarantineID
 	assert.Greater(t, qid, int64(0))
 	assert.Equal(t, quar+1, countRows(t, h.pool, "idem.quarantine"))
 	h.keys("o")
@@ -456,17 +458,17 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // The horizon actions, driven through the model. Package horizon is not on
 // main yet, so the service is the fixed one of the golden tests; the four-eyes
-// rule is the service's answer (ErrSameOperator), which the view must show.
+// rule is the service's answer (horizonview.ErrSameOperator), which the view must show.
 func TestModelHorizonActions(t *testing.T) {
 	t.Parallel()
 	hz := newFixedHorizon()
 	for _, c := range []struct {
 		operator string
 		want     string
-		state    PlanState
+		state    horizonview.PlanState
 	}{
-		{"alice", "refused: you planned purge #3; another person must approve it", PlanPlanned},
-		{"bob", "ok: plan #3 approved; it can now be purged", PlanApproved},
+		{"alice", "refused: you planned purge #3; another person must approve it", horizonview.PlanPlanned},
+		{"bob", "ok: plan #3 approved; it can now be purged", horizonview.PlanApproved},
 	} {
 		h := &harness{t: t, m: goldenModel(goldenSetup{horizon: hz, operator: c.operator})}
 		h.send(tea.WindowSizeMsg{Width: 80, Height: 24})

@@ -80,7 +80,7 @@ func TestModelGroupReject(t *testing.T) {
 	assert.Contains(t, v, "/currency")
 	// The groups are largest first: the second is the web client's.
 	h.keys("down", "x")
-	require.True(t, h.m.queue.typing())
+	require.True(t, h.m.queue.Typing())
 	h.keys("enter")
 	assert.Contains(t, h.view(), "a reason is required", "enter with an empty reason says why nothing happens")
 	h.typ("web currency bug INC-881")

@@ -1,13 +1,18 @@
 // Package tui is idemctl's on-call console (`idemctl tui`): the quarantine
 // queue with its evidence and decisions, the recovery protocol run step by
-// step, the purge horizon with four-eyes approval, the audit log, and the
+// step, the purge horizon with four-eyes approval, the audit log, the
 // reconcile of the inbox with a settlement report, and the four-eyes plans
 // (accept-as-new, record) with what each will run, to approve.
 //
 // It is a thin face over the same domain services as the CLI (quarantine,
-// audit, recover, horizon, reconcile), injected as interfaces: a root Model owns the
-// views and routes messages; every view shares one Context (size, styles,
-// keymap, operator, database, clock); all I/O happens inside tea.Cmd closures
+// audit, recovery, horizon, reconcile), injected as interfaces. This package
+// is the root model: it owns the views, routes messages, and draws the
+// header, the tabs, the banner and the help line. Each view is a package of
+// its own (queueview, resolveview, horizonview, auditview, reconcileview,
+// approvalsview) with its service interface and its adapter over the domain;
+// they share package view (the Context: size, styles, keymap, operator,
+// database, clock; the banner; layout helpers; the list Loader), keys
+// (every view's keymap) and styles. All I/O happens inside tea.Cmd closures
 // that return typed messages, errors included.
 package tui
 
@@ -24,8 +29,15 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/idemctl/idemctl/tui/approvalsview"
+	"github.com/idemctl/idemctl/tui/auditview"
+	"github.com/idemctl/idemctl/tui/horizonview"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/queueview"
+	"github.com/idemctl/idemctl/tui/reconcileview"
+	"github.com/idemctl/idemctl/tui/resolveview"
 	"github.com/idemctl/idemctl/tui/styles"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // Defaults of Options.
@@ -83,48 +95,29 @@ const (
 
 var tabNames = [...]string{"Queue", "Resolve", "Horizon", "Audit", "Reconcile", "Approvals"}
 
-// view is one screen. Views mutate in place; update returns the commands
-// that do their I/O.
-type view interface {
-	// activate is called each time the view becomes the active one.
-	activate() tea.Cmd
-	// update handles every message (keys only when active).
-	update(msg tea.Msg) tea.Cmd
-	// render draws the body in w×h cells.
-	render(w, h int) string
-	// keyMap is the view's keys in its current state.
-	keyMap() help.KeyMap
-	// typing is true while a text field has the focus.
-	typing() bool
-	// status is the view's current message to the operator.
-	status() banner
-	// back handles Esc; false when the view is already at its top level.
-	back() (bool, tea.Cmd)
-}
-
 // Model is the root model: it owns the views, routes messages, and
 // draws the header, the tabs, the banner and the help line around the
 // active view.
 type Model struct {
-	ctx    *Context
+	ctx    *view.Context
 	cancel context.CancelFunc
-	views  [len(tabNames)]view
+	views  [len(tabNames)]view.View
 	active Tab
 	help   help.Model
 	full   bool // full help shown
 	quit   bool
 	// The banner last drawn and since when, for successTTL.
-	banSeen  banner
+	banSeen  view.Banner
 	banSince time.Time
 	// problem replaces every view (Options.Problem).
 	problem string
 
-	queue     *queueView
-	resolve   *resolveView
-	horizon   *horizonView
-	audit     *auditView
-	reconcile *reconcileView
-	approvals *approvalsView
+	queue     *queueview.View
+	resolve   *resolveview.View
+	horizon   *horizonview.View
+	audit     *auditview.View
+	reconcile *reconcileview.View
+	approvals *approvalsview.View
 }
 
 // New builds the console. It does no I/O until the program runs it.
@@ -150,20 +143,20 @@ func New(o Options) *Model {
 		parent = context.Background()
 	}
 	base, cancel := context.WithCancel(parent)
-	c := &Context{
+	c := &view.Context{
 		Width: 80, Height: 24,
 		Styles: st, Keys: keys.Default(),
 		Operator: o.Operator, Database: o.Database,
 		Now: o.Now, Base: base, Timeout: o.Timeout, Clipboard: o.Clipboard,
 	}
 	m := &Model{ctx: c, cancel: cancel, help: newHelp(st), problem: o.Problem}
-	m.queue = newQueueView(c, o.Services.Quarantine, o.Refresh)
-	m.resolve = newResolveView(c, o.Services.Resolve, o.StepDelay)
-	m.horizon = newHorizonView(c, o.Services.Horizon)
-	m.audit = newAuditView(c, o.Services.Audit)
-	m.reconcile = newReconcileView(c, o.Services.Reconcile)
-	m.approvals = newApprovalsView(c, o.Services.Approvals)
-	m.views = [len(tabNames)]view{m.queue, m.resolve, m.horizon, m.audit, m.reconcile, m.approvals}
+	m.queue = queueview.New(c, o.Services.Quarantine, o.Refresh)
+	m.resolve = resolveview.New(c, o.Services.Resolve, o.StepDelay)
+	m.horizon = horizonview.New(c, o.Services.Horizon)
+	m.audit = auditview.New(c, o.Services.Audit)
+	m.reconcile = reconcileview.New(c, o.Services.Reconcile)
+	m.approvals = approvalsview.New(c, o.Services.Approvals)
+	m.views = [len(tabNames)]view.View{m.queue, m.resolve, m.horizon, m.audit, m.reconcile, m.approvals}
 	return m
 }
 
@@ -180,19 +173,15 @@ func newHelp(st styles.Styles) help.Model {
 func (m *Model) Active() Tab { return m.active }
 
 // Context returns the shared context (tests read the size from it).
-func (m *Model) Context() *Context { return m.ctx }
+func (m *Model) Context() *view.Context { return m.ctx }
 
 // Init loads the queue, the view the console opens on.
 func (m *Model) Init() tea.Cmd {
 	if m.problem != "" {
 		return nil
 	}
-	return m.queue.activate()
+	return m.queue.Activate()
 }
-
-// openQuarantineMsg asks the root to show one quarantine record (from the
-// resolve view, after a conflict).
-type openQuarantineMsg struct{ id int64 }
 
 // Update routes a message: keys to the global keymap or the active view,
 // everything else to every view (each ignores what is not its own).
@@ -207,9 +196,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.broadcast(msg)
 	case tea.KeyMsg:
 		return m, m.key(msg)
-	case openQuarantineMsg:
+	case view.OpenQuarantineMsg:
 		m.active = TabQueue
-		return m, m.queue.open(msg.id)
+		return m, m.queue.Open(msg.ID)
 	}
 	return m, m.broadcast(msg)
 }
@@ -217,7 +206,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) broadcast(msg tea.Msg) tea.Cmd {
 	var cmds []tea.Cmd
 	for _, v := range m.views {
-		cmds = append(cmds, v.update(msg))
+		cmds = append(cmds, v.Update(msg))
 	}
 	return tea.Batch(cmds...)
 }
@@ -243,8 +232,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if v.typing() {
-		return v.update(msg)
+	if v.Typing() {
+		return v.Update(msg)
 	}
 	switch {
 	case key.Matches(msg, g.Quit):
@@ -257,7 +246,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, g.Prev):
 		return m.switchTo((m.active + Tab(len(m.views)) - 1) % Tab(len(m.views)))
 	case key.Matches(msg, g.Back):
-		_, cmd := v.back()
+		_, cmd := v.Back()
 		return cmd
 	}
 	for i, b := range g.Views {
@@ -265,7 +254,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return m.switchTo(Tab(i))
 		}
 	}
-	return v.update(msg)
+	return v.Update(msg)
 }
 
 func (m *Model) switchTo(t Tab) tea.Cmd {
@@ -273,7 +262,7 @@ func (m *Model) switchTo(t Tab) tea.Cmd {
 		return nil
 	}
 	m.active = t
-	return m.views[t].activate()
+	return m.views[t].Activate()
 }
 
 // quitCmd stops every command in flight and quits.
@@ -292,10 +281,10 @@ func (m *Model) View() string {
 	w, h := c.Width, c.Height
 	st := c.Styles
 	if w < MinWidth || h < MinHeight {
-		return fitLines([]string{
+		return view.FitLines([]string{
 			st.Header.Render("idemctl"),
 			st.Warning.Render("terminal too small"),
-			sprintf("need %dx%d, have %dx%d", MinWidth, MinHeight, w, h),
+			view.Sprintf("need %dx%d, have %dx%d", MinWidth, MinHeight, w, h),
 			"resize, or press q to quit",
 		}, w, h)
 	}
@@ -305,39 +294,33 @@ func (m *Model) View() string {
 		return m.problemView(w)
 	}
 	v := m.views[m.active]
-	bodyH := c.bodyHeight()
-	ban := m.banner(m.shownBanner(v.status()), w)
-	if t, ok := v.(tallView); ok && t.tall() && !m.full {
+	bodyH := c.BodyHeight()
+	ban := m.banner(m.shownBanner(v.Status()), w)
+	if t, ok := v.(view.Tall); ok && t.Tall() && !m.full {
 		// A reading view takes the banner's unused lines: the banner keeps
 		// only the lines it has, and the help line stays at the bottom.
 		lines := strings.Split(ban, "\n")
 		for len(lines) > 0 && lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
-		bodyH += bannerLines - len(lines)
+		bodyH += view.BannerLines - len(lines)
 		ban = strings.Join(lines, "\n")
 	}
 	var body string
 	if m.full {
 		body = m.fullHelp(w, bodyH)
 	} else {
-		body = fitLines(strings.Split(v.render(w, bodyH), "\n"), w, bodyH)
+		body = view.FitLines(strings.Split(v.Render(w, bodyH), "\n"), w, bodyH)
 	}
 	parts := []string{header, tabs, body}
-	if ban != "" || bodyH == c.bodyHeight() {
+	if ban != "" || bodyH == c.BodyHeight() {
 		parts = append(parts, ban)
 	}
-	km := keys.Combined{View: v.keyMap(), Global: c.Keys.Global, Typing: v.typing()}
+	km := keys.Combined{View: v.KeyMap(), Global: c.Keys.Global, Typing: v.Typing()}
 	if m.full {
 		km = keys.Combined{View: keys.Bindings{Short: []key.Binding{c.Keys.Global.Back}}, Global: c.Keys.Global}
 	}
 	return strings.Join(append(parts, m.helpLine(km, w)), "\n")
-}
-
-// tallView is a view that reads better taller (the evidence of a record):
-// while tall, it gets the lines the banner leaves unused.
-type tallView interface {
-	tall() bool
 }
 
 // helpLine is the footer: the global keys (? help, q quit) always show; the
@@ -354,7 +337,7 @@ func (m *Model) helpLine(km keys.Combined, w int) string {
 			return line
 		}
 	}
-	return trunc(hm.ShortHelpView(global), w)
+	return view.Trunc(hm.ShortHelpView(global), w)
 }
 
 // problemView is the whole screen when the console cannot work on the
@@ -362,12 +345,12 @@ func (m *Model) helpLine(km keys.Combined, w int) string {
 func (m *Model) problemView(w int) string {
 	c := m.ctx
 	body := []string{"", c.Styles.Error.Render("idemctl cannot work on this database.")}
-	for _, l := range wrap("error: "+m.problem, w) {
+	for _, l := range view.Wrap("error: "+m.problem, w) {
 		body = append(body, c.Styles.Error.Render(l))
 	}
 	body = append(body, "", "Nothing was read or written. Fix it, then start idemctl tui again.")
-	return strings.Join([]string{m.header(w), "", fitLines(body, w, c.Height-headerLines-helpLines),
-		trunc("q quit", w)}, "\n")
+	return strings.Join([]string{m.header(w), "", view.FitLines(body, w, c.Height-view.HeaderLines-view.HelpLines),
+		view.Trunc("q quit", w)}, "\n")
 }
 
 // header names the console, the operator and the database. The database's
@@ -389,21 +372,21 @@ func (m *Model) header(w int) string {
 			return h
 		}
 	}
-	return truncMiddle(db, w)
+	return view.TruncMiddle(db, w)
 }
 
 func (m *Model) tabs(w int) string {
 	st := m.ctx.Styles
 	parts := make([]string, len(tabNames))
 	for i, name := range tabNames {
-		label := sprintf("%d %s", i+1, name)
+		label := view.Sprintf("%d %s", i+1, name)
 		if Tab(i) == m.active {
 			parts[i] = st.ActiveTab.Render("[" + label + "]")
 		} else {
 			parts[i] = st.Tab.Render(" " + label + " ")
 		}
 	}
-	return trunc(strings.Join(parts, " "), w)
+	return view.Trunc(strings.Join(parts, " "), w)
 }
 
 // successTTL is how long an "ok:" banner stays: long enough to read, not so
@@ -412,50 +395,50 @@ const successTTL = 20 * time.Second
 
 // shownBanner is the banner to draw: a success fades after successTTL, and
 // while the database is unreachable a disconnected line comes first.
-func (m *Model) shownBanner(b banner) banner {
+func (m *Model) shownBanner(b view.Banner) view.Banner {
 	now := m.ctx.Now()
 	if b != m.banSeen {
 		m.banSeen, m.banSince = b, now
 	}
-	if b.kind == bannerSuccess && now.Sub(m.banSince) > successTTL {
-		b = banner{}
+	if b.Kind == view.BannerSuccess && now.Sub(m.banSince) > successTTL {
+		b = view.Banner{}
 	}
 	if m.ctx.Disconnected {
 		text := "disconnected: the database is unreachable; the queue retries on each refresh (r now)"
-		if b.kind != bannerNone {
-			text += " · " + b.text
+		if b.Kind != view.BannerNone {
+			text += " · " + b.Text
 		}
-		b = banner{bannerWarning, text}
+		b = view.Banner{Kind: view.BannerWarning, Text: text}
 	}
 	return b
 }
 
-// banner renders the view's message on bannerLines lines (wrapped, then cut).
-func (m *Model) banner(b banner, w int) string {
+// banner renders the view's message on view.BannerLines lines (wrapped, then cut).
+func (m *Model) banner(b view.Banner, w int) string {
 	st := m.ctx.Styles
 	var prefix string
 	var style lipgloss.Style
-	switch b.kind {
-	case bannerNone:
-		return strings.Repeat("\n", bannerLines-1)
-	case bannerInfo:
+	switch b.Kind {
+	case view.BannerNone:
+		return strings.Repeat("\n", view.BannerLines-1)
+	case view.BannerInfo:
 		style = st.Info
-	case bannerSuccess:
+	case view.BannerSuccess:
 		prefix, style = "ok: ", st.Success
-	case bannerWarning:
+	case view.BannerWarning:
 		prefix, style = "warning: ", st.Warning
-	case bannerError:
+	case view.BannerError:
 		prefix, style = "error: ", st.Error
 	}
-	lines := wrap(prefix+b.text, w)
-	if len(lines) > bannerLines {
-		lines = lines[:bannerLines]
-		lines[bannerLines-1] = trunc(lines[bannerLines-1], w-1) + "…"
+	lines := view.Wrap(prefix+b.Text, w)
+	if len(lines) > view.BannerLines {
+		lines = lines[:view.BannerLines]
+		lines[view.BannerLines-1] = view.Trunc(lines[view.BannerLines-1], w-1) + "…"
 	}
 	for i := range lines {
 		lines[i] = style.Render(lines[i])
 	}
-	for len(lines) < bannerLines {
+	for len(lines) < view.BannerLines {
 		lines = append(lines, "")
 	}
 	return strings.Join(lines, "\n")
@@ -464,7 +447,7 @@ func (m *Model) banner(b banner, w int) string {
 func (m *Model) fullHelp(w, h int) string {
 	st := m.ctx.Styles
 	v := m.views[m.active]
-	km := keys.Combined{View: v.keyMap(), Global: m.ctx.Keys.Global}
+	km := keys.Combined{View: v.KeyMap(), Global: m.ctx.Keys.Global}
 	m.help.Width = w
 	lines := []string{st.Title.Render("Keys: " + tabNames[m.active]), ""}
 	// The help component puts every group side by side and cuts what does
@@ -492,7 +475,7 @@ func (m *Model) fullHelp(w, h int) string {
 	}
 	flush()
 	lines = append(lines, "", st.Muted.Render("? or esc closes this help"))
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
 // Run runs the console on a terminal until the operator quits. With noColor

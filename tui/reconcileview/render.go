@@ -1,20 +1,21 @@
-package tui
+package reconcileview
 
 import (
 	"fmt"
 	"strconv"
 
 	"github.com/idemctl/idemctl/reconcile"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // renderResults draws a run: the report, the counts and amounts per status,
 // and the findings that are not matched.
-func (v *reconcileView) renderResults(w, h int) string {
+func (v *View) renderResults(w, h int) string {
 	st := v.c.Styles
 	s := v.run.Summary
 	title := st.Title.Render("Reconcile "+v.run.Name) + st.Muted.Render(fmt.Sprintf("  %s · %d lines · sha256 %.12s… · %s",
 		s.Report.Name, s.Report.Lines, s.Report.SHA256, s.Class))
-	lines := []string{title, st.Column.Render("  " + pad("STATUS", 18) + " " + padLeft("COUNT", 9) + "  AMOUNTS (inbox/report)")}
+	lines := []string{title, st.Column.Render("  " + view.Pad("STATUS", 18) + " " + view.PadLeft("COUNT", 9) + "  AMOUNTS (inbox/report)")}
 	lines = append(lines, v.summaryRows()...)
 	shown := fmt.Sprintf("%d", len(v.run.Findings))
 	if v.run.More > 0 {
@@ -23,30 +24,24 @@ func (v *reconcileView) renderResults(w, h int) string {
 	lines = append(lines, "", st.Label.Render("Discrepancies and invalid lines")+st.Muted.Render(" ("+shown+")"))
 	const lineW, statusW, idW = 6, 17, 22
 	detailW := max(8, w-2-lineW-statusW-idW-3)
-	lines = append(lines, st.Column.Render("  "+padLeft("LINE", lineW)+" "+pad("STATUS", statusW)+" "+pad("IDENTITY", idW)+" "+pad("DETAIL", detailW)))
+	lines = append(lines, st.Column.Render("  "+view.PadLeft("LINE", lineW)+" "+view.Pad("STATUS", statusW)+" "+view.Pad("IDENTITY", idW)+" "+view.Pad("DETAIL", detailW)))
 	if len(v.run.Findings) == 0 {
 		lines = append(lines, st.Success.Render("  none: every line matched"))
 	}
 	rows := v.findingRows()
-	for i := v.fnav.top; i < len(v.run.Findings) && i < v.fnav.top+rows; i++ {
+	lines = append(lines, v.fnav.Rows(len(v.run.Findings), rows, st.Selected, func(i int, marker string) string {
 		f := v.run.Findings[i]
-		marker := "  "
-		if i == v.fnav.cursor {
-			marker = "> "
-		}
-		status := pad(string(f.Status), statusW)
+		status := view.Pad(string(f.Status), statusW)
 		if _, ok := v.pinned[i]; ok {
-			status = pad(string(f.Status)+" ⚑", statusW)
+			status = view.Pad(string(f.Status)+" ⚑", statusW)
 		}
-		row := marker + padLeft(lineText(f.Line), lineW) + " " + status + " " + pad(identityText(f), idW) + " " + pad(f.Detail(), detailW)
-		if i == v.fnav.cursor {
-			row = st.Selected.Render(row)
-		} else if f.Status == reconcile.Invalid {
+		row := marker + view.PadLeft(lineText(f.Line), lineW) + " " + status + " " + view.Pad(identityText(f), idW) + " " + view.Pad(f.Detail(), detailW)
+		if f.Status == reconcile.Invalid && i != v.fnav.Cursor {
 			row = st.Muted.Render(row)
 		}
-		lines = append(lines, row)
-	}
-	return fitLines(lines, w, h)
+		return row
+	})...)
+	return view.FitLines(lines, w, h)
 }
 
 func lineText(n int64) string {
@@ -64,18 +59,18 @@ func identityText(f reconcile.Finding) string {
 }
 
 // renderFinding draws one finding whole.
-func (v *reconcileView) renderFinding(w, h int) string {
+func (v *View) renderFinding(w, h int) string {
 	st := v.c.Styles
 	f := v.selected()
-	row := func(k, val string) string { return st.Label.Render(pad(k, 11)) + " " + val }
+	row := func(k, val string) string { return st.Label.Render(view.Pad(k, 11)) + " " + val }
 	where := "not in the report"
 	if f.Line > 0 {
 		where = fmt.Sprintf("line %d of %s", f.Line, v.run.Summary.Report.Name)
 	}
 	lines := []string{st.Title.Render("Finding: "+string(f.Status)) + st.Muted.Render("  "+where), ""}
-	lines = append(lines, row("tenant", orDash(f.Tenant)), row("operation", orDash(f.OperationID)), row("class", orDash(f.Class)))
+	lines = append(lines, row("tenant", view.OrDash(f.Tenant)), row("operation", view.OrDash(f.OperationID)), row("class", view.OrDash(f.Class)))
 	if f.CreatedAt != nil {
-		lines = append(lines, row("recorded", stamp(*f.CreatedAt)))
+		lines = append(lines, row("recorded", view.Stamp(*f.CreatedAt)))
 	}
 	if f.Amount != "" {
 		lines = append(lines, row("amount", f.Amount+" "+f.Currency))
@@ -90,7 +85,7 @@ func (v *reconcileView) renderFinding(w, h int) string {
 			if d.Inbox != nil {
 				inbox = *d.Inbox
 			}
-			lines = append(lines, "  "+st.DiffPath.Render(pad(name, 14))+" "+st.DiffStored.Render(inbox)+" → "+st.DiffIncoming.Render(d.Report))
+			lines = append(lines, "  "+st.DiffPath.Render(view.Pad(name, 14))+" "+st.DiffStored.Render(inbox)+" → "+st.DiffIncoming.Render(d.Report))
 		}
 	}
 	if f.Reason != "" {
@@ -100,17 +95,17 @@ func (v *reconcileView) renderFinding(w, h int) string {
 		lines = append(lines, "", st.Muted.Render(f.Note))
 	}
 	lines = append(lines, "")
-	switch id, ok := v.pinned[v.fnav.cursor]; {
+	switch id, ok := v.pinned[v.fnav.Cursor]; {
 	case ok:
 		lines = append(lines, st.Success.Render(fmt.Sprintf("pinned as correction #%d", id)))
 	case f.Status.Discrepancy():
 		lines = append(lines, st.Muted.Render("p pins it: a pending manual correction that keeps any purge from removing its evidence"))
 	}
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }
 
 // renderConfirm asks before a pin, showing the reason it will record.
-func (v *reconcileView) renderConfirm(w, h int) string {
+func (v *View) renderConfirm(w, h int) string {
 	st := v.c.Styles
 	f := v.selected()
 	if f == nil {
@@ -122,5 +117,5 @@ func (v *reconcileView) renderConfirm(w, h int) string {
 		"While it is pending, no purge removes this identity's evidence (the manual",
 		"replay source pins it). Mark it done with idemctl corrections done ID.", "",
 		st.Focused.Render("y") + " confirm   " + st.Focused.Render("n/esc") + " cancel"}
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }

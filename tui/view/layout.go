@@ -1,4 +1,4 @@
-package tui
+package view
 
 import (
 	"fmt"
@@ -14,40 +14,41 @@ import (
 	"github.com/idemctl/idemctl/tui/keys"
 )
 
-func sprintf(format string, args ...any) string {
+// Sprintf is fmt.Sprintf, except that a format without arguments is the
+// text itself (a reason holding a %% stays as typed).
+func Sprintf(format string, args ...any) string {
 	if len(args) == 0 {
 		return format
 	}
 	return fmt.Sprintf(format, args...)
 }
 
-// oneLine folds whitespace (a database error can span lines).
-func oneLine(s string) string {
+// OneLine folds whitespace (a database error can span lines).
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// trunc shortens s to at most w cells, ending with "…" when cut.
-func trunc(s string, w int) string {
+// Trunc shortens s to at most w cells, ending with "…" when cut.
+func Trunc(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
 	return ansi.Truncate(s, w, "…")
 }
 
-// pad truncates or right-pads s to exactly w cells.
-func pad(s string, w int) string {
-	s = trunc(s, w)
+// Pad truncates or right-pads s to exactly w cells.
+func Pad(s string, w int) string {
+	s = Trunc(s, w)
 	if n := lipgloss.Width(s); n < w {
 		s += strings.Repeat(" ", w-n)
 	}
 	return s
 }
 
-// padLeft truncates or left-pads s to exactly w cells.
-// idWidth is the width of an ID column ("#" and the digits) that has room for
+// IDWidth is the width of an ID column ("#" and the digits) that has room for
 // the widest of ids, at least 6: ids minted on Citus workers start at 2^48
 // (15 digits), a single node's are short.
-func idWidth(ids ...int64) int {
+func IDWidth(ids ...int64) int {
 	w := 6
 	for _, id := range ids {
 		w = max(w, 1+len(strconv.FormatInt(id, 10)))
@@ -55,18 +56,19 @@ func idWidth(ids ...int64) int {
 	return w
 }
 
-func padLeft(s string, w int) string {
-	s = trunc(s, w)
+// PadLeft truncates or left-pads s to exactly w cells.
+func PadLeft(s string, w int) string {
+	s = Trunc(s, w)
 	if n := lipgloss.Width(s); n < w {
 		s = strings.Repeat(" ", w-n) + s
 	}
 	return s
 }
 
-// wrap breaks s into lines of at most w cells: at spaces, and inside a word
+// Wrap breaks s into lines of at most w cells: at spaces, and inside a word
 // only when the word alone is wider than w (a hash, a long JSON value).
 // Hyphens never break a line: a date or a hash stays whole.
-func wrap(s string, w int) []string {
+func Wrap(s string, w int) []string {
 	if w <= 0 {
 		return []string{s}
 	}
@@ -80,7 +82,7 @@ func wrap(s string, w int) []string {
 		body := strings.TrimLeft(para, " ")
 		lead := para[:len(para)-len(body)]
 		if len(lead) > 0 && len(lead) < w/2 {
-			out = append(out, indent(lead, wrap(body, w-len(lead)))...)
+			out = append(out, Indent(lead, Wrap(body, w-len(lead)))...)
 			continue
 		}
 		line, lineW := "", 0
@@ -121,31 +123,31 @@ func wrap(s string, w int) []string {
 	return out
 }
 
-// labelled renders "label value" on one line when it fits in w, else the
+// Labelled renders "label value" on one line when it fits in w, else the
 // label on one line and the value, indented, below (a 75-character hash fits
 // an 80-column terminal that way). The label is styled here so that its
 // padding can be dropped when it stands alone.
-func labelled(label string, style lipgloss.Style, value string, w, indentW int) []string {
+func Labelled(label string, style lipgloss.Style, value string, w, indentW int) []string {
 	if ansi.StringWidth(label)+1+ansi.StringWidth(value) <= w {
 		return []string{style.Render(label) + " " + value}
 	}
 	return append([]string{style.Render(strings.TrimRight(label, " "))},
-		indent(strings.Repeat(" ", indentW), wrap(value, max(10, w-indentW)))...)
+		Indent(strings.Repeat(" ", indentW), Wrap(value, max(10, w-indentW)))...)
 }
 
-// truncMiddle shortens s to w cells by cutting its middle, so that both ends
+// TruncMiddle shortens s to w cells by cutting its middle, so that both ends
 // (a database's user and its name) stay readable.
-func truncMiddle(s string, w int) string {
+func TruncMiddle(s string, w int) string {
 	if ansi.StringWidth(s) <= w || w < 5 {
-		return trunc(s, w)
+		return Trunc(s, w)
 	}
 	head := (w - 1) / 2
 	tail := w - 1 - head
 	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, ansi.StringWidth(s)-tail, "")
 }
 
-// indent prefixes every line of lines.
-func indent(prefix string, lines []string) []string {
+// Indent prefixes every line of lines.
+func Indent(prefix string, lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		out[i] = prefix + l
@@ -153,8 +155,8 @@ func indent(prefix string, lines []string) []string {
 	return out
 }
 
-// fitLines cuts or pads lines to exactly h lines of at most w cells.
-func fitLines(lines []string, w, h int) string {
+// FitLines cuts or pads lines to exactly h lines of at most w cells.
+func FitLines(lines []string, w, h int) string {
 	if h < 0 {
 		h = 0
 	}
@@ -163,7 +165,7 @@ func fitLines(lines []string, w, h int) string {
 	}
 	out := make([]string, 0, h)
 	for _, l := range lines {
-		out = append(out, trunc(l, w))
+		out = append(out, Trunc(l, w))
 	}
 	for len(out) < h {
 		out = append(out, "")
@@ -171,9 +173,9 @@ func fitLines(lines []string, w, h int) string {
 	return strings.Join(out, "\n")
 }
 
-// scrollWindow returns the first visible row so that cursor stays within a
+// ScrollWindow returns the first visible row so that cursor stays within a
 // window of h rows over n rows, moving the window as little as possible.
-func scrollWindow(top, cursor, n, h int) int {
+func ScrollWindow(top, cursor, n, h int) int {
 	if h <= 0 || n <= h {
 		return 0
 	}
@@ -186,16 +188,16 @@ func scrollWindow(top, cursor, n, h int) int {
 	return max(0, min(top, n-h))
 }
 
-// stamp renders a time for evidence: UTC, to the second.
-func stamp(t time.Time) string {
+// Stamp renders a time for evidence: UTC, to the second.
+func Stamp(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
-// ago renders how long before now t was, coarsely ("12s", "5m", "3h", "4d").
-func ago(now, t time.Time) string {
+// Ago renders how long before now t was, coarsely ("12s", "5m", "3h", "4d").
+func Ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -213,14 +215,14 @@ func ago(now, t time.Time) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// listNav is a cursor over a list and the first visible row.
-type listNav struct {
-	cursor, top int
+// ListNav is a cursor over a list and the first visible row.
+type ListNav struct {
+	Cursor, Top int
 }
 
-// handle moves the cursor for a list key over n rows shown h at a time and
+// Handle moves the cursor for a list key over n rows shown h at a time and
 // reports whether the key was a list key.
-func (l *listNav) handle(k keys.List, msg tea.KeyMsg, n, h int) bool {
+func (l *ListNav) Handle(k keys.List, msg tea.KeyMsg, n, h int) bool {
 	delta := 0
 	switch {
 	case key.Matches(msg, k.Up):
@@ -238,13 +240,76 @@ func (l *listNav) handle(k keys.List, msg tea.KeyMsg, n, h int) bool {
 	default:
 		return false
 	}
-	l.cursor = max(0, min(n-1, l.cursor+delta))
-	l.top = scrollWindow(l.top, l.cursor, n, h)
+	l.Cursor = max(0, min(n-1, l.Cursor+delta))
+	l.Top = ScrollWindow(l.Top, l.Cursor, n, h)
 	return true
 }
 
-// clamp keeps the cursor on one of n rows after the list changed.
-func (l *listNav) clamp(n, h int) {
-	l.cursor = max(0, min(n-1, l.cursor))
-	l.top = scrollWindow(l.top, l.cursor, n, h)
+// Clamp keeps the cursor on one of n rows after the list changed.
+func (l *ListNav) Clamp(n, h int) {
+	l.Cursor = max(0, min(n-1, l.Cursor))
+	l.Top = ScrollWindow(l.Top, l.Cursor, n, h)
+}
+
+// WrapAll wraps every line to w cells.
+func WrapAll(lines []string, w int) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, Wrap(l, w)...)
+	}
+	return out
+}
+
+// FitSlice cuts or pads lines to exactly n.
+func FitSlice(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[:n]
+	}
+	for len(lines) < n {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+// Rows draws the rows of a list of n shown h at a time from l.Top: row
+// draws row i after its marker ("> " on the cursor's row, "  " elsewhere),
+// and the cursor's row is drawn in selected.
+func (l ListNav) Rows(n, h int, selected lipgloss.Style, row func(i int, marker string) string) []string {
+	var lines []string
+	for i := l.Top; i < n && i < l.Top+h; i++ {
+		marker := "  "
+		if i == l.Cursor {
+			marker = "> "
+		}
+		r := row(i, marker)
+		if i == l.Cursor {
+			r = selected.Render(r)
+		}
+		lines = append(lines, r)
+	}
+	return lines
+}
+
+// Scroll moves top, the first shown of n lines of text seen h at a time, for
+// a list key, and keeps it within the text; ok is false when msg is no list
+// key (top is then only kept within the text).
+func Scroll(k keys.List, msg tea.KeyMsg, top, n, h int) (_ int, ok bool) {
+	ok = true
+	switch {
+	case key.Matches(msg, k.Up):
+		top--
+	case key.Matches(msg, k.Down):
+		top++
+	case key.Matches(msg, k.PageUp):
+		top -= h
+	case key.Matches(msg, k.PageDown):
+		top += h
+	case key.Matches(msg, k.Top):
+		top = 0
+	case key.Matches(msg, k.Bottom):
+		top = n
+	default:
+		ok = false
+	}
+	return max(0, min(top, n-h)), ok
 }

@@ -1,4 +1,4 @@
-package tui
+package reconcileview
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/reconcile"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // ReconcileKeep is how many discrepancies and invalid lines a run keeps for
@@ -54,7 +55,7 @@ func (r ReconcileDB) Mappings(ctx context.Context) ([]reconcile.SavedMapping, er
 	if r.Dir == "" {
 		return nil, nil
 	}
-	return cleaned(reconcile.ListMappings(r.Dir))
+	return view.Cleaned(reconcile.ListMappings(r.Dir))
 }
 
 // Run reconciles m (reconcile.Run).
@@ -86,7 +87,7 @@ func (r ReconcileDB) Run(ctx context.Context, m reconcile.Mapping, operator stri
 		}
 		run.Findings[i] = f
 	}
-	return cleaned(run, err)
+	return view.Cleaned(run, err)
 }
 
 // Pin records a finding as a pending correction (horizon.AddCorrection, with

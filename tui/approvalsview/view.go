@@ -1,4 +1,7 @@
-package tui
+// Package approvalsview is the console's approvals: the four-eyes plans
+// (accept-as-new, record, import) with what each will run, and the second
+// person's approval.
+package approvalsview
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // ApprovalService is what the approvals view needs: the four-eyes plans that
@@ -75,16 +79,19 @@ type ApprovalItem struct {
 	Lines []string
 }
 
+// planRef identifies a plan in the list: ids are per kind.
+type planRef struct {
+	kind PlanKind
+	id   int64
+}
+
+func planKey(p ApprovalPlan) planRef { return planRef{p.Kind, p.ID} }
+
 // planned reports whether the plan waits for its approval.
 func (p ApprovalPlan) planned() bool { return p.State == "planned" }
 
 // Messages of the approvals view.
 type (
-	approvalsLoadedMsg struct {
-		seq   int
-		plans []ApprovalPlan
-		err   error
-	}
 	planApprovedMsg struct {
 		kind PlanKind
 		id   int64
@@ -92,17 +99,15 @@ type (
 	}
 )
 
-type approvalsView struct {
-	c   *Context
+// View is the approvals view; the root model owns it and routes messages to it.
+type View struct {
+	c   *view.Context
 	svc ApprovalService
 
-	plans   []ApprovalPlan
-	loaded  bool
-	loading bool
-	seq     int
-	nav     listNav
-	ban     banner
-	loadBan banner
+	plans []ApprovalPlan
+	list  view.Loader[[]ApprovalPlan]
+	nav   view.ListNav
+	ban   view.Banner
 
 	// open shows the selected plan whole; scroll is its first line.
 	open    bool
@@ -111,44 +116,40 @@ type approvalsView struct {
 	busy    bool
 }
 
-func newApprovalsView(c *Context, svc ApprovalService) *approvalsView {
-	return &approvalsView{c: c, svc: svc}
+// New returns the approvals view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
+func New(c *view.Context, svc ApprovalService) *View {
+	return &View{c: c, svc: svc, list: view.NewLoader[[]ApprovalPlan](c)}
 }
 
-func (v *approvalsView) activate() tea.Cmd {
+// Activate implements view.View.
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the approvals service is not wired into this build")
+		v.ban = view.WarningBanner("the approvals service is not wired into this build")
 		return nil
 	}
 	return v.load()
 }
 
-func (v *approvalsView) load() tea.Cmd {
+func (v *View) load() tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
-		defer cancel()
-		plans, err := svc.Plans(ctx)
-		if err != nil {
-			return approvalsLoadedMsg{seq: seq, err: fmt.Errorf("load the plans: %w", err)}
-		}
-		return approvalsLoadedMsg{seq: seq, plans: plans}
-	}
+	return v.list.Load("load the plans", v.svc.Plans)
 }
 
-func (v *approvalsView) typing() bool   { return false }
-func (v *approvalsView) status() banner { return v.ban }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
 
-func (v *approvalsView) back() (bool, tea.Cmd) {
+// Status implements view.View.
+func (v *View) Status() view.Banner { return v.ban }
+
+// Back implements view.View.
+func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirm:
 		v.confirm = false
-		v.ban = infoBanner("cancelled: nothing changed")
+		v.ban = view.InfoBanner("cancelled: nothing changed")
 		return true, nil
 	case v.open:
 		v.open, v.scroll = false, 0
@@ -157,52 +158,30 @@ func (v *approvalsView) back() (bool, tea.Cmd) {
 	return false, nil
 }
 
-func (v *approvalsView) listRows() int { return max(1, v.c.bodyHeight()-4) }
+func (v *View) listRows() int { return max(1, v.c.BodyHeight()-4) }
 
-func (v *approvalsView) selected() *ApprovalPlan {
-	if v.nav.cursor < len(v.plans) {
-		return &v.plans[v.nav.cursor]
-	}
-	return nil
-}
+func (v *View) selected() *ApprovalPlan { return view.At(v.plans, v.nav.Cursor) }
 
-func (v *approvalsView) update(msg tea.Msg) tea.Cmd {
+// Update implements view.View.
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case approvalsLoadedMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]ApprovalPlan]:
+		plans, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = errorBanner(msg.err)
-			v.loadBan = v.ban
-			return nil
-		}
-		if v.ban == v.loadBan {
-			v.ban = banner{}
-		}
-		v.loadBan = banner{}
-		var kind PlanKind
-		var id int64
-		if p := v.selected(); p != nil {
-			kind, id = p.Kind, p.ID
-		}
-		v.plans, v.loaded = msg.plans, true
-		for i, p := range v.plans {
-			if p.Kind == kind && p.ID == id {
-				v.nav.cursor = i
-			}
-		}
-		v.nav.clamp(len(v.plans), v.listRows())
+		old := v.plans
+		v.plans = plans
+		view.Reselect(&v.nav, old, v.plans, planKey, v.listRows())
 	case planApprovedMsg:
 		v.busy = false
 		switch {
 		case errors.Is(msg.err, ErrSamePerson):
-			v.ban = banner{bannerError, fmt.Sprintf("refused: you planned %s plan #%d; another person must approve it", msg.kind, msg.id)}
+			v.ban = view.Banner{Kind: view.BannerError, Text: fmt.Sprintf("refused: you planned %s plan #%d; another person must approve it", msg.kind, msg.id)}
 		case msg.err != nil:
-			v.ban = errorBanner(fmt.Errorf("approve %s plan #%d: %w", msg.kind, msg.id, msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("approve %s plan #%d: %w", msg.kind, msg.id, msg.err))
 		default:
-			v.ban = successBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Operator)
+			v.ban = view.SuccessBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Operator)
 		}
 		return v.load()
 	case tea.KeyMsg:
@@ -211,34 +190,26 @@ func (v *approvalsView) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *approvalsView) key(msg tea.KeyMsg) tea.Cmd {
+func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	if v.svc == nil {
 		return nil
 	}
 	k := v.c.Keys.Approvals
 	if v.confirm {
-		switch {
-		case key.Matches(msg, v.c.Keys.Confirm.Yes):
-			v.confirm = false
-			return v.approve()
-		case key.Matches(msg, v.c.Keys.Confirm.No):
-			v.confirm = false
-			v.ban = infoBanner("cancelled: nothing changed")
-		}
-		return nil
+		return v.c.Answer(msg, &v.confirm, &v.ban, "cancelled: nothing changed", v.approve)
 	}
 	if v.open {
 		switch {
 		case key.Matches(msg, k.Down), key.Matches(msg, k.PageDown):
 			v.scroll++
 			if key.Matches(msg, k.PageDown) {
-				v.scroll += v.c.bodyHeight() - 2
+				v.scroll += v.c.BodyHeight() - 2
 			}
 			return nil
 		case key.Matches(msg, k.Up), key.Matches(msg, k.PageUp):
 			v.scroll--
 			if key.Matches(msg, k.PageUp) {
-				v.scroll -= v.c.bodyHeight() - 2
+				v.scroll -= v.c.BodyHeight() - 2
 			}
 			v.scroll = max(0, v.scroll)
 			return nil
@@ -246,7 +217,7 @@ func (v *approvalsView) key(msg tea.KeyMsg) tea.Cmd {
 			v.scroll = 0
 			return nil
 		}
-	} else if v.nav.handle(k.List, msg, len(v.plans), v.listRows()) {
+	} else if v.nav.Handle(k.List, msg, len(v.plans), v.listRows()) {
 		return nil
 	}
 	p := v.selected()
@@ -261,15 +232,15 @@ func (v *approvalsView) key(msg tea.KeyMsg) tea.Cmd {
 		switch {
 		case p == nil || v.busy:
 		case !p.planned():
-			v.ban = warningBanner("%s plan #%d is %s: only a planned plan can be approved", p.Kind, p.ID, p.State)
+			v.ban = view.WarningBanner("%s plan #%d is %s: only a planned plan can be approved", p.Kind, p.ID, p.State)
 		default:
-			v.confirm, v.scroll, v.ban = true, 0, banner{}
+			v.confirm, v.scroll, v.ban = true, 0, view.Banner{}
 		}
 	}
 	return nil
 }
 
-func (v *approvalsView) approve() tea.Cmd {
+func (v *View) approve() tea.Cmd {
 	p := v.selected()
 	if p == nil {
 		return nil
@@ -277,13 +248,14 @@ func (v *approvalsView) approve() tea.Cmd {
 	v.busy = true
 	kind, id, svc, op := p.Kind, p.ID, v.svc, v.c.Operator
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		return planApprovedMsg{kind: kind, id: id, err: svc.Approve(ctx, kind, id, op)}
 	}
 }
 
-func (v *approvalsView) keyMap() help.KeyMap {
+// KeyMap implements view.View.
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Approvals
 	switch {
 	case v.svc == nil:
@@ -299,10 +271,11 @@ func (v *approvalsView) keyMap() help.KeyMap {
 	}
 }
 
-func (v *approvalsView) render(w, h int) string {
+// Render implements view.View.
+func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	if v.svc == nil {
-		return fitLines([]string{st.Title.Render("Approvals"), "",
+		return view.FitLines([]string{st.Title.Render("Approvals"), "",
 			st.Warning.Render("  The approvals service is not available in this build.")}, w, h)
 	}
 	if p := v.selected(); p != nil && (v.open || v.confirm) {
@@ -315,7 +288,7 @@ func (v *approvalsView) render(w, h int) string {
 		}
 	}
 	title := st.Title.Render("Approvals") + st.Muted.Render(fmt.Sprintf("  %d plans · %d waiting for a second person", len(v.plans), waiting))
-	if v.loading {
+	if v.list.Loading {
 		title += st.Muted.Render("  loading…")
 	}
 	ids := make([]int64, len(v.plans))
@@ -323,28 +296,21 @@ func (v *approvalsView) render(w, h int) string {
 		ids[i] = p.ID
 	}
 	const kindW, stateW, byW = 13, 9, 10
-	idW := idWidth(ids...)
+	idW := view.IDWidth(ids...)
 	totW := max(10, w-2-kindW-idW-stateW-2*byW-5)
-	lines := []string{title, "", st.Column.Render("  " + pad("KIND", kindW) + " " + padLeft("ID", idW) + " " + pad("STATE", stateW) + " " +
-		pad("PLANNED", byW) + " " + pad("APPROVED", byW) + " " + pad("WILL APPLY", totW))}
-	if v.loaded && len(v.plans) == 0 {
+	lines := []string{title, "", st.Column.Render("  " + view.Pad("KIND", kindW) + " " + view.PadLeft("ID", idW) + " " + view.Pad("STATE", stateW) + " " +
+		view.Pad("PLANNED", byW) + " " + view.Pad("APPROVED", byW) + " " + view.Pad("WILL APPLY", totW))}
+	if v.list.Loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no plan (idemctl quarantine accept-as-new --rule ..., idemctl record plan make them)"))
 	}
 	rows := v.listRows()
-	for i := v.nav.top; i < len(v.plans) && i < v.nav.top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.plans), rows, st.Selected, func(i int, marker string) string {
 		p := v.plans[i]
-		marker := "  "
-		if i == v.nav.cursor {
-			marker = "> "
-		}
-		row := marker + pad(string(p.Kind), kindW) + " " + padLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + pad(p.State, stateW) + " " +
-			pad(orDash(p.Planned), byW) + " " + pad(orDash(p.Approved), byW) + " " + pad(willApplyLine(p), totW)
-		if i == v.nav.cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
-	return fitLines(lines, w, h)
+		row := marker + view.Pad(string(p.Kind), kindW) + " " + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.State, stateW) + " " +
+			view.Pad(view.OrDash(p.Planned), byW) + " " + view.Pad(view.OrDash(p.Approved), byW) + " " + view.Pad(willApplyLine(p), totW)
+		return row
+	})...)
+	return view.FitLines(lines, w, h)
 }
 
 // willApplyLine is a plan's totals on one line.
@@ -362,18 +328,18 @@ func willApplyLine(p ApprovalPlan) string {
 // renderPlan draws one plan whole: who, why, the money totals, and each
 // record with what it runs; in the confirmation the question comes first
 // and the keys last.
-func (v *approvalsView) renderPlan(p ApprovalPlan, w, h int) string {
+func (v *View) renderPlan(p ApprovalPlan, w, h int) string {
 	st := v.c.Styles
 	var head, lines []string
-	row := func(k, val string) { lines = append(lines, st.Label.Render(pad(k, 12))+val) }
+	row := func(k, val string) { lines = append(lines, st.Label.Render(view.Pad(k, 12))+val) }
 	if v.confirm {
 		head = append(head, st.Warning.Render(fmt.Sprintf("Confirm: approve %s plan #%d", p.Kind, p.ID)))
 	} else {
 		head = append(head, st.Title.Render(fmt.Sprintf("%s plan #%d", p.Kind, p.ID))+st.Muted.Render("  "+p.State))
 	}
 	row("what", p.What)
-	row("planned by", orDash(p.Planned))
-	row("approved by", orDash(p.Approved))
+	row("planned by", view.OrDash(p.Planned))
+	row("approved by", view.OrDash(p.Approved))
 	row("reason", p.Reason)
 	if len(p.Totals) == 0 && len(p.Problems) == 0 {
 		row("will apply", "no money class")
@@ -400,14 +366,14 @@ func (v *approvalsView) renderPlan(p ApprovalPlan, w, h int) string {
 		foot = []string{"", "Four eyes: the person who planned it cannot approve it (any login). " +
 			st.Focused.Render("y") + " approve   " + st.Focused.Render("n/esc") + " cancel"}
 	}
-	body := wrapAll(lines, w)
-	room := max(1, h-len(head)-len(wrapAll(foot, w)))
+	body := view.WrapAll(lines, w)
+	room := max(1, h-len(head)-len(view.WrapAll(foot, w)))
 	v.scroll = max(0, min(v.scroll, len(body)-room))
 	body = body[v.scroll:]
 	if len(body) > room {
 		body = append(body[:room-1], st.Muted.Render(fmt.Sprintf("… %d more lines (↓ scrolls)", len(body)-room+1)))
 	}
-	return fitLines(append(append(head, body...), wrapAll(foot, w)...), w, h)
+	return view.FitLines(append(append(head, body...), view.WrapAll(foot, w)...), w, h)
 }
 
 func itemsTitle(k PlanKind) string {

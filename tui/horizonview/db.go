@@ -1,4 +1,4 @@
-package tui
+package horizonview
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // HorizonDB is HorizonService over package horizon.
@@ -21,7 +22,7 @@ const horizonPlanLimit = 100
 // probe of a source is its evidence in the newest plan that has one; a source
 // in no plan yet is shown "never probed" (not proven).
 func (h HorizonDB) Sources(ctx context.Context) ([]HorizonSource, error) {
-	return cleaned(h.sources(ctx))
+	return view.Cleaned(h.sources(ctx))
 }
 
 func (h HorizonDB) sources(ctx context.Context) ([]HorizonSource, error) {
@@ -68,7 +69,7 @@ func evidenceDetail(ev horizon.Evidence) string {
 	case ev.Mode == horizon.Enumerating:
 		return fmt.Sprintf("enumerated %d, pinned %d", ev.Enumerated, ev.Pinned)
 	case ev.Oldest != nil:
-		return "oldest " + stamp(*ev.Oldest)
+		return "oldest " + view.Stamp(*ev.Oldest)
 	case ev.Where != "":
 		return ev.Where
 	}
@@ -86,7 +87,7 @@ func proofLines(p horizon.Plan) []string {
 
 // Plans lists the purge plans, newest first.
 func (h HorizonDB) Plans(ctx context.Context) ([]PurgePlan, error) {
-	return cleaned(h.plans(ctx))
+	return view.Cleaned(h.plans(ctx))
 }
 
 func (h HorizonDB) plans(ctx context.Context) ([]PurgePlan, error) {

@@ -1,6 +1,9 @@
-package tui
+// Package auditview is the console's audit log: the latest rows, newest
+// first, with the verdict of the hash chain and a row's details.
+package auditview
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // AuditLoadLimit is how many of the latest audit rows the view shows.
@@ -18,11 +22,6 @@ const AuditLoadLimit = 200
 
 // Messages of the audit view.
 type (
-	auditLoadedMsg struct {
-		seq  int
-		rows []audit.Record
-		err  error
-	}
 	auditVerifiedMsg struct {
 		seq    int
 		report audit.Report
@@ -30,65 +29,66 @@ type (
 	}
 )
 
-type auditView struct {
-	c   *Context
+// View is the audit log view; the root model owns it and routes messages to it.
+type View struct {
+	c   *view.Context
 	svc AuditService
 
 	rows      []audit.Record
-	loaded    bool
-	loading   bool
-	seq       int
+	list      view.Loader[[]audit.Record]
 	vseq      int
 	verifying bool
 	report    *audit.Report
 	verifyErr error
-	nav       listNav
+	nav       view.ListNav
 	details   bool
 	// dtop is the first line of the details pane shown (it scrolls).
 	dtop int
-	ban  banner
+	ban  view.Banner
 }
 
-func newAuditView(c *Context, svc AuditService) *auditView {
-	return &auditView{c: c, svc: svc}
+// New returns the audit log view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
+func New(c *view.Context, svc AuditService) *View {
+	return &View{c: c, svc: svc, list: view.NewLoader[[]audit.Record](c)}
 }
 
-func (v *auditView) activate() tea.Cmd {
+// Activate implements view.View.
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the audit service is not available")
+		v.ban = view.WarningBanner("the audit service is not available")
 		return nil
 	}
 	return tea.Batch(v.load(), v.verify())
 }
 
-func (v *auditView) load() tea.Cmd {
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
-		defer cancel()
-		rows, err := svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
-		return auditLoadedMsg{seq: seq, rows: rows, err: err}
-	}
+func (v *View) load() tea.Cmd {
+	svc := v.svc
+	return v.list.Load("load the audit log", func(ctx context.Context) ([]audit.Record, error) {
+		return svc.List(ctx, audit.Filter{Limit: AuditLoadLimit})
+	})
 }
 
-func (v *auditView) verify() tea.Cmd {
+func (v *View) verify() tea.Cmd {
 	v.vseq++
 	v.verifying = true
 	seq, svc := v.vseq, v.svc
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		rep, err := svc.Verify(ctx)
 		return auditVerifiedMsg{seq: seq, report: rep, err: err}
 	}
 }
 
-func (v *auditView) typing() bool   { return false }
-func (v *auditView) status() banner { return v.ban }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
 
-func (v *auditView) back() (bool, tea.Cmd) {
+// Status implements view.View.
+func (v *View) Status() view.Banner { return v.ban }
+
+// Back implements view.View.
+func (v *View) Back() (bool, tea.Cmd) {
 	if v.details {
 		v.details = false
 		return true, nil
@@ -98,29 +98,26 @@ func (v *auditView) back() (bool, tea.Cmd) {
 
 // listHeight is the rows of the list: the body minus the title, the chain
 // line and the column line, and the details pane when open.
-func (v *auditView) listHeight() int {
-	h := v.c.bodyHeight() - 3
+func (v *View) listHeight() int {
+	h := v.c.BodyHeight() - 3
 	if v.details {
 		h -= v.detailsHeight()
 	}
 	return max(1, h)
 }
 
-func (v *auditView) detailsHeight() int { return max(4, (v.c.bodyHeight())/2-1) }
+func (v *View) detailsHeight() int { return max(4, (v.c.BodyHeight())/2-1) }
 
-func (v *auditView) update(msg tea.Msg) tea.Cmd {
+// Update implements view.View.
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case auditLoadedMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]audit.Record]:
+		rows, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("load the audit log: %w", msg.err))
-			return nil
-		}
-		v.rows, v.loaded = msg.rows, true
-		v.nav.clamp(len(v.rows), v.listHeight())
+		v.rows = rows
+		v.nav.Clamp(len(v.rows), v.listHeight())
 	case auditVerifiedMsg:
 		if msg.seq != v.vseq {
 			return nil
@@ -128,7 +125,7 @@ func (v *auditView) update(msg tea.Msg) tea.Cmd {
 		v.verifying = false
 		if msg.err != nil {
 			v.report, v.verifyErr = nil, msg.err
-			v.ban = errorBanner(fmt.Errorf("verify the audit chain: %w", msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("verify the audit chain: %w", msg.err))
 			return nil
 		}
 		rep := msg.report
@@ -138,14 +135,14 @@ func (v *auditView) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		k := v.c.Keys.Audit
-		if v.nav.handle(k.List, msg, len(v.rows), v.listHeight()) {
+		if v.nav.Handle(k.List, msg, len(v.rows), v.listHeight()) {
 			v.dtop = 0 // another row: its details from the top
 			return nil
 		}
 		switch {
 		case key.Matches(msg, k.Details):
 			v.details, v.dtop = !v.details, 0
-			v.nav.clamp(len(v.rows), v.listHeight())
+			v.nav.Clamp(len(v.rows), v.listHeight())
 		case key.Matches(msg, k.DetailsUp) && v.details:
 			v.dtop = max(0, v.dtop-1)
 		case key.Matches(msg, k.DetailsDown) && v.details:
@@ -159,7 +156,8 @@ func (v *auditView) update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *auditView) keyMap() help.KeyMap {
+// KeyMap implements view.View.
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Audit
 	return keys.Bindings{
 		Short: []key.Binding{k.Details, k.Verify, k.Refresh},
@@ -168,13 +166,13 @@ func (v *auditView) keyMap() help.KeyMap {
 	}
 }
 
-func (v *auditView) chainLine() string {
+func (v *View) chainLine() string {
 	st := v.c.Styles
 	switch {
 	case v.verifying && v.report == nil:
 		return st.Muted.Render("verifying the chain…")
 	case v.verifyErr != nil:
-		return st.Error.Render("chain: could not verify (" + oneLine(v.verifyErr.Error()) + ")")
+		return st.Error.Render("chain: could not verify (" + view.OneLine(v.verifyErr.Error()) + ")")
 	case v.report == nil:
 		return ""
 	case v.report.Intact:
@@ -183,13 +181,14 @@ func (v *auditView) chainLine() string {
 	return st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem
 }
 
-func (v *auditView) render(w, h int) string {
+// Render implements view.View.
+func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")
-	if v.loaded {
+	if v.list.Loaded {
 		title += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
 	}
-	if v.loading {
+	if v.list.Loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
 	const atW = 20
@@ -200,12 +199,12 @@ func (v *auditView) render(w, h int) string {
 	targetW, actionW, actorFull, actorShort := len("TARGET"), len("ACTION"), len("ACTOR"), len("ACTOR")
 	for i, r := range v.rows {
 		ids[i] = r.ID
-		targetW = max(targetW, lipgloss.Width(orDash(r.Target)))
+		targetW = max(targetW, lipgloss.Width(view.OrDash(r.Target)))
 		actionW = max(actionW, lipgloss.Width(r.Action))
 		actorFull = max(actorFull, lipgloss.Width(r.Who()))
 		actorShort = max(actorShort, lipgloss.Width(auditShortWho(r)))
 	}
-	idW := idWidth(ids...)
+	idW := view.IDWidth(ids...)
 	room := w - 2 - idW - atW - 4 // for ACTOR, ACTION and TARGET
 	// What gives way, in order: the logins (the persons stay), ACTION down
 	// to 12 cells, then the actor itself; TARGET last.
@@ -222,34 +221,27 @@ func (v *auditView) render(w, h int) string {
 	}
 	targetW = max(8, room-actorW-actionW)
 	lines := []string{title, v.chainLine(),
-		st.Column.Render("  " + padLeft("ID", idW) + " " + pad("AT", atW) + " " + pad("ACTOR", actorW) + " " + pad("ACTION", actionW) + " " + pad("TARGET", targetW))}
+		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + view.Pad("AT", atW) + " " + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW))}
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
-	case !v.loaded && v.loading:
+	case !v.list.Loaded && v.list.Loading:
 		lines = append(lines, "", st.Muted.Render("  Loading the audit log…"))
-	case v.loaded && len(v.rows) == 0:
+	case v.list.Loaded && len(v.rows) == 0:
 		lines = append(lines, "", st.Muted.Render("  The log is empty."))
 	}
 	rows := v.listHeight()
-	for i := v.nav.top; i < len(v.rows) && i < v.nav.top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.rows), rows, st.Selected, func(i int, marker string) string {
 		r := v.rows[i]
-		marker := "  "
-		if i == v.nav.cursor {
-			marker = "> "
-		}
-		row := marker + padLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + pad(stamp(r.At), atW) + " " + pad(who(r), actorW) + " " +
-			pad(r.Action, actionW) + " " + pad(orDash(r.Target), targetW)
-		if i == v.nav.cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
+		row := marker + view.PadLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + view.Pad(view.Stamp(r.At), atW) + " " + view.Pad(who(r), actorW) + " " +
+			view.Pad(r.Action, actionW) + " " + view.Pad(view.OrDash(r.Target), targetW)
+		return row
+	})...)
+	if v.details && v.nav.Cursor < len(v.rows) {
+		lines = view.FitSlice(lines, 3+rows)
+		lines = append(lines, v.detailLines(v.rows[v.nav.Cursor], w, v.detailsHeight())...)
 	}
-	if v.details && v.nav.cursor < len(v.rows) {
-		lines = fitLinesSlice(lines, 3+rows)
-		lines = append(lines, v.detailLines(v.rows[v.nav.cursor], w, v.detailsHeight())...)
-	}
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
 // auditShortWho is a row's person alone, or its login when it has none.
@@ -262,14 +254,14 @@ func auditShortWho(r audit.Record) string {
 
 // detailLines is the details pane of row r: h lines of at most w cells,
 // scrolled to v.dtop, with a position line when the row is longer.
-func (v *auditView) detailLines(r audit.Record, w, h int) []string {
+func (v *View) detailLines(r audit.Record, w, h int) []string {
 	st := v.c.Styles
 	lines := []string{
 		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  by ") + r.Who() + st.Label.Render("  operator ") + r.Actor,
 		st.Label.Render("hash ") + r.Hash,
 		st.Label.Render("prev ") + r.PrevHash,
 	}
-	lines = append(lines, wrap(st.Label.Render("details ")+oneLine(string(r.Details)), w)...)
+	lines = append(lines, view.Wrap(st.Label.Render("details ")+view.OneLine(string(r.Details)), w)...)
 	if len(lines) <= h {
 		v.dtop = 0
 		return lines
@@ -282,15 +274,4 @@ func (v *auditView) detailLines(r audit.Record, w, h int) []string {
 	pos := st.Muted.Render(fmt.Sprintf("lines %d-%d of %d  %s/%s scroll", v.dtop+1, end, len(lines),
 		k.DetailsUp.Keys()[0], k.DetailsDown.Keys()[0]))
 	return append(append([]string{}, lines[v.dtop:end]...), pos)
-}
-
-// fitLinesSlice cuts or pads lines to exactly n.
-func fitLinesSlice(lines []string, n int) []string {
-	if len(lines) > n {
-		return lines[:n]
-	}
-	for len(lines) < n {
-		lines = append(lines, "")
-	}
-	return lines
 }

@@ -1,4 +1,4 @@
-package tui
+package approvalsview
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // ApprovalsDB is ApprovalService over packages quarantine (accept-as-new
@@ -23,7 +24,7 @@ const approvalsLimit = 20
 // Plans lists the accept-as-new and entry plans, the ones waiting for a
 // second person first, then newest first, each with its review.
 func (a ApprovalsDB) Plans(ctx context.Context) ([]ApprovalPlan, error) {
-	return cleaned(a.plans(ctx))
+	return view.Cleaned(a.plans(ctx))
 }
 
 func (a ApprovalsDB) plans(ctx context.Context) ([]ApprovalPlan, error) {

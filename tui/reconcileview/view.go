@@ -1,4 +1,7 @@
-package tui
+// Package reconcileview is the console's reconcile view: the saved
+// mappings, a run's counts and discrepancies (render.go), and pinning a
+// discrepancy as a pending manual correction.
+package reconcileview
 
 import (
 	"fmt"
@@ -12,15 +15,11 @@ import (
 	"github.com/idemctl/idemctl/internal/term"
 	"github.com/idemctl/idemctl/reconcile"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // Messages of the reconcile view.
 type (
-	reconcileMappingsMsg struct {
-		seq      int
-		mappings []reconcile.SavedMapping
-		err      error
-	}
 	reconcileRunMsg struct {
 		name string
 		run  ReconcileRun
@@ -42,65 +41,59 @@ const (
 	reconcileFinding                       // one finding
 )
 
-type reconcileView struct {
-	c   *Context
+// View is the reconcile view; the root model owns it and routes messages to it.
+type View struct {
+	c   *view.Context
 	svc ReconcileService
 
 	mappings []reconcile.SavedMapping
-	loaded   bool
-	loading  bool
-	seq      int
-	nav      listNav
+	list     view.Loader[[]reconcile.SavedMapping]
+	nav      view.ListNav
 
 	mode    reconcileMode
 	running string // the mapping being run
 	run     *ReconcileRun
-	fnav    listNav
+	fnav    view.ListNav
 	pinned  map[int]int64 // finding index -> correction id
 	confirm bool          // asking whether to pin the selected finding
 	pinning bool
-	ban     banner
+	ban     view.Banner
 }
 
-func newReconcileView(c *Context, svc ReconcileService) *reconcileView {
-	return &reconcileView{c: c, svc: svc}
+// New returns the reconcile view over its service (nil: the view says it is not
+// available); it does no I/O until activated.
+func New(c *view.Context, svc ReconcileService) *View {
+	return &View{c: c, svc: svc, list: view.NewLoader[[]reconcile.SavedMapping](c)}
 }
 
-func (v *reconcileView) activate() tea.Cmd {
+// Activate implements view.View.
+func (v *View) Activate() tea.Cmd {
 	if v.svc == nil {
-		v.ban = warningBanner("the reconcile service is not available")
+		v.ban = view.WarningBanner("the reconcile service is not available")
 		return nil
 	}
-	if v.loaded {
+	if v.list.Loaded {
 		return nil
 	}
 	return v.load()
 }
 
-func (v *reconcileView) load() tea.Cmd {
-	v.seq++
-	v.loading = true
-	seq, svc := v.seq, v.svc
-	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
-		defer cancel()
-		ms, err := svc.Mappings(ctx)
-		return reconcileMappingsMsg{seq: seq, mappings: ms, err: err}
-	}
+func (v *View) load() tea.Cmd {
+	return v.list.Load("read the saved mappings", v.svc.Mappings)
 }
 
 // start runs the selected mapping; a run is bounded by the program's life,
 // not by the per-command timeout (a report can hold millions of lines).
-func (v *reconcileView) start() tea.Cmd {
-	if v.nav.cursor >= len(v.mappings) || v.running != "" {
+func (v *View) start() tea.Cmd {
+	if v.nav.Cursor >= len(v.mappings) || v.running != "" {
 		return nil
 	}
-	sm := v.mappings[v.nav.cursor]
+	sm := v.mappings[v.nav.Cursor]
 	if sm.Err != nil {
-		v.ban = errorBanner(sm.Err)
+		v.ban = view.ErrorBanner(sm.Err)
 		return nil
 	}
-	v.running, v.ban = sm.Mapping.Name, infoBanner("reconciling %s…", sm.Mapping.Name)
+	v.running, v.ban = sm.Mapping.Name, view.InfoBanner("reconciling %s…", sm.Mapping.Name)
 	svc, op, base := v.svc, v.c.Operator, v.c.Base
 	return func() tea.Msg {
 		run, err := svc.Run(base, sm.Mapping, op)
@@ -108,25 +101,29 @@ func (v *reconcileView) start() tea.Cmd {
 	}
 }
 
-func (v *reconcileView) pin() tea.Cmd {
-	i := v.fnav.cursor
+func (v *View) pin() tea.Cmd {
+	i := v.fnav.Cursor
 	v.pinning = true
 	run, svc, op := v.run, v.svc, v.c.Operator
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		id, err := svc.Pin(ctx, run, i, op)
 		return reconcilePinnedMsg{index: i, id: id, err: err}
 	}
 }
 
-func (v *reconcileView) typing() bool   { return false }
-func (v *reconcileView) status() banner { return v.ban }
+// Typing implements view.View.
+func (v *View) Typing() bool { return false }
 
-func (v *reconcileView) back() (bool, tea.Cmd) {
+// Status implements view.View.
+func (v *View) Status() view.Banner { return v.ban }
+
+// Back implements view.View.
+func (v *View) Back() (bool, tea.Cmd) {
 	switch {
 	case v.confirm:
-		v.confirm, v.ban = false, infoBanner("cancelled: nothing pinned")
+		v.confirm, v.ban = false, view.InfoBanner("cancelled: nothing pinned")
 	case v.mode == reconcileFinding:
 		v.mode = reconcileResults
 	case v.mode == reconcileResults:
@@ -138,43 +135,40 @@ func (v *reconcileView) back() (bool, tea.Cmd) {
 }
 
 // selected is the finding under the cursor.
-func (v *reconcileView) selected() *reconcile.Finding {
-	if v.run == nil || v.fnav.cursor >= len(v.run.Findings) {
+func (v *View) selected() *reconcile.Finding {
+	if v.run == nil || v.fnav.Cursor >= len(v.run.Findings) {
 		return nil
 	}
-	return &v.run.Findings[v.fnav.cursor]
+	return &v.run.Findings[v.fnav.Cursor]
 }
 
-func (v *reconcileView) update(msg tea.Msg) tea.Cmd {
+// Update implements view.View.
+func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
-	case reconcileMappingsMsg:
-		if msg.seq != v.seq {
+	case view.Loaded[[]reconcile.SavedMapping]:
+		ms, ok := v.list.Arrived(msg, &v.ban)
+		if !ok {
 			return nil
 		}
-		v.loading = false
-		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("read the saved mappings: %w", msg.err))
-			return nil
-		}
-		v.mappings, v.loaded = msg.mappings, true
-		v.nav.clamp(len(v.mappings), v.listHeight())
+		v.mappings = ms
+		v.nav.Clamp(len(v.mappings), v.listHeight())
 	case reconcileRunMsg:
 		v.running = ""
 		if msg.err != nil && msg.run.Summary.StartedAt.IsZero() {
-			v.ban = errorBanner(fmt.Errorf("reconcile %s: %w", msg.name, msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("reconcile %s: %w", msg.name, msg.err))
 			return nil
 		}
 		run := msg.run
-		v.run, v.mode, v.fnav, v.pinned = &run, reconcileResults, listNav{}, map[int]int64{}
+		v.run, v.mode, v.fnav, v.pinned = &run, reconcileResults, view.ListNav{}, map[int]int64{}
 		v.ban = v.runBanner(msg.err)
 	case reconcilePinnedMsg:
 		v.pinning = false
 		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("pin: %w", msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("pin: %w", msg.err))
 			return nil
 		}
 		v.pinned[msg.index] = msg.id
-		v.ban = successBanner("pinned as correction #%d: no purge removes this identity until it is done (idemctl corrections done %d)", msg.id, msg.id)
+		v.ban = view.SuccessBanner("pinned as correction #%d: no purge removes this identity until it is done (idemctl corrections done %d)", msg.id, msg.id)
 	case tea.KeyMsg:
 		if v.svc != nil {
 			return v.key(msg)
@@ -184,34 +178,27 @@ func (v *reconcileView) update(msg tea.Msg) tea.Cmd {
 }
 
 // runBanner says how a run ended.
-func (v *reconcileView) runBanner(err error) banner {
+func (v *View) runBanner(err error) view.Banner {
 	s := v.run.Summary
 	switch {
 	case err != nil:
-		return errorBanner(fmt.Errorf("reconcile %s: %w", v.run.Name, err))
+		return view.ErrorBanner(fmt.Errorf("reconcile %s: %w", v.run.Name, err))
 	case s.Counts[reconcile.Invalid] > 0:
-		return warningBanner("%d invalid line(s) in the report; recorded as audit row %d", s.Counts[reconcile.Invalid], s.AuditID)
+		return view.WarningBanner("%d invalid line(s) in the report; recorded as audit row %d", s.Counts[reconcile.Invalid], s.AuditID)
 	case s.Discrepancies() > 0:
-		return warningBanner("%d discrepancies; recorded as audit row %d", s.Discrepancies(), s.AuditID)
+		return view.WarningBanner("%d discrepancies; recorded as audit row %d", s.Discrepancies(), s.AuditID)
 	}
-	return successBanner("everything matched; recorded as audit row %d", s.AuditID)
+	return view.SuccessBanner("everything matched; recorded as audit row %d", s.AuditID)
 }
 
-func (v *reconcileView) key(msg tea.KeyMsg) tea.Cmd {
+func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Reconcile
 	if v.confirm {
-		switch {
-		case key.Matches(msg, v.c.Keys.Confirm.Yes):
-			v.confirm = false
-			return v.pin()
-		case key.Matches(msg, v.c.Keys.Confirm.No):
-			v.confirm, v.ban = false, infoBanner("cancelled: nothing pinned")
-		}
-		return nil
+		return v.c.Answer(msg, &v.confirm, &v.ban, "cancelled: nothing pinned", v.pin)
 	}
 	switch v.mode {
 	case reconcileMappings:
-		if v.nav.handle(k.List, msg, len(v.mappings), v.listHeight()) {
+		if v.nav.Handle(k.List, msg, len(v.mappings), v.listHeight()) {
 			return nil
 		}
 		switch {
@@ -221,7 +208,7 @@ func (v *reconcileView) key(msg tea.KeyMsg) tea.Cmd {
 			return v.load()
 		}
 	case reconcileResults:
-		if v.fnav.handle(k.List, msg, len(v.run.Findings), v.findingRows()) {
+		if v.fnav.Handle(k.List, msg, len(v.run.Findings), v.findingRows()) {
 			return nil
 		}
 		if key.Matches(msg, k.Open) && v.selected() != nil {
@@ -236,23 +223,24 @@ func (v *reconcileView) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 // askPin handles p on a finding: a discrepancy not pinned yet asks first.
-func (v *reconcileView) askPin(msg tea.KeyMsg) tea.Cmd {
+func (v *View) askPin(msg tea.KeyMsg) tea.Cmd {
 	f := v.selected()
 	if !key.Matches(msg, v.c.Keys.Reconcile.Pin) || f == nil || v.pinning {
 		return nil
 	}
-	switch id, done := v.pinned[v.fnav.cursor]; {
+	switch id, done := v.pinned[v.fnav.Cursor]; {
 	case done:
-		v.ban = infoBanner("already pinned as correction #%d", id)
+		v.ban = view.InfoBanner("already pinned as correction #%d", id)
 	case !f.Status.Discrepancy():
-		v.ban = warningBanner("an invalid line names no discrepancy to pin: fix the report")
+		v.ban = view.WarningBanner("an invalid line names no discrepancy to pin: fix the report")
 	default:
-		v.confirm, v.ban = true, banner{}
+		v.confirm, v.ban = true, view.Banner{}
 	}
 	return nil
 }
 
-func (v *reconcileView) keyMap() help.KeyMap {
+// KeyMap implements view.View.
+func (v *View) KeyMap() help.KeyMap {
 	k := v.c.Keys.Reconcile
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
 	switch {
@@ -270,10 +258,10 @@ func (v *reconcileView) keyMap() help.KeyMap {
 
 // listHeight is the mapping rows: the body minus the title, the column line
 // and the two footer lines.
-func (v *reconcileView) listHeight() int { return max(1, v.c.bodyHeight()-5) }
+func (v *View) listHeight() int { return max(1, v.c.BodyHeight()-5) }
 
 // summaryRows is how many lines the run's summary takes.
-func (v *reconcileView) summaryRows() []string {
+func (v *View) summaryRows() []string {
 	if v.run == nil {
 		return nil
 	}
@@ -287,23 +275,24 @@ func (v *reconcileView) summaryRows() []string {
 		amounts := []string{}
 		for _, cur := range s.Currencies(st) {
 			t := s.Amounts[st][cur]
-			amounts = append(amounts, strings.TrimSpace(orDash(t.Inbox)+"/"+orDash(t.Report)+" "+cur))
+			amounts = append(amounts, strings.TrimSpace(view.OrDash(t.Inbox)+"/"+view.OrDash(t.Report)+" "+cur))
 		}
-		rows = append(rows, "  "+pad(string(st), 18)+" "+padLeft(strconv.FormatInt(n, 10), 9)+"  "+strings.Join(amounts, ", "))
+		rows = append(rows, "  "+view.Pad(string(st), 18)+" "+view.PadLeft(strconv.FormatInt(n, 10), 9)+"  "+strings.Join(amounts, ", "))
 	}
 	return rows
 }
 
 // findingRows is how many findings fit under the summary.
-func (v *reconcileView) findingRows() int {
-	return max(1, v.c.bodyHeight()-6-len(v.summaryRows()))
+func (v *View) findingRows() int {
+	return max(1, v.c.BodyHeight()-6-len(v.summaryRows()))
 }
 
-func (v *reconcileView) render(w, h int) string {
+// Render implements view.View.
+func (v *View) Render(w, h int) string {
 	st := v.c.Styles
 	switch {
 	case v.svc == nil:
-		return fitLines([]string{st.Title.Render("Reconcile"), "", st.Warning.Render("  The reconcile service is not available.")}, w, h)
+		return view.FitLines([]string{st.Title.Render("Reconcile"), "", st.Warning.Render("  The reconcile service is not available.")}, w, h)
 	case v.confirm:
 		return v.renderConfirm(w, h)
 	case v.mode == reconcileResults && v.run != nil:
@@ -314,7 +303,7 @@ func (v *reconcileView) render(w, h int) string {
 	return v.renderMappings(w, h)
 }
 
-func (v *reconcileView) renderMappings(w, h int) string {
+func (v *View) renderMappings(w, h int) string {
 	st := v.c.Styles
 	title := st.Title.Render("Reconcile") + st.Muted.Render(fmt.Sprintf("  saved mappings · %d", len(v.mappings)))
 	if v.running != "" {
@@ -326,44 +315,36 @@ func (v *reconcileView) renderMappings(w, h int) string {
 		nameW = max(nameW, min(24, len(m.Mapping.Name)))
 	}
 	reportW := max(8, w-2-nameW-classW-windowW-3)
-	lines := []string{title, st.Column.Render("  " + pad("NAME", nameW) + " " + pad("CLASS", classW) + " " + pad("REPORT", reportW) + " " + pad("WINDOW", windowW))}
+	lines := []string{title, st.Column.Render("  " + view.Pad("NAME", nameW) + " " + view.Pad("CLASS", classW) + " " + view.Pad("REPORT", reportW) + " " + view.Pad("WINDOW", windowW))}
 	switch {
-	case !v.loaded && v.loading:
+	case !v.list.Loaded && v.list.Loading:
 		lines = append(lines, "", st.Muted.Render("  Reading the saved mappings…"))
-	case v.loaded && len(v.mappings) == 0:
+	case v.list.Loaded && len(v.mappings) == 0:
 		lines = append(lines, "", st.Muted.Render("  No saved mapping. Write one with:"),
 			st.Muted.Render("  idemctl reconcile --class C --report FILE --key ... --save-mapping DIR/NAME.json"))
 	}
 	rows := v.listHeight()
-	for i := v.nav.top; i < len(v.mappings) && i < v.nav.top+rows; i++ {
+	lines = append(lines, v.nav.Rows(len(v.mappings), rows, st.Selected, func(i int, marker string) string {
 		m := v.mappings[i].Mapping
-		marker := "  "
-		if i == v.nav.cursor {
-			marker = "> "
+		if err := v.mappings[i].Err; err != nil && i != v.nav.Cursor {
+			return st.Error.Render("! " + view.Pad(m.Name, nameW) + " " + term.Escape(view.OneLine(err.Error())))
 		}
-		row := marker + pad(m.Name, nameW) + " " + pad(m.Class, classW) + " " + pad(m.Report, reportW) + " " + pad(windowText(m), windowW)
-		switch {
-		case i == v.nav.cursor:
-			row = st.Selected.Render(row)
-		case v.mappings[i].Err != nil:
-			row = st.Error.Render("! " + pad(m.Name, nameW) + " " + term.Escape(oneLine(v.mappings[i].Err.Error())))
-		}
-		lines = append(lines, row)
+		return marker + view.Pad(m.Name, nameW) + " " + view.Pad(m.Class, classW) + " " + view.Pad(m.Report, reportW) + " " + view.Pad(windowText(m), windowW)
+	})...)
+	lines = view.FitSlice(lines, h-2)
+	if v.nav.Cursor < len(v.mappings) {
+		m := v.mappings[v.nav.Cursor].Mapping
+		lines = append(lines, view.Trunc(st.Label.Render("key ")+m.Key+orEmpty("  tenant ", m.Tenant), w),
+			view.Trunc(st.Label.Render("compare ")+view.OrDash(m.Compare), w))
 	}
-	lines = fitLinesSlice(lines, h-2)
-	if v.nav.cursor < len(v.mappings) {
-		m := v.mappings[v.nav.cursor].Mapping
-		lines = append(lines, trunc(st.Label.Render("key ")+m.Key+orEmpty("  tenant ", m.Tenant), w),
-			trunc(st.Label.Render("compare ")+orDash(m.Compare), w))
-	}
-	return fitLines(lines, w, h)
+	return view.FitLines(lines, w, h)
 }
 
 func windowText(m reconcile.Mapping) string {
 	if m.Since == "" && m.Until == "" {
 		return "all"
 	}
-	return orDash(m.Since) + " → " + orDash(m.Until)
+	return view.OrDash(m.Since) + " → " + view.OrDash(m.Until)
 }
 
 func orEmpty(label, v string) string {

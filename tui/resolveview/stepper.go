@@ -1,9 +1,7 @@
-package tui
+package resolveview
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/recovery"
 	"github.com/idemctl/idemctl/redrive"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // ResolveInput is one ambiguous operation typed into the resolve view.
@@ -131,7 +130,7 @@ func (s *ProtocolStepper) Lookup(ctx context.Context, p idem.Prepared, operator 
 
 // Execute runs the Resolver for real on this one operation.
 func (s *ProtocolStepper) Execute(ctx context.Context, p idem.Prepared, operator string) (recovery.Result, error) {
-	res, err := cleaned(s.runOne(ctx, p, operator, false, true))
+	res, err := view.Cleaned(s.runOne(ctx, p, operator, false, true))
 	if err != nil {
 		return res, err
 	}
@@ -173,17 +172,4 @@ func outcomeErr(res recovery.Result) error {
 		return fmt.Errorf("%s: %w", res.Outcome, res.Err)
 	}
 	return fmt.Errorf("unexpected outcome %s", res.Outcome)
-}
-
-// prettyJSON indents a JSON value for display, keeping every literal as
-// stored (a number is never re-encoded); invalid JSON is shown as is.
-func prettyJSON(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "(none)"
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return buf.String()
 }

@@ -1,4 +1,4 @@
-package tui
+package queueview
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/keys"
+	"github.com/idemctl/idemctl/tui/view"
 )
 
 // Triage at incident scale: the queue pages through the server and searches
@@ -26,7 +27,7 @@ type triage struct {
 	groupID string
 
 	groups   []quarantine.Group
-	gnav     listNav
+	gnav     view.ListNav
 	gloading bool
 
 	// The bulk decision under way: what, a label for it, its preview and
@@ -60,7 +61,7 @@ type (
 
 // countLine is the title's count: the total matching the search, the page,
 // the oldest open record's age and the selection.
-func (v *queueView) countLine() string {
+func (v *View) countLine() string {
 	if v.totals == nil {
 		return plural(len(v.items), "record")
 	}
@@ -76,7 +77,7 @@ func (v *queueView) countLine() string {
 		s += fmt.Sprintf(" · page %d", len(v.pages)+1)
 	}
 	if t.OldestOpen != nil {
-		s += " · oldest open " + ago(v.c.Now(), *t.OldestOpen)
+		s += " · oldest open " + view.Ago(v.c.Now(), *t.OldestOpen)
 	}
 	if len(v.selected) > 0 {
 		s += fmt.Sprintf(" · %d selected", len(v.selected))
@@ -135,50 +136,50 @@ func parseSearch(q string, now time.Time) (quarantine.Filter, error) {
 }
 
 // applySearch runs the search on the server from the first page.
-func (v *queueView) applySearch(q string) tea.Cmd {
+func (v *View) applySearch(q string) tea.Cmd {
 	f, err := parseSearch(q, v.c.Now())
 	if err != nil {
-		v.ban = errorBanner(err)
+		v.ban = view.ErrorBanner(err)
 		return nil
 	}
 	v.query, v.where, v.tri.groupID = strings.TrimSpace(q), f, ""
 	v.search.SetValue(v.query)
-	v.pages, v.nav, v.selected = nil, listNav{}, nil
+	v.pages, v.nav, v.selected = nil, view.ListNav{}, nil
 	return v.load(false)
 }
 
-func (v *queueView) nextPage() tea.Cmd {
+func (v *View) nextPage() tea.Cmd {
 	if v.tri.next == nil && v.loading {
 		return nil // the next page is on its way (a key repeat): one page a press
 	}
 	if !v.more || v.tri.next == nil {
-		v.ban = infoBanner("this is the last page")
+		v.ban = view.InfoBanner("this is the last page")
 		return nil
 	}
 	v.pages = append(v.pages, v.tri.next)
 	v.tri.next = nil
-	v.nav = listNav{}
+	v.nav = view.ListNav{}
 	return v.load(false)
 }
 
-func (v *queueView) prevPage() tea.Cmd {
+func (v *View) prevPage() tea.Cmd {
 	if len(v.pages) == 0 {
-		v.ban = infoBanner("this is the first page")
+		v.ban = view.InfoBanner("this is the first page")
 		return nil
 	}
 	v.pages = v.pages[:len(v.pages)-1]
-	v.nav = listNav{}
+	v.nav = view.ListNav{}
 	return v.load(false)
 }
 
-func (v *queueView) toggleSelect() tea.Cmd {
+func (v *View) toggleSelect() tea.Cmd {
 	vis := v.visible()
 	if len(vis) == 0 {
 		return nil
 	}
-	s := vis[v.nav.cursor]
+	s := vis[v.nav.Cursor]
 	if s.Status != quarantine.StatusOpen {
-		v.ban = warningBanner("record #%d is already %s: decisions are final", s.ID, s.Status)
+		v.ban = view.WarningBanner("record #%d is already %s: decisions are final", s.ID, s.Status)
 		return nil
 	}
 	if v.selected == nil {
@@ -189,11 +190,11 @@ func (v *queueView) toggleSelect() tea.Cmd {
 	} else {
 		v.selected[s.ID] = true
 	}
-	v.nav.handle(v.c.Keys.Queue.List, tea.KeyMsg{Type: tea.KeyDown}, len(vis), v.listHeight())
+	v.nav.Handle(v.c.Keys.Queue.List, tea.KeyMsg{Type: tea.KeyDown}, len(vis), v.listHeight())
 	return nil
 }
 
-func (v *queueView) selectionOfIDs() (quarantine.Selection, string) {
+func (v *View) selectionOfIDs() (quarantine.Selection, string) {
 	ids := make([]int64, 0, len(v.selected))
 	for id := range v.selected {
 		ids = append(ids, id)
@@ -201,12 +202,12 @@ func (v *queueView) selectionOfIDs() (quarantine.Selection, string) {
 	return quarantine.Selection{IDs: ids}, plural(len(ids), "selected record")
 }
 
-func (v *queueView) showGroups() tea.Cmd {
+func (v *View) showGroups() tea.Cmd {
 	v.mode, v.tri.gloading = queueGroups, true
 	svc, f := v.svc, v.where
 	f.Group = nil
 	return func() tea.Msg {
-		ctx, cancel := v.c.cmdContext()
+		ctx, cancel := v.c.CmdContext()
 		defer cancel()
 		gs, err := svc.Groups(ctx, quarantine.GroupOptions{Filter: f, By: quarantine.GroupBy{Source: true}, Limit: quarantine.MaxLimit})
 		return groupsLoadedMsg{groups: gs, err: err}
@@ -214,16 +215,16 @@ func (v *queueView) showGroups() tea.Cmd {
 }
 
 // startBulk opens the reason form of a bulk reject.
-func (v *queueView) startBulk(sel quarantine.Selection, label string) tea.Cmd {
+func (v *View) startBulk(sel quarantine.Selection, label string) tea.Cmd {
 	v.tri.from = v.mode
 	v.tri.sel, v.tri.label, v.tri.preview, v.tri.result = sel, label, nil, nil
 	v.mode, v.action = queueBulkForm, decideReject
 	v.reason.SetValue("")
-	v.ban = banner{}
+	v.ban = view.Banner{}
 	return v.focusField(0)
 }
 
-func (v *queueView) triageBack() (bool, tea.Cmd) {
+func (v *View) triageBack() (bool, tea.Cmd) {
 	switch v.mode {
 	case queueGroups:
 		v.mode = queueList
@@ -231,7 +232,7 @@ func (v *queueView) triageBack() (bool, tea.Cmd) {
 	case queueBulkForm:
 		v.blurForm()
 		v.mode = v.tri.from
-		v.ban = infoBanner("cancelled: nothing was decided")
+		v.ban = view.InfoBanner("cancelled: nothing was decided")
 		return true, nil
 	case queueBulkConfirm:
 		v.mode = queueBulkForm
@@ -240,22 +241,22 @@ func (v *queueView) triageBack() (bool, tea.Cmd) {
 	return false, nil
 }
 
-func (v *queueView) triageUpdate(msg tea.Msg) tea.Cmd {
+func (v *View) triageUpdate(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case groupsLoadedMsg:
 		v.tri.gloading = false
 		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("load the groups: %w", msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("load the groups: %w", msg.err))
 			return nil
 		}
 		v.tri.groups = msg.groups
-		v.tri.gnav.clamp(len(msg.groups), v.listHeight())
+		v.tri.gnav.Clamp(len(msg.groups), v.listHeight())
 	case bulkPreviewMsg:
 		if v.mode != queueBulkConfirm {
 			return nil
 		}
 		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("preview: %w", msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("preview: %w", msg.err))
 			v.mode = queueBulkForm
 			return v.focusField(0)
 		}
@@ -271,9 +272,9 @@ func (v *queueView) triageUpdate(msg tea.Msg) tea.Cmd {
 		v.mode = queueList
 		r := msg.result
 		if msg.err != nil {
-			v.ban = errorBanner(fmt.Errorf("bulk reject stopped after %d decision(s), all committed; reject again to finish: %w", r.Decided, msg.err))
+			v.ban = view.ErrorBanner(fmt.Errorf("bulk reject stopped after %d decision(s), all committed; reject again to finish: %w", r.Decided, msg.err))
 		} else {
-			v.ban = successBanner("rejected %s (%d already decided, skipped); run %s, audit rows #%d-#%d",
+			v.ban = view.SuccessBanner("rejected %s (%d already decided, skipped); run %s, audit rows #%d-#%d",
 				plural(int(r.Decided), "record"), r.Skipped, r.Run, r.FirstAudit, r.LastAudit)
 		}
 		if v.where.Group != nil {
@@ -285,7 +286,7 @@ func (v *queueView) triageUpdate(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) triageKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) triageKey(msg tea.KeyMsg) tea.Cmd {
 	switch v.mode {
 	case queueGroups:
 		return v.groupsKey(msg)
@@ -296,7 +297,7 @@ func (v *queueView) triageKey(msg tea.KeyMsg) tea.Cmd {
 		switch {
 		case key.Matches(msg, k.Yes):
 			if v.tri.preview == nil {
-				v.ban = infoBanner("the preview is still loading")
+				v.ban = view.InfoBanner("the preview is still loading")
 				return nil
 			}
 			return v.runBulk()
@@ -308,10 +309,10 @@ func (v *queueView) triageKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) groupsKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) groupsKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Queue
 	gs := v.tri.groups
-	if v.tri.gnav.handle(k.List, msg, len(gs), v.listHeight()) {
+	if v.tri.gnav.Handle(k.List, msg, len(gs), v.listHeight()) {
 		return nil
 	}
 	if len(gs) == 0 {
@@ -320,12 +321,12 @@ func (v *queueView) groupsKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	g := gs[v.tri.gnav.cursor]
+	g := gs[v.tri.gnav.Cursor]
 	switch {
 	case key.Matches(msg, k.Open):
 		key := g.GroupKey
 		v.where.Group, v.tri.groupID = &key, g.ID
-		v.filter, v.mode, v.pages, v.nav, v.selected = quarantine.StatusOpen, queueList, nil, listNav{}, nil
+		v.filter, v.mode, v.pages, v.nav, v.selected = quarantine.StatusOpen, queueList, nil, view.ListNav{}, nil
 		return v.load(false)
 	case key.Matches(msg, k.Reject):
 		f := v.where
@@ -340,7 +341,7 @@ func (v *queueView) groupsKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
+func (v *View) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Form
 	switch {
 	case key.Matches(msg, k.Cancel):
@@ -348,15 +349,15 @@ func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
 		return cmd
 	case key.Matches(msg, k.Submit):
 		if strings.TrimSpace(v.reason.Value()) == "" {
-			v.ban = errorBanner(errors.New("a reason is required: it is recorded with every decision and in the audit log"))
+			v.ban = view.ErrorBanner(errors.New("a reason is required: it is recorded with every decision and in the audit log"))
 			return nil
 		}
 		v.blurForm()
 		v.mode, v.tri.preview = queueBulkConfirm, nil
-		v.ban = banner{}
+		v.ban = view.Banner{}
 		svc, sel := v.svc, v.tri.sel
 		return func() tea.Msg {
-			ctx, cancel := v.c.cmdContext()
+			ctx, cancel := v.c.CmdContext()
 			defer cancel()
 			p, err := svc.PreviewBulk(ctx, sel)
 			return bulkPreviewMsg{preview: p, err: err}
@@ -371,7 +372,7 @@ func (v *queueView) bulkFormKey(msg tea.KeyMsg) tea.Cmd {
 // a channel that waitBulk reads one message at a time. It runs under the
 // program's context, not the per-command timeout: quitting stops it between
 // batches, and what was committed stays.
-func (v *queueView) runBulk() tea.Cmd {
+func (v *View) runBulk() tea.Cmd {
 	v.mode, v.tri.decided = queueBulkRunning, 0
 	// The run decides exactly the records the preview counted (those still
 	// open): a record that joined the selection since, whatever its id, is
@@ -399,7 +400,7 @@ func (v *queueView) runBulk() tea.Cmd {
 	}
 }
 
-func (v *queueView) waitBulk() tea.Cmd {
+func (v *View) waitBulk() tea.Cmd {
 	events := v.tri.events
 	if events == nil {
 		return nil
@@ -408,17 +409,17 @@ func (v *queueView) waitBulk() tea.Cmd {
 }
 
 // copyText puts s on the terminal's clipboard (OSC 52).
-func (v *queueView) copyText(s, what string) tea.Cmd {
+func (v *View) copyText(s, what string) tea.Cmd {
 	if v.c.Clipboard == nil {
-		v.ban = warningBanner("no clipboard on this terminal")
+		v.ban = view.WarningBanner("no clipboard on this terminal")
 		return nil
 	}
 	v.c.Clipboard(s)
-	v.ban = successBanner("copied the %s %s to the clipboard", what, s)
+	v.ban = view.SuccessBanner("copied the %s %s to the clipboard", what, s)
 	return nil
 }
 
-func (v *queueView) triageKeyMap() (keys.Bindings, bool) {
+func (v *View) triageKeyMap() (keys.Bindings, bool) {
 	q, k := v.c.Keys.Queue, v.c.Keys
 	switch v.mode {
 	case queueGroups:
@@ -436,14 +437,14 @@ func (v *queueView) triageKeyMap() (keys.Bindings, bool) {
 	return keys.Bindings{}, false
 }
 
-func (v *queueView) renderTriage(w, h int) string {
+func (v *View) renderTriage(w, h int) string {
 	if v.mode == queueGroups {
 		return v.renderGroups(w, h)
 	}
 	return v.renderBulk(w, h)
 }
 
-func (v *queueView) renderGroups(w, h int) string {
+func (v *View) renderGroups(w, h int) string {
 	st := v.c.Styles
 	gs := v.tri.groups
 	var total int64
@@ -459,9 +460,9 @@ func (v *queueView) renderGroups(w, h int) string {
 	clsW := min(24, max(12, w/5))
 	srcW := 10
 	fieldsW := max(10, w-2-countW-clsW-srcW-seenW*2-5)
-	header := st.Column.Render("  " + padLeft("COUNT", countW) + " " + pad("CLASS", clsW) + " " + pad("CHANGED", fieldsW) + " " +
-		pad("SOURCE", srcW) + " " + padLeft("FIRST", seenW) + " " + padLeft("LAST", seenW))
-	lines := []string{trunc(title, w), st.Muted.Render("enter: list a group's records · x: reject a group · y: copy its id"), header}
+	header := st.Column.Render("  " + view.PadLeft("COUNT", countW) + " " + view.Pad("CLASS", clsW) + " " + view.Pad("CHANGED", fieldsW) + " " +
+		view.Pad("SOURCE", srcW) + " " + view.PadLeft("FIRST", seenW) + " " + view.PadLeft("LAST", seenW))
+	lines := []string{view.Trunc(title, w), st.Muted.Render("enter: list a group's records · x: reject a group · y: copy its id"), header}
 	switch {
 	case v.tri.gloading && len(gs) == 0:
 		lines = append(lines, "", st.Muted.Render("  Grouping the open records…"))
@@ -470,7 +471,7 @@ func (v *queueView) renderGroups(w, h int) string {
 	}
 	now := v.c.Now()
 	nav := v.tri.gnav
-	for i := nav.top; i < len(gs) && i < nav.top+v.listHeight(); i++ {
+	lines = append(lines, nav.Rows(len(gs), v.listHeight(), st.Selected, func(i int, marker string) string {
 		g := gs[i]
 		class := g.Class
 		if g.IncomingClass != g.Class {
@@ -481,21 +482,14 @@ func (v *queueView) renderGroups(w, h int) string {
 		if g.Source != nil && *g.Source != "" {
 			src = *g.Source
 		}
-		marker := "  "
-		if i == nav.cursor {
-			marker = "> "
-		}
-		row := marker + padLeft(humanInt(g.Count), countW) + " " + pad(class, clsW) + " " + pad(fields, fieldsW) + " " +
-			pad(src, srcW) + " " + padLeft(ago(now, g.FirstSeen), seenW) + " " + padLeft(ago(now, g.LastSeen), seenW)
-		if i == nav.cursor {
-			row = st.Selected.Render(row)
-		}
-		lines = append(lines, row)
-	}
-	return fitLines(lines, w, h)
+		row := marker + view.PadLeft(humanInt(g.Count), countW) + " " + view.Pad(class, clsW) + " " + view.Pad(fields, fieldsW) + " " +
+			view.Pad(src, srcW) + " " + view.PadLeft(view.Ago(now, g.FirstSeen), seenW) + " " + view.PadLeft(view.Ago(now, g.LastSeen), seenW)
+		return row
+	})...)
+	return view.FitLines(lines, w, h)
 }
 
-func (v *queueView) renderBulk(w, h int) string {
+func (v *View) renderBulk(w, h int) string {
 	st := v.c.Styles
 	lines := []string{st.Title.Render("Reject " + v.tri.label),
 		"Each record will never run; its replays stay refused for ever. Every record gets its own audit row.", ""}
@@ -503,16 +497,16 @@ func (v *queueView) renderBulk(w, h int) string {
 	case queueBulkForm:
 		in := v.reason
 		in.Width = max(10, w-22)
-		lines = append(lines, st.Focused.Render("> "+pad("reason", 18))+in.View(), "",
+		lines = append(lines, st.Focused.Render("> "+view.Pad("reason", 18))+in.View(), "",
 			st.Muted.Render("enter: preview before deciding · esc: cancel"))
-		return fitLines(wrapAll(lines, w), w, h)
+		return view.FitLines(view.WrapAll(lines, w), w, h)
 	}
 	p := v.tri.preview
 	if p == nil {
 		lines = append(lines, st.Muted.Render("Counting what this would decide…"))
-		return fitLines(wrapAll(lines, w), w, h)
+		return view.FitLines(view.WrapAll(lines, w), w, h)
 	}
-	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+pad(k, 18))+val) }
+	row := func(k, val string) { lines = append(lines, st.Label.Render("  "+view.Pad(k, 18))+val) }
 	row("open records", humanInt(p.Open))
 	if p.Decided > 0 {
 		row("already decided", humanInt(p.Decided)+" (skipped)")
@@ -524,7 +518,7 @@ func (v *queueView) renderBulk(w, h int) string {
 	row("reason", strings.TrimSpace(v.reason.Value()))
 	lines = append(lines, "", st.Label.Render(fmt.Sprintf("  sample (%d of %s)", len(p.Sample), humanInt(p.Open))))
 	for _, s := range p.Sample {
-		lines = append(lines, "    "+padLeft("#"+strconv.FormatInt(s.ID, 10), 8)+" "+s.Tenant+"/"+s.OperationID+"  "+
+		lines = append(lines, "    "+view.PadLeft("#"+strconv.FormatInt(s.ID, 10), 8)+" "+s.Tenant+"/"+s.OperationID+"  "+
 			st.Muted.Render(plural(s.Changes, "change")))
 	}
 	lines = append(lines, "", "These decisions are final and are recorded in the audit log.")
@@ -533,5 +527,5 @@ func (v *queueView) renderBulk(w, h int) string {
 	} else {
 		lines = append(lines, "", st.Focused.Render("y")+" reject them all   "+st.Focused.Render("n/esc")+" back to the form")
 	}
-	return fitLines(wrapAll(lines, w), w, h)
+	return view.FitLines(view.WrapAll(lines, w), w, h)
 }
