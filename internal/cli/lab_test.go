@@ -2,17 +2,16 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/internal/lockedbuf"
@@ -24,18 +23,6 @@ import (
 func labBinary(t *testing.T) string {
 	t.Helper()
 	return idemctlBinary(t)
-}
-
-func labSchemas(t *testing.T, dsn string) []string {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'idemlab\_%'`)
-	require.NoError(t, err)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return names
 }
 
 func TestLabHelpHidesWorker(t *testing.T) {
@@ -75,10 +62,10 @@ func TestLabInterrupted(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
-	for len(labSchemas(t, dsn)) < len(lab.DesignNames()) && time.Now().Before(deadline) {
+	for len(clitest.LabSchemas(t, dsn)) < len(lab.DesignNames()) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Len(t, labSchemas(t, dsn), len(lab.DesignNames()), stderr.String())
+	require.Len(t, clitest.LabSchemas(t, dsn), len(lab.DesignNames()), stderr.String())
 	time.Sleep(time.Second) // into the crash trials
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err := cmd.Wait()
@@ -87,5 +74,5 @@ func TestLabInterrupted(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitFailure, exitErr.ExitCode())
 	assert.Contains(t, stderr.String(), "lab interrupted")
 	assert.Empty(t, stdout.String(), "no report for an interrupted run")
-	assert.Empty(t, labSchemas(t, dsn), stderr.String())
+	assert.Empty(t, clitest.LabSchemas(t, dsn), stderr.String())
 }

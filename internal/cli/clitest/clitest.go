@@ -5,6 +5,7 @@
 package clitest
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
@@ -62,4 +64,17 @@ func ExecSub(t *testing.T, cmd *cobra.Command, args ...string) int {
 		return cmdutil.CodeOf(err)
 	}
 	return cmdutil.ExitOK
+}
+
+// LabSchemas lists the lab's scratch schemas left in the database at dsn.
+func LabSchemas(t *testing.T, dsn string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'idemlab\_%'`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
 }

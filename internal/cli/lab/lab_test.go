@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,19 +21,6 @@ import (
 // TestMain gives the package's tests the directory the idemctl binary (the
 // lab's workers) is built into.
 func TestMain(m *testing.M) { clitest.Main(m, "idemctl-lab-test-") }
-
-// labSchemas lists the lab's scratch schemas left in the database at dsn.
-func labSchemas(t *testing.T, dsn string) []string {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'idemlab\_%'`)
-	require.NoError(t, err)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return names
-}
 
 func TestLabVerdict(t *testing.T) {
 	t.Parallel()
@@ -107,7 +93,7 @@ func TestLabRun(t *testing.T) {
 	assert.Contains(t, out, "marker_separate_tx")
 	assert.Contains(t, out, "no anomaly")
 	assert.NotContains(t, out, "effect_before_marker")
-	assert.Empty(t, labSchemas(t, dsn))
+	assert.Empty(t, clitest.LabSchemas(t, dsn))
 }
 
 func TestLabCommandOptions(t *testing.T) {
