@@ -20,7 +20,7 @@ import (
 // "EUR 3,000.06 over 3 records" keyed by currency.
 func expectedTotals(t *testing.T, fx cliFixture, source string) map[string]string {
 	t.Helper()
-	rows, err := fx.pool.Query(fx.ctx, `SELECT incoming_payload::jsonb ->> 'currency', sum((incoming_payload::jsonb ->> 'amount')::numeric), count(*)
+	rows, err := fx.Pool.Query(fx.Ctx, `SELECT incoming_payload::jsonb ->> 'currency', sum((incoming_payload::jsonb ->> 'amount')::numeric), count(*)
 		FROM idem.quarantine WHERE status = 'open' AND incoming_transport ->> 'source' = $1 GROUP BY 1`, source)
 	require.NoError(t, err)
 	defer rows.Close()
@@ -54,14 +54,14 @@ func expectedTotals(t *testing.T, fx cliFixture, source string) map[string]strin
 func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	dbtest.SeedConflicts(t, fx.dsn,
+	dbtest.SeedConflicts(t, fx.DSN,
 		dbtest.ClientBug{Prefix: "e-", N: 3, Change: "amount", Source: "psp"},
 		dbtest.ClientBug{Prefix: "u-", N: 2, Change: "currency", Source: "psp"})
-	bob := dbtest.As(fx.dsn, dbtest.Operator2)
-	code, _, errOut := runQ(t, fx.dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
+	bob := dbtest.As(fx.DSN, dbtest.Operator2)
+	code, _, errOut := runQ(t, fx.DSN, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	// The stored body of u-00002 was purged under a replay horizon: no diff.
-	dbtest.Admin(t, fx.dsn, `DO $$ BEGIN
+	dbtest.Admin(t, fx.DSN, `DO $$ BEGIN
 		SET LOCAL session_replication_role = replica;
 		UPDATE idem.quarantine SET stored_payload = NULL, stored_response = NULL,
 		  diff = '[{"path":"","change":"stored_purged","stored":null,"incoming":null}]' WHERE operation_id = 'u-00002';
@@ -70,7 +70,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	require.Len(t, want, 2)
 	require.Equal(t, "EUR 3,000.06 over 3 records", want["EUR"], "the fixture's amounts")
 
-	code, out, errOut := runQ(t, fx.dsn, "quarantine", "accept-as-new", "--source", "psp", "--rule", "{operation_id}-rev2",
+	code, out, errOut := runQ(t, fx.DSN, "quarantine", "accept-as-new", "--source", "psp", "--rule", "{operation_id}-rev2",
 		"--max", "10", "--reason", "revisions", "-o", "json")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	plan := jsonLines(t, out)[0]
@@ -87,10 +87,10 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	assert.Contains(t, errOut, "/amount: 1 -> 100001")
 	assert.Contains(t, errOut, `/currency: "EUR" -> "USD"`)
 	assert.Contains(t, errOut, "e-00001-rev2")
-	assert.Equal(t, "planned", fx.state(t, id))
+	assert.Equal(t, "planned", fx.State(t, id))
 
 	// show: the table and the JSON carry the same.
-	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "table")
+	code, out, errOut = runQ(t, fx.DSN, "quarantine", "bulk", "show", id, "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, tot := range want {
 		assert.Contains(t, out, tot)
@@ -98,7 +98,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	assert.Contains(t, out, "/amount: 2 -> 100002")
 	assert.Contains(t, out, "u-00002-rev2")
 	assert.Contains(t, out, "stored body purged: no diff")
-	code, out, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "show", id, "-o", "json")
+	code, out, errOut = runQ(t, fx.DSN, "quarantine", "bulk", "show", id, "-o", "json")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	shown := jsonLines(t, out)[0]
 	assertJSONTotals(t, shown, want)
@@ -114,7 +114,7 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	assert.Empty(t, records[4].(map[string]any)["changes"])
 
 	// Refusals are unchanged.
-	code, _, errOut = runQ(t, fx.dsn, "quarantine", "bulk", "approve", id, "--yes")
+	code, _, errOut = runQ(t, fx.DSN, "quarantine", "bulk", "approve", id, "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "the planner cannot approve")
 	assert.Contains(t, errOut, "four-eyes")
 	code, _, _ = runQ(t, bob, "quarantine", "bulk", "approve", id)
@@ -124,13 +124,13 @@ func TestBulkAcceptShowsChangesAndMoneyTotals(t *testing.T) {
 	assertJSONTotals(t, jsonLines(t, out)[0], want)
 
 	// The run's question says what it applies too.
-	code, _, errOut = runTTY(t, fx.dsn, "n\n", "quarantine", "bulk", "run", id)
+	code, _, errOut = runTTY(t, fx.DSN, "n\n", "quarantine", "bulk", "run", id)
 	assert.Equal(t, cmdutil.ExitFailure, code, "answered no")
 	question = errOut[strings.LastIndex(errOut, "Run 5 record(s)"):]
 	for _, tot := range want {
 		assert.Contains(t, question, tot)
 	}
-	assert.Equal(t, "approved", fx.state(t, id), "nothing ran")
+	assert.Equal(t, "approved", fx.State(t, id), "nothing ran")
 }
 
 func assertJSONTotals(t *testing.T, doc map[string]any, want map[string]string) {
@@ -145,13 +145,6 @@ func assertJSONTotals(t *testing.T, doc map[string]any, want map[string]string) 
 		assert.Equal(t, amount, tot["amount"], cur)
 		assert.Equal(t, want[cur], fmt.Sprintf("%s %s over %v records", cur, strings.Fields(want[cur])[1], tot["records"]))
 	}
-}
-
-func (fx cliFixture) state(t *testing.T, plan string) string {
-	t.Helper()
-	var s string
-	require.NoError(t, fx.pool.QueryRow(fx.ctx, "SELECT state FROM idem.quarantine_bulk_accept WHERE id = $1::bigint", plan).Scan(&s))
-	return s
 }
 
 // A record plan of a money class shows its identities, evidence and totals

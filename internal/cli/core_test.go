@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,32 +17,6 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/recovery"
 )
-
-// run executes a command line against dsn with non-terminal streams.
-func run(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	return runOn(t, false, dsn, stdin, args...)
-}
-
-// runTTY executes a command line against dsn with streams that act as a
-// terminal (80 columns); stdin holds the answers to its questions.
-func runTTY(t *testing.T, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	return runOn(t, true, dsn, stdin, args...)
-}
-
-func runOn(t *testing.T, tty bool, dsn, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ios, in, out, errOut := cmdutil.Test(tty)
-	in.WriteString(stdin)
-	f := cmdutil.NewFactory(ios)
-	defer f.Close()
-	if dsn != "" {
-		args = append(args, "--dsn", dsn)
-	}
-	code = Run(context.Background(), f, args)
-	return code, out.String(), errOut.String()
-}
 
 // runnableCommands lists every command a user can run, by its path without
 // "idemctl " (CommandKey).

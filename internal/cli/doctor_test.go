@@ -31,9 +31,9 @@ func doctorLines(t *testing.T, dsn string) (int, []string, map[string]map[string
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	fx.conflict(t, "acme", "doc-1", 1, 2)
+	fx.Conflict(t, "acme", "doc-1", 1, 2)
 
-	code, order, checks := doctorLines(t, fx.dsn)
+	code, order, checks := doctorLines(t, fx.DSN)
 	assert.Equal(t, cmdutil.ExitOK, code, "warnings only: %v", checks)
 	assert.Equal(t, []string{"dsn", "server", "primary", "replication", "schema", "grants", "partitions", "audit", "anchor", "effects", "quarantine", "failover"}, order)
 	assert.Equal(t, "warn", checks["anchor"]["verdict"], "no audit anchor kept yet: %v", checks["anchor"])
@@ -55,16 +55,16 @@ func TestDoctor(t *testing.T) {
 
 	// Once audit verify kept an anchor for this database: ok, until it is
 	// older than --anchor-max-age.
-	code, _, errOut := run(t, fx.dsn, "", "audit", "verify")
+	code, _, errOut := run(t, fx.DSN, "", "audit", "verify")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	_, _, checks = doctorLines(t, fx.dsn)
+	_, _, checks = doctorLines(t, fx.DSN)
 	assert.Equal(t, "ok", checks["anchor"]["verdict"], "%v", checks["anchor"])
-	code, out, _ := run(t, fx.dsn, "", "doctor", "-o", "json", "--skip-sources", "--anchor-max-age", "1ns")
+	code, out, _ := run(t, fx.DSN, "", "doctor", "-o", "json", "--skip-sources", "--anchor-max-age", "1ns")
 	assert.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "more than 1ns")
 
 	// With the sources probed: only the manual one, so no purge can be proven.
-	code, out, errOut = run(t, fx.dsn, "", "doctor", "-o", "json")
+	code, out, errOut = run(t, fx.DSN, "", "doctor", "-o", "json")
 	assert.Equal(t, cmdutil.ExitOK, code, errOut)
 	var sources map[string]any
 	for _, l := range jsonLines(t, out) {
@@ -77,26 +77,26 @@ func TestDoctor(t *testing.T) {
 	assert.Contains(t, sources["detail"], "no replay source but the manual one")
 
 	// A read-only session: the primary check fails, and so does doctor.
-	code, _, checks = doctorLines(t, readOnly(t, fx.dsn))
+	code, _, checks = doctorLines(t, readOnly(t, fx.DSN))
 	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["primary"]["verdict"])
 	assert.Contains(t, checks["primary"]["action"], "target_session_attrs=read-write")
 
 	// A login that is none of the schema's kinds of user.
-	code, _, checks = doctorLines(t, dbtest.As(fx.dsn, dbtest.Nobody))
+	code, _, checks = doctorLines(t, dbtest.As(fx.DSN, dbtest.Nobody))
 	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["grants"]["verdict"], "%v", checks["grants"])
 	assert.Contains(t, checks["grants"]["action"], "GRANT idem_operator TO "+string(dbtest.Nobody))
 
 	// The chain's head moved behind the log's back.
-	dbtest.Admin(t, fx.dsn, "SET session_replication_role = replica; UPDATE idem.audit_head SET last_id = last_id + 5")
-	code, _, checks = doctorLines(t, fx.dsn)
+	dbtest.Admin(t, fx.DSN, "SET session_replication_role = replica; UPDATE idem.audit_head SET last_id = last_id + 5")
+	code, _, checks = doctorLines(t, fx.DSN)
 	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Equal(t, "fail", checks["audit"]["verdict"])
 	assert.Contains(t, checks["audit"]["action"], "idemctl audit verify")
 
 	// A table for a person, with the same verdicts.
-	code, out, _ = run(t, fx.dsn, "", "doctor", "-o", "table", "--skip-sources")
+	code, out, _ = run(t, fx.DSN, "", "doctor", "-o", "table", "--skip-sources")
 	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Contains(t, out, "WHAT TO DO")
 	assert.Contains(t, out, "fail")
@@ -132,9 +132,9 @@ func TestDoctorWrongDatabase(t *testing.T) {
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	fx.conflict(t, "acme", "st-1", 1, 2)
+	fx.Conflict(t, "acme", "st-1", 1, 2)
 
-	code, out, errOut := run(t, fx.dsn, "", "status", "-o", "json")
+	code, out, errOut := run(t, fx.DSN, "", "status", "-o", "json")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	st := jsonLines(t, out)
 	require.Len(t, st, 1)
@@ -150,7 +150,7 @@ func TestStatus(t *testing.T) {
 	assert.EqualValues(t, 1, transfer["inbox_bodies"])
 	assert.Equal(t, "manual", st[0]["sources"].([]any)[0].(map[string]any)["name"])
 
-	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "prometheus")
+	code, out, errOut = run(t, fx.DSN, "", "status", "-o", "prometheus")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	for _, want := range []string{
 		"# TYPE idemctl_quarantine_open gauge\nidemctl_quarantine_open 1\n",
@@ -164,12 +164,12 @@ func TestStatus(t *testing.T) {
 		assert.Regexp(t, `^(# (HELP|TYPE) idemctl_\w+ .+|idemctl_\w+(\{[^}]*\})? [0-9.]+)$`, l)
 	}
 
-	code, out, errOut = run(t, fx.dsn, "", "status", "-o", "table")
+	code, out, errOut = run(t, fx.DSN, "", "status", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "1 open quarantine record(s)")
 	assert.Contains(t, out, "demo.transfer")
 
-	code, _, errOut = run(t, fx.dsn, "", "quarantine", "list", "-o", "prometheus")
+	code, _, errOut = run(t, fx.DSN, "", "quarantine", "list", "-o", "prometheus")
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "idemctl status only")
 }
@@ -179,12 +179,12 @@ func TestStatus(t *testing.T) {
 func TestDoctorColour(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	fx.conflict(t, "acme", "doc-1", 1, 2)
+	fx.Conflict(t, "acme", "doc-1", 1, 2)
 	for _, color := range []bool{true, false} {
 		ios, _, out, errOut := cmdutil.Test(true)
 		ios.SetColor(color)
 		f := cmdutil.NewFactory(ios)
-		code := Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.dsn})
+		code := Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.DSN})
 		f.Close()
 		require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 		if color {

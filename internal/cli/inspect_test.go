@@ -15,13 +15,13 @@ import (
 func TestInspectHistory(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	q := fx.conflict(t, "acme", "story-1", 100, 1000)
-	code, _, errOut := runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--reason", "the retry changed the amount", "--operator", "alice")
+	q := fx.Conflict(t, "acme", "story-1", 100, 1000)
+	code, _, errOut := runQ(t, fx.DSN, "quarantine", "reject", fmt.Sprint(q), "--yes", "--reason", "the retry changed the amount", "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	code, _, errOut = runQ(t, fx.dsn, "corrections", "add", "--tenant", "acme", "--op", "story-1", "--reason", "refund REF-9 pending", "--operator", "carol")
+	code, _, errOut = runQ(t, fx.DSN, "corrections", "add", "--tenant", "acme", "--op", "story-1", "--reason", "refund REF-9 pending", "--operator", "carol")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
-	code, out, errOut := runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "json")
+	code, out, errOut := runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "json")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	events := jsonLines(t, out)
 	var kinds []string
@@ -36,16 +36,16 @@ func TestInspectHistory(t *testing.T) {
 	assert.NotNil(t, events[3]["audit_id"], "a correction has its audit row")
 	assert.Nil(t, events[0]["audit_id"])
 
-	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "table")
+	code, out, _ = runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "refund REF-9 pending")
 
 	// The record itself labels quarantine ids as ids.
-	code, out, _ = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "story-1", "-o", "table")
+	code, out, _ = runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "story-1", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, fmt.Sprintf("#%d", q))
 
-	code, _, errOut = runQ(t, fx.dsn, "inspect", "--tenant", "acme", "--op", "never", "--history")
+	code, _, errOut = runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "never", "--history")
 	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.Contains(t, errOut, "knows nothing of")
 }

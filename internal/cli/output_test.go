@@ -29,12 +29,12 @@ func TestOutputFlags(t *testing.T) {
 	assert.Contains(t, errOut, "use table, wide or json")
 
 	fx := newCLIFixture(t)
-	q := fx.conflict(t, "acme-payments-eu-west-with-a-long-tenant-name", "charge-2026-11-30-000000000042-retry-after-timeout", 1, 2)
-	code, _, errOut = runQ(t, fx.dsn, "quarantine", "reject", fmt.Sprint(q), "--yes", "--operator", "alice",
+	q := fx.Conflict(t, "acme-payments-eu-west-with-a-long-tenant-name", "charge-2026-11-30-000000000042-retry-after-timeout", 1, 2)
+	code, _, errOut = runQ(t, fx.DSN, "quarantine", "reject", fmt.Sprint(q), "--yes", "--operator", "alice",
 		"--reason", "the retry changed the amount after a timeout; the first attempt was applied and settled with the provider")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	onTerminal := func(args ...string) string {
-		code, out, errOut := runTTY(t, fx.dsn, "", args...)
+		code, out, errOut := runTTY(t, fx.DSN, "", args...)
 		require.Equal(t, cmdutil.ExitOK, code, errOut)
 		return out
 	}

@@ -179,9 +179,9 @@ func TestSchemaVersionMismatch(t *testing.T) {
 func TestWritersRefuseAReadOnlySession(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	q := fx.conflict(t, "acme", "ro-1", 1, 2)
-	ro := readOnly(t, fx.dsn)
-	roSuper := readOnly(t, dbtest.As(fx.dsn, dbtest.Superuser))
+	q := fx.Conflict(t, "acme", "ro-1", 1, 2)
+	ro := readOnly(t, fx.DSN)
+	roSuper := readOnly(t, dbtest.As(fx.DSN, dbtest.Superuser))
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "none.ndjson"), []byte(`{"tenant_id":"t","operation_id":"o","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"e"}`+"\n"), 0o644))
 	args := map[string][]string{
@@ -218,7 +218,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"redrive allow":    {"redrive", "allow", "example.com"},
 		"redrive disallow": {"redrive", "disallow", "example.com"},
 	}
-	audit := fx.count(t, "SELECT count(*) FROM idem.audit")
+	audit := fx.Count(t, "SELECT count(*) FROM idem.audit")
 	for key, p := range cmdutil.Policies {
 		if p.Need != cmdutil.NeedWrite {
 			continue
@@ -237,8 +237,8 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		assert.Contains(t, errOut, "refused: the session is read-only", key)
 		assert.Contains(t, errOut, "target_session_attrs=read-write", key)
 	}
-	assert.Equal(t, audit, fx.count(t, "SELECT count(*) FROM idem.audit"), "nothing written")
-	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+	assert.Equal(t, audit, fx.Count(t, "SELECT count(*) FROM idem.audit"), "nothing written")
+	assert.Equal(t, 1, fx.Count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
 
 	// Readers still read.
 	code, _, errOut := run(t, ro, "", "quarantine", "list", "-o", "json")
@@ -250,7 +250,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 func TestHeaderNamesTheDatabaseAndService(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	u, err := url.Parse(fx.dsn)
+	u, err := url.Parse(fx.DSN)
 	require.NoError(t, err)
 	pw, _ := u.User.Password()
 	services := filepath.Join(t.TempDir(), "pg_service.conf")

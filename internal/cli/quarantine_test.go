@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,72 +19,15 @@ import (
 	"github.com/idemctl/idemctl/quarantine"
 )
 
-// runQ executes a command line against dsn with non-terminal streams.
-func runQ(t *testing.T, dsn string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	return run(t, dsn, "", args...)
-}
-
-// cliFixture is a fresh database: an operator's pool and DSN (what the
-// commands run as), and a service's pool (the app role) that sends the
-// operations whose retries conflict.
-type cliFixture struct {
-	ctx  context.Context
-	pool *pgxpool.Pool
-	app  *pgxpool.Pool
-	dsn  string
-}
-
-func newCLIFixture(t *testing.T) cliFixture {
-	t.Helper()
-	pool, dsn := dbtest.NewPool(t, 2)
-	return cliFixture{ctx: context.Background(), pool: pool, app: dbtest.PoolAs(t, dsn, dbtest.App, 2), dsn: dsn}
-}
-
-func (fx cliFixture) conflict(t *testing.T, tenant, op string, stored, incoming int) int64 {
-	t.Helper()
-	c := func(amount int) idem.Command {
-		return idem.Command{Identity: idem.Identity{TenantID: tenant, OperationID: op}, Class: "demo.transfer",
-			Payload: []byte(fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount))}
-	}
-	_, err := idem.Execute(fx.ctx, fx.app, c(stored))
-	require.NoError(t, err)
-	res, err := idem.Execute(fx.ctx, fx.app, c(incoming))
-	require.NoError(t, err)
-	require.Equal(t, idem.Conflict, res.Outcome)
-	return res.QuarantineID
-}
-
-func (fx cliFixture) count(t *testing.T, sql string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, fx.pool.QueryRow(fx.ctx, sql).Scan(&n))
-	return n
-}
-
-func jsonLines(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var rows []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		rows = append(rows, m)
-	}
-	return rows
-}
-
 func TestQuarantineCommands(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	dsn := fx.dsn
+	dsn := fx.DSN
 	// The installation's own audit rows (class registrations, persons) come first.
-	base := fx.count(t, "SELECT last_id FROM idem.audit_head")
-	q1 := fx.conflict(t, "acme", "charge-1", 1250, 1350)
-	q2 := fx.conflict(t, "acme", "bet-7", 500, 650)
-	q3 := fx.conflict(t, "globex", "charge-9", 10, 11)
+	base := fx.Count(t, "SELECT last_id FROM idem.audit_head")
+	q1 := fx.Conflict(t, "acme", "charge-1", 1250, 1350)
+	q2 := fx.Conflict(t, "acme", "bet-7", 500, 650)
+	q3 := fx.Conflict(t, "globex", "charge-9", 10, 11)
 
 	// list
 	code, out, errOut := runQ(t, dsn, "quarantine", "list", "-o", "json")
@@ -145,7 +87,7 @@ func TestQuarantineCommands(t *testing.T) {
 		"--reason", "settlement revision", "--operator", "carol")
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--yes")
-	assert.Equal(t, 0, fx.count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'bet-7-rev2'"))
+	assert.Equal(t, 0, fx.Count(t, "SELECT count(*) FROM idem.inbox WHERE operation_id = 'bet-7-rev2'"))
 	code, out, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q2), "--new-operation-id", "bet-7-rev2",
 		"--reason", "settlement revision", "--operator", "carol", "-o", "json", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
@@ -153,19 +95,19 @@ func TestQuarantineCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &acc))
 	assert.Equal(t, "applied", acc["outcome"])
 	assert.Equal(t, "bet-7-rev2", acc["new_operation_id"])
-	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM demo.posting WHERE operation_id = 'bet-7-rev2' AND amount = 650"))
+	assert.Equal(t, 1, fx.Count(t, "SELECT count(*) FROM demo.posting WHERE operation_id = 'bet-7-rev2' AND amount = 650"))
 
 	// accept-as-new onto an identity that holds another payload: nothing written
-	_, err := idem.Execute(fx.ctx, fx.app, idem.Command{Identity: idem.Identity{TenantID: "globex", OperationID: "taken"},
+	_, err := idem.Execute(fx.Ctx, fx.App, idem.Command{Identity: idem.Identity{TenantID: "globex", OperationID: "taken"},
 		Class: "demo.transfer", Payload: []byte(`{"from":"x","to":"y","amount":999,"currency":"EUR"}`)})
 	require.NoError(t, err)
-	auditRows := fx.count(t, "SELECT count(*) FROM idem.audit")
+	auditRows := fx.Count(t, "SELECT count(*) FROM idem.audit")
 	code, _, errOut = runQ(t, dsn, "quarantine", "accept-as-new", fmt.Sprint(q3), "--new-operation-id", "taken",
 		"--reason", "oops", "--operator", "carol", "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, errOut, "already exists with another payload")
-	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
-	assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
+	assert.Equal(t, auditRows, fx.Count(t, "SELECT count(*) FROM idem.audit"))
+	assert.Equal(t, 1, fx.Count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"))
 
 	// unknown ids
 	code, _, errOut = runQ(t, dsn, "quarantine", "show", "999999")
@@ -179,7 +121,7 @@ func TestQuarantineCommands(t *testing.T) {
 	code, _, _ = runQ(t, dsn, "quarantine", "export", "999999", "--file", missing)
 	assert.Equal(t, cmdutil.ExitNotFound, code)
 	assert.NoFileExists(t, missing, "a failed export leaves no file")
-	assert.Equal(t, auditRows, fx.count(t, "SELECT count(*) FROM idem.audit"))
+	assert.Equal(t, auditRows, fx.Count(t, "SELECT count(*) FROM idem.audit"))
 
 	// export
 	file := filepath.Join(t.TempDir(), "q3.json")
@@ -217,8 +159,8 @@ func TestQuarantineCommands(t *testing.T) {
 func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	dsn := fx.dsn
-	q := fx.conflict(t, "acme", "charge-1", 1, 2)
+	dsn := fx.DSN
+	q := fx.Conflict(t, "acme", "charge-1", 1, 2)
 	for _, answer := range []string{"n\n", "y\n"} {
 		ios, in, _, errOut := cmdutil.Test(true)
 		in.WriteString(answer)
@@ -229,10 +171,10 @@ func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
 		assert.Contains(t, errOut.String(), "as operation acme/charge-1-fix? [y/N]")
 		if answer == "n\n" {
 			assert.Equal(t, cmdutil.ExitFailure, code)
-			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
+			assert.Equal(t, 1, fx.Count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'open'"), "declined: nothing done")
 		} else {
 			assert.Equal(t, cmdutil.ExitOK, code, errOut.String())
-			assert.Equal(t, 1, fx.count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'accepted'"))
+			assert.Equal(t, 1, fx.Count(t, "SELECT count(*) FROM idem.quarantine WHERE status = 'accepted'"))
 		}
 	}
 }

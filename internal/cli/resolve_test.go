@@ -25,47 +25,6 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-func rsvLine(tenant, op string, amount int) string {
-	return fmt.Sprintf(`{"tenant":%q,"operation_id":%q,"class":"demo.transfer","payload":{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}}`, tenant, op, amount)
-}
-
-func rsvFile(t *testing.T, lines ...string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ops.ndjson")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-	return path
-}
-
-func rsvJSON(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var rows []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		rows = append(rows, m)
-	}
-	return rows
-}
-
-func rsvCount(t *testing.T, pool *pgxpool.Pool, sql string) int {
-	t.Helper()
-	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), sql).Scan(&n))
-	return n
-}
-
-// rsvCounts are the tables resolve may write: inbox, quarantine, postings.
-func rsvCounts(t *testing.T, pool *pgxpool.Pool) [3]int {
-	return [3]int{
-		rsvCount(t, pool, "SELECT count(*) FROM idem.inbox"),
-		rsvCount(t, pool, "SELECT count(*) FROM idem.quarantine"),
-		rsvCount(t, pool, "SELECT count(*) FROM demo.posting"),
-	}
-}
-
 func TestResolveCommand(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 2)
@@ -229,17 +188,6 @@ func lastAudit(t *testing.T, pool *pgxpool.Pool) map[string]any {
 	var details map[string]any
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT details::jsonb FROM idem.audit WHERE action = 'resolve.run' ORDER BY id DESC LIMIT 1").Scan(&details))
 	return details
-}
-
-// idemctlLines are the stderr lines idemctl wrote as errors or warnings.
-func idemctlLines(stderr string) []string {
-	var out []string
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "idemctl: ") {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // A report that cannot be written (a full disk) stops the run: nothing more

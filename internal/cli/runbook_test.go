@@ -61,9 +61,9 @@ func runbookBlocks(t *testing.T) []runbookBlock {
 func TestREADMERunbook(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	bob := dbtest.As(fx.dsn, dbtest.Operator2)
+	bob := dbtest.As(fx.DSN, dbtest.Operator2)
 	dir := t.TempDir()
-	code, _, errOut := runQ(t, fx.dsn, "demo", "run", "--tenant", "demo", "--op", "charge-42")
+	code, _, errOut := runQ(t, fx.DSN, "demo", "run", "--tenant", "demo", "--op", "charge-42")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var batch []string
 	for _, op := range []struct {
@@ -75,12 +75,12 @@ func TestREADMERunbook(t *testing.T) {
 	ambiguous := filepath.Join(dir, "ambiguous.ndjson")
 	require.NoError(t, os.WriteFile(ambiguous, []byte(strings.Join(batch, "\n")+"\n"), 0o600))
 	// A projection class purgeable by horizon, with an archive that proves it.
-	dbtest.RegisterAppClass(t, fx.dsn, "proj.view", "forever")
-	dbtest.Seed(t, fx.dsn, "proj.view", "t1", "op-", 8, 40*24*time.Hour, time.Hour)
-	code, _, errOut = runQ(t, fx.dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--reason", "a projection", "--yes")
+	dbtest.RegisterAppClass(t, fx.DSN, "proj.view", "forever")
+	dbtest.Seed(t, fx.DSN, "proj.view", "t1", "op-", 8, 40*24*time.Hour, time.Hour)
+	code, _, errOut = runQ(t, fx.DSN, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--reason", "a projection", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	archive := t.TempDir()
-	code, _, errOut = runQ(t, fx.dsn, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", archive)
+	code, _, errOut = runQ(t, fx.DSN, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", archive)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 
 	vars := map[string]string{}
@@ -102,7 +102,7 @@ func TestREADMERunbook(t *testing.T) {
 			if len(words) == 0 || words[0] != "idemctl" {
 				continue
 			}
-			dsn := fx.dsn
+			dsn := fx.DSN
 			var args []string
 			for i := 1; i < len(words); i++ {
 				w := words[i]

@@ -68,11 +68,11 @@ var noTable = map[string]string{
 func TestEveryTableFitsTheTerminal(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
-	dsn := fx.dsn
+	dsn := fx.DSN
 	bob := dbtest.As(dsn, dbtest.Operator2)
 	ctx := context.Background()
-	q1 := fx.conflict(t, tableTenant, tableLongOp, 1, 2)
-	q2 := fx.conflict(t, tableTenant, tableLongOp+"-2", 1, 3)
+	q1 := fx.Conflict(t, tableTenant, tableLongOp, 1, 2)
+	q2 := fx.Conflict(t, tableTenant, tableLongOp+"-2", 1, 3)
 	mustRun := func(dsn string, args ...string) string {
 		t.Helper()
 		code, out, errOut := runQ(t, dsn, args...)
