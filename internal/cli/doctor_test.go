@@ -13,21 +13,6 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// doctorLines runs idemctl doctor -o json and maps each check to its line.
-func doctorLines(t *testing.T, dsn string) (int, []string, map[string]map[string]any) {
-	t.Helper()
-	code, out, errOut := run(t, dsn, "", "doctor", "-o", "json", "--skip-sources")
-	var order []string
-	checks := map[string]map[string]any{}
-	for _, l := range jsonLines(t, out) {
-		name := l["check"].(string)
-		order = append(order, name)
-		checks[name] = l
-	}
-	require.NotEmpty(t, order, errOut)
-	return code, order, checks
-}
-
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)

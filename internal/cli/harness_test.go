@@ -17,6 +17,11 @@ var (
 	rsvCount      = clitest.RsvCount
 	rsvCounts     = clitest.RsvCounts
 	idemctlLines  = clitest.IdemctlLines
+	doctorLines   = clitest.DoctorLines
+	readOnly      = clitest.ReadOnly
+	recTransfer   = clitest.RecTransfer
+	recApply      = clitest.RecApply
+	recFile       = clitest.RecFile
 )
 
 type cliFixture = clitest.Fixture

@@ -25,19 +25,6 @@ func oneLineErr(t *testing.T, out, errOut string, args []string) {
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "%v: one line: %q", args, errOut)
 }
 
-// readOnly is dsn with every transaction read-only, as on a standby.
-func readOnly(t *testing.T, dsn string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	// %20, not the + of url.Values.Encode: pgx reads options literally.
-	if u.RawQuery != "" {
-		u.RawQuery += "&"
-	}
-	u.RawQuery += "options=-c%20default_transaction_read_only%3Don"
-	return u.String()
-}
-
 // Every runnable command has a policy (what it needs of the database, the
 // exit codes it adds), and every policy names a command.
 func TestEveryCommandHasAPolicy(t *testing.T) {

@@ -14,37 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/horizon"
-	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	reconcilecmd "github.com/idemctl/idemctl/internal/cli/reconcile"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/reconcile"
 )
-
-// recTransfer is the payload of a demo transfer of amount EUR.
-func recTransfer(amount int) string {
-	return fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount)
-}
-
-// recApply applies transfers acme/OP with the amounts given, as the service
-// does (the app login, idem.execute).
-func recApply(t *testing.T, dsn string, amounts map[string]int) {
-	t.Helper()
-	app := dbtest.PoolAs(t, dsn, dbtest.App, 1)
-	for op, amount := range amounts {
-		res, err := idem.Execute(context.Background(), app, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: op},
-			Class: "demo.transfer", Payload: []byte(recTransfer(amount))})
-		require.NoError(t, err)
-		require.Equal(t, idem.Applied, res.Outcome)
-	}
-}
-
-func recFile(t *testing.T, dir, name string, lines ...string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-	return path
-}
 
 func TestReconcileCommandOptions(t *testing.T) {
 	t.Parallel()

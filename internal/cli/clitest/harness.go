@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +166,58 @@ func IdemctlLines(stderr string) []string {
 		}
 	}
 	return out
+}
+
+// DoctorLines runs idemctl doctor -o json and maps each check to its line.
+func DoctorLines(t *testing.T, dsn string) (int, []string, map[string]map[string]any) {
+	t.Helper()
+	code, out, errOut := Run(t, dsn, "", "doctor", "-o", "json", "--skip-sources")
+	var order []string
+	checks := map[string]map[string]any{}
+	for _, l := range JSONLines(t, out) {
+		name := l["check"].(string)
+		order = append(order, name)
+		checks[name] = l
+	}
+	require.NotEmpty(t, order, errOut)
+	return code, order, checks
+}
+
+// ReadOnly is dsn with every transaction read-only, as on a standby.
+func ReadOnly(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	// %20, not the + of url.Values.Encode: pgx reads options literally.
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "options=-c%20default_transaction_read_only%3Don"
+	return u.String()
+}
+
+// RecTransfer is the payload of a demo transfer of amount EUR.
+func RecTransfer(amount int) string {
+	return fmt.Sprintf(`{"from":"alice","to":"bob","amount":%d,"currency":"EUR"}`, amount)
+}
+
+// RecApply applies transfers acme/OP with the amounts given, as the service
+// does (the app login, idem.execute).
+func RecApply(t *testing.T, dsn string, amounts map[string]int) {
+	t.Helper()
+	app := dbtest.PoolAs(t, dsn, dbtest.App, 1)
+	for op, amount := range amounts {
+		res, err := idem.Execute(context.Background(), app, idem.Command{Identity: idem.Identity{TenantID: "acme", OperationID: op},
+			Class: "demo.transfer", Payload: []byte(RecTransfer(amount))})
+		require.NoError(t, err)
+		require.Equal(t, idem.Applied, res.Outcome)
+	}
+}
+
+// RecFile writes lines into dir/name and returns its path.
+func RecFile(t *testing.T, dir, name string, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	return path
 }
