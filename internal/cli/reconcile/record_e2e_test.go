@@ -1,4 +1,4 @@
-package cli
+package reconcile_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package cli
+package inspect_test
 
 import (
 	"fmt"

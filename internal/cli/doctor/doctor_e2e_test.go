@@ -1,4 +1,4 @@
-package cli
+package doctor_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
@@ -169,7 +170,7 @@ func TestDoctorColour(t *testing.T) {
 		ios, _, out, errOut := cmdutil.Test(true)
 		ios.SetColor(color)
 		f := cmdutil.NewFactory(ios)
-		code := Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.DSN})
+		code := cli.Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.DSN})
 		f.Close()
 		require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 		if color {

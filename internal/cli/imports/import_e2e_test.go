@@ -1,4 +1,4 @@
-package cli
+package imports_test
 
 import (
 	"fmt"

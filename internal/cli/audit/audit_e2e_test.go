@@ -1,4 +1,4 @@
-package cli
+package audit_test
 
 import (
 	"context"
