@@ -1,4 +1,4 @@
-package cli
+package resolve_test
 
 import (
 	"bufio"
@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
-	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/internal/dbtest"
@@ -309,16 +308,6 @@ func cutAfter(pool *pgxpool.Pool, proxy *dbtest.Proxy, pattern, restoreTo string
 		}
 	}()
 }
-
-// TestMain gives the package's tests one temporary directory for the
-// binaries they build, removed when they end: nothing is left in /tmp. It
-// also sets the password variable of the postgres replay sources the tests
-// add (their DSNs never carry one), once, so that the tests stay parallel.
-func TestMain(m *testing.M) { clitest.Main(m, "idemctl-cli-test-") }
-
-// idemctlBinary is the real binary, built once (clitest.Binary), for tests
-// that send it signals, run it in a terminal or start it as lab workers.
-func idemctlBinary(t *testing.T) string { return clitest.Binary(t) }
 
 // Ctrl-C in the middle of a batch: in-flight operations finish whole, the
 // summary so far is printed, and running the same file again is safe.

@@ -1,4 +1,4 @@
-package cli
+package quarantine_test
 
 import (
 	"fmt"

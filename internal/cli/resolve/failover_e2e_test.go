@@ -1,4 +1,4 @@
-package cli
+package resolve_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cli
+package console_test
 
 import (
 	"bytes"

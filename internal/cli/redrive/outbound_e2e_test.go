@@ -1,4 +1,4 @@
-package cli
+package redrive_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cli
+package horizon_test
 
 import (
 	"context"

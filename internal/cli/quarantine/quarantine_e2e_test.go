@@ -1,4 +1,4 @@
-package cli
+package quarantine_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/internal/cli"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
@@ -165,7 +166,7 @@ func TestQuarantineAcceptAsksOnATerminal(t *testing.T) {
 		ios, in, _, errOut := cmdutil.Test(true)
 		in.WriteString(answer)
 		f := cmdutil.NewFactory(ios)
-		code := Run(context.Background(), f, []string{"quarantine", "accept-as-new", fmt.Sprint(q), "--new-operation-id", "charge-1-fix",
+		code := cli.Run(context.Background(), f, []string{"quarantine", "accept-as-new", fmt.Sprint(q), "--new-operation-id", "charge-1-fix",
 			"--reason", "corrected amount", "--dsn", dsn})
 		f.Close()
 		assert.Contains(t, errOut.String(), "as operation acme/charge-1-fix? [y/N]")
