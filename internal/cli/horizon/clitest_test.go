@@ -18,4 +18,5 @@ var (
 	rsvCount = clitest.RsvCount
 	run      = clitest.Run
 	runQ     = clitest.RunQ
+	runTTY   = clitest.RunTTY
 )
