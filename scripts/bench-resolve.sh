@@ -4,6 +4,8 @@
 #     per identity on one connection (targets: >= 25x and >= 200,000 keys/s;
 #     also printed: the CPU per key of the client and of the server backends,
 #     the bound on a 2-core machine being 2 / (client + server) keys/µs);
+#   - the server CPU per key of the lookup, by stage (arrays, identity probe,
+#     body probe), on pages in shared_buffers and on fresh keys;
 #   - the same over a 10,000,000-row inbox (target: >= 150,000 keys/s), only
 #     with IDEMCTL_BENCH_10M=1;
 #   - a real run of 100,000 lines, 95% already applied (the rerun after a
@@ -30,6 +32,13 @@ echo "select per key:            ${base} keys/s"
 echo "batched:                   ${batched} keys/s = ${ratio}x  [>= 25x: $(check "$ratio" '>=' 25), >= 200000 keys/s: $(check "$batched" '>=' 200000)]"
 echo "CPU per key:               client $(metric "$out/dry.txt" 'batched-' client_us/key) µs, server $(metric "$out/dry.txt" 'batched-' server_us/key) µs  [together <= 10 µs]"
 echo "load average:              $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+echo "== the dry run's lookup: server CPU per key by stage, 1,000,000-row inbox (hot: pages in shared_buffers; fresh: new keys each batch)"
+bench "$out/stages.txt" go test ./recovery -run '^$' -bench 'BenchmarkLookupServerCPU$' -benchtime 20x -count 1 -timeout 30m
+for s in unnest identity lookup; do
+  echo "${s}: hot $(metric "$out/stages.txt" "/${s}/hot" server_us/key) µs, fresh $(metric "$out/stages.txt" "/${s}/fresh" server_us/key) µs"
+done
 
 echo
 echo "== resolve --dry-run: 100,000 identities, 10,000,000-row inbox"
