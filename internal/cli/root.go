@@ -131,7 +131,7 @@ primary.`,
 	})
 	root.SetHelpTemplate(cmdutil.HelpTemplate)
 	root.SetUsageTemplate(cmdutil.UsageTemplate)
-	cmdutil.SetHelpWidth(root, f.IO.HelpWidth())
+	cmdutil.SetHelpWidth(root, f.IO.TextWidth())
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
 	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table (fits the terminal), wide (every cell whole) or json (default: table on a terminal, json otherwise)")

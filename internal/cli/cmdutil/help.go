@@ -19,9 +19,9 @@ const DefaultHelpWidth = 80
 // cobra's template functions are global, so the width travels with the tree.
 const helpWidthKey = "idemctl/help-width"
 
-// HelpWidth is the width --help wraps at on these streams: the terminal's
-// (COLUMNS first), else DefaultHelpWidth.
-func (s *IOStreams) HelpWidth() int {
+// TextWidth is the width --help and one-line messages wrap at on these
+// streams: the terminal's (COLUMNS first), else DefaultHelpWidth.
+func (s *IOStreams) TextWidth() int {
 	if s.width > 0 {
 		return s.width
 	}
@@ -118,6 +118,18 @@ func hangingIndent(prefix, text string, width int) string {
 		room = 20
 	}
 	return prefix + strings.Join(wrapWhole(text, room), "\n"+indent)
+}
+
+// Sentence fits a one-line message to width: wrapped at spaces, its further
+// lines indented two; a word (a name, an id, a URL) is never cut. A message
+// that fits is left as it is.
+func Sentence(text string, width int) string {
+	lines := wrapWhole(text, width)
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	rest := wrapWhole(strings.Join(lines[1:], " "), width-2)
+	return lines[0] + "\n  " + strings.Join(rest, "\n  ")
 }
 
 // wrapWhole wraps text at spaces into lines of at most width cells; a word
