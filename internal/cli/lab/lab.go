@@ -43,7 +43,7 @@ func NewCmdLab(f *cmdutil.Factory, runF func(*LabOptions) error) *cobra.Command 
 		Short: "Crash the broken idempotency designs and the atomic executor, and count the damage",
 		Long:  labLong(),
 		Example: `  # the CI-sized run, as a table
-  idemctl lab --trials 100 --seed 1
+  idemctl lab --trials 30 --seed 1
 
   # the long run, machine-readable, on a scratch database
   createdb -h 127.0.0.1 -U postgres idemctl_lab
