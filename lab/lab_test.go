@@ -84,32 +84,50 @@ func connect(t testing.TB, dsn string) *pgx.Conn {
 	return conn
 }
 
-// TestLabShowsEveryAnomaly is the CI run: about 100 trials, in which the atomic
-// executor must show nothing and every broken design its own anomaly.
+// ciTrials is the CI run's trials per design (seed 1). At 30 every broken
+// design shows each anomaly it exists to show at least 4 times (redis_inbox's
+// doubled; the others 7 or more), every design reaches at least six kill
+// points and races overlap: what 100 trials showed, at under a third of the
+// cost.
+const ciTrials = 30
+
+// ciOptions are the CI run's, on dsn.
+func ciOptions(t *testing.T, dsn string) Options {
+	return Options{DSN: dsn, Trials: ciTrials, Seed: 1, Parallel: 3, Worker: testWorker(t)}
+}
+
+// ciReport is the report of the CI run once TestLabShowsEveryAnomaly has made
+// it: TestLabIsReproducible runs it again rather than making two runs of its
+// own.
+var ciReport *Report
+
+// TestLabShowsEveryAnomaly is the CI run, in which the atomic executor must
+// show nothing and every broken design its own anomaly.
 func TestLabShowsEveryAnomaly(t *testing.T) {
 	// Not parallel: the run uses more than 8 connections.
 	dsn := dbtest.NewDatabase(t)
 	conn := connect(t, dsn)
 	var progress bytes.Buffer
 	start := time.Now()
-	rep, err := Run(context.Background(), Options{
-		DSN: dsn, Trials: 100, Seed: 1, Parallel: 3, Worker: testWorker(t), Progress: &progress,
-	})
+	opts := ciOptions(t, dsn)
+	opts.Progress = &progress
+	rep, err := Run(context.Background(), opts)
 	require.NoError(t, err, progress.String())
-	t.Logf("100 trials x %d designs in %s\n%s", len(rep.Designs), time.Since(start).Round(time.Millisecond), progress.String())
+	ciReport = rep
+	t.Logf("%d trials x %d designs in %s\n%s", ciTrials, len(rep.Designs), time.Since(start).Round(time.Millisecond), progress.String())
 
 	require.Len(t, rep.Designs, len(DesignNames()))
 	for _, d := range rep.Designs {
 		t.Logf("%-26s operations=%d lost=%d doubled=%d wrong_response=%d missed_conflicts=%d false_conflicts=%d lost_revisions=%d kills=%+v",
 			d.Design, d.Operations, d.Lost, d.Doubled, d.WrongResponse, d.MissedConflicts, d.FalseConflicts, d.LostRevisions, d.Kills)
-		assert.Equal(t, 100, d.Trials)
-		assert.Greater(t, d.Operations, 200, "first attempts, retries and extras")
+		assert.Equal(t, ciTrials, d.Trials)
+		assert.Greater(t, d.Operations, 2*ciTrials, "first attempts, retries and extras")
 		killed := 0
 		for _, k := range d.Kills {
 			killed += k.Count
 			assert.Zero(t, k.Unconfirmed, "%s: kill at %s not confirmed server-side", d.Design, k.Step)
 		}
-		assert.Equal(t, 100, killed, "%s: every trial's first attempt is killed", d.Design)
+		assert.Equal(t, ciTrials, killed, "%s: every trial's first attempt is killed", d.Design)
 		assert.GreaterOrEqual(t, len(d.Kills), 6, "%s: at least six distinct kill points", d.Design)
 		assert.Positive(t, d.Races, "%s: concurrent duplicates", d.Design)
 		assert.Positive(t, d.RacesOverlapped, "%s: a concurrent duplicate seen blocked on the other", d.Design)
@@ -143,12 +161,11 @@ func TestLabShowsEveryAnomaly(t *testing.T) {
 }
 
 // TestLabIsReproducible runs the same seed twice: apart from kill timings, the
-// counts must be the same (the races run in a fixed interleaving).
+// counts must be the same (the races run in a fixed interleaving). The first
+// run is the CI run when TestLabShowsEveryAnomaly made it.
 func TestLabIsReproducible(t *testing.T) {
 	dsn := dbtest.NewDatabase(t)
-	counts := func() [][]int {
-		rep, err := Run(context.Background(), Options{DSN: dsn, Trials: 30, Seed: 9, Parallel: 3, Worker: testWorker(t)})
-		require.NoError(t, err)
+	counts := func(rep *Report) [][]int {
 		var out [][]int
 		for _, d := range rep.Designs {
 			row := []int{d.Operations, d.Races, d.Trials, d.Identities}
@@ -162,7 +179,18 @@ func TestLabIsReproducible(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, counts(), counts())
+	run := func() *Report {
+		rep, err := Run(context.Background(), ciOptions(t, dsn))
+		require.NoError(t, err)
+		return rep
+	}
+	first := ciReport
+	if first == nil {
+		first = run()
+	}
+	second := run()
+	require.Len(t, second.Designs, len(DesignNames()))
+	assert.Equal(t, counts(first), counts(second))
 }
 
 // TestLabCancelledDropsSchemas cancels a run in the middle of its crash phase.
@@ -172,7 +200,7 @@ func TestLabCancelledDropsSchemas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr := &cancelAfter{needle: "crash trials killed", cancel: cancel}
-	_, err := Run(ctx, Options{DSN: dsn, Trials: 40, Seed: 2, Parallel: 2, Worker: testWorker(t), Progress: pr})
+	_, err := Run(ctx, Options{DSN: dsn, Trials: 10, Seed: 2, Parallel: 2, Worker: testWorker(t), Progress: pr})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, scratchSchemas(t, conn))
 }

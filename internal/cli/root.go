@@ -129,7 +129,9 @@ primary.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	})
-	root.SetHelpTemplate(root.HelpTemplate() + "{{exitCodes .}}")
+	root.SetHelpTemplate(cmdutil.HelpTemplate)
+	root.SetUsageTemplate(cmdutil.UsageTemplate)
+	cmdutil.SetHelpWidth(root, f.IO.TextWidth())
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.DSNFlag, "dsn", "", "PostgreSQL connection string (default: IDEMCTL_DSN, DATABASE_URL, PG* env)")
 	pf.StringVarP(&f.Output, "output", "o", "auto", "output format: table (fits the terminal), wide (every cell whole) or json (default: table on a terminal, json otherwise)")

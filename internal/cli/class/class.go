@@ -272,7 +272,7 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 				return err
 			}
 		} else {
-			fmt.Fprintf(opts.IO.Out, "class %s: retention %s, min age %s\n", pol.Name, pol.Retention, formatAge(pol.MinAge))
+			say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, formatAge(pol.MinAge))
 		}
 	}
 	if opts.MoneySet {
@@ -301,12 +301,19 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 		return cmdutil.PrintJSONLine(opts.IO.Out, rc)
 	}
 	if rc.Redrive == nil {
-		fmt.Fprintf(opts.IO.Out, "class %s: not re-driven\n", rc.Class)
+		say(opts, "class %s: not re-driven", rc.Class)
 		return nil
 	}
-	fmt.Fprintf(opts.IO.Out, "class %s: re-driven via %s to %s (downstream idempotent: %v)\n", rc.Class, rc.Redrive.Kind,
+	say(opts, "class %s: re-driven via %s to %s (downstream idempotent: %v)", rc.Class, rc.Redrive.Kind,
 		rc.Redrive.Target(), rc.DownstreamIdempotent)
 	return nil
+}
+
+// say prints one of class set's messages, fitted to the terminal (80
+// columns without one): a long class name or target wraps the line, never
+// cuts a word.
+func say(opts *ClassSetOptions, format string, args ...any) {
+	fmt.Fprintln(opts.IO.Out, cmdutil.Sentence(fmt.Sprintf(format, args...), opts.IO.TextWidth()))
 }
 
 // classMoneyRun declares (or plans changing) the class's money.
@@ -320,12 +327,13 @@ func classMoneyRun(ctx context.Context, opts *ClassSetOptions, db governance.DBT
 	}
 	switch {
 	case !res.Applied:
-		fmt.Fprintf(opts.IO.Out, "class %s: changing its money declaration is planned as change %d: another person approves it with idemctl change approve %d\n",
-			opts.Name, res.ChangeID, res.ChangeID)
+		// The command to type next on a line of its own, whole.
+		say(opts, "class %s: changing its money declaration is planned as change %d", opts.Name, res.ChangeID)
+		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", res.ChangeID)
 	case opts.Money == nil:
-		fmt.Fprintf(opts.IO.Out, "class %s: moves no money\n", opts.Name)
+		say(opts, "class %s: moves no money", opts.Name)
 	default:
-		fmt.Fprintf(opts.IO.Out, "class %s: moves money (amount %s, currency %s, %s units)\n", opts.Name,
+		say(opts, "class %s: moves money (amount %s, currency %s, %s units)", opts.Name,
 			opts.Money.Amount, opts.Money.Currency, opts.Money.Unit)
 	}
 	return nil
@@ -344,9 +352,9 @@ func classRepeatsRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.P
 		return cmdutil.PrintJSONLine(opts.IO.Out, map[string]any{"class": opts.Name, "payloads_repeat": opts.Repeats, "before": before})
 	}
 	if opts.Repeats {
-		fmt.Fprintf(opts.IO.Out, "class %s: payloads repeat; idemctl suspects leaves it out unless --class names it\n", opts.Name)
+		say(opts, "class %s: payloads repeat; idemctl suspects leaves it out unless --class names it", opts.Name)
 	} else {
-		fmt.Fprintf(opts.IO.Out, "class %s: payloads do not repeat; idemctl suspects lists it\n", opts.Name)
+		say(opts, "class %s: payloads do not repeat; idemctl suspects lists it", opts.Name)
 	}
 	return nil
 }

@@ -147,14 +147,16 @@ func exitCodesHelp(cmd *cobra.Command) string {
 	case !cmd.HasParent():
 		codes = allExitCodes()
 	case !cmd.Runnable():
-		return "\nExit codes:\n  each command's --help lists its own; idemctl --help lists them all\n"
+		return "\nExit codes:\n" + hangingIndent("  ", "each command's --help lists its own; idemctl --help lists them all", helpWidth(cmd)) + "\n"
 	}
+	// Each line wrapped at the help width, under its own text.
+	width := helpWidth(cmd)
 	var b strings.Builder
 	b.WriteString("\nExit codes:\n")
 	for _, c := range codes {
-		fmt.Fprintf(&b, "  %d  %s\n", c, exitMeaning[c])
+		b.WriteString(hangingIndent(fmt.Sprintf("  %d  ", c), exitMeaning[c], width) + "\n")
 		if why := exitReason(cmd, c); why != "" && cmd.HasParent() {
-			fmt.Fprintf(&b, "     here: %s\n", why)
+			b.WriteString(hangingIndent("     here: ", why, width) + "\n")
 		}
 	}
 	return b.String()

@@ -52,7 +52,7 @@ var columnRoles = map[string]columnRole{
 	"step": ident, "path": ident, "target": ident, "actor": ident, "planned by": ident, "approved by": ident,
 	"by": ident, "currency": ident, "runs as": ident, "item": ident, "amount": ident, "operation id": ident, "payload hash": ident,
 	// field names of field/value tables whose value is typed or compared
-	"hash": ident, "stored hash": ident, "incoming hash": ident,
+	"hash": ident, "stored hash": ident, "incoming hash": ident, "digest": ident,
 	"stored_hash": ident, "incoming_hash": ident,
 	// what the row is: short words, kept
 	"example": ident, "status": ident, "state": keep, "outcome": keep, "verdict": keep, "action": keep, "event": keep,

@@ -50,12 +50,15 @@ The plan prints a cursor (the last created_at/tenant/operation read): run the
 import again with --since CURSOR right before the cutover to take only what
 came after. docs/import.md is the cutover, step by step.`,
 		Example: `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
-  idemctl import plan --class rides.charge --from-postgres "postgres://reader@db1/rides" \
-      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)" \
+  idemctl import plan --class rides.charge \
+      --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
-      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)"`,
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)"`,
 	}
 	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
 	return cmd
@@ -284,7 +287,8 @@ The run prints each outcome's count (entered, skipped, quarantined, refused)
 and the cursor for the next import's --since.`
 		example = `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
-      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD --query "$(cat rides-import.sql)"
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)"
   idemctl import run 5 --from-ndjson keys.ndjson`
 	}
 	cmd := &cobra.Command{

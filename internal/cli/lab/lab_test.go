@@ -60,7 +60,9 @@ func TestLabRun(t *testing.T) {
 		return cmdutil.ExitOK, out.String(), errOut.String()
 	}
 
-	code, out, errOut := runLab("json", "--trials", "40", "--seed", "5", "--parallel", "3")
+	// 10 trials: what the command adds (flags, JSON lines, the table) does
+	// not depend on the run's size; lab's own tests judge the anomalies.
+	code, out, errOut := runLab("json", "--trials", "10", "--seed", "5", "--parallel", "3")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "seed 5")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -73,7 +75,7 @@ func TestLabRun(t *testing.T) {
 			"false_conflicts", "lost_revisions", "trials", "kills", "does", "summary"} {
 			assert.Contains(t, d, k, line)
 		}
-		assert.EqualValues(t, 40, d["trials"])
+		assert.EqualValues(t, 10, d["trials"])
 		assert.EqualValues(t, 5, d["seed"])
 		assert.NotEmpty(t, d["kills"])
 		if d["design"] == "atomic" {

@@ -172,7 +172,7 @@ database clock, counts), both naming the input by path and SHA-256.`,
 
   # always through the primary, whichever host it is now
   idemctl resolve --file ambiguous.ndjson \
-    --dsn 'postgres://app@db1:5432,db2:5432/payments?target_session_attrs=read-write'`,
+    --dsn 'postgres://app@db1,db2/payments?target_session_attrs=read-write'`,
 		Args: cmdutil.MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd.Flags(), payload, transport); err != nil {
