@@ -159,21 +159,51 @@ var listMarker = regexp.MustCompile(`^(\s*)(\S.*?\s{2,}|-> |- |\* |\d+\. )`)
 // FitText fits hand-written help text (a long description, a flag's
 // usage) to width: a line wider than width is wrapped at spaces, its further
 // lines indented under its text (after a column gap, an arrow, a bullet or
-// a number), so lists and tables keep their shape. Lines that fit are left
-// as written.
+// a number), so lists and tables keep their shape. When the next line goes
+// on with the same paragraph (indented as the continuation, not an item of
+// its own), the words that did not fit move to its start and it is fitted in
+// turn, so a paragraph is reflowed instead of leaving a word on a line of its
+// own. Lines that fit are left as written.
 func FitText(text string, width int) string {
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
+	in := strings.Split(text, "\n")
+	out := make([]string, 0, len(in))
+	carry := ""
+	for i, l := range in {
+		if carry != "" {
+			body := strings.TrimLeft(l, " ")
+			l = l[:len(l)-len(body)] + carry + " " + body
+			carry = ""
+		}
 		if ansi.StringWidth(l) <= width {
+			out = append(out, l)
 			continue
 		}
 		prefix := l[:len(l)-len(strings.TrimLeft(l, " "))]
 		if m := listMarker.FindString(l); m != "" && len(m) <= width/2 {
 			prefix = m
 		}
-		lines[i] = hangingIndent(prefix, strings.TrimPrefix(l, prefix), width)
+		room := max(width-len(prefix), 20)
+		wrapped := wrapWhole(strings.TrimPrefix(l, prefix), room)
+		cont := strings.Repeat(" ", len(prefix))
+		if len(wrapped) > 1 && i+1 < len(in) && continuesParagraph(in[i+1], cont) {
+			out = append(out, prefix+wrapped[0])
+			carry = strings.Join(wrapped[1:], " ")
+			continue
+		}
+		out = append(out, prefix+strings.Join(wrapped, "\n"+cont))
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(out, "\n")
+}
+
+// continuesParagraph says whether line goes on with the text of the line
+// before, whose continuation indent is cont: it is indented exactly so and
+// starts no list item, column or table row of its own.
+func continuesParagraph(line, cont string) bool {
+	body := strings.TrimLeft(line, " ")
+	if body == "" || len(line)-len(body) != len(cont) {
+		return false
+	}
+	return listMarker.FindString(line) == ""
 }
 
 // FitExample fits an Example block to width so that every line can still be

@@ -37,3 +37,21 @@ func TestFitTextHangsUnderTheText(t *testing.T) {
 	assert.Equal(t, "  dsn          which database is named,\n               and where the name came\n               from", got)
 	assert.Equal(t, "a\nvery-long-identifier-that-stays-whole\nb", FitText("a very-long-identifier-that-stays-whole b", 10))
 }
+
+// FitText reflows a paragraph: the words of a line that is too wide move to
+// the next line of the same paragraph instead of standing alone, and no word
+// is lost or reordered; the next item of a list is not joined.
+func TestFitTextReflowsAParagraph(t *testing.T) {
+	text := "  3. if it does not exist: run the operation now, atomically (idem.execute); if a\n" +
+		"     first attempt is still alive, the unique constraint settles the race;\n" +
+		"  4. if it exists with another hash: conflict, nothing runs."
+	got := FitText(text, 80)
+	lines := strings.Split(got, "\n")
+	for _, l := range lines {
+		assert.LessOrEqual(t, len(l), 80, l)
+		assert.NotEqual(t, "a", strings.TrimSpace(l), "a word alone on a line:\n%s", got)
+	}
+	assert.Equal(t, strings.Fields(text), strings.Fields(got))
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "  4. "), got)
+	assert.Len(t, lines, 3, got)
+}
