@@ -679,7 +679,16 @@ func TestExecuteChecksLikeCheckRequest(t *testing.T) {
 		{"t", "op", "demo.transfer", deep, h(deep), nil},
 		{"t", "op", "demo.transfer", `{}`, h(`{}`), `[1]`},
 		{"t", "op", "demo.transfer", `{}`, h(`{}`), `{"big":"` + repeat("z", 16384) + `"}`},
+		// Two faults at once: the first check in order names one.
+		{"t", "op", "demo.transfer", nil, "jcs-sha256:" + repeat("A", 64), nil},
+		{"t", "op", "demo.transfer", nil, nil, nil},
+		{"t", "op", "demo.transfer", big, "jcs-sha256:" + repeat("A", 64), nil},
+		{"t", "op", "demo.transfer", big, h(`{}`), nil},
+		{"t", "op", "demo.transfer", `{}`, "jcs-sha256:" + repeat("0", 63), nil},
 	}
+	// The order of the checks, for the cases with two faults (a fast path
+	// for the well-formed request must not change which one is named).
+	wantCode := map[int]string{15: "IX002", 16: "IX002", 17: "IX002", 18: "IX011", 19: "IX002", 10: "IX010", 11: "IX011", 9: "IX006", 5: "IX002", 6: "IX002"}
 	for i, args := range cases {
 		_, errExec := app.Exec(b.ctx, "SELECT * FROM idem.execute($1, $2, $3, $4, $5, $6)", args...)
 		_, errCheck := owner.Exec(b.ctx, "SELECT idem.check_request($1, $2, $3, $4, $5, $6)", args...)
@@ -688,6 +697,9 @@ func TestExecuteChecksLikeCheckRequest(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, [3]string{pc.Code, pc.Message, pc.Hint}, [3]string{pe.Code, pe.Message, pe.Hint}, "case %d", i)
+		if want, ok := wantCode[i]; ok {
+			assert.Equal(t, want, pe.Code, "case %d", i)
+		}
 	}
 	assert.Equal(t, [3]int{0, 0, 0}, b.rowCounts(t), "bad input wrote nothing")
 }

@@ -57,14 +57,13 @@ BEGIN
             '          AND p.prosecdef AND p.proconfig OPERATOR(pg_catalog.@>) %5$L::text[]' || chr(10) ||
             '          AND (SELECT NOT (r.rolsuper OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication) FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner)' || chr(10) ||
             '          AND NOT (pg_catalog.pg_has_role(p.proowner, current_user, ''MEMBER'')' || chr(10) ||
-            '                   OR pg_catalog.has_schema_privilege(p.proowner, ''idem''::pg_catalog.regnamespace, ''USAGE'')' || chr(10) ||
-            '                   OR pg_catalog.has_schema_privilege(p.proowner, ''idem''::pg_catalog.regnamespace, ''CREATE'')' || chr(10) ||
+            '                   OR pg_catalog.has_schema_privilege(p.proowner, ''idem''::pg_catalog.regnamespace, ''USAGE, CREATE'')' || chr(10) ||
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_write_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_read_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_execute_server_program''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_write_server_files''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_read_server_files''::pg_catalog.regrole, ''MEMBER''))' || chr(10) ||
-            '          AND pg_catalog.has_function_privilege(current_user, p.oid, ''EXECUTE'');' || chr(10) ||
+            '          AND pg_catalog.has_function_privilege(p.oid, ''EXECUTE'');' || chr(10) ||
             '        IF v_ok IS NULL THEN' || chr(10) ||
             '            v_problem := idem.effect_problem(%2$L::pg_catalog.regprocedure, %3$L::pg_catalog.regnamespace, %4$L);' || chr(10) ||
             '            IF v_problem IS NOT NULL THEN' || chr(10) ||
