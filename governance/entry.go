@@ -56,6 +56,9 @@ type EntryPlan struct {
 	// was declared to use.
 	Cursor       *string `json:"cursor"`
 	HashFunction *string `json:"hash_function"`
+	// ItemsDigest is set when an import plan keeps one digest of its items
+	// instead of an item a row (idem.import_plan_seal_digest).
+	ItemsDigest *string `json:"items_digest,omitempty"`
 }
 
 // EntryOptions are what a planner states besides the items.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ func TestImportSpeed(t *testing.T) {
 	dbtest.Admin(t, f.dsn, "VACUUM ANALYZE rocket.idempotency_keys")
 	t.Logf("source: %d rows written in %s", n, time.Since(start).Round(time.Millisecond))
 
+	if os.Getenv("IDEMCTL_BENCH_EXPLAIN") != "" {
+		for _, set := range []string{"session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
+			"auto_explain.log_analyze = on", "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on"} {
+			dbtest.Admin(t, f.dsn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "+strings.ReplaceAll(set, "'", "''")+"', current_database()); END $$")
+		}
+	}
 	alice := dbtest.PoolAs(t, f.dsn, dbtest.Operator, 1)
 	var pid int
 	require.NoError(t, alice.QueryRow(f.ctx, "SELECT pg_backend_pid()").Scan(&pid))
@@ -58,8 +65,8 @@ func TestImportSpeed(t *testing.T) {
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
 	start = time.Now()
-	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
-		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: true}.Open(ctx)
+	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: !ordered}.Open(ctx)
 	})
 	require.NoError(t, err)
 	run := time.Since(start)

@@ -5,7 +5,9 @@
 -- the caller's session that lives until the end of the transaction, owned
 -- by the schema owner; the caller's login may only INSERT (COPY) into it,
 -- so it can neither give it triggers, policies or rules nor swap it for a
--- view. An identity is staged once (its primary key). idemctl import run copies the rows it read again into it, then
+-- view. An identity is staged once (its primary key); n numbers the rows
+-- in the order they were copied (a plan with an items digest is checked in
+-- that order), evidence is the item's (its source row). idemctl import run copies the rows it read again into it, then
 -- calls idem.entry_plan_run in the same transaction; idem.import_run enters
 -- them only if they are exactly the planned items. The plan must be an
 -- approved import (IX341) and the caller a person (IX313). Returns the plan.
@@ -34,6 +36,8 @@ BEGIN
         response     text,
         created_at   timestamptz,
         store_hash   text,
+        evidence     text,
+        n            bigint GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (tenant_id, operation_id)
     ) ON COMMIT DROP;
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
