@@ -52,7 +52,9 @@ func TestImportOnTheCoordinator(t *testing.T) {
 	held(1, 99)
 	file := filepath.Join(t.TempDir(), "store.ndjson")
 	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) { return importer.OpenNDJSON(file) }
+	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(file)
+	}
 
 	src, err := open(ctx, nil, false)
 	require.NoError(t, err)
