@@ -56,20 +56,46 @@ func TestImportSpeed(t *testing.T) {
 	src, err := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}.Open(f.ctx)
 	require.NoError(t, err)
 	defer src.Close()
+	// The backend's time on a CPU and waiting for one (schedstat), and
+	// idemctl's CPU time.
+	var queued time.Duration
+	cpu := func() (backend, self time.Duration) {
+		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid)); err == nil {
+			f := strings.Fields(string(raw))
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			wait, _ := strconv.ParseInt(f[1], 10, 64)
+			backend, queued = time.Duration(ns), time.Duration(wait)
+		}
+		var ru syscall.Rusage
+		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return backend, self
+	}
+	b0, s0 := cpu()
+	q0 := queued
 	start = time.Now()
 	r, err := importer.Plan(f.ctx, alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "bench"},
 		importer.Sinks{})
 	require.NoError(t, err)
 	plan := time.Since(start)
+	b1, s1 := cpu()
+	q1 := queued
 	require.Equal(t, n, r.Counts.ToImport)
+	start = time.Now()
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
+	approve := time.Since(start)
+	b2, s2 := cpu()
+	q2 := queued
+	_ = q1
 	start = time.Now()
 	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
 		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: !ordered}.Open(ctx)
 	})
 	require.NoError(t, err)
 	run := time.Since(start)
+	b3, s3 := cpu()
+	q3 := queued
 	var ru syscall.Rusage
 	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	backend := "unknown"
@@ -88,7 +114,15 @@ func TestImportSpeed(t *testing.T) {
 	dbtest.Admin(t, f.dsn, "INSERT INTO rocket.copy SELECT * FROM rocket.idempotency_keys")
 	baseline := time.Since(start)
 	rate := func(d time.Duration) int { return int(float64(n) / d.Seconds()) }
-	t.Logf("import of %d rows: plan %s (%d rows/s), run %s (%d rows/s), end to end %d rows/s; baseline INSERT ... SELECT of the store into an unindexed table %s (%d rows/s); idemctl peak RSS %d MiB, database backend peak RSS %s; %d body partitions",
-		n, plan.Round(time.Millisecond), rate(plan), run.Round(time.Millisecond), rate(run), rate(plan+run),
-		baseline.Round(time.Millisecond), rate(baseline), ru.Maxrss>>10, backend, parts)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	total := plan + approve + run
+	t.Logf("import of %d rows (plan + approve + run), end to end %s: %d rows/s", n, ms(total), rate(total))
+	t.Logf("  plan    %s (%d rows/s): database backend CPU %s (waited for a CPU %s), idemctl CPU %s", ms(plan), rate(plan),
+		ms(b1-b0), ms(q1-q0), ms(s1-s0))
+	t.Logf("  approve %s", ms(approve))
+	t.Logf("  run     %s (%d rows/s): database backend CPU %s (waited for a CPU %s), idemctl CPU %s", ms(run), rate(run),
+		ms(b3-b2), ms(q3-q2), ms(s3-s2))
+	t.Logf("  baseline INSERT ... SELECT of the store into an unindexed table %s (%d rows/s); end to end / baseline %.1fx",
+		ms(baseline), rate(baseline), total.Seconds()/baseline.Seconds())
+	t.Logf("  peak RSS: idemctl %d MiB, database backend %s (VmHWM); %d body partitions", ru.Maxrss>>10, backend, parts)
 }

@@ -37,7 +37,7 @@ BEGIN
         created_at   timestamptz,
         store_hash   text,
         evidence     text,
-        n            bigint GENERATED ALWAYS AS IDENTITY,
+        n            bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
         PRIMARY KEY (tenant_id, operation_id)
     ) ON COMMIT DROP;
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);

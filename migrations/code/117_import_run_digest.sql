@@ -10,7 +10,7 @@
 --      found among them; else IX343 and nothing enters (an identity is
 --      staged once: the stage's key);
 --   2. the body partitions of their real ages, then the identities, then
---      the bodies, each with one INSERT ... SELECT, in key order.
+--      the bodies, each with one INSERT ... SELECT.
 -- A staged row whose identity has a pending claim or an open quarantine
 -- record is refused; one whose identity the inbox holds already is skipped
 -- (same class and payload hash) or quarantined with both sides, nothing
@@ -22,7 +22,7 @@ CREATE OR REPLACE FUNCTION idem.import_run_digest(p_id bigint, p_operator text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
-SET work_mem = '32MB'
+SET jit = off
 AS $$
 DECLARE
     p_p     idem.entry_plan;
@@ -43,22 +43,28 @@ BEGIN
     END IF;
     SELECT min(k) INTO v_class FROM jsonb_object_keys(p_p.counts -> 'classes') k;
     -- One pass: every row's problem and the digest of the rows in order,
-    -- by runs of 4096 (as idemctl computed it at the plan).
+    -- by runs of 4096 (as idemctl computed it at the plan), each run read
+    -- by the stage's index on n (no sort of the whole stage).
+    SELECT count(*) INTO v_n FROM pg_temp.idem_import_stage;
     SELECT coalesce(sum(r.staged), 0) AS staged, coalesce(sum(r.bad), 0) AS bad, coalesce(sum(r.hash_only), 0) AS hash_only,
-           min(r.oldest) AS oldest, max(r.newest) AS newest, sha256(string_agg(r.digest, ''::bytea ORDER BY r.run)) AS digest
+           min(r.oldest) AS oldest, max(r.newest) AS newest, sha256(string_agg(r.digest, ''::bytea ORDER BY k)) AS digest
     INTO v_c
-    FROM (SELECT (s.n - 1) / 4096 AS run, count(*) AS staged, count(s.store_hash) AS hash_only,
-                 min(s.created_at) AS oldest, max(s.created_at) AS newest,
-                 count(*) FILTER (WHERE s.evidence IS NULL OR btrim(s.evidence) = '' OR octet_length(s.evidence) > 1024
-                                     OR s.evidence ~ '[\x01-\x1f\x7f-\x9f]'
-                                     OR idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash,
-                                                                 s.response, s.created_at, s.store_hash) IS NOT NULL) AS bad,
-                 sha256(string_agg(idem.import_fingerprint(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash,
-                                                           s.response, s.created_at)
-                                   || int4send(octet_length(s.evidence)) || convert_to(s.evidence, 'UTF8'), ''::bytea
-                                   ORDER BY s.n)) AS digest
-          FROM pg_temp.idem_import_stage s
-          GROUP BY 1) r;
+    FROM generate_series(0, (greatest(v_n, 1) - 1) / 4096) k,
+    LATERAL (SELECT count(*) AS staged, count(s.store_hash) AS hash_only, min(s.created_at) AS oldest, max(s.created_at) AS newest,
+                    count(*) FILTER (WHERE s.evidence IS NULL OR btrim(s.evidence) = '' OR octet_length(s.evidence) > 1024
+                                        OR s.evidence ~ '[\x01-\x1f\x7f-\x9f]'
+                                        OR idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash,
+                                                                    s.response, s.created_at, s.store_hash) IS NOT NULL) AS bad,
+                    sha256(string_agg(idem.import_fingerprint(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash,
+                                                              s.response, s.created_at)
+                                      || int4send(octet_length(s.evidence)) || convert_to(s.evidence, 'UTF8'), ''::bytea
+                                      ORDER BY s.n)) AS digest
+             FROM pg_temp.idem_import_stage s
+             WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096) r;
+    -- (a row whose n was forged out of 1..count is in no run: counted short)
+    IF v_c.staged <> v_n THEN
+        v_c.staged := -1;
+    END IF;
     IF v_c.bad > 0 THEN
         SELECT s.tenant_id, s.operation_id,
                coalesce(idem.import_item_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
@@ -114,7 +120,6 @@ BEGIN
     WHERE v_left = 0
        OR NOT EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_p.id AND e.tenant_id = s.tenant_id
                       AND e.operation_id = s.operation_id)
-    ORDER BY s.tenant_id, s.operation_id
     ON CONFLICT (tenant_id, operation_id) DO NOTHING;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     -- The bodies (and a hash-only store's hashes) of the identities this
@@ -127,8 +132,7 @@ BEGIN
     FROM pg_temp.idem_import_stage s
     WHERE (v_left = 0 AND v_n = p_p.items)
        OR EXISTS (SELECT 1 FROM idem.identity i WHERE i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
-                  AND i.entry_plan = p_p.id)
-    ORDER BY s.created_at;
+                  AND i.entry_plan = p_p.id);
     IF (p_p.counts ->> 'hash_only')::bigint > 0 THEN
         INSERT INTO idem.imported_hash (tenant_id, operation_id, store_hash, hash_function, entry_plan)
         SELECT s.tenant_id, s.operation_id, decode(s.store_hash, 'hex'), p_p.hash_function, p_p.id
