@@ -46,7 +46,7 @@ func TestImportSpeed(t *testing.T) {
 
 	if os.Getenv("IDEMCTL_BENCH_EXPLAIN") != "" {
 		for _, set := range []string{"session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
-			"auto_explain.log_analyze = on", "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on"} {
+			"auto_explain.log_analyze = on", "auto_explain.log_timing = off", "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on"} {
 			dbtest.Admin(t, f.dsn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "+strings.ReplaceAll(set, "'", "''")+"', current_database()); END $$")
 		}
 	}
