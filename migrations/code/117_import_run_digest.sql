@@ -7,8 +7,7 @@
 --      and has its evidence, and together, in the order they were copied,
 --      they have the plan's items digest, count, hash-only count, oldest
 --      and newest created_at; then the tenants are counted and the sample
---      found among them; else IX343 and nothing enters (an identity is
---      staged once: the stage's key);
+--      found among them; else IX343 and nothing enters;
 --   2. the body partitions of their real ages, then the identities, then
 --      the bodies, each with one INSERT ... SELECT.
 -- A staged row whose identity has a pending claim or an open quarantine
@@ -17,7 +16,8 @@
 -- overwritten (as idem.import_run). Only the items not entered get an
 -- item row (seq: their place in the plan, n; a runner who forges n twice
 -- makes that insert fail, and nothing enters), with their outcome and
--- fingerprint. Not on Citus (IX343). Internal: granted to nobody.
+-- fingerprint. An identity staged twice enters nothing (IX343, or the
+-- items' unique key). Not on Citus (IX343). Internal: granted to nobody.
 CREATE OR REPLACE FUNCTION idem.import_run_digest(p_id bigint, p_operator text)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -81,11 +81,13 @@ BEGIN
     IF v_c.staged <> p_p.items OR v_c.digest IS DISTINCT FROM p_p.items_digest OR v_c.hash_only <> (p_p.counts ->> 'hash_only')::bigint
        OR v_c.oldest IS DISTINCT FROM (p_p.counts ->> 'oldest')::timestamptz
        OR v_c.newest IS DISTINCT FROM (p_p.counts ->> 'newest')::timestamptz
-       OR (SELECT count(DISTINCT s.tenant_id) FROM pg_temp.idem_import_stage s) <> (p_p.counts ->> 'tenants')::bigint
-       OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_p.sample) x
-                  WHERE NOT EXISTS (SELECT 1 FROM pg_temp.idem_import_stage s
-                                    WHERE s.tenant_id = x ->> 'tenant_id' AND s.operation_id = x ->> 'operation_id'
-                                      AND s.created_at = (x ->> 'created_at')::timestamptz AND s.evidence = x ->> 'evidence')) THEN
+       OR (SELECT count(*) FROM (SELECT s.tenant_id FROM pg_temp.idem_import_stage s GROUP BY 1) t)
+          <> (p_p.counts ->> 'tenants')::bigint
+       OR (SELECT count(DISTINCT x.n) FROM jsonb_array_elements(p_p.sample) WITH ORDINALITY AS x(v, n)
+           JOIN pg_temp.idem_import_stage s
+             ON s.tenant_id = x.v ->> 'tenant_id' AND s.operation_id = x.v ->> 'operation_id'
+            AND s.created_at = (x.v ->> 'created_at')::timestamptz AND s.evidence = x.v ->> 'evidence')
+          <> jsonb_array_length(p_p.sample) THEN
         RAISE EXCEPTION 'import plan %: the source changed since the plan: the % rows read again are not the % planned ones (their digest, counts or sample differ): nothing entered',
             p_id, v_c.staged, p_p.items
             USING ERRCODE = 'IX343', HINT = 'plan the import again from the source as it is now';
@@ -144,6 +146,7 @@ BEGIN
     IF v_n = p_p.items - v_left THEN
         RETURN;
     END IF;
+    v_left := v_left + v_n;
     -- Every row not refused whose identity this plan did not write found
     -- one there (ON CONFLICT): the inbox held it before.
     FOR v_i IN
@@ -171,6 +174,14 @@ BEGIN
                          THEN 'quarantined'
                      -- a hash-only item cannot be shown as a conflict's incoming side
                      ELSE 'refused' END);
+        v_left := v_left + 1;
     END LOOP;
+    -- Each staged row entered, or has its outcome (a second row of an
+    -- identity already there breaks the items' unique key); fewer: an
+    -- identity this plan entered was staged twice.
+    IF v_left <> p_p.items THEN
+        RAISE EXCEPTION 'import plan %: the source holds an identity twice (one plan holds it once): nothing entered', p_id
+            USING ERRCODE = 'IX343', HINT = 'deduplicate the source''s query (one row per tenant and key), then plan again';
+    END IF;
 END
 $$;
