@@ -56,6 +56,9 @@ type EntryPlan struct {
 	// was declared to use.
 	Cursor       *string `json:"cursor"`
 	HashFunction *string `json:"hash_function"`
+	// ItemsDigest is set when an import plan keeps one digest of its items
+	// instead of an item a row (idem.import_plan_seal_digest).
+	ItemsDigest *string `json:"items_digest,omitempty"`
 }
 
 // EntryOptions are what a planner states besides the items.
@@ -127,11 +130,17 @@ func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPla
 }
 
 // EntryOutcomes returns each item's outcome after a run, by "tenant/op"
-// (an import's run writes none for the items it entered: "entered").
+// (an import's run writes none for the items it entered: "entered"; an
+// import plan with an items digest has no row for them: the identities it
+// entered are read by their mark).
 func EntryOutcomes(ctx context.Context, db DBTX, id int64) (map[string]string, error) {
 	rows, err := db.Query(ctx, `SELECT e.tenant_id || '/' || e.operation_id,
 			coalesce(e.outcome, CASE WHEN p.state = 'done' AND p.kind = 'import' THEN 'entered' ELSE '' END)
-		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1`, id)
+		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1
+		UNION ALL
+		SELECT i.tenant_id || '/' || i.operation_id, 'entered'
+		FROM idem.identity i JOIN idem.entry_plan p ON p.id = i.entry_plan
+		WHERE i.entry_plan = $1 AND p.items_digest IS NOT NULL`, id)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,10 @@ func TestImportSpeed(t *testing.T) {
 	f := setup(t)
 	rocketSetup(t, f)
 	start := time.Now()
-	dbtest.Admin(t, f.dsn, `
+	// By slices of 100,000 rows: each statement stays within the helper's
+	// minute on a loaded machine.
+	for lo := 1; lo <= n; lo += 100000 {
+		dbtest.Admin(t, f.dsn, `
 		INSERT INTO rocket.idempotency_keys (created_at, idempotency_key, last_run_at, locked_at, request_method,
 		                                     request_params, request_path, response_code, response_body, recovery_point, user_id)
 		SELECT now() - interval '1095 days' * (1 - g::float8 / $1), 'key-' || g, now(), NULL, 'POST',
@@ -39,30 +43,63 @@ func TestImportSpeed(t *testing.T) {
 		                          'target_lat', 37.8044, 'target_lon', -122.2712),
 		       '/rides', 201, jsonb_build_object('id', 'ride_' || g, 'charge', 'ch_' || g, 'status', 'succeeded'),
 		       'finished', 1 + g % 1000
-		FROM generate_series(1, $1::int) g`, n)
+		FROM generate_series($2::int, least($2::int + 99999, $1::int)) g`, n, lo)
+	}
 	dbtest.Admin(t, f.dsn, "VACUUM ANALYZE rocket.idempotency_keys")
 	t.Logf("source: %d rows written in %s", n, time.Since(start).Round(time.Millisecond))
 
+	if os.Getenv("IDEMCTL_BENCH_EXPLAIN") != "" {
+		for _, set := range []string{"session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '50ms'",
+			"auto_explain.log_analyze = on", "auto_explain.log_timing = off", "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on"} {
+			dbtest.Admin(t, f.dsn, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "+strings.ReplaceAll(set, "'", "''")+"', current_database()); END $$")
+		}
+	}
 	alice := dbtest.PoolAs(t, f.dsn, dbtest.Operator, 1)
 	var pid int
 	require.NoError(t, alice.QueryRow(f.ctx, "SELECT pg_backend_pid()").Scan(&pid))
 	src, err := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}.Open(f.ctx)
 	require.NoError(t, err)
 	defer src.Close()
+	// The backend's time on a CPU and waiting for one (schedstat), and
+	// idemctl's CPU time.
+	var queued time.Duration
+	cpu := func() (backend, self time.Duration) {
+		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid)); err == nil {
+			f := strings.Fields(string(raw))
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			wait, _ := strconv.ParseInt(f[1], 10, 64)
+			backend, queued = time.Duration(ns), time.Duration(wait)
+		}
+		var ru syscall.Rusage
+		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return backend, self
+	}
+	b0, s0 := cpu()
+	q0 := queued
 	start = time.Now()
 	r, err := importer.Plan(f.ctx, alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "bench"},
 		importer.Sinks{})
 	require.NoError(t, err)
 	plan := time.Since(start)
+	b1, s1 := cpu()
+	q1 := queued
 	require.Equal(t, n, r.Counts.ToImport)
+	start = time.Now()
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
+	approve := time.Since(start)
+	b2, s2 := cpu()
+	q2 := queued
+	_ = q1
 	start = time.Now()
-	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
-		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: true}.Open(ctx)
+	_, err = importer.Run(f.ctx, alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		return importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv, Unordered: !ordered}.Open(ctx)
 	})
 	require.NoError(t, err)
 	run := time.Since(start)
+	b3, s3 := cpu()
+	q3 := queued
 	var ru syscall.Rusage
 	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	backend := "unknown"
@@ -81,7 +118,15 @@ func TestImportSpeed(t *testing.T) {
 	dbtest.Admin(t, f.dsn, "INSERT INTO rocket.copy SELECT * FROM rocket.idempotency_keys")
 	baseline := time.Since(start)
 	rate := func(d time.Duration) int { return int(float64(n) / d.Seconds()) }
-	t.Logf("import of %d rows: plan %s (%d rows/s), run %s (%d rows/s), end to end %d rows/s; baseline INSERT ... SELECT of the store into an unindexed table %s (%d rows/s); idemctl peak RSS %d MiB, database backend peak RSS %s; %d body partitions",
-		n, plan.Round(time.Millisecond), rate(plan), run.Round(time.Millisecond), rate(run), rate(plan+run),
-		baseline.Round(time.Millisecond), rate(baseline), ru.Maxrss>>10, backend, parts)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	total := plan + approve + run
+	t.Logf("import of %d rows (plan + approve + run), end to end %s: %d rows/s", n, ms(total), rate(total))
+	t.Logf("  plan    %s (%d rows/s): database backend CPU %s (waited for a CPU %s), idemctl CPU %s", ms(plan), rate(plan),
+		ms(b1-b0), ms(q1-q0), ms(s1-s0))
+	t.Logf("  approve %s", ms(approve))
+	t.Logf("  run     %s (%d rows/s): database backend CPU %s (waited for a CPU %s), idemctl CPU %s", ms(run), rate(run),
+		ms(b3-b2), ms(q3-q2), ms(s3-s2))
+	t.Logf("  baseline INSERT ... SELECT of the store into an unindexed table %s (%d rows/s); end to end / baseline %.1fx",
+		ms(baseline), rate(baseline), total.Seconds()/baseline.Seconds())
+	t.Logf("  peak RSS: idemctl %d MiB, database backend %s (VmHWM); %d body partitions", ru.Maxrss>>10, backend, parts)
 }

@@ -48,7 +48,7 @@ func importFile(t *testing.T, f *fixture, path, hashFunction string) governance.
 	assert.Equal(t, importer.Counts{Read: 2, ToImport: 2, HashOnly: 2}, r.Counts)
 	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 	require.NoError(t, err)
-	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(context.Context, *importer.Cursor) (importer.Source, error) {
+	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 		return importer.OpenNDJSON(path)
 	})
 	require.NoError(t, err)

@@ -207,7 +207,15 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if err := tx.QueryRow(ctx, "SELECT (idem.import_plan_begin($1, $2, $3, $4)).id", src.Describe(), hf, o.Operator, o.Reason).Scan(&id); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
 	}
+	// On Citus a plan keeps an item a row; elsewhere one digest of them all.
+	var citus bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").Scan(&citus); err != nil {
+		return Result{}, fmt.Errorf("plan import: %w", err)
+	}
 	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now()}
+	if !citus {
+		p.digest = newItemsDigest()
+	}
 	if o.Since != nil {
 		p.counts.Since = o.Since.String()
 	}
@@ -228,7 +236,14 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if p.cursor != nil {
 		cursor = ptr(p.cursor.String())
 	}
-	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
+	var plan governance.EntryPlan
+	if p.digest != nil {
+		items, sample := p.digest.counts(o.Class)
+		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_digest($1, $2, $3, $4, $5, $6, $7) p",
+			id, res.Digest, string(counts), cursor, p.digest.sum(), items, sample))
+	} else {
+		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
+	}
 	if err != nil {
 		return res, fmt.Errorf("seal import plan %d: %w", id, err)
 	}
@@ -265,6 +280,9 @@ type planner struct {
 	cursor      *Cursor
 	batch       batch
 	ambiguousAt []Cursor
+	// digest, when set, takes the items instead of batch: the plan keeps
+	// their digest, counts and sample, no item row.
+	digest *itemsDigest
 }
 
 // batch holds the items idem.import_plan_add takes next, as its parallel
@@ -370,6 +388,10 @@ func (p *planner) row(r Row, v Verdict) error {
 	if v.StoreHash != "" {
 		p.counts.HashOnly++
 	}
+	if p.digest != nil {
+		p.digest.add(v)
+		return nil
+	}
 	p.batch.add(v)
 	if p.batch.len() >= p.o.BatchSize {
 		return p.flush()
@@ -411,10 +433,15 @@ func writeLine(w io.Writer, v any) error {
 
 // Outcomes counts the items of an import plan by outcome (entered,
 // skipped, quarantined, refused; pending before the run). The run writes
-// an outcome only for the items it did not enter.
+// an outcome only for the items it did not enter (and a plan with an items
+// digest an item row only for those).
 func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int, error) {
-	rows, err := db.Query(ctx, `SELECT coalesce(e.outcome, CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END), count(*)
-		FROM idem.entry_item e JOIN idem.entry_plan p ON p.id = e.plan_id WHERE e.plan_id = $1 GROUP BY 1`, id)
+	rows, err := db.Query(ctx, `SELECT o.outcome, o.n FROM idem.entry_plan p,
+			LATERAL (SELECT e.outcome, count(*) AS n FROM idem.entry_item e WHERE e.plan_id = p.id AND e.outcome IS NOT NULL GROUP BY 1
+			         UNION ALL
+			         SELECT CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END,
+			                p.items - (SELECT count(e.outcome) FROM idem.entry_item e WHERE e.plan_id = p.id)) o
+		WHERE p.id = $1 AND o.n > 0`, id)
 	if err != nil {
 		return nil, err
 	}

@@ -194,9 +194,9 @@ func TestImportRocketRides(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	reopen := func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
+	reopen := func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
 		s := src
-		s.Since, s.Unordered = since, true
+		s.Since, s.Unordered = since, !ordered
 		return s.Open(ctx)
 	}
 	r := plan(nil)
@@ -299,7 +299,7 @@ func TestImportRocketRides(t *testing.T) {
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", again.Plan.ID).Scan(&entered))
 	assert.Zero(t, entered, "nothing half-entered")
 	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body - 'tampered' WHERE response_body ? 'tampered'`)
-	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", func(context.Context, *importer.Cursor) (importer.Source, error) {
+	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 		return nil, errors.New("connection refused")
 	})
 	assert.ErrorContains(t, err, "the source cannot be read again: connection refused; nothing entered")

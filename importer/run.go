@@ -57,8 +57,10 @@ func (v Verdict) Fingerprint() [32]byte {
 var ErrSourceChanged = errors.New("the source changed since the plan")
 
 // Opener opens an import plan's source again, reading after since (nil:
-// from its start). The run needs no order (PostgresSource.Unordered).
-type Opener func(ctx context.Context, since *Cursor) (Source, error)
+// from its start). A plan that keeps one digest of its items needs the
+// rows in the plan's order (ordered); one that keeps an item a row needs
+// no order (PostgresSource.Unordered).
+type Opener func(ctx context.Context, since *Cursor, ordered bool) (Source, error)
 
 // Run runs an approved import plan in one transaction without a statement
 // timeout: it reads the plan's source again (open, after the plan's
@@ -83,14 +85,14 @@ func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Ope
 	if err != nil {
 		return governance.EntryPlan{}, err
 	}
-	src, err := open(ctx, st.since)
+	src, err := open(ctx, st.since, plan.ItemsDigest != nil)
 	if err != nil {
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing entered", id, err)
 	}
 	defer src.Close()
 	st.src = src
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_stage"},
-		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash"}, st); err != nil {
+		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash", "evidence"}, st); err != nil {
 		if st.err != nil {
 			err = st.err
 		}
@@ -212,7 +214,8 @@ func stageValues(v Verdict) []any {
 	} else {
 		payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
 	}
-	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash}
+	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash,
+		v.Item.Evidence}
 }
 
 func (s *stager) Values() ([]any, error) { return s.vals, nil }

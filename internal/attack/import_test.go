@@ -1,6 +1,8 @@
 package attack_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +132,97 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	var at time.Time
 	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT created_at FROM idem.identity WHERE entry_plan = $1", id).Scan(&at))
 	assert.WithinDuration(t, old, at, time.Millisecond, "entered with its original age")
+}
+
+// A plan that keeps one digest of its items (no item row) is sealed by its
+// planner only, and its run enters the staged rows only if they are the
+// planned ones in the planned order with the planned counts and sample: a
+// forged payload, response or evidence, a row extra, missing, doubled or
+// out of order, or counts the items do not have, enter nothing.
+func TestImportDigestPlanRunsOnlyWhatWasPlanned(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	payload, response := `{"amount":5}`, `{"ok":true}`
+	old := time.Now().Add(-400 * 24 * time.Hour).Truncate(time.Microsecond)
+	ops := []string{"d-1", "d-2"}
+	run := sha256.New()
+	for _, op := range ops {
+		fp := importer.Fingerprint("t1", op, hashOf(payload), "", []byte(response), old)
+		run.Write(fp[:])
+		run.Write([]byte{0, 0, 0, 5})
+		run.Write([]byte("row " + op[2:]))
+	}
+	items := sha256.Sum256(run.Sum(nil))
+	at := old.UTC().Format(time.RFC3339Nano)
+	counts := func(tenants int) string {
+		return fmt.Sprintf(`{"items": 2, "tenants": %d, "hash_only": 0, "oldest": %q, "newest": %q, "class": %q}`, tenants, at, at, projClass)
+	}
+	sample := fmt.Sprintf(`[{"tenant_id": "t1", "operation_id": "d-1", "created_at": %q, "evidence": "row 1"}]`, at)
+	seal := "SELECT idem.import_plan_seal_digest($1, $2, '{}', NULL, $3, $4, $5)"
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	plan := func(tenants int) int64 {
+		var id int64
+		require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&id))
+		_, err := w.second.Exec(w.ctx, seal, id, digest, items[:], counts(tenants), sample)
+		assert.Equal(t, "IX343", code(err), "bob seals no plan of alice's")
+		_, err = w.operator.Exec(w.ctx, seal, id, digest, items[:], counts(tenants), `[{"tenant_id": "t1"}]`)
+		assert.Equal(t, "IX343", code(err), "a sample without its items' fields")
+		_, err = w.operator.Exec(w.ctx, seal, id, digest, items[:], counts(tenants), sample)
+		require.NoError(t, err)
+		_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+		assert.Equal(t, "IX342", code(err), "alice approves nothing of hers")
+		_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+		require.NoError(t, err)
+		return id
+	}
+	stage := func(op, payload, response, evidence string) func(tx pgx.Tx) error {
+		return func(tx pgx.Tx) error {
+			_, err := tx.Exec(w.ctx, "INSERT INTO pg_temp.idem_import_stage VALUES ('t1', $1, $2, $3, $4, $5, NULL, $6)",
+				op, payload, hashOf(payload), response, old, evidence)
+			return err
+		}
+	}
+	runPlan := func(id int64, steps ...func(tx pgx.Tx) error) error {
+		t.Helper()
+		tx, err := w.operator.Begin(w.ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(w.ctx) }()
+		if _, err := tx.Exec(w.ctx, "SELECT idem.import_stage_open($1)", id); err != nil {
+			return err
+		}
+		for _, step := range steps {
+			if err := step(tx); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+		if err == nil {
+			err = tx.Commit(w.ctx)
+		}
+		return err
+	}
+	one, two := stage("d-1", payload, response, "row 1"), stage("d-2", payload, response, "row 2")
+
+	lying := plan(2)
+	id := plan(1)
+	before := w.snapshot()
+	assert.Equal(t, "IX343", code(runPlan(lying, one, two)), "counts the items do not have (two tenants)")
+	for name, steps := range map[string][]func(pgx.Tx) error{
+		"forged payload":  {stage("d-1", `{"amount":6}`, response, "row 1"), two},
+		"forged response": {stage("d-1", payload, `{"ok":false}`, "row 1"), two},
+		"forged evidence": {stage("d-1", payload, response, "row 9"), two},
+		"no evidence":     {stage("d-1", payload, response, ""), two},
+		"out of order":    {two, one},
+		"missing":         {one},
+		"extra":           {one, two, stage("d-3", payload, response, "row 3")},
+	} {
+		assert.Equal(t, "IX343", code(runPlan(id, steps...)), name)
+	}
+	assert.Equal(t, "IX343", code(runPlan(id, one, one, two)), "a row staged twice")
+	assert.Equal(t, "IX343", code(runPlan(id, one, one)), "a row staged twice, another missing")
+	assert.Equal(t, before, w.snapshot(), "nothing written")
+	require.NoError(t, runPlan(id, one, two))
+	var n int
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1 AND created_at = $2", id, old).Scan(&n))
+	assert.Equal(t, 2, n, "both entered with their original age")
 }

@@ -52,9 +52,11 @@ func TestImportOnTheCoordinator(t *testing.T) {
 	held(1, 99)
 	file := filepath.Join(t.TempDir(), "store.ndjson")
 	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-	open := func(context.Context, *importer.Cursor) (importer.Source, error) { return importer.OpenNDJSON(file) }
+	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(file)
+	}
 
-	src, err := open(ctx, nil)
+	src, err := open(ctx, nil, false)
 	require.NoError(t, err)
 	planned, err := importer.Plan(ctx, alice, src, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})

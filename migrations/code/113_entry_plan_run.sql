@@ -52,8 +52,10 @@ BEGIN
         END IF;
         UPDATE idem.entry_item SET outcome = v_out WHERE plan_id = p_id AND seq = v_i.seq;
     END LOOP;
-    -- An import's entered items keep outcome NULL (idem.import_run).
-    SELECT count(*) FILTER (WHERE outcome = 'entered' OR (v_p.kind = 'import' AND outcome IS NULL)) AS n_entered,
+    -- An import writes no outcome for the items it entered (idem.import_run;
+    -- idem.import_run_digest writes an item row only for the others).
+    SELECT CASE WHEN v_p.kind = 'import' THEN v_p.items - count(outcome) ELSE count(*) FILTER (WHERE outcome = 'entered') END
+               AS n_entered,
            count(*) FILTER (WHERE outcome = 'exists') AS n_exists, count(*) FILTER (WHERE outcome = 'refused') AS n_refused,
            count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined
     INTO v_c

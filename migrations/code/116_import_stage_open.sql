@@ -5,7 +5,13 @@
 -- the caller's session that lives until the end of the transaction, owned
 -- by the schema owner; the caller's login may only INSERT (COPY) into it,
 -- so it can neither give it triggers, policies or rules nor swap it for a
--- view. An identity is staged once (its primary key). idemctl import run copies the rows it read again into it, then
+-- view. n numbers the rows in the order they were copied (a plan with an
+-- items digest is checked in that order), evidence is the item's (its
+-- source row). For a plan with an item a row an identity is staged once
+-- (the stage's primary key); a plan with an items digest has its run count
+-- the identities it enters and leaves alone (idem.import_run_digest): a
+-- key the size of a million-row stage, inserted in no order, would not fit
+-- the session's temporary buffers. idemctl import run copies the rows it read again into it, then
 -- calls idem.entry_plan_run in the same transaction; idem.import_run enters
 -- them only if they are exactly the planned items. The plan must be an
 -- approved import (IX341) and the caller a person (IX313). Returns the plan.
@@ -34,8 +40,12 @@ BEGIN
         response     text,
         created_at   timestamptz,
         store_hash   text,
-        PRIMARY KEY (tenant_id, operation_id)
+        evidence     text,
+        n            bigint GENERATED ALWAYS AS IDENTITY UNIQUE
     ) ON COMMIT DROP;
+    IF v_p.items_digest IS NULL THEN
+        ALTER TABLE idem_import_stage ADD PRIMARY KEY (tenant_id, operation_id);
+    END IF;
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
     RETURN v_p;
 END

@@ -61,6 +61,11 @@ BEGIN
         RAISE EXCEPTION 'import plan %: its rows are not staged (idemctl import run reads the source again)', p_id
             USING ERRCODE = 'IX341';
     END IF;
+    IF p_p.items_digest IS NOT NULL THEN
+        -- a plan that keeps one digest of its items, not an item a row
+        PERFORM idem.import_run_digest(p_id, p_operator);
+        RETURN;
+    END IF;
     -- One pass: every staged row's problem and its planned fingerprint
     -- (an identity is staged once: the stage's primary key).
     SELECT count(*) AS staged,

@@ -372,10 +372,10 @@ func (s *importRunSource) validate() error {
 }
 
 func (s *importRunSource) opener() importer.Opener {
-	return func(ctx context.Context, since *importer.Cursor) (importer.Source, error) {
+	return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
 		if s.FromNDJSON != "" {
 			return importer.OpenNDJSON(s.FromNDJSON)
 		}
-		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since, Unordered: true}.Open(ctx)
+		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since, Unordered: !ordered}.Open(ctx)
 	}
 }
