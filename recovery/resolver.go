@@ -597,20 +597,22 @@ func (r *Resolver) record(ctx context.Context, sum RunSummary) error {
 
 // start is step 1 before the run and the classes it needs. A connection
 // the server ended meanwhile (a DBA's pg_terminate_backend, a restart) is
-// tried again a few times on a new one; a database that cannot be reached at
+// tried again on a new one, with the lines' backoff, for Config.RetryFor, as
+// an operation caught in one would be; a database that cannot be reached at
 // all is reported at once.
 func (r *Resolver) start(ctx context.Context) (started time.Time, classes map[string]classInfo, err error) {
 	var connect *pgconn.ConnectError
-	for attempt := 0; ; attempt++ {
+	deadline := time.Now().Add(r.retryFor())
+	for wait := retryFirst; ; wait = min(2*wait, retryMax) {
 		started, err = CheckPrimary(ctx, r.Pool)
 		if err == nil {
 			classes, err = loadClasses(ctx, r.Pool)
 		}
-		if err == nil || attempt == 3 || !connectionFailure(err) || errors.As(err, &connect) || ctx.Err() != nil {
+		if err == nil || !connectionFailure(err) || errors.As(err, &connect) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return started, classes, err
 		}
 		select {
-		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return started, classes, err
 		}
