@@ -110,3 +110,22 @@ func TestHelpUsesAWiderTerminal(t *testing.T) {
 		assert.Empty(t, overLong(helpAt(t, 120, path), 120), "idemctl %s --help at width 120", strings.Join(path, " "))
 	}
 }
+
+// A group given a subcommand it does not hold is a usage error (exit 2,
+// naming the word and the group), not its help with exit 0; the group alone
+// still prints its help and succeeds.
+func TestUnknownSubcommandOfAGroupIsAUsageError(t *testing.T) {
+	ios, _, _, errOut := cmdutil.Test(false)
+	f := cmdutil.NewFactory(ios)
+	defer f.Close()
+	code := Run(context.Background(), f, []string{"horizon", "purg"})
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut.String(), `unknown command "purg" for "idemctl horizon"`)
+	assert.Contains(t, errOut.String(), "Run 'idemctl horizon --help' for usage.")
+
+	ios, _, out, _ := cmdutil.Test(false)
+	g := cmdutil.NewFactory(ios)
+	defer g.Close()
+	assert.Equal(t, cmdutil.ExitOK, Run(context.Background(), g, []string{"horizon"}))
+	assert.Contains(t, out.String(), "Available Commands")
+}

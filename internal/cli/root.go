@@ -62,6 +62,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil && cmd != nil && cmd.HasParent() && !cmd.Runnable() && cmd.Flags().NArg() > 0 {
+		// A group (horizon, quarantine...) given a name it does not hold:
+		// cobra prints the group's help and succeeds; a typo in a script
+		// must not pass for success.
+		err = &cmdutil.ExitError{Code: cmdutil.ExitUsage,
+			Err: fmt.Errorf("unknown command %q for %q", cmd.Flags().Arg(0), cmd.CommandPath())}
+	}
 	if err == nil {
 		return cmdutil.ExitOK
 	}
