@@ -115,11 +115,12 @@ func TestHelpUsesAWiderTerminal(t *testing.T) {
 // naming the word and the group), not its help with exit 0; the group alone
 // still prints its help and succeeds.
 func TestUnknownSubcommandOfAGroupIsAUsageError(t *testing.T) {
-	ios, _, _, errOut := cmdutil.Test(false)
+	ios, _, stdout, errOut := cmdutil.Test(false)
 	f := cmdutil.NewFactory(ios)
 	defer f.Close()
 	code := Run(context.Background(), f, []string{"horizon", "purg"})
 	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Empty(t, stdout.String(), "no help on stdout for a typo: a script reading it would take it for output")
 	assert.Contains(t, errOut.String(), `unknown command "purg" for "idemctl horizon"`)
 	assert.Contains(t, errOut.String(), "Run 'idemctl horizon --help' for usage.")
 

@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,9 +63,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil && cmd != nil && cmd.HasParent() && !cmd.Runnable() && cmd.Flags().NArg() > 0 {
+	if err == nil && unknownSubcommand(cmd) {
 		// A group (horizon, quarantine...) given a name it does not hold:
-		// cobra prints the group's help and succeeds; a typo in a script
+		// cobra would print the group's help and succeed; a typo in a script
 		// must not pass for success.
 		err = &cmdutil.ExitError{Code: cmdutil.ExitUsage,
 			Err: fmt.Errorf("unknown command %q for %q", cmd.Flags().Arg(0), cmd.CommandPath())}
@@ -91,6 +92,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
 	}
 	return code
+}
+
+// unknownSubcommand says whether cmd is a group (a command with
+// subcommands and no action of its own) that was given a word it does not
+// hold, which cobra answers with the group's help.
+func unknownSubcommand(cmd *cobra.Command) bool {
+	return cmd != nil && cmd.HasParent() && !cmd.Runnable() && cmd.Flags().NArg() > 0
 }
 
 // NewCmdRoot builds the command tree.
@@ -137,6 +145,21 @@ primary.`,
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	})
 	root.SetHelpTemplate(cmdutil.HelpTemplate)
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if unknownSubcommand(c) {
+			return // Run reports it on stderr, with no help on stdout
+		}
+		// Written whole once it is built: a reader that stops early
+		// (`idemctl resolve --help | head`) closes the pipe, which is not
+		// an error of the help's.
+		var buf bytes.Buffer
+		out := c.OutOrStdout()
+		c.SetOut(&buf)
+		help(c, args)
+		c.SetOut(out)
+		_, _ = out.Write(buf.Bytes())
+	})
 	root.SetUsageTemplate(cmdutil.UsageTemplate)
 	cmdutil.SetHelpWidth(root, f.IO.TextWidth())
 	pf := root.PersistentFlags()
