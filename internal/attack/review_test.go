@@ -1,0 +1,151 @@
+package attack_test
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/importer"
+)
+
+// recordOne enters (tenant t1, op) through a record plan of alice's that
+// bob approves and alice runs: an identity the inbox then holds.
+func (w *world) recordOne(op, payload string) {
+	w.t.Helper()
+	items := fmt.Sprintf(`[{"tenant_id":"t1","operation_id":%q,"class":%q,"payload":%q,"payload_hash":%q,"response":{"ok":true},"evidence":"x"}]`,
+		op, projClass, payload, hashOf(payload))
+	var id int64
+	require.NoError(w.t, w.operator.QueryRow(w.ctx,
+		"SELECT (idem.entry_plan_create('record', 'file', $1, $2::jsonb, 'alice', 'because', NULL, NULL)).id",
+		"sha256:"+strings.Repeat("0", 64), items).Scan(&id))
+	_, err := w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	require.NoError(w.t, err)
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+	require.NoError(w.t, err)
+}
+
+// approvedDigestPlan is an import plan of alice's that keeps one digest of
+// its items (any digest), approved by bob: its stage has no key on the
+// identity (idem.import_stage_open).
+func (w *world) approvedDigestPlan() int64 {
+	w.t.Helper()
+	var id int64
+	require.NoError(w.t, w.operator.QueryRow(w.ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&id))
+	digest := make([]byte, 32)
+	_, _ = rand.Read(digest)
+	at := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	_, err := w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal_digest($1, $2, '{}', NULL, $3, $4, $5)", id,
+		"sha256:"+strings.Repeat("ab", 32), digest,
+		fmt.Sprintf(`{"items": 1, "tenants": 1, "hash_only": 0, "oldest": %q, "newest": %q, "class": %q}`, at, at, projClass),
+		fmt.Sprintf(`[{"tenant_id": "t9", "operation_id": "z-1", "created_at": %q, "evidence": "row 1"}]`, at))
+	require.NoError(w.t, err)
+	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	require.NoError(w.t, err)
+	return id
+}
+
+// Review of the import (migrations 012-015, code 114-117), attack 1:
+// an operator running an approved import plan that keeps an item a row
+// (idem.import_plan_add/seal, which any operator may use off Citus too)
+// opens the stage of ANOTHER approved plan, one that keeps a digest: that
+// stage has no primary key on the identity, and idem.import_run never
+// checks which plan the stage was opened for. Staging planned item X twice
+// and planned item Y not at all passes the run's check (rows staged = items,
+// rows matching a planned fingerprint = items). With X already in the inbox
+// (or refused), the run finishes: the plan is done and says it entered one
+// item, but Y never entered. Y was finished in the old store; a retry of Y
+// now runs its effect again while the plan reports it imported.
+//
+// Fails on today's code (import_run accepts the stage).
+func TestImportRunOnAnotherPlansStageEntersEveryPlannedItem(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	payload, response := `{"amount":5}`, `{"ok":true}`
+	old := time.Now().Add(-400 * 24 * time.Hour).Truncate(time.Microsecond)
+	w.recordOne("x-1", payload)
+	digestPlan := w.approvedDigestPlan()
+
+	var id int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&id))
+	fpX := importer.Fingerprint("t1", "x-1", hashOf(payload), "", []byte(response), old)
+	fpY := importer.Fingerprint("t1", "y-1", hashOf(payload), "", []byte(response), old)
+	_, err := w.operator.Exec(w.ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8)", id, projClass,
+		[]string{"t1", "t1"}, []string{"x-1", "y-1"}, []string{"row 1", "row 2"}, []time.Time{old, old},
+		[]*string{nil, nil}, [][]byte{fpX[:], fpY[:]})
+	require.NoError(t, err)
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, "sha256:"+strings.Repeat("cd", 32))
+	require.NoError(t, err)
+	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	require.NoError(t, err)
+
+	before := w.snapshot()
+	tx, err := w.operator.Begin(w.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(w.ctx) }()
+	_, err = tx.Exec(w.ctx, "SELECT idem.import_stage_open($1)", digestPlan)
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		_, err = tx.Exec(w.ctx, "INSERT INTO pg_temp.idem_import_stage VALUES ('t1', 'x-1', $1, $2, $3, $4, NULL, 'row 1')",
+			payload, hashOf(payload), response, old)
+		require.NoError(t, err, "the stage of a digest plan takes an identity twice")
+	}
+	_, err = tx.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+	if err == nil {
+		err = tx.Commit(w.ctx)
+	}
+	var state string
+	var entered, y int
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT state, entered FROM idem.entry_plan WHERE id = $1", id).Scan(&state, &entered))
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE tenant_id = 't1' AND operation_id = 'y-1'").Scan(&y))
+	assert.Equal(t, "IX343", code(err),
+		"a stage holding planned item x-1 twice and y-1 not at all must enter nothing (run error %v; plan %s, says entered %d; y-1 in the inbox: %d)",
+		err, state, entered, y)
+	assert.Equal(t, "approved", state, "the plan did not run")
+	assert.Equal(t, before, w.snapshot(), "nothing written")
+}
+
+// Review of the by-hand record (code 110-113), attack 2: a record plan of
+// a class that moves no money needs no --contract. Once planned, any one
+// operator declares the class a money class (idem.class_money_set: applied
+// at once, one person, where there was no declaration), and the plan is
+// approved and runs: identities of a money class enter without their
+// effect and without the business contract a money class must cite. The
+// check is made at the plan only, not when it is relied on (approve, run).
+//
+// Fails on today's code (approve and run succeed).
+func TestRecordPlanOfAMoneyClassNeedsItsContractWhenItRuns(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	payload := `{"amount":500,"currency":"EUR"}`
+	items := fmt.Sprintf(`[{"tenant_id":"t1","operation_id":"paid-1","class":%q,"payload":%q,"payload_hash":%q,"response":{"ok":true},"evidence":"provider ref 17"}]`,
+		projClass, payload, hashOf(payload))
+	create := "SELECT (idem.entry_plan_create('record', 'file', $1, $2::jsonb, 'alice', 'because', NULL, NULL)).id"
+	digest := "sha256:" + strings.Repeat("0", 64)
+	money := `{"amount": "/amount", "currency": "/currency", "unit": "minor"}`
+
+	var id int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, create, digest, items).Scan(&id), "no money class yet: no contract needed")
+	var applied bool
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT applied FROM idem.class_money_set($1, $2::jsonb, 'alice', NULL)",
+		projClass, money).Scan(&applied))
+	require.True(t, applied, "a first money declaration applies at once")
+	_, err := w.operator.Exec(w.ctx, create, digest, items)
+	require.Equal(t, "IX343", code(err), "planned now, the money class needs its contract")
+
+	before := w.snapshot()
+	_, errApprove := w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	_, errRun := w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
+	var n int
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", id).Scan(&n))
+	assert.True(t, code(errApprove) == "IX343" || code(errRun) == "IX343",
+		"a money class's identities enter only with a contract (approve: %v; run: %v; entered %d)", errApprove, errRun, n)
+	assert.Zero(t, n, "nothing of a money class entered without its contract")
+	if code(errApprove) == "IX343" {
+		assert.Equal(t, before, w.snapshot(), "nothing written")
+	}
+}
