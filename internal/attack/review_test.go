@@ -1,8 +1,12 @@
 package attack_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/importer"
 )
 
@@ -148,4 +153,61 @@ func TestRecordPlanOfAMoneyClassNeedsItsContractWhenItRuns(t *testing.T) {
 	if code(errApprove) == "IX343" {
 		assert.Equal(t, before, w.snapshot(), "nothing written")
 	}
+}
+
+// Review of the import, attack 3: a source row whose fields hold what a
+// COPY or a digest boundary could trip on. Tabs, newlines, backslashes and
+// escape sequences inside the payload's and the response's JSON strings
+// (and in their keys) stage intact (pgx copies in binary) and enter with
+// the stored bytes hashing to the stored digest; ids holding them are
+// invalid rows. But a payload or a response that holds U+0000 (the JSON
+// escape \u0000, which PostgreSQL's jsonb cannot store, and which a client
+// of the old service could send) is classified "to import" by the plan,
+// which is approved, and then makes every run of the plan fail with
+// SQLSTATE 22P05 (not IX343, naming no row): one client's request blocks
+// the import of the whole store. idem.execute refuses the same payload up
+// front (idem.ErrNUL); the import should count the row invalid at the plan,
+// as it does a payload over the limits, and let the rest go on.
+//
+// Fails on today's code (the run fails with 22P05).
+func TestImportSourceRowWithNULIsInvalidAndTheRestEnters(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	at := time.Now().Add(-10 * 24 * time.Hour).UTC()
+	lines := []string{
+		`{"tenant_id":"t1","operation_id":"ok-1","payload":{"amount":1},"response":{"ok":true},"created_at":%q,"status":"finished"}`,
+		`{"tenant_id":"t1","operation_id":"ctl-1","payload":{"a\tb":"x\ny\r\u001b[2J\\\"\u2028"},"response":{"o\tk":"\u001b]0;x\u0007"},"created_at":%q,"status":"finished"}`,
+		`{"tenant_id":"t1","operation_id":"nul-payload","payload":{"note":"a\u0000b"},"response":{"ok":true},"created_at":%q,"status":"finished"}`,
+		`{"tenant_id":"t1","operation_id":"nul-response","payload":{"amount":2},"response":{"note":"a\u0000b"},"created_at":%q,"status":"finished"}`,
+		`{"tenant_id":"t1","operation_id":"esc\u001b[2J","payload":{"amount":3},"response":{"ok":true},"created_at":%q,"status":"finished"}`,
+		`{"tenant_id":"t1","operation_id":"tab\tnl\n","payload":{"amount":4},"response":{"ok":true},"created_at":%q,"status":"finished"}`,
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		fmt.Fprintf(&b, l+"\n", at.Add(time.Duration(i)*time.Minute).Format(time.RFC3339Nano))
+	}
+	path := filepath.Join(t.TempDir(), "store.ndjson")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	src, err := importer.OpenNDJSON(path)
+	require.NoError(t, err)
+	var invalid bytes.Buffer
+	r, err := importer.Plan(w.ctx, w.operator, src, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt"},
+		importer.Sinks{Invalid: &invalid})
+	_ = src.Close()
+	require.NoError(t, err)
+	assert.Contains(t, invalid.String(), `"operation_id":"esc\u001b[2J"`, "an id with an escape sequence is invalid")
+	assert.Contains(t, invalid.String(), `"operation_id":"tab\tnl\n"`, "an id with a tab and a newline is invalid")
+	assert.Contains(t, invalid.String(), `"nul-payload"`, "a payload jsonb cannot store is invalid at the plan")
+	assert.Contains(t, invalid.String(), `"nul-response"`, "a response jsonb cannot store is invalid at the plan")
+	_, err = governance.ApproveEntry(w.ctx, w.second, r.Plan.ID, "bob")
+	require.NoError(t, err)
+	_, err = importer.Run(w.ctx, w.operator, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(path)
+	})
+	assert.NoError(t, err, "the approved plan runs: the rows it planned enter")
+	var ok bool
+	require.NoError(t, w.operator.QueryRow(w.ctx, `SELECT count(*) = 2 AND bool_and(sha256(convert_to(b.payload, 'UTF8')) = i.payload_digest)
+		FROM idem.identity i JOIN idem.inbox_body b USING (tenant_id, operation_id)
+		WHERE i.entry_plan = $1 AND i.operation_id IN ('ok-1', 'ctl-1')`, r.Plan.ID).Scan(&ok))
+	assert.True(t, ok, "ok-1 and ctl-1 entered, each stored payload hashing to its digest")
 }
