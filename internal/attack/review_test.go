@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
 // recordOne enters (tenant t1, op) through a record plan of alice's that
@@ -210,4 +211,39 @@ func TestImportSourceRowWithNULIsInvalidAndTheRestEnters(t *testing.T) {
 		FROM idem.identity i JOIN idem.inbox_body b USING (tenant_id, operation_id)
 		WHERE i.entry_plan = $1 AND i.operation_id IN ('ok-1', 'ctl-1')`, r.Plan.ID).Scan(&ok))
 	assert.True(t, ok, "ok-1 and ctl-1 entered, each stored payload hashing to its digest")
+}
+
+// Review of governance (code 100-105), attack 4: changing or removing a
+// money declaration is a governed change that a second person approves,
+// because it would switch four eyes off. Making a forever (money) class
+// purgeable by horizon alone switches off what the brief requires of a
+// money class's cleanup (a business contract cited at the plan, IX304; its
+// tombstones never dropped), yet idem.class_set applies it at once for one
+// operator with a reason, and even for a login that maps to no person
+// (class_set never asks for a person). Then a purge plan of the money class
+// needs no contract.
+//
+// Fails on today's code (both calls apply the change at once).
+func TestWeakeningAMoneyClassToHorizonNeedsTwoPersons(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	const money = "proj.money"
+	dbtest.RegisterAppClass(t, w.dsn, money, "forever")
+	retention := func() string {
+		var r string
+		require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT retention FROM idem.op_class WHERE name = $1", money).Scan(&r))
+		return r
+	}
+	set := "SELECT idem.class_set($1, 'horizon', NULL, false, $2, 'no contract needed any more')"
+
+	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 1)
+	_, err := unmapped.Exec(w.ctx, set, money, "nobody")
+	assert.Equal(t, "forever", retention(), "a login with no person weakened a money class alone (err %v)", err)
+	require.NoError(t, dbtest.Owner(w.dsn, "UPDATE idem.op_class SET retention = 'forever' WHERE name = $1", money))
+
+	_, err = w.operator.Exec(w.ctx, set, money, "alice")
+	assert.Equal(t, "forever", retention(), "one person weakened a money class alone (err %v)", err)
+	_, err = w.operator.Exec(w.ctx, `SELECT idem.horizon_plan_create($1, false, now() - interval '60 days', interval '1 day',
+		NULL, 'alice', '[]', gen_random_uuid(), interval '1 hour')`, money)
+	assert.Equal(t, "IX304", code(err), "a purge plan of a money class without a business contract")
 }
