@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/importer"
@@ -360,4 +362,49 @@ func TestImportSinceTakesARowThatCommittedLateBeforeTheCursor(t *testing.T) {
 	in, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c", "d"}, in, "every finished key of the store is in the inbox after the cutover")
+}
+
+// appendBetween is the auditor's pool through which audit.Verify reads,
+// with an operator's audited act committed after the chain was read and
+// before the next statement: what any operator's work does to a verify
+// that reads the log and its head in two snapshots.
+type appendBetween struct {
+	*pgxpool.Pool
+	w    *world
+	done bool
+}
+
+func (a *appendBetween) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if !a.done {
+		a.done = true
+		_, err := audit.Append(ctx, a.w.operator, audit.Entry{Actor: "alice", Action: "resolve.step", Target: "t:late"})
+		require.NoError(a.w.t, err)
+	}
+	return a.Pool.QueryRow(ctx, sql, args...)
+}
+
+// Review of `audit verify`, attack 7: verify reads the chain in one
+// statement and the head (and, with a kept anchor, the log's last id) in
+// others, each in its own snapshot, on a pool. An operator's act that
+// commits in between (an ordinary resolve or decision) makes an intact log
+// report "row N is missing (deleted from the end of the log)": a false
+// diagnosis of tampering for the auditor's scheduled job, which then exits
+// non-zero and keeps no anchor. Verify should read in one REPEATABLE READ,
+// READ ONLY transaction.
+//
+// Fails on today's code (the intact log is reported broken).
+func TestAuditVerifyOfAnIntactLogUnderConcurrentWork(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	for i := 0; i < 3; i++ {
+		_, err := audit.Append(w.ctx, w.operator, audit.Entry{Actor: "alice", Action: "resolve.step", Target: fmt.Sprintf("t:%d", i)})
+		require.NoError(t, err)
+	}
+	auditor := dbtest.PoolAs(t, w.dsn, dbtest.Auditor, 2)
+	r, err := audit.Verify(w.ctx, &appendBetween{Pool: auditor, w: w})
+	require.NoError(t, err)
+	assert.True(t, r.Intact, "an intact log, appended to by an operator during the verify, is reported broken: %s", r.Problem)
+	r, err = audit.Verify(w.ctx, auditor)
+	require.NoError(t, err)
+	assert.True(t, r.Intact, "and it verifies intact right after: %s", r.Problem)
 }
