@@ -61,6 +61,10 @@ var (
 	ErrUnboundedHorizon = errors.New("no replay source but the manual one proves the horizon closed")
 	// ErrPlanExpired: the plan is past its expiry: its proof is stale.
 	ErrPlanExpired = errors.New("the purge plan has expired")
+	// ErrEnteredAfterPlan: an entry plan (an import keeps its items'
+	// original times) entered identities into the plan's range after the
+	// plan counted its candidates: the purge refuses to go on.
+	ErrEnteredAfterPlan = errors.New("identities entered the purge range after the plan was made")
 	// ErrInsideMargin: the cutoff lies inside the safety margin.
 	ErrInsideMargin = errors.New("the cutoff lies inside the safety margin")
 	// ErrPurgeRunning: another session is purging this plan, or this session
@@ -132,17 +136,43 @@ type Plan struct {
 	// Candidates is how many rows (tombstones for drop_tombstones) the plan
 	// covers; Pinned how many identities in its range it keeps; Purged how
 	// many it removed so far.
-	Candidates int64      `json:"candidates"`
-	Pinned     int64      `json:"pinned"`
-	Purged     int64      `json:"purged"`
-	Batches    int        `json:"batches"`
-	Proof      []Evidence `json:"proof,omitempty"`
+	Candidates int64 `json:"candidates"`
+	Pinned     int64 `json:"pinned"`
+	// PinnedBy says what holds the pinned identities, each counted once
+	// (they add up to Pinned): a replay source that enumerated it (the first
+	// by name when several did; "manual" for a pending manual correction) or
+	// "quarantine" (an open or rejected quarantine record). A source's own
+	// pins in the proof count every identity it listed, shared or not.
+	PinnedBy []PinHolder `json:"pinned_by"`
+	Purged   int64       `json:"purged"`
+	Batches  int         `json:"batches"`
+	Proof    []Evidence  `json:"proof,omitempty"`
 	// ExpiresAt is when the plan can no longer be approved or started (nil:
 	// a plan made before plans expired).
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// RemovedSources are the replay sources removed since the class's last
 	// finished purge before this plan was made: a proof no longer asks them.
 	RemovedSources []governance.Change `json:"removed_sources"`
+}
+
+// PinHolder is what holds some of a plan's pinned identities, and how many.
+type PinHolder struct {
+	// HeldBy is a replay source's name, "manual" (pending manual
+	// corrections) or "quarantine" (open or rejected quarantine records).
+	HeldBy     string `json:"held_by"`
+	Identities int64  `json:"identities"`
+}
+
+// PinsHeldBy is "dlq 1, quarantine 4" ("none" when nothing is pinned).
+func (p Plan) PinsHeldBy() string {
+	if len(p.PinnedBy) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(p.PinnedBy))
+	for i, h := range p.PinnedBy {
+		parts[i] = fmt.Sprintf("%s %d", h.HeldBy, h.Identities)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Margin returns the plan's safety margin.
@@ -158,7 +188,7 @@ func scanPlan(row pgx.Row) (Plan, error) {
 		&p.PlannedAt, &p.PlannedBy, &p.PlannedPerson, &p.PlannedDBUser,
 		&p.ApprovedAt, &p.ApprovedBy, &p.ApprovedPerson, &p.ApprovedDBUser,
 		&p.PurgeStartedAt, &p.FinishedAt, &p.AbortedAt, &p.AbortedBy, &p.AbortReason,
-		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof, &p.ExpiresAt, &p.RanPerson, &p.RanDBUser)
+		&p.Candidates, &p.Pinned, &p.Purged, &p.Batches, &p.Proof, &p.ExpiresAt, &p.RanPerson, &p.RanDBUser, &p.PinnedBy)
 	p.State, p.Retention = State(state), Retention(ret)
 	return p, err
 }
@@ -362,6 +392,7 @@ var planErrors = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX313": ErrNoPerson,
 	"IX314": ErrInsideMargin,
 	"IX315": ErrPlanExpired,
+	"IX316": ErrEnteredAfterPlan,
 }}
 
 // EnsurePartitions creates the inbox body's daily partitions for today and

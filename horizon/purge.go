@@ -77,14 +77,17 @@ func (r PurgeResult) LockHoldP99() time.Duration {
 }
 
 // Purge executes an approved plan (or resumes a purging one). It re-probes
-// every source first: an older bound, a failing source, a removed source or a
-// new identity pinned inside the purge set aborts it with nothing deleted
+// every source first: an older bound, a failing source, a removed source, a
+// new identity pinned inside the purge set or an entry plan (an import) that
+// entered identities into its range after it was made aborts it with nothing deleted
 // (Aborted, not an error: a new plan is needed). Then it begins the purge in
 // the database (idem.horizon_purge_begin: the login's person, the plan's
 // state, one runner at a time) on a connection of its own, removes the plan's
 // set in bounded transactions on it, and finishes it. Every step writes its
 // own audit row. Cancelling ctx stops it between two transactions
-// (ErrInterrupted); an abort of the plan meanwhile stops it at its next batch.
+// (ErrInterrupted); an abort of the plan meanwhile stops it at its next batch,
+// and an import meanwhile at the transaction that sees it (the database
+// refuses it, IX316), which this aborts.
 func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (PurgeResult, error) {
 	if o.BatchRows <= 0 {
 		o.BatchRows = DefaultBatchRows
@@ -109,13 +112,7 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 		return res, err
 	}
 	if reason != "" {
-		ev, _ := json.Marshal(evidence)
-		if _, err := pool.Exec(ctx, "SELECT idem.horizon_abort($1, $2, $3, $4)", p.ID, o.Operator, reason, ev); err != nil {
-			return res, mapPlanError(err)
-		}
-		res.Aborted, res.AbortReason = true, reason
-		res.Plan, err = GetPlan(ctx, pool, id)
-		return res, err
+		return abortPurge(ctx, pool, res, o.Operator, reason)
 	}
 	// The runner's lock is a session lock: the purge runs on a connection of
 	// its own, closed at the end, never handed back to the pool.
@@ -137,6 +134,16 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 		werr = w.purgeBody(ctx)
 	}
 	if werr != nil {
+		if errors.Is(mapPlanError(werr), ErrEnteredAfterPlan) {
+			// The refused transaction deleted nothing; what earlier ones
+			// deleted the plan counted.
+			reason, _ := enteredAfter(context.WithoutCancel(ctx), pool, p)
+			if reason == "" {
+				reason = "identities entered the purge range after the plan was made"
+			}
+			reason += fmt.Sprintf("; the purge stopped after removing %d rows the plan counted: make a new plan", res.Purged)
+			return abortPurge(context.WithoutCancel(ctx), pool, res, o.Operator, reason)
+		}
 		res.Plan, _ = GetPlan(context.WithoutCancel(ctx), pool, id)
 		return res, mapPlanError(werr)
 	}
@@ -146,6 +153,38 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 	}
 	res.Plan, err = GetPlan(ctx, pool, id)
 	return res, err
+}
+
+// abortPurge ends plan res.Plan with reason (idem.horizon_abort, with the
+// re-probe's evidence) and reports it Aborted: a new plan is needed.
+func abortPurge(ctx context.Context, pool *pgxpool.Pool, res PurgeResult, operator, reason string) (PurgeResult, error) {
+	ev, _ := json.Marshal(res.Evidence)
+	if _, err := pool.Exec(ctx, "SELECT idem.horizon_abort($1, $2, $3, $4)", res.Plan.ID, operator, reason, ev); err != nil {
+		return res, mapPlanError(err)
+	}
+	res.Aborted, res.AbortReason = true, reason
+	var err error
+	res.Plan, err = GetPlan(ctx, pool, res.Plan.ID)
+	return res, err
+}
+
+// enteredAfter says which entry plans entered identities into plan p's range
+// after p counted its candidates (idem.horizon_entered_after; "" when none):
+// p's proof and its approver never saw them.
+func enteredAfter(ctx context.Context, pool *pgxpool.Pool, p Plan) (string, error) {
+	var ids []int64
+	if err := pool.QueryRow(ctx, "SELECT idem.horizon_entered_after(p) FROM idem.horizon_plan p WHERE p.id = $1", p.ID).Scan(&ids); err != nil {
+		return "", fmt.Errorf("entry plans since plan %d: %w", p.ID, err)
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = fmt.Sprint(id)
+	}
+	return fmt.Sprintf("entry plan %s (idemctl import / record) entered identities of class %s before the cutoff after the plan counted its candidates: "+
+		"the plan never counted them, its proof never saw them", strings.Join(names, ", "), p.Class), nil
 }
 
 // reprobe probes every source again against the plan's cutoff and returns why
@@ -175,6 +214,13 @@ func reprobe(ctx context.Context, pool *pgxpool.Pool, p Plan) (string, []Evidenc
 	}
 	var reasons []string
 	reasons = append(reasons, r.failures()...)
+	entered, err := enteredAfter(ctx, pool, p)
+	if err != nil {
+		return "", nil, err
+	}
+	if entered != "" {
+		reasons = append(reasons, entered)
+	}
 	now := map[string]bool{}
 	for _, s := range sources {
 		now[s.Name] = true

@@ -9,7 +9,12 @@
 -- margin (IX314). The cutoff is the earlier of p_before and now minus the
 -- class's min-age. The plan expires p_expires after now (at least a minute,
 -- at most 30 days; IX315 past it). Pins, held quarantine evidence,
--- candidates and the audit row are written here. Returns the plan.
+-- candidates and the audit row are written here. Which entry plans it saw
+-- (entry_high, entry_open) is read under a SHARE lock on idem.entry_plan,
+-- which waits for an entry plan being created or run and holds new ones off
+-- until this commits: an import that runs later enters identities the
+-- candidates never counted, and the purge refuses to go on (see
+-- idem.horizon_entered_after). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.horizon_plan_create(
     p_class text, p_drop_tombstones boolean, p_before timestamptz, p_margin interval, p_contract text,
     p_operator text, p_proof jsonb, p_run uuid, p_expires interval
@@ -22,6 +27,8 @@ DECLARE
     v_class  idem.op_class;
     v_action text := CASE WHEN p_drop_tombstones THEN 'drop_tombstones' ELSE 'purge' END;
     v_p      idem.horizon_plan;
+    v_high   bigint;
+    v_open   bigint[];
 BEGIN
     PERFORM idem.check_operator(p_operator, 'plan');
     SELECT * INTO v_class FROM idem.op_class WHERE name = p_class;
@@ -56,11 +63,17 @@ BEGIN
         RAISE EXCEPTION 'class %: another purge of this class is in progress', p_class
             USING ERRCODE = 'IX302', HINT = 'resume it first: idemctl horizon status';
     END IF;
+    -- Read before the candidates are counted (a later snapshot): every entry
+    -- plan done here has its identities counted below.
+    LOCK TABLE idem.entry_plan IN SHARE MODE;
+    SELECT coalesce(max(e.id), 0), coalesce(array_agg(e.id ORDER BY e.id) FILTER (WHERE e.state NOT IN ('done', 'aborted')), '{}')
+    INTO v_high, v_open
+    FROM idem.entry_plan e;
     INSERT INTO idem.horizon_plan (op_class, action, retention, min_age, contract, before, cutoff, margin,
-                                   planned_by, planned_person, planned_db_user, proof, expires_at)
+                                   planned_by, planned_person, planned_db_user, proof, expires_at, entry_high, entry_open)
     VALUES (p_class, v_action, v_class.retention, v_class.min_age, nullif(btrim(p_contract), ''), p_before,
             least(p_before, now() - coalesce(v_class.min_age, interval '0')), p_margin,
-            p_operator, v_person, session_user, p_proof, now() + p_expires)
+            p_operator, v_person, session_user, p_proof, now() + p_expires, v_high, v_open)
     RETURNING * INTO v_p;
     -- Pins: what a source enumerated inside the range (the first source to
     -- name an identity keeps it), then what quarantine evidence holds.

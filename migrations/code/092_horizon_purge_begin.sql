@@ -4,7 +4,9 @@
 -- this session: the login must map to a person (IX313), the plan must be
 -- approved or purging (IX302), an approved plan must not have expired
 -- (IX315; a purge already running resumes), a forever class still needs the plan's
--- contract (IX304), and no other live session may be running it (IX310). The
+-- contract (IX304), no entry plan may have entered identities into its range
+-- since it was made (IX316, idem.horizon_entered_after: plan again), and no
+-- other live session may be running it (IX310). The
 -- login itself must hold the operator role (42501). It records this session
 -- (backend pid, login, person) as the plan's runner, which the purge's
 -- batches check (idem.horizon_lock_purging) and which idem.horizon_purge_finish
@@ -42,6 +44,11 @@ BEGIN
     SELECT * INTO v_class FROM idem.op_class WHERE name = v_p.op_class;
     IF v_class.retention = 'forever' AND (v_p.contract IS NULL OR v_p.action <> 'purge') THEN
         RAISE EXCEPTION 'class % is forever now and plan % cites no contract', v_p.op_class, v_p.id USING ERRCODE = 'IX304';
+    END IF;
+    IF cardinality(idem.horizon_entered_after(v_p)) > 0 THEN
+        RAISE EXCEPTION 'purge plan %: entry plan % entered identities of class % before its cutoff after the plan counted its candidates: nothing was deleted',
+                v_p.id, array_to_string(idem.horizon_entered_after(v_p), ', '), v_p.op_class
+            USING ERRCODE = 'IX316', HINT = 'cancel it and plan again: idemctl horizon plan';
     END IF;
     -- The runner is a session: its pid and login, while a session with both
     -- is connected (a pid is reused only after its session ended).

@@ -1,0 +1,13 @@
+-- A purge plan names the entry plans whose identities it could count: an
+-- import keeps its items' original created_at, so it is the one path that
+-- enters identities (with their saved responses) into a range that a purge
+-- plan already counted, proved and had approved. entry_high is the highest
+-- entry plan id when the plan was made and entry_open the ones at or below it
+-- that had not run yet (neither done nor aborted): an entry plan above
+-- entry_high or in entry_open entered its identities after the plan counted,
+-- and idem.horizon_entered_after names it; the purge refuses to go on
+-- (IX316). idem.horizon_plan_create sets both under a SHARE lock on
+-- idem.entry_plan, so no entry plan is being created or run meanwhile. NULL
+-- (plans made before this migration): an entry plan that finished at or after
+-- the plan's planned_at.
+ALTER TABLE idem.horizon_plan ADD COLUMN entry_high bigint, ADD COLUMN entry_open bigint[];

@@ -1,0 +1,31 @@
+-- object: function idem.horizon_entered_after(idem.horizon_plan)
+-- grant: operator, auditor
+-- horizon_entered_after names the entry plans (imports, records) that ran
+-- after plan p counted its candidates and could have entered identities of
+-- its class before its cutoff: done, entered at least one identity, of p's
+-- class (or of classes their counts do not name), and, for a record (which
+-- enters at its run's time), run before the cutoff. p counted none of their
+-- identities, its proof never saw them and its approver never approved their
+-- removal: the purge refuses to go on while any exists (IX316, checked when
+-- it begins and after every deleting transaction, in the same transaction).
+-- Which entry plans p saw: idem.horizon_plan_create records entry_high and
+-- entry_open (migration 019); a plan made before that compares times.
+-- Empty when there is none.
+CREATE OR REPLACE FUNCTION idem.horizon_entered_after(p idem.horizon_plan)
+RETURNS bigint[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_ids bigint[];
+BEGIN
+    SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}') INTO v_ids
+    FROM idem.entry_plan e
+    WHERE e.state = 'done' AND e.entered > 0
+      AND CASE WHEN p.entry_high IS NULL THEN e.finished_at >= p.planned_at
+               ELSE e.id > p.entry_high OR e.id = ANY (coalesce(p.entry_open, '{}')) END
+      AND (jsonb_typeof(e.counts -> 'classes') IS DISTINCT FROM 'object' OR e.counts -> 'classes' ? p.op_class)
+      AND (e.kind <> 'record' OR e.started_at < p.cutoff);
+    RETURN v_ids;
+END
+$$;
