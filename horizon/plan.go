@@ -163,18 +163,6 @@ type PinHolder struct {
 	Identities int64  `json:"identities"`
 }
 
-// PinsHeldBy is "dlq 1, quarantine 4" ("none" when nothing is pinned).
-func (p Plan) PinsHeldBy() string {
-	if len(p.PinnedBy) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(p.PinnedBy))
-	for i, h := range p.PinnedBy {
-		parts[i] = fmt.Sprintf("%s %d", h.HeldBy, h.Identities)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // Margin returns the plan's safety margin.
 func (p Plan) Margin() time.Duration { return time.Duration(p.MarginSec * float64(time.Second)) }
 

@@ -85,7 +85,7 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 			return err
 		}
 	} else {
-		if err := printEvidence(opts.IO, rep.Evidence); err != nil {
+		if err := printEvidence(opts.IO, rep.Evidence, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "safe cutoff: %s (oldest bound minus margin %s; primary clock %s)\n",
@@ -107,9 +107,18 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 	return nil
 }
 
-// printEvidence renders the probes' evidence as a table.
-func printEvidence(io *cmdutil.IOStreams, evidence []horizon.Evidence) error {
-	rows := make([][]string, 0, len(evidence))
+// printEvidence renders the probes' evidence as a table. With a plan's pins
+// (held, by holder: nil for a check) its pins column is what the plan pins on
+// each source's account, adding up to the plan's total with a row for
+// quarantine, and "(N listed)" when the source listed more (identities
+// another source holds).
+func printEvidence(io *cmdutil.IOStreams, evidence []horizon.Evidence, held []horizon.PinHolder) error {
+	rows := make([][]string, 0, len(evidence)+1)
+	byHolder := map[string]int64{}
+	for _, h := range held {
+		byHolder[h.HeldBy] = h.Identities
+	}
+	shown := map[string]bool{}
 	for _, ev := range evidence {
 		oldest := "-"
 		if ev.Oldest != nil {
@@ -119,8 +128,26 @@ func printEvidence(io *cmdutil.IOStreams, evidence []horizon.Evidence) error {
 		if mode == "" {
 			mode = "-"
 		}
-		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, cmdutil.HumanCount(ev.Pinned),
+		pins := cmdutil.HumanCount(ev.Pinned)
+		if held != nil {
+			pins = cmdutil.HumanCount(byHolder[ev.Source])
+			if ev.Pinned != byHolder[ev.Source] {
+				pins += fmt.Sprintf(" (%s listed)", cmdutil.HumanCount(ev.Pinned))
+			}
+		}
+		shown[ev.Source] = true
+		rows = append(rows, []string{ev.Source, string(ev.Kind), mode, oldest, pins,
 			fmt.Sprintf("%.0fms", ev.DurationMS), string(ev.Verdict), ev.Reason})
+	}
+	for _, h := range held {
+		if shown[h.HeldBy] {
+			continue
+		}
+		reason := "held by open or rejected quarantine records"
+		if h.HeldBy != "quarantine" {
+			reason = "a source the proof does not list"
+		}
+		rows = append(rows, []string{h.HeldBy, "-", "-", "-", cmdutil.HumanCount(h.Identities), "-", "-", reason})
 	}
 	return cmdutil.PrintTable(io.Out, []string{"source", "kind", "mode", "oldest replayable", "pins", "probe", "verdict", "reason"}, rows)
 }
@@ -216,7 +243,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 		Margin: opts.Margin, DropTombstones: opts.DropTombstones, Operator: opts.Operator, AcceptUnbounded: opts.AcceptUnbounded, ExpiresIn: opts.ExpiresIn})
 	var pe *horizon.ProofError
 	if errors.As(err, &pe) && !opts.JSON {
-		_ = printEvidence(&cmdutil.IOStreams{Out: opts.IO.ErrOut}, pe.Evidence)
+		_ = printEvidence(&cmdutil.IOStreams{Out: opts.IO.ErrOut}, pe.Evidence, nil)
 	}
 	if err != nil {
 		return horizonErr(err)
@@ -231,6 +258,21 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 	return nil
 }
 
+// pinnedLine is the plan's pins and what holds them, adding up to the total:
+// "5 (quarantine 4, dlq 1)". The proof's table counts, per source, every
+// identity that source listed (one listed by two sources shows in both), and
+// quarantine holds none of its rows.
+func pinnedLine(p horizon.Plan) string {
+	if p.Pinned == 0 && len(p.PinnedBy) == 0 {
+		return "0"
+	}
+	parts := make([]string, len(p.PinnedBy))
+	for i, h := range p.PinnedBy {
+		parts[i] = h.HeldBy + " " + cmdutil.HumanCount(h.Identities)
+	}
+	return cmdutil.HumanCount(p.Pinned) + " (held by " + strings.Join(parts, ", ") + ")"
+}
+
 // printPlan renders one plan and its proof.
 func printPlan(io *cmdutil.IOStreams, p horizon.Plan) error {
 	rows := [][]string{
@@ -240,7 +282,7 @@ func printPlan(io *cmdutil.IOStreams, p horizon.Plan) error {
 		{"state", string(p.State)},
 		{"cutoff", cmdutil.FormatStamp(p.Cutoff)},
 		{"candidates", cmdutil.HumanCount(p.Candidates)},
-		{"pinned", cmdutil.HumanCount(p.Pinned)},
+		{"pinned", pinnedLine(p)},
 		{"purged", cmdutil.HumanCount(p.Purged)},
 		{"planned", audit.Who(p.PlannedPerson, p.PlannedDBUser) + " at " + cmdutil.FormatStamp(p.PlannedAt)},
 		{"contract", cmdutil.OrDash(p.Contract)},
@@ -270,8 +312,12 @@ func printPlan(io *cmdutil.IOStreams, p horizon.Plan) error {
 	if err := cmdutil.PrintTable(io.Out, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
-	if len(p.Proof) == 0 {
+	if len(p.Proof) == 0 && len(p.PinnedBy) == 0 {
 		return nil
 	}
-	return printEvidence(io, p.Proof)
+	held := p.PinnedBy
+	if held == nil {
+		held = []horizon.PinHolder{}
+	}
+	return printEvidence(io, p.Proof, held)
 }

@@ -111,7 +111,7 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 			return err
 		}
 	} else if res.Aborted {
-		_ = printEvidence(opts.IO, res.Evidence)
+		_ = printEvidence(opts.IO, res.Evidence, nil)
 	} else {
 		fmt.Fprintf(opts.IO.Out, "plan %d done: %s rows purged (%s this run) in %d transactions (%d partitions swapped, %d batches); longest-held locks p99 %s\n",
 			res.Plan.ID, cmdutil.HumanCount(res.Plan.Purged), cmdutil.HumanCount(res.Purged), res.Plan.Batches, res.Swaps, res.Batches,
