@@ -102,8 +102,8 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	if p.State != StateApproved && p.State != StatePurging {
-		return PurgeResult{Plan: p}, fmt.Errorf("%w: plan %d is %s (a purge needs an approved plan: idemctl horizon approve)", ErrPlanState, id, p.State)
+	if err := PurgeReady(p); err != nil {
+		return PurgeResult{Plan: p}, err
 	}
 	res := PurgeResult{Plan: p}
 	reason, evidence, err := reprobe(ctx, pool, p)
@@ -123,7 +123,12 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 	defer conn.Close(context.Background())
 	ev, _ := json.Marshal(evidence)
 	if _, err := conn.Exec(ctx, "SELECT idem.horizon_purge_begin($1, $2, $3)", p.ID, o.Operator, ev); err != nil {
-		return res, mapPlanError(err)
+		if err = mapPlanError(err); errors.Is(err, ErrEnteredAfterPlan) {
+			// An import committed since the re-probe looked.
+			reason, _ := enteredAfter(ctx, pool, p)
+			return abortPurge(ctx, pool, res, o.Operator, reason+"; nothing was deleted by this run: make a new plan")
+		}
+		return res, err
 	}
 	w := &purgeWork{pool: pool, conn: conn, plan: p, opts: o, res: &res}
 	w.done.Store(p.Purged)
@@ -153,6 +158,24 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, id int64, o PurgeOptions) (P
 	}
 	res.Plan, err = GetPlan(ctx, pool, id)
 	return res, err
+}
+
+// PurgeReady says why plan p cannot be purged now (ErrPlanState, with what
+// to do next for its state), or nil when it is approved or purging.
+func PurgeReady(p Plan) error {
+	switch p.State {
+	case StateApproved, StatePurging:
+		return nil
+	case StatePlanned:
+		return fmt.Errorf("%w: plan %d is planned: another person approves it first: idemctl horizon approve %d", ErrPlanState, p.ID, p.ID)
+	case StateDone:
+		return fmt.Errorf("%w: plan %d is done (%d rows purged): nothing is left to purge; idemctl horizon status %d shows it",
+			ErrPlanState, p.ID, p.Purged, p.ID)
+	case StateAborted:
+		return fmt.Errorf("%w: plan %d was aborted (%s): it is never purged; make a new plan: idemctl horizon plan --class %s",
+			ErrPlanState, p.ID, p.AbortReason, p.Class)
+	}
+	return fmt.Errorf("%w: plan %d is %s", ErrPlanState, p.ID, p.State)
 }
 
 // abortPurge ends plan res.Plan with reason (idem.horizon_abort, with the

@@ -50,6 +50,10 @@ const PasswordEnvPrefix = "IDEMCTL_SOURCE_"
 // ManualSource is the name of the built-in source of pending corrections.
 const ManualSource = "manual"
 
+// ErrBuiltinSource: the built-in source manual is not a row of the sources
+// table: it cannot be added or removed (its corrections leave it when done).
+var ErrBuiltinSource = errors.New("source manual is built in and cannot be removed")
+
 // DefaultProbeTimeout bounds a probe when the source names none.
 const DefaultProbeTimeout = 30 * time.Second
 
@@ -269,6 +273,9 @@ func AddSource(ctx context.Context, pool *pgxpool.Pool, s Source, operator strin
 func RemoveSource(ctx context.Context, pool *pgxpool.Pool, name, operator, reason string) (governance.Change, error) {
 	if err := checkOperator(operator); err != nil {
 		return governance.Change{}, err
+	}
+	if name == ManualSource {
+		return governance.Change{}, ErrBuiltinSource
 	}
 	c, err := governance.RemoveSource(ctx, pool, name, operator, reason)
 	if errors.Is(err, governance.ErrSourceNotFound) {

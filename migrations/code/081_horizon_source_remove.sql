@@ -1,7 +1,8 @@
 -- object: function idem.horizon_source_remove(text, text, text)
 -- grant: operator
 -- horizon_source_remove plans forgetting a replay source (IX308 when there
--- is none): a purge plan made without it would prove the horizon without
+-- is none, or for the built-in source manual, which is no row of
+-- idem.horizon_source: its corrections leave it when done): a purge plan made without it would prove the horizon without
 -- it, so the removal is a governed change that another person approves
 -- (idem.governed_change_approve removes the source then). Needs a reason
 -- (IX306) and a person behind the login (IX313). Audited. Returns the
@@ -20,6 +21,10 @@ BEGIN
     IF idem.text_problem('a reason', p_reason, 4096) IS NOT NULL THEN
         RAISE EXCEPTION 'remove source: %', idem.text_problem('a reason', p_reason, 4096)
             USING ERRCODE = 'IX306', HINT = 'pass --reason';
+    END IF;
+    IF p_name = 'manual' THEN
+        RAISE EXCEPTION 'source manual is built in (the pending manual corrections) and cannot be removed'
+            USING ERRCODE = 'IX308', HINT = 'a correction leaves it when marked done: idemctl corrections done ID';
     END IF;
     SELECT * INTO v_row FROM idem.horizon_source WHERE name = p_name FOR UPDATE;
     IF NOT FOUND THEN

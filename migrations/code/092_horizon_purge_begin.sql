@@ -34,7 +34,10 @@ BEGIN
     PERFORM idem.check_operator(p_operator, 'purge');
     v_p := idem.horizon_lock_plan(p_plan);
     IF v_p.state NOT IN ('approved', 'purging') THEN
-        RAISE EXCEPTION 'purge plan % is % (a purge needs an approved plan: idemctl horizon approve)', v_p.id, v_p.state
+        RAISE EXCEPTION 'purge plan % is %: %', v_p.id, v_p.state, CASE v_p.state
+                WHEN 'planned' THEN 'a purge needs it approved by another person first (idemctl horizon approve)'
+                WHEN 'done' THEN 'nothing is left to purge'
+                ELSE 'it is never purged: make a new plan (idemctl horizon plan)' END
             USING ERRCODE = 'IX302';
     END IF;
     IF v_p.state = 'approved' AND v_p.expires_at IS NOT NULL AND v_p.expires_at <= now() THEN

@@ -45,10 +45,6 @@ var exitMeaning = map[int]string{
 // horizon command), what a code means for it. --help and docs/exit-codes.md
 // print it under the code's general meaning.
 var exitWhy = map[string]map[int]string{
-	"horizon": {
-		ExitFailure: "an interrupted purge: run it again to resume",
-		ExitInvalid: "horizon not proven (a source failed, timed out, returned nonsense or can replay before the cutoff), a forever class without --contract, approval by the planner's person or by a login with no person, a plan not in a state for the step, a purge running elsewhere, or a purge aborted by its re-probe",
-	},
 	"resolve": {
 		ExitOK:      "every operation converged (applied, already_applied, purged, or would_apply in a dry run)",
 		ExitFailure: "also an interrupted run without conflicts, invalid lines or failures, and a run stopped by an unreachable database or a failed write of its results",
@@ -66,12 +62,39 @@ var exitWhy = map[string]map[int]string{
 		ExitConflict: "the batch holds operations to resolve",
 		ExitInvalid:  "some messages could not be read (an invalid identity or payload) or carry no payload",
 	},
-	"horizon source add": {ExitUsage: "also a secret in the source's DSN (name the variable that holds it: --password-env)"},
-	"horizon cancel":     {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
-	"class set":          {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},
-	"import plan":        {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
-	"corrections add":    {ExitInvalid: "invalid identity or reason"},
-	"corrections done":   {ExitNotFound: "no pending correction with that id"},
+	// Each horizon command its own: what one says must be able to happen
+	// with that command's flags and steps.
+	"horizon source add": {
+		ExitUsage:   "also a secret in the source's DSN (name the variable that holds it: --password-env)",
+		ExitInvalid: "an invalid source (name, kind, settings, timeout) or --operator label, or one of that name already",
+	},
+	"horizon source remove": {
+		ExitUsage:    "also the built-in source manual (pending manual corrections), which cannot be removed",
+		ExitInvalid:  "a login with no person, or an invalid reason or --operator label",
+		ExitNotFound: "no such source",
+	},
+	"horizon check": {
+		ExitInvalid: "horizon not proven for the cutoff (a source failed, timed out, returned nonsense or can replay before the cutoff plus the margin), or unbounded (no source but the manual one), or an unknown class",
+	},
+	"horizon plan": {
+		ExitInvalid: "horizon not proven (a source failed, timed out, returned nonsense or can replay before the cutoff plus the margin), unbounded without --accept-unbounded-horizon, a forever class without --contract or with --drop-tombstones, a cutoff inside the safety margin, a purge of the class in progress, an unknown class, or a login with no person",
+	},
+	"horizon approve": {
+		ExitFailure:  "also a declined confirmation",
+		ExitInvalid:  "approval by the planner's person or by a login with no person, a plan not waiting for approval (approved, purging, done or aborted), or a plan past its expiry",
+		ExitNotFound: "no such plan",
+	},
+	"horizon purge": {
+		ExitFailure:  "also an interrupted purge (run it again to resume) or a declined confirmation",
+		ExitInvalid:  "a plan not approved (planned, done or aborted), past its expiry, purged by another session, run by a login with no person, or a purge aborted: its re-probe found what the plan did not account for, or an import entered its range after it was made",
+		ExitNotFound: "no such plan",
+	},
+	"horizon cancel":   {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
+	"horizon status":   {ExitNotFound: "no such plan"},
+	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},
+	"import plan":      {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
+	"corrections add":  {ExitInvalid: "invalid identity or reason"},
+	"corrections done": {ExitNotFound: "no pending correction with that id"},
 	"quarantine bulk": {
 		ExitFailure:  "interrupted (run it again), declined or failed",
 		ExitInvalid:  "refused (the plan's state, the same person), nothing written",

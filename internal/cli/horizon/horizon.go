@@ -69,7 +69,7 @@ func horizonErr(err error) error {
 	for _, refusal := range []error{horizon.ErrNotProven, horizon.ErrUnboundedHorizon, horizon.ErrContractRequired, horizon.ErrForeverTombstones,
 		horizon.ErrSameOperator, horizon.ErrPlanState, horizon.ErrPlanNotFound, horizon.ErrUnknownClass,
 		horizon.ErrInvalidPolicy, horizon.ErrInvalidSource, horizon.ErrSourceExists, horizon.ErrSourceNotFound,
-		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPlanExpired, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
+		horizon.ErrNoPerson, horizon.ErrInsideMargin, horizon.ErrPlanExpired, horizon.ErrEnteredAfterPlan, horizon.ErrPurgeRunning, horizon.ErrInvalidOperator,
 		horizon.ErrSecretInConfig, horizon.ErrInvalidCorrection, horizon.ErrCorrectionNotFound} {
 		if errors.Is(err, refusal) {
 			return cmdutil.WithCode(cmdutil.ExitInvalid, err)

@@ -37,8 +37,11 @@ func NewCmdHorizonPurge(f *cmdutil.Factory, runF func(*HorizonPurgeOptions) erro
 		Short: "Execute an approved plan: re-probe, then purge in bounded transactions",
 		Long: `Execute an approved plan. Every source is probed again first: if anything
 changed that the plan did not account for (an older bound, a failing or removed
-source, new identities pinned inside the purge set), the purge aborts, deletes
-nothing, says why, and a new plan is needed (exit code 5).
+source, new identities pinned inside the purge set, an import that entered
+identities into its range after the plan was made), the purge aborts, deletes
+nothing, says why, and a new plan is needed (exit code 5). An import that
+enters the range while the purge runs stops it the same way at the next
+transaction (what it removed before, the plan counted).
 
 Otherwise the plan's set goes in bounded transactions (--batch-rows, default
 5,000 rows; a day that lies wholly before the cutoff is swapped out in one
@@ -85,6 +88,9 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 	if err != nil {
 		return horizonErr(err)
 	}
+	if err := horizon.PurgeReady(p); err != nil {
+		return horizonErr(err) // before asking to confirm a purge that cannot run
+	}
 	if !opts.Yes {
 		q := fmt.Sprintf("Purge %s rows of class %s created before %s (plan %d, approved by %s)?",
 			cmdutil.HumanCount(p.Candidates-p.Purged), p.Class, cmdutil.FormatStamp(p.Cutoff), p.ID, audit.Who(p.ApprovedPerson, p.ApprovedDBUser))
@@ -118,7 +124,11 @@ func horizonPurgeRun(ctx context.Context, opts *HorizonPurgeOptions) error {
 			res.LockHoldP99().Round(time.Millisecond))
 	}
 	if res.Aborted {
-		fmt.Fprintf(opts.IO.ErrOut, "purge aborted, nothing deleted: %s\n", res.AbortReason)
+		deleted := "nothing deleted"
+		if res.Purged > 0 {
+			deleted = fmt.Sprintf("after %s rows the plan counted", cmdutil.HumanCount(res.Purged))
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "purge aborted, %s: %s\n", deleted, res.AbortReason)
 		return cmdutil.SilentExit{Code: cmdutil.ExitInvalid}
 	}
 	return nil

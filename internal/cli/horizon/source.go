@@ -205,13 +205,19 @@ horizon without it, so removing one needs a second person: this plans a
 governed change, and another person's idemctl change approve removes the
 source. A purge whose plan's proof includes it then aborts: make a new plan.
 Every purge plan shows the sources removed since its class's last purge.
-Recorded in the audit log.`,
+Recorded in the audit log. The built-in source manual (pending manual
+corrections) cannot be removed: a correction leaves it when marked done
+(idemctl corrections done ID).`,
 		Example: `  idemctl horizon source remove old-archive --reason "archive decommissioned (CHG-2211)"
   idemctl change approve 7   # by another person`,
 		Args: cmdutil.MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return cmdutil.UsageErr("a source name is required")
+			}
+			if args[0] == horizon.ManualSource {
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: it holds the pending manual corrections; "+
+					"a correction leaves it when marked done (idemctl corrections list, idemctl corrections done ID)", horizon.ErrBuiltinSource))
 			}
 			if opts.Reason == "" {
 				return cmdutil.UsageErr("--reason is required")
