@@ -173,7 +173,10 @@ The demo's roles are its own ($(login alice), $(login bob), $(login auditor), $(
 ${prefix}_owner, _app, _operator, _auditor); to remove them with the demo:
   psql '$shown_admin' -c 'DROP SCHEMA demo CASCADE' -c 'DROP SCHEMA idem CASCADE'
   psql '$shown_admin' -c 'DROP OWNED BY $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_owner, ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, idem_demo'
-  psql '$shown_admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner, idem_demo'
+  psql '$shown_admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner'
   rm -f $services
-(or drop the database $demo_db first, then run the DROP ROLE line against another database)$password_hint
+(or drop the database $demo_db first, then run the DROP ROLE line against another database)
+The ledger's owner idem_demo is one role for every demo of the cluster: drop it last, once no
+database still holds a demo (DROP ROLE refuses while one does, and changes nothing):
+  psql '$shown_admin' -c 'DROP ROLE idem_demo'$password_hint
 HINTS
