@@ -57,6 +57,9 @@ type Options struct {
 	// with every decision.
 	Operator string
 	Database string
+	// Who is the person the database records for this login, with the
+	// login ("alice (pay_alice)"), shown where a decision is confirmed.
+	Who string
 	// Now is the display clock; time.Now when nil.
 	Now func() time.Time
 	// Styles; styles.DefaultStyles() when zero.
@@ -146,7 +149,7 @@ func New(o Options) *Model {
 	c := &view.Context{
 		Width: 80, Height: 24,
 		Styles: st, Keys: keys.Default(),
-		Operator: o.Operator, Database: o.Database,
+		Operator: o.Operator, Database: o.Database, Who: o.Who,
 		Now: o.Now, Base: base, Timeout: o.Timeout, Clipboard: o.Clipboard,
 	}
 	m := &Model{ctx: c, cancel: cancel, help: newHelp(st), problem: o.Problem}
