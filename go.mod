@@ -3,6 +3,7 @@ module github.com/idemctl/idemctl
 go 1.26.8
 
 require (
+	0init.idemctl/termquiet v0.0.0-00010101000000-000000000000
 	github.com/charmbracelet/bubbles v1.0.0
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/charmbracelet/lipgloss v1.1.0
@@ -73,3 +74,6 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
+
+// A module of this repository, imported by cmd/idemctl: see its doc comment.
+replace 0init.idemctl/termquiet => ./internal/termquiet

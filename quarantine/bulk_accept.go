@@ -215,6 +215,8 @@ func RunAccept(ctx context.Context, db idem.TxBeginner, id int64, operator strin
 			return res, nil
 		}
 		n := 0
+		// Counted only once the batch commits: a failed batch ran nothing.
+		var got BulkResult
 		// A batch under way commits even if ctx ends meanwhile.
 		bctx := context.WithoutCancel(ctx)
 		err := inTx(bctx, db, func(tx pgx.Tx) error {
@@ -229,15 +231,15 @@ func RunAccept(ctx context.Context, db idem.TxBeginner, id int64, operator strin
 			_, err = pgx.ForEachRow(rows, []any{&rid, &outcome, &newOp, &auditID}, func() error {
 				n++
 				if strings.HasPrefix(outcome, "already_") {
-					res.Skipped++
+					got.Skipped++
 					return nil
 				}
-				res.Decided++
-				if res.FirstAudit == 0 && auditID != nil {
-					res.FirstAudit = *auditID
+				got.Decided++
+				if got.FirstAudit == 0 && auditID != nil {
+					got.FirstAudit = *auditID
 				}
 				if auditID != nil {
-					res.LastAudit = *auditID
+					got.LastAudit = *auditID
 				}
 				return nil
 			})
@@ -245,6 +247,13 @@ func RunAccept(ctx context.Context, db idem.TxBeginner, id int64, operator strin
 		})
 		if err != nil {
 			return res, fmt.Errorf("run bulk accept-as-new plan %d (%d accepted before): %w", id, res.Decided, err)
+		}
+		res.Decided, res.Skipped = res.Decided+got.Decided, res.Skipped+got.Skipped
+		if res.FirstAudit == 0 {
+			res.FirstAudit = got.FirstAudit
+		}
+		if got.LastAudit != 0 {
+			res.LastAudit = got.LastAudit
 		}
 		if n == 0 {
 			return res, nil

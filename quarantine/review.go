@@ -14,8 +14,49 @@ import (
 	"github.com/idemctl/idemctl/idem"
 )
 
-//go:embed sql/bulk_accept_review.sql
-var bulkAcceptReviewSQL string
+var (
+	//go:embed sql/bulk_accept_review.sql
+	bulkAcceptReviewSQL string
+	//go:embed sql/accept_clashes.sql
+	acceptClashesSQL string
+)
+
+// Clash is an open record that cannot run as a new operation under a rule:
+// its new identity is already held by another payload (accepting it would
+// be refused), or an earlier record of the same set takes the same new id
+// with another payload. The database refuses to plan or approve a set with
+// one (idem.quarantine_accept_clashes).
+type Clash struct {
+	ID             int64  `json:"id"`
+	Tenant         string `json:"tenant"`
+	OperationID    string `json:"operation_id"`
+	NewOperationID string `json:"new_operation_id"`
+	Problem        string `json:"problem"`
+}
+
+// String is the clash as a line: "record 14 (t0/big-00014): new operation id ...".
+func (c Clash) String() string {
+	return fmt.Sprintf("record %d (%s/%s): %s", c.ID, c.Tenant, c.OperationID, c.Problem)
+}
+
+// Clashes lists the open records of ids that cannot run under rule, in id
+// order.
+func Clashes(ctx context.Context, db idem.DBTX, ids []int64, rule string) ([]Clash, error) {
+	rows, err := db.Query(ctx, acceptClashesSQL, ids, rule)
+	if err != nil {
+		return nil, fmt.Errorf("check the new operation ids: %w", err)
+	}
+	out := []Clash{}
+	var c Clash
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Tenant, &c.OperationID, &c.NewOperationID, &c.Problem}, func() error {
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check the new operation ids: %w", err)
+	}
+	return out, nil
+}
 
 // AcceptItem is one record of an accept-as-new plan as its approver sees it:
 // the new operation it runs under, what differs from the stored payload
@@ -33,6 +74,9 @@ type AcceptItem struct {
 	// there is nothing to compare the incoming one with.
 	StoredPurged bool     `json:"stored_purged"`
 	Changes      []Change `json:"changes"`
+	// CannotRun says why the record cannot run under the plan's rule (its
+	// new id is held by another payload), empty when it can.
+	CannotRun string `json:"cannot_run,omitempty"`
 }
 
 // AcceptReview is an accept-as-new plan with what its run applies: each
@@ -45,6 +89,9 @@ type AcceptReview struct {
 	Open          int                       `json:"open"`
 	Totals        []governance.Total        `json:"totals"`
 	MoneyProblems []governance.MoneyProblem `json:"money_problems"`
+	// Clashes are the open records that cannot run under the rule: a run
+	// reaching one stops, so the plan runs only once they are left out.
+	Clashes []Clash `json:"clashes"`
 }
 
 // ReviewAccept loads a plan and what its run applies.
@@ -95,6 +142,16 @@ func reviewOf(ctx context.Context, db idem.DBTX, p AcceptPlan) (AcceptReview, er
 	r.Totals = totals.List()
 	if totals.Problems != nil {
 		r.MoneyProblems = totals.Problems
+	}
+	if r.Clashes, err = Clashes(ctx, db, p.IDs, p.Rule); err != nil {
+		return AcceptReview{}, fmt.Errorf("review accept-as-new plan %d: %w", p.ID, err)
+	}
+	byID := make(map[int64]string, len(r.Clashes))
+	for _, c := range r.Clashes {
+		byID[c.ID] = c.Problem
+	}
+	for i := range r.Records {
+		r.Records[i].CannotRun = byID[r.Records[i].ID]
 	}
 	return r, nil
 }

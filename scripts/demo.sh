@@ -103,6 +103,17 @@ echo "== the same batch again, plus a retry of $op-2 with another amount (exit c
 bin/idemctl resolve --file "$batch" -o table --dsn "$(as alice)" --operator alice ||
 	echo "(exit code $?: the conflicting retry was quarantined, nothing ran)"
 
+# What the README's walk-through uses: charge-41 and charge-42 applied,
+# a retry of charge-42 that changed its amount (quarantined), and the
+# ambiguous list bin/ambiguous.ndjson (charge-41, -42 and -43, not applied).
+echo
+echo "== for the README: demo/charge-41 and charge-42 applied, a retry of charge-42 with another amount, bin/ambiguous.ndjson"
+charge() { printf '{"tenant":"demo","operation_id":"charge-%d","class":"demo.transfer","payload":{"from":"alice","to":"carol","amount":%d,"currency":"EUR"}}\n' "$1" "$2"; }
+{ charge 41 4100; charge 42 4200; } | bin/idemctl resolve --file - -o table --dsn "$(as alice)" --operator alice
+charge 42 4250 | bin/idemctl resolve --file - -o table --dsn "$(as alice)" --operator alice ||
+	echo "(exit code $?: the retry of charge-42 was quarantined, nothing ran)"
+{ charge 41 4100; charge 42 4200; charge 43 4300; } >bin/ambiguous.ndjson
+
 echo
 echo "== re-drive: demo.transfer_app's effect lives in a service (it charges a payment provider);"
 echo "   resolve sends the missing ones through that service, with their own identity, and reads the answer on the primary"
@@ -164,6 +175,7 @@ cat <<HINTS
 
 Try next (each command works pasted as it is, from this directory):
   bin/idemctl quarantine list --dsn '$(as alice)'
+  bin/idemctl resolve --file bin/ambiguous.ndjson --dry-run --dsn '$(as alice)'   # the README's walk-through
   bin/idemctl inspect --tenant demo --op $op-2 --dsn '$(as alice)'
   bin/idemctl redrive list --dsn '$(as alice)'
   bin/idemctl audit list --dsn '$(as auditor)'
@@ -173,7 +185,10 @@ The demo's roles are its own ($(login alice), $(login bob), $(login auditor), $(
 ${prefix}_owner, _app, _operator, _auditor); to remove them with the demo:
   psql '$shown_admin' -c 'DROP SCHEMA demo CASCADE' -c 'DROP SCHEMA idem CASCADE'
   psql '$shown_admin' -c 'DROP OWNED BY $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_owner, ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, idem_demo'
-  psql '$shown_admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner, idem_demo'
+  psql '$shown_admin' -c 'DROP ROLE $(login alice), $(login bob), $(login auditor), $(login app), ${prefix}_app, ${prefix}_operator, ${prefix}_auditor, ${prefix}_owner'
   rm -f $services
-(or drop the database $demo_db first, then run the DROP ROLE line against another database)$password_hint
+(or drop the database $demo_db first, then run the DROP ROLE line against another database)
+The ledger's owner idem_demo is one role for every demo of the cluster: drop it last, once no
+database still holds a demo (DROP ROLE refuses while one does, and changes nothing):
+  psql '$shown_admin' -c 'DROP ROLE idem_demo'$password_hint
 HINTS

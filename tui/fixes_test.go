@@ -113,8 +113,40 @@ func TestAuditActionColumnWidens(t *testing.T) {
 	assert.Contains(t, h.view(), "quarantine.bulk_accept_approve quarantine_bulk_accept:3")
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	v := h.view()
-	assert.NotContains(t, v, "quarantine.bulk_accept_approve", "at 80 columns it is cut")
-	assert.Contains(t, v, "quarantine.bulk_ac")
+	// quarantine.reject and quarantine.accept_as_new differ at their end: an
+	// action is never cut; the AT column gives way, and the title says so.
+	assert.Contains(t, v, "quarantine.bulk_accept_approve quarantine_bulk_accept:3", "at 80 columns, whole")
+	assert.Contains(t, v, "AT hidden")
+}
+
+// At 80 columns the queue never cuts an identity or a class: the columns no
+// command needs give way, named in the title.
+func TestQueueKeepsIdentityAndClassWhole(t *testing.T) {
+	t.Parallel()
+	q := newFixedQuarantine()
+	r := q.records[11]
+	r.OperationID, r.Class, r.IncomingClass = "b2-a-very-long-operation-id-from-the-walk-0001", "demo.transfer_app", "demo.transfer_app"
+	q.records[11] = r
+	h := fixtureHarness(t, goldenSetup{quarantine: q}, 80, 24)
+	v := h.view()
+	assert.Contains(t, v, "globex/b2-a-very-long-operation-id-from-the-walk-0001 demo.transfer_app", v)
+	assert.Contains(t, v, "hidden: last seen, seen, status")
+	for _, l := range strings.Split(v, "\n")[4:8] {
+		assert.NotContains(t, l, "…", "a row is never cut: %s", l)
+	}
+}
+
+// The confirmation of a decision shows the person the database records for
+// this login (with the login), not only the --operator label.
+func TestDecisionConfirmationShowsThePerson(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{operator: "mallory"}, 100, 30)
+	h.keys("enter", "x")
+	h.typ("tampered amount")
+	h.keys("enter")
+	v := h.view()
+	assert.Contains(t, v, "decided by        alice (op1)", v)
+	assert.Contains(t, v, "operator label    mallory")
 }
 
 // d on the result screen says what it changed.
@@ -196,7 +228,7 @@ func TestAuditWhoAndDetailsScroll(t *testing.T) {
 	assert.Contains(t, v, "(no person) payments", "a login with no person says so")
 	h.keys("down", "enter")
 	v = h.view()
-	assert.Contains(t, v, "Row #29  by alice (op1)  operator root")
+	assert.Contains(t, v, "Row #29  at 2026-11-30 11:40:00Z  by alice (op1)  operator root")
 	assert.Contains(t, v, "lines 1-7 of 20")
 	assert.NotContains(t, v, "charge-last-of-the-run")
 	for range 20 {

@@ -61,7 +61,7 @@ func goldenModel(s goldenSetup) *Model {
 	return New(Options{
 		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon,
 			Reconcile: s.reconcile},
-		Operator: s.operator, Database: fixedDB,
+		Operator: s.operator, Who: "alice (op1)", Database: fixedDB,
 		Now: func() time.Time { return fixedNow }, Styles: &st,
 		Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -409,9 +410,17 @@ func TestModelResolveStepByStep(t *testing.T) {
 	assert.Contains(t, h.view(), "#"+itoa(qid)+"  acme/charge-42")
 	assert.Contains(t, h.view(), "incoming  5")
 
-	// Runs are recorded like idemctl resolve's (the dry runs too).
+	// Runs are recorded like idemctl resolve's (the dry runs too): a start
+	// before it reads, then the run, as many of each.
 	acts := auditActions(t, h.pool)
 	assert.Contains(t, acts, "alice resolve.run resolve:tui")
+	assert.Contains(t, acts, "alice resolve.start resolve:tui")
+	starts, runs := 0, 0
+	for _, a := range acts {
+		starts += strings.Count(a, " resolve.start ")
+		runs += strings.Count(a, " resolve.run ")
+	}
+	assert.Equal(t, runs, starts, "every run writes both: %v", acts)
 }
 
 func TestModelResolveRefusesStandby(t *testing.T) {

@@ -57,6 +57,9 @@ type Options struct {
 	// with every decision.
 	Operator string
 	Database string
+	// Who is the person the database records for this login, with the
+	// login ("alice (pay_alice)"), shown where a decision is confirmed.
+	Who string
 	// Now is the display clock; time.Now when nil.
 	Now func() time.Time
 	// Styles; styles.DefaultStyles() when zero.
@@ -146,7 +149,7 @@ func New(o Options) *Model {
 	c := &view.Context{
 		Width: 80, Height: 24,
 		Styles: st, Keys: keys.Default(),
-		Operator: o.Operator, Database: o.Database,
+		Operator: o.Operator, Database: o.Database, Who: o.Who,
 		Now: o.Now, Base: base, Timeout: o.Timeout, Clipboard: o.Clipboard,
 	}
 	m := &Model{ctx: c, cancel: cancel, help: newHelp(st), problem: o.Problem}
@@ -478,6 +481,18 @@ func (m *Model) fullHelp(w, h int) string {
 	return view.FitLines(lines, w, h)
 }
 
+// darkBackground says whether the terminal's background is dark without
+// asking the terminal: termenv's question waits 5 s (a constant) on a
+// terminal that does not answer, and an answer arriving once the program
+// reads the terminal would be read as keys. It reads COLORFGBG, as termenv
+// does when no answer comes (a writer that is no terminal is never asked);
+// without it, dark. The console's own styles use no adaptive colour; only
+// bubbles' built-in ones (help, inputs) do. The binary never asks at start
+// either (internal/termquiet).
+func darkBackground() bool {
+	return termenv.NewOutput(io.Discard).HasDarkBackground()
+}
+
 // Run runs the console on a terminal until the operator quits. With noColor
 // (NO_COLOR) nothing is coloured, in the console's own styles and in the
 // components'.
@@ -487,6 +502,8 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options, noColor bo
 		// bubbles components with built-in styles render on the default
 		// renderer.
 		lipgloss.SetColorProfile(termenv.Ascii)
+	} else {
+		lipgloss.SetHasDarkBackground(darkBackground())
 	}
 	o.Styles = &st
 	o.Context = ctx

@@ -3,7 +3,8 @@
 -- quarantine_bulk_accept_plan plans accepting many records as new operations:
 -- the records (p_ids, every one open, at most p_max), the rule naming each new
 -- operation ({operation_id} is replaced by the record's operation id; every
--- resulting id must be valid and differ from the conflicting one; a plan of
+-- resulting id must be valid, differ from the conflicting one and be free
+-- for the record's payload: idem.quarantine_accept_clashes; a plan of
 -- one record may name its new operation outright, as the single
 -- accept-as-new of a money class does), one
 -- reason, and p_selection (how the records were chosen, for the record). The
@@ -57,6 +58,16 @@ BEGIN
                      WHEN v_bad.status <> 'open' THEN 'is already ' || v_bad.status
                      ELSE 'gets an invalid new operation id: ' || v_bad.problem END
             USING ERRCODE = 'IX123', HINT = 'nothing was planned';
+    END IF;
+    -- A new id another payload holds could never run: refuse it before
+    -- anyone approves (idem.quarantine_accept_clashes).
+    SELECT c.id, c.problem, count(*) OVER () AS n INTO v_bad
+    FROM idem.quarantine_accept_clashes(v_ids, p_rule) c ORDER BY c.id LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'bulk accept-as-new: record % cannot run: %', v_bad.id, v_bad.problem ||
+                CASE WHEN v_bad.n > 1 THEN format(' (and %s more record(s))', v_bad.n - 1) ELSE '' END
+            USING ERRCODE = 'IX123',
+                  HINT = 'choose another rule, or leave those records out (ids on stdin: idemctl quarantine accept-as-new -); nothing was planned';
     END IF;
     INSERT INTO idem.quarantine_bulk_accept (rule, max_count, ids, reason, selection, planned_by, planned_person, planned_db_user)
     VALUES (p_rule, p_max, v_ids, p_reason, coalesce(p_selection, '{}'::jsonb), p_operator, v_person, session_user)

@@ -191,7 +191,7 @@ func (v *View) Render(w, h int) string {
 	if v.list.Loading {
 		title += "  " + st.Muted.Render("loading…")
 	}
-	const atW = 20
+	atW := 20
 	ids := make([]int64, len(v.rows))
 	// TARGET (what an operator types next) and ACTION as wide as their
 	// widest; ACTOR is the person and the login (four eyes compare
@@ -206,22 +206,33 @@ func (v *View) Render(w, h int) string {
 	}
 	idW := view.IDWidth(ids...)
 	room := w - 2 - idW - atW - 4 // for ACTOR, ACTION and TARGET
-	// What gives way, in order: the logins (the persons stay), ACTION down
-	// to 12 cells, then the actor itself; TARGET last.
+	// What gives way, in order: the logins (the persons stay), then the AT
+	// column (named in the title; the details pane has the time), then the
+	// actor itself; ACTION is never cut (reject and accept-as-new differ
+	// only at the end), TARGET last.
 	actorW, who := actorFull, audit.Record.Who
-	switch avail := room - targetW - actionW; {
-	case avail >= actorFull:
-	case avail >= actorShort:
+	if room-targetW-actionW < actorFull {
 		actorW, who = actorShort, auditShortWho
-	default:
-		actionW = max(min(actionW, 12), room-targetW-actorFull)
-		if avail = room - targetW - actionW; avail < actorFull {
-			actorW, who = max(5, min(actorShort, avail)), auditShortWho
+	}
+	if room-targetW-actionW < actorW {
+		atW, room = 0, room+21
+		title += "  " + st.Muted.Render("(AT hidden: enter)")
+		if room-targetW-actionW >= actorFull {
+			actorW, who = actorFull, audit.Record.Who
 		}
 	}
+	if avail := room - targetW - actionW; avail < actorW {
+		actorW = max(5, avail)
+	}
 	targetW = max(8, room-actorW-actionW)
+	at := func(s string) string {
+		if atW == 0 {
+			return ""
+		}
+		return view.Pad(s, atW) + " "
+	}
 	lines := []string{title, v.chainLine(),
-		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + view.Pad("AT", atW) + " " + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW))}
+		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + at("AT") + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW))}
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
@@ -233,7 +244,7 @@ func (v *View) Render(w, h int) string {
 	rows := v.listHeight()
 	lines = append(lines, v.nav.Rows(len(v.rows), rows, st.Selected, func(i int, marker string) string {
 		r := v.rows[i]
-		row := marker + view.PadLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + view.Pad(view.Stamp(r.At), atW) + " " + view.Pad(who(r), actorW) + " " +
+		row := marker + view.PadLeft("#"+strconv.FormatInt(r.ID, 10), idW) + " " + at(view.Stamp(r.At)) + view.Pad(who(r), actorW) + " " +
 			view.Pad(r.Action, actionW) + " " + view.Pad(view.OrDash(r.Target), targetW)
 		return row
 	})...)
@@ -257,7 +268,8 @@ func auditShortWho(r audit.Record) string {
 func (v *View) detailLines(r audit.Record, w, h int) []string {
 	st := v.c.Styles
 	lines := []string{
-		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  by ") + r.Who() + st.Label.Render("  operator ") + r.Actor,
+		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  at ") + view.Stamp(r.At) + st.Label.Render("  by ") + r.Who() +
+			st.Label.Render("  operator ") + r.Actor,
 		st.Label.Render("hash ") + r.Hash,
 		st.Label.Render("prev ") + r.PrevHash,
 	}

@@ -235,7 +235,10 @@ func (v *View) renderConfirm(w, h int) string {
 		row("runs as", r.Tenant+"/"+strings.TrimSpace(v.newOp.Value()))
 		row("class", r.IncomingClass)
 	}
-	row("operator", v.c.Operator)
+	if v.c.Who != "" {
+		row("decided by", v.c.Who) // who the database records, not the label
+	}
+	row("operator label", v.c.Operator)
 	row("reason", strings.TrimSpace(v.reason.Value()))
 	lines = append(lines, "", "This decision is final and is recorded in the audit log.")
 	if v.mode == queueDeciding {

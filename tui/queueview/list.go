@@ -3,10 +3,12 @@ package queueview
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/view"
@@ -96,12 +98,14 @@ func (v *View) renderList(w, h int) string {
 	st := v.c.Styles
 	vis := v.visible()
 	title := st.Title.Render("Quarantine queue") + "  " + st.Label.Render("status ") + string(v.filter)
-	title += "  " + st.Muted.Render(v.countLine())
+	count := "  " + st.Muted.Render(v.countLine())
+	updated := ""
 	if !v.updated.IsZero() {
-		title += "  " + st.Muted.Render("updated "+v.updated.UTC().Format("15:04:05Z"))
+		updated = "  " + st.Muted.Render("updated "+v.updated.UTC().Format("15:04:05Z"))
 	}
+	loading := ""
 	if v.loading {
-		title += "  " + st.Muted.Render("loading…")
+		loading = "  " + st.Muted.Render("loading…")
 	}
 	searchLine := st.Label.Render("search ")
 	switch {
@@ -115,19 +119,41 @@ func (v *View) renderList(w, h int) string {
 		searchLine += st.Muted.Render("/ op id prefix, or tenant: class: changed:/amount source:")
 	}
 
-	clsW := 14
-	if w >= 110 {
-		clsW = 20
-	}
-	const statusW, seenW, lastW = 8, 5, 9
+	// The identity and the class an operator types next are never cut: their
+	// columns take the width of the widest one shown, and the columns that
+	// no command needs (last seen, seen, status) give way, named.
+	statusW, seenW, lastW := 8, 5, 9
 	ids := make([]int64, len(vis))
+	identW, clsW := ansi.StringWidth("IDENTITY (tenant/operation)"), ansi.StringWidth("CLASS")
 	for i, s := range vis {
 		ids[i] = s.ID
+		identW = max(identW, ansi.StringWidth(s.Tenant+"/"+s.OperationID))
+		clsW = max(clsW, ansi.StringWidth(queueClass(s)))
 	}
 	idW := view.IDWidth(ids...)
-	identW := max(10, w-2-idW-clsW-statusW-seenW-lastW-5)
+	var hidden []string
+	for _, c := range []struct {
+		name  string
+		width *int
+	}{{"last seen", &lastW}, {"seen", &seenW}, {"status", &statusW}} {
+		if 2+idW+1+identW+1+clsW+(statusW+1)*sign(statusW)+(seenW+1)*sign(seenW)+(lastW+1)*sign(lastW) <= w {
+			break
+		}
+		*c.width = 0
+		hidden = append(hidden, c.name)
+	}
+	if len(hidden) == 0 {
+		// Room to spare goes to the identity.
+		identW = max(identW, w-2-idW-clsW-statusW-seenW-lastW-5)
+		title += count + updated + loading
+	} else {
+		// First, before the counts, in the place of the refresh time: what a
+		// wider terminal shows.
+		title += "  " + st.Warning.Render("hidden: "+strings.Join(hidden, ", ")) + count + loading
+	}
 	header := st.Column.Render("  " + view.PadLeft("ID", idW) + " " + view.Pad("IDENTITY (tenant/operation)", identW) + " " +
-		view.Pad("CLASS", clsW) + " " + view.Pad("STATUS", statusW) + " " + view.PadLeft("SEEN", seenW) + " " + view.PadLeft("LAST SEEN", lastW))
+		view.Pad("CLASS", clsW) + optCol(" ", view.Pad("STATUS", statusW), statusW) + optCol(" ", view.PadLeft("SEEN", seenW), seenW) +
+		optCol(" ", view.PadLeft("LAST SEEN", lastW), lastW))
 	lines := []string{view.Trunc(title, w), view.Trunc(searchLine, w), header}
 
 	rows := v.listHeight()
@@ -144,10 +170,7 @@ func (v *View) renderList(w, h int) string {
 	now := v.c.Now()
 	for i := v.nav.Top; i < len(vis) && i < v.nav.Top+rows; i++ {
 		s := vis[i]
-		class := s.Class
-		if s.IncomingClass != s.Class {
-			class = s.Class + "→" + s.IncomingClass
-		}
+		class := queueClass(s)
 		marker := "  "
 		if i == v.nav.Cursor {
 			marker = "> "
@@ -161,12 +184,38 @@ func (v *View) renderList(w, h int) string {
 			status = v.statusStyle(s.Status).Render(status)
 		}
 		row := marker + view.PadLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + view.Pad(s.Tenant+"/"+s.OperationID, identW) + " " +
-			view.Pad(class, clsW) + " " + status + " " + view.PadLeft(strconv.FormatInt(s.Occurrences, 10), seenW) + " " +
-			view.PadLeft(view.Ago(now, s.LastSeen), lastW)
+			view.Pad(class, clsW) + optCol(" ", status, statusW) + optCol(" ", view.PadLeft(strconv.FormatInt(s.Occurrences, 10), seenW), seenW) +
+			optCol(" ", view.PadLeft(view.Ago(now, s.LastSeen), lastW), lastW)
 		if i == v.nav.Cursor {
 			row = st.Selected.Render(row)
 		}
 		lines = append(lines, row)
 	}
 	return view.FitLines(lines, w, h)
+}
+
+// queueClass is a record's class as the queue shows it: the stored one, and
+// the incoming one when it differs.
+func queueClass(s quarantine.Summary) string {
+	if s.IncomingClass != s.Class {
+		return s.Class + "→" + s.IncomingClass
+	}
+	return s.Class
+}
+
+// optCol is a column that may be hidden (width 0): its separator and cell,
+// or nothing.
+func optCol(sep, cell string, width int) string {
+	if width == 0 {
+		return ""
+	}
+	return sep + cell
+}
+
+// sign is 1 for a shown column (width > 0), 0 for a hidden one.
+func sign(width int) int {
+	if width > 0 {
+		return 1
+	}
+	return 0
 }

@@ -96,7 +96,8 @@ type ProtocolStepper struct {
 	Pool *pgxpool.Pool
 }
 
-// Source names TUI runs in the audit log (resolve.run, target resolve:tui).
+// Source names TUI runs in the audit log (resolve.start and resolve.run,
+// target resolve:tui).
 const Source = "tui"
 
 // CheckPrimary runs recovery.CheckPrimary.
@@ -148,6 +149,10 @@ func (s *ProtocolStepper) runOne(ctx context.Context, p idem.Prepared, operator 
 		Credentials: redrive.CredentialsFromEnv(),
 	}}
 	if record {
+		// As every run: resolve.start before it reads, resolve.run at its end.
+		if err := recovery.AuditRunStart(ctx, s.Pool, recovery.RunSummary{Operator: operator, Source: Source, DryRun: dryRun}); err != nil {
+			return recovery.Result{}, fmt.Errorf("record the run's start in the audit log: %w", err)
+		}
 		r.RecordRun = func(ctx context.Context, sum recovery.RunSummary) error { return recovery.AuditRun(ctx, s.Pool, sum) }
 	}
 	var res recovery.Result

@@ -27,6 +27,9 @@ type Context struct {
 	// Operator is recorded with every decision (--operator, IDEMCTL_OPERATOR,
 	// else the OS user).
 	Operator string
+	// Who is the person the database records for the session's login, with
+	// the login (audit.Who); empty when unknown.
+	Who string
 	// Database describes the database without its password (db.Describe).
 	Database string
 	// Now is the display clock (relative times); decisions use the database's.

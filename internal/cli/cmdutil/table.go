@@ -196,6 +196,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 	natural := make([]int, n) // widest line of the column
 	floor := make([]int, n)   // narrowest the column may wrap to
 	wrapTo := make([]int, n)  // a comfortable width to wrap to
+	word := make([]int, n)    // its widest word: wrapping never cuts one
 	for i, h := range header {
 		natural[i] = ansi.StringWidth(h)
 		floor[i] = natural[i]
@@ -204,6 +205,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		for i := 0; i < n && i < len(r); i++ {
 			cw := cellWidth(r[i])
 			natural[i] = max(natural[i], cw)
+			word[i] = max(word[i], widestWord(r[i]))
 			if isIdentifierCell(header, r, i) {
 				floor[i] = max(floor[i], cw)
 			}
@@ -215,7 +217,9 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		case role.identifier:
 			floor[i], wrapTo[i] = natural[i], natural[i]
 		case role.explains:
-			floor[i] = min(natural[i], max(floor[i], 12))
+			// A DSN, a setting or a path in a sentence is one word: the
+			// column is at least as wide (else the table turns vertical).
+			floor[i] = max(min(natural[i], max(floor[i], 12)), word[i])
 			wrapTo[i] = min(natural[i], max(floor[i], 30))
 		default:
 			// a time, an age, a count: whole, or hidden
@@ -363,10 +367,20 @@ func printVertical(w io.Writer, header []string, rows [][]string, width int) err
 	return err
 }
 
+// widestWord is the width of the widest space-separated word of s.
+func widestWord(s string) int {
+	w := 0
+	for _, word := range strings.Fields(s) {
+		w = max(w, ansi.StringWidth(word))
+	}
+	return w
+}
+
 // wrapWords wraps s at spaces into lines at most width cells wide. Unlike
 // ansi.Wrap it never breaks at a hyphen, so an identifier in a sentence
-// ("--group g-e33185e2ef13") stays whole on one line; only a word wider than
-// the line is cut.
+// ("--group g-e33185e2ef13") stays whole on one line, and it never cuts a
+// word: one wider than the line (a DSN, a setting name, a path an operator
+// copies) stands alone on its line, whole, for the terminal to fold.
 func wrapWords(s string, width int) string {
 	if width <= 0 {
 		return s
@@ -382,11 +396,6 @@ func wrapWords(s string, width int) string {
 				continue
 			case lineW > 0:
 				out = append(out, line)
-			}
-			for ww > width {
-				out = append(out, ansi.Truncate(word, width, ""))
-				word = ansi.TruncateLeft(word, width, "")
-				ww = ansi.StringWidth(word)
 			}
 			line, lineW = word, ww
 		}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/person"
 	"github.com/idemctl/idemctl/tui"
 	"github.com/idemctl/idemctl/tui/styles"
 )
@@ -123,11 +125,22 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if refresh == 0 {
 		refresh = -1 // tui.Options: negative means never
 	}
+	// The person the database will record for this login, with the login:
+	// what a decision's confirmation shows (the --operator label is only a label).
+	var who string
+	if problem == "" {
+		var login string
+		if err := pool.QueryRow(ctx, "SELECT session_user").Scan(&login); err == nil {
+			p, _ := person.Current(ctx, pool)
+			who = audit.Who(p, login)
+		}
+	}
 	services := tui.PoolServices(pool)
 	services.Reconcile = tui.ReconcileDB{Pool: pool, Dir: opts.Mappings}
 	err = tui.Run(ctx, opts.IO.In, opts.IO.RawOut, tui.Options{
 		Services: services,
 		Operator: opts.f.Operator(),
+		Who:      who,
 		Database: opts.f.DescribeDB(),
 		Now:      opts.f.Now,
 		Refresh:  refresh,

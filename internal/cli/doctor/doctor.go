@@ -54,13 +54,16 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*DoctorOptions) error) *cobra.Co
   partitions   daily inbox partitions ahead (idemctl horizon maintain)
   sources      every replay source probed (--skip-sources to leave them)
   audit        the audit chain's head agrees with the log's last row
-  effects      every registered SQL effect still passes its registration's
-               checks (one changed since does not run: IX016)
   anchor       idemctl audit verify kept an anchor for this database (in
                --anchor-file, as audit verify finds it) no older than
                --anchor-max-age: without one, a rewrite of the whole log by
                its owner or a superuser goes unseen
+  effects      every registered SQL effect still passes its registration's
+               checks (one changed since does not run: IX016)
   quarantine   open quarantine records and the oldest one's age
+  failover     the classes kept for ever commit with a synchronous standby
+               (without one, an operation acknowledged here can be lost in a
+               failover), and when the primary last switched timeline
 
 Nothing is written. Exit code 0 when nothing fails (warnings allowed), 1
 otherwise.`,

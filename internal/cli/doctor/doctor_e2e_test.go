@@ -182,3 +182,42 @@ func TestDoctorColour(t *testing.T) {
 		assert.Contains(t, out.String(), "review them: idemctl")
 	}
 }
+
+// doctor --help lists every check doctor runs, in the order it runs them,
+// and a table at 80 columns never splits a DSN, a setting name or a path
+// (it turns vertical when one does not fit a column).
+func TestDoctorHelpListsEveryCheckAndTheTableKeepsTokens(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	_, order, _ := doctorLines(t, fx.DSN)
+	code, help, _ := run(t, "", "", "doctor", "--help")
+	require.Equal(t, cmdutil.ExitOK, code)
+	// The list: the paragraph after "Check, in order", a name a line.
+	_, list, ok := strings.Cut(help, "Check, in order")
+	require.True(t, ok, help)
+	list, _, _ = strings.Cut(strings.SplitN(list, "\n\n", 2)[1], "\n\n")
+	var listed []string
+	for _, l := range strings.Split(list, "\n") {
+		if !strings.HasPrefix(l, "   ") {
+			listed = append(listed, strings.Fields(l)[0])
+		}
+	}
+	// --skip-sources leaves the sources check out of doctorLines' run.
+	want := append([]string{}, order[:7]...)
+	want = append(append(want, "sources"), order[7:]...)
+	assert.Equal(t, want, listed, "the help's list of checks")
+
+	ios, _, out, errOut := cmdutil.Test(true)
+	ios.SetColor(false)
+	ios.SetWidth(80)
+	f := cmdutil.NewFactory(ios)
+	defer f.Close()
+	anchor := "/tmp/idemctl-a-rather-long-directory-name/for-the-anchor/audit-anchors.json"
+	code = cli.Run(context.Background(), f, []string{"doctor", "--skip-sources", "--dsn", fx.DSN, "--anchor-file", anchor})
+	require.Equal(t, cmdutil.ExitOK, code, errOut.String())
+	s := out.String()
+	for _, token := range []string{"synchronous_standby_names", string(dbtest.Operator) + "@127.0.0.1:"} {
+		assert.Contains(t, s, token, "whole: %s", s)
+	}
+	assert.Contains(t, s, anchor)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/quarantine"
 )
@@ -109,12 +110,30 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 		return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s records match, over --max %d: narrow the selection or raise --max; nothing was planned",
 			cmdutil.HumanCount(preview.Open), b.Max))
 	}
+	clashes, err := previewClashes(ctx, pool, sel, preview.MaxID, b.Rule, b.Max)
+	if err != nil {
+		return quarantineErr(err, cmdutil.ExitInvalid)
+	}
+	for _, c := range clashes {
+		fmt.Fprintf(opts.IO.ErrOut, "cannot run: %s\n", c)
+	}
 	if b.DryRun {
-		fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
-		if opts.JSON {
-			return cmdutil.PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true})
+		if len(clashes) == 0 {
+			fmt.Fprintln(opts.IO.ErrOut, "dry run: nothing planned")
 		}
-		return nil
+		if opts.JSON {
+			if err := cmdutil.PrintJSONLine(opts.IO.Out, map[string]any{"preview": preview, "rule": b.Rule, "dry_run": true, "clashes": clashes}); err != nil {
+				return err
+			}
+		}
+		if len(clashes) == 0 {
+			return nil
+		}
+	}
+	if len(clashes) > 0 {
+		return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%d of %s record(s) cannot run under %s: their new operation id is held by another payload; "+
+			"choose another rule, or leave them out (ids on stdin: idemctl quarantine accept-as-new -); nothing was planned",
+			len(clashes), cmdutil.HumanCount(preview.Open), b.Rule))
 	}
 	plan, err := quarantine.PlanAccept(ctx, pool, sel, preview.MaxID, b.Rule, b.Max, opts.Operator, opts.Reason)
 	if err != nil {
@@ -135,6 +154,17 @@ func quarantineAcceptPlanRun(ctx context.Context, opts *QuarantineAcceptOptions)
 		"  idemctl quarantine bulk approve %d\nthen: idemctl quarantine bulk run %d\n",
 		plan.ID, len(plan.IDs), plan.Rule, audit.Who(plan.PlannedPerson, plan.PlannedDBUser), plan.ID, plan.ID)
 	return err
+}
+
+// previewClashes lists the records of a preview whose new operation id is
+// held by another payload: the plan would be refused (the database checks
+// again when it plans, and when the plan is approved).
+func previewClashes(ctx context.Context, db idem.DBTX, sel quarantine.Selection, maxID int64, rule string, max int) ([]quarantine.Clash, error) {
+	ids, err := quarantine.SelectIDs(ctx, db, sel, maxID, max)
+	if err != nil {
+		return nil, err
+	}
+	return quarantine.Clashes(ctx, db, ids, rule)
 }
 
 // bulkPlanErr gives a plan error its exit code: refusals (nothing written)
@@ -317,6 +347,9 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
 	}
+	for _, c := range r.Clashes {
+		rows = append(rows, []string{"CANNOT RUN", c.String()})
+	}
 	if err := cmdutil.PrintTable(w, []string{"field", "value"}, rows); err != nil {
 		return err
 	}
@@ -330,7 +363,11 @@ func printAcceptReview(w io.Writer, r quarantine.AcceptReview, records int) erro
 	fmt.Fprintf(w, "\nWhat each record runs (%d of %d; pointer: stored -> incoming):\n", len(shown), len(r.Records))
 	table := make([][]string, 0, len(shown))
 	for _, it := range shown {
-		table = append(table, []string{strconv.FormatInt(it.ID, 10), it.Tenant, it.OperationID, it.NewOperationID, it.Summary(60)})
+		runsAs := it.NewOperationID
+		if it.CannotRun != "" {
+			runsAs += " (CANNOT RUN: id held)"
+		}
+		table = append(table, []string{strconv.FormatInt(it.ID, 10), it.Tenant, it.OperationID, runsAs, it.Summary(60)})
 	}
 	if err := cmdutil.PrintTable(w, []string{"record", "tenant", "operation", "runs as", "changed"}, table); err != nil {
 		return err
@@ -358,20 +395,29 @@ func willApply(r quarantine.AcceptReview) string {
 	}
 	switch {
 	case money == 0:
-		return fmt.Sprintf("%d open record(s), none of a money class", r.Open)
+		return fmt.Sprintf("%d open record(s), none of a money class", r.Open) + cannotRunClause(r)
 	case len(r.MoneyProblems) > 0:
 		parts = append(parts, fmt.Sprintf("%d money record(s) not in the totals (below)", len(r.MoneyProblems)))
 	}
 	if money < r.Open {
 		parts = append(parts, fmt.Sprintf("and %d record(s) of classes that move no money", r.Open-money))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + cannotRunClause(r)
+}
+
+// cannotRunClause warns that a run stops at a record whose new id another
+// payload holds: "; but 1 record(s) CANNOT RUN (new id held): ...".
+func cannotRunClause(r quarantine.AcceptReview) string {
+	if len(r.Clashes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; but %d record(s) CANNOT RUN, their new id is held by another payload: the run stops there (abort and plan again without them)", len(r.Clashes))
 }
 
 // applyingClause is the approval question's money part: ", applying EUR
 // 1,234.50 over 12 records", or nothing when no record moves money.
 func applyingClause(r quarantine.AcceptReview) string {
-	if len(r.Totals) == 0 && len(r.MoneyProblems) == 0 {
+	if len(r.Totals) == 0 && len(r.MoneyProblems) == 0 && len(r.Clashes) == 0 {
 		return ""
 	}
 	return ", applying " + willApply(r)
@@ -408,8 +454,7 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 			err = jerr
 		}
 	} else {
-		fmt.Fprintf(opts.IO.Out, "Plan %d: %s record(s) ran as new operations (%s already decided, skipped); audit rows %d-%d.\n",
-			opts.ID, cmdutil.HumanCount(res.Decided), cmdutil.HumanCount(res.Skipped), res.FirstAudit, res.LastAudit)
+		printRunSummary(opts.IO.Out, opts.ID, res, err)
 	}
 	if err != nil {
 		return bulkPlanErr(err)
@@ -419,6 +464,24 @@ func quarantineBulkAcceptRun(ctx context.Context, opts *QuarantineBulkOptions) e
 		return cmdutil.SilentExit{Code: cmdutil.ExitFailure}
 	}
 	return nil
+}
+
+// printRunSummary says what a bulk run did: what ran and its audit rows; a
+// run that failed says what committed before it failed (the failing batch
+// rolled back whole), and nothing about audit rows it did not write.
+func printRunSummary(w io.Writer, plan int64, res quarantine.BulkResult, err error) {
+	audit := ""
+	if res.FirstAudit != 0 {
+		audit = fmt.Sprintf("; audit rows %d-%d", res.FirstAudit, res.LastAudit)
+	}
+	switch {
+	case err == nil:
+		fmt.Fprintf(w, "Plan %d: %s record(s) ran as new operations (%s already decided, skipped)%s.\n",
+			plan, cmdutil.HumanCount(res.Decided), cmdutil.HumanCount(res.Skipped), audit)
+	case res.Decided+res.Skipped > 0:
+		fmt.Fprintf(w, "Plan %d stopped: %s record(s) ran in the batches committed before the failure (%s skipped)%s; the failing batch ran nothing.\n",
+			plan, cmdutil.HumanCount(res.Decided), cmdutil.HumanCount(res.Skipped), audit)
+	}
 }
 
 // idList lists ids whole, the first n of them, and says how many more.
