@@ -168,7 +168,11 @@ type Filter struct {
 	// Action matches exactly, or as a namespace: "quarantine" matches
 	// quarantine.reject and quarantine.export.
 	Action string
-	Actor  string
+	// Actor matches the --operator label (Record.Actor) exactly.
+	Actor string
+	// Who matches the person or the login exactly: what Record.Who shows
+	// (person, then the login in parentheses).
+	Who    string
 	Target string
 	// Since and Until bound `at` (Until exclusive).
 	Since, Until time.Time
@@ -194,7 +198,7 @@ func List(ctx context.Context, db DBTX, f Filter) ([]Record, error) {
 	// values each time, so the "IS NULL OR" filters fold away.
 	rows, err := db.Query(ctx, listSQL, pgx.QueryExecModeExec,
 		nullIfEmpty(f.Action), nullIfEmpty(f.Actor), nullIfEmpty(f.Target),
-		nullTime(f.Since), nullTime(f.Until), nullIfZero(f.Before), f.Limit)
+		nullTime(f.Since), nullTime(f.Until), nullIfZero(f.Before), f.Limit, nullIfEmpty(f.Who))
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
