@@ -11,28 +11,30 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_p idem.entry_plan;
-    v_i record;
+    v_p      idem.entry_plan;
+    v_class  text;
+    v_money  boolean;
+    v_effect boolean;
+    v_seq    integer;
 BEGIN
     SELECT * INTO v_p FROM idem.entry_plan WHERE id = p_id;
     IF NOT FOUND OR v_p.kind <> 'record' THEN
         RETURN;
     END IF;
-    SELECT e.seq, e.op_class, c.money IS NOT NULL AS money, c.effect IS NOT NULL AS effect INTO v_i
-    FROM idem.entry_item e JOIN idem.op_class c ON c.name = e.op_class
-    WHERE e.plan_id = p_id AND ((c.money IS NOT NULL AND v_p.contract IS NULL)
-                                OR (c.effect IS NOT NULL AND v_p.correction IS NULL))
-    ORDER BY e.seq LIMIT 1;
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    IF v_i.money AND v_p.contract IS NULL THEN
-        RAISE EXCEPTION 'entry plan %: item % is of class %, which moves money since the plan was made: it needs a business contract (plan again with --contract)',
-                p_id, v_i.seq, v_i.op_class
-            USING ERRCODE = 'IX343', HINT = 'this plan cannot run: plan again with --contract';
-    END IF;
-    RAISE EXCEPTION 'entry plan %: item %: class % has a SQL effect since the plan was made: name the manual correction that writes its ledger rows (plan again with --correction)',
-            p_id, v_i.seq, v_i.op_class
-        USING ERRCODE = 'IX343', HINT = 'this plan cannot run: plan again with --correction';
+    -- Class by class, each read on its own (op_class is a reference table
+    -- on Citus, entry_item a coordinator-local one: no join between them).
+    FOR v_class IN SELECT DISTINCT op_class FROM idem.entry_item WHERE plan_id = p_id ORDER BY 1 LOOP
+        SELECT c.money IS NOT NULL, c.effect IS NOT NULL INTO v_money, v_effect FROM idem.op_class c WHERE c.name = v_class;
+        CONTINUE WHEN NOT ((v_money AND v_p.contract IS NULL) OR (v_effect AND v_p.correction IS NULL));
+        SELECT min(seq) INTO v_seq FROM idem.entry_item WHERE plan_id = p_id AND op_class = v_class;
+        IF v_money AND v_p.contract IS NULL THEN
+            RAISE EXCEPTION 'entry plan %: item % is of class %, which moves money since the plan was made: it needs a business contract (plan again with --contract)',
+                    p_id, v_seq, v_class
+                USING ERRCODE = 'IX343', HINT = 'this plan cannot run: plan again with --contract';
+        END IF;
+        RAISE EXCEPTION 'entry plan %: item %: class % has a SQL effect since the plan was made: name the manual correction that writes its ledger rows (plan again with --correction)',
+                p_id, v_seq, v_class
+            USING ERRCODE = 'IX343', HINT = 'this plan cannot run: plan again with --correction';
+    END LOOP;
 END
 $$;
