@@ -401,7 +401,7 @@ func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db hori
 	if err := cmdutil.NeedYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
 		return err
 	}
-	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Make it horizon (purgeable on the replay proof alone)?", opts.Name)
+	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Plan making it horizon (purgeable on the replay proof alone, once another person approves)?", opts.Name)
 	if err := cmdutil.Confirm(opts.IO, false, q, "nothing changed"); err != nil {
 		return err
 	}
