@@ -307,7 +307,8 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.Pool) error {
 	pol, change, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
 	if err != nil {
-		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
+		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) ||
+			errors.Is(err, horizon.ErrNoPerson) {
 			return cmdutil.WithCode(cmdutil.ExitInvalid, err)
 		}
 		return cmdutil.GovernanceErr(err)

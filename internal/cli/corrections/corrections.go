@@ -213,7 +213,7 @@ func correctionsDoneRun(ctx context.Context, opts *CorrectionsDoneOptions) error
 		if errors.Is(err, horizon.ErrCorrectionNotFound) {
 			return cmdutil.WithCode(cmdutil.ExitNotFound, err)
 		}
-		if errors.Is(err, horizon.ErrInvalidOperator) {
+		if errors.Is(err, horizon.ErrInvalidOperator) || errors.Is(err, horizon.ErrNoPerson) {
 			return cmdutil.WithCode(cmdutil.ExitInvalid, err)
 		}
 		return cmdutil.GovernanceErr(err)
