@@ -192,11 +192,21 @@ func (s AnchorStore) Keep(key string, head Anchor, now time.Time) (KeptAnchor, e
 // run) besides the ones given, and says what moved since the kept head was
 // verified: rows rewritten (an anchored row's hash changed), rows missing
 // and the head moved back (the log now ends before the kept head).
+// Like Verify, it reads in one snapshot.
 func VerifyKept(ctx context.Context, db DBTX, kept *KeptAnchor, anchors ...Anchor) (Report, error) {
+	var r Report
+	err := inSnapshot(ctx, db, func(q DBTX) (err error) {
+		r, err = verifyKept(ctx, q, kept, anchors)
+		return err
+	})
+	return r, err
+}
+
+func verifyKept(ctx context.Context, db DBTX, kept *KeptAnchor, anchors []Anchor) (Report, error) {
 	if kept != nil {
 		anchors = append(append(anchors, kept.Earlier...), kept.Anchor())
 	}
-	r, err := Verify(ctx, db, anchors...)
+	r, err := verify(ctx, db, anchors)
 	if err != nil || kept == nil {
 		return r, err
 	}

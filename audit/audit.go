@@ -168,7 +168,11 @@ type Filter struct {
 	// Action matches exactly, or as a namespace: "quarantine" matches
 	// quarantine.reject and quarantine.export.
 	Action string
-	Actor  string
+	// Actor matches the --operator label (Record.Actor) exactly.
+	Actor string
+	// Who matches the person or the login exactly: what Record.Who shows
+	// (person, then the login in parentheses).
+	Who    string
 	Target string
 	// Since and Until bound `at` (Until exclusive).
 	Since, Until time.Time
@@ -194,7 +198,7 @@ func List(ctx context.Context, db DBTX, f Filter) ([]Record, error) {
 	// values each time, so the "IS NULL OR" filters fold away.
 	rows, err := db.Query(ctx, listSQL, pgx.QueryExecModeExec,
 		nullIfEmpty(f.Action), nullIfEmpty(f.Actor), nullIfEmpty(f.Target),
-		nullTime(f.Since), nullTime(f.Until), nullIfZero(f.Before), f.Limit)
+		nullTime(f.Since), nullTime(f.Until), nullIfZero(f.Before), f.Limit, nullIfEmpty(f.Who))
 	if err != nil {
 		return nil, fmt.Errorf("list audit log: %w", err)
 	}
@@ -276,8 +280,44 @@ func RowHash(r Record) string {
 // for row 1), each hash recomputed with RowHash, the head equal to the last
 // row, and every anchor still present with its hash. It reports the first
 // broken row. An error is returned only when the check itself could not run.
-// It needs nothing but SELECT on idem.audit and idem.audit_head.
+// It needs nothing but SELECT on idem.audit and idem.audit_head. On a pool
+// or a connection it reads the chain and the head in one REPEATABLE READ,
+// READ ONLY transaction (one snapshot: work committed meanwhile is neither
+// a row missing nor a row added); in a transaction, in that one's.
 func Verify(ctx context.Context, db DBTX, anchors ...Anchor) (Report, error) {
+	var r Report
+	err := inSnapshot(ctx, db, func(q DBTX) (err error) {
+		r, err = verify(ctx, q, anchors)
+		return err
+	})
+	return r, err
+}
+
+// txBeginner is a pool or a connection: what can open a transaction with
+// options (a pgx.Tx cannot; it is already one).
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// inSnapshot runs read in one REPEATABLE READ, READ ONLY transaction opened
+// on db, or on db itself when it cannot open one (a pgx.Tx: its snapshot).
+func inSnapshot(ctx context.Context, db DBTX, read func(DBTX) error) error {
+	b, ok := db.(txBeginner)
+	if !ok {
+		return read(db)
+	}
+	tx, err := b.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("verify audit log: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := read(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func verify(ctx context.Context, db DBTX, anchors []Anchor) (Report, error) {
 	var r Report
 	r.LastHash = GenesisHash
 	want := map[int64]string{}

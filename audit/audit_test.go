@@ -435,3 +435,72 @@ func TestList(t *testing.T) {
 		assert.ErrorIs(t, err, audit.ErrInvalidFilter, "%+v", f)
 	}
 }
+
+// appendingTx is the transaction Verify opens, with an operator's row
+// appended (and committed) before every statement after the first: work
+// that goes on while an auditor's verify reads.
+type appendingTx struct {
+	pgx.Tx
+	t     *testing.T
+	b     bundle
+	reads int
+}
+
+func (a *appendingTx) between() {
+	if a.reads++; a.reads > 1 {
+		a.b.appendN(a.t, 1)
+	}
+}
+
+func (a *appendingTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	a.between()
+	return a.Tx.Query(ctx, sql, args...)
+}
+
+func (a *appendingTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	a.between()
+	return a.Tx.QueryRow(ctx, sql, args...)
+}
+
+// appendingPool opens appendingTx transactions.
+type appendingPool struct {
+	*pgxpool.Pool
+	t     *testing.T
+	b     bundle
+	opts  pgx.TxOptions
+	began int
+}
+
+func (p *appendingPool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	tx, err := p.Pool.BeginTx(ctx, opts)
+	p.opts, p.began = opts, p.began+1
+	return &appendingTx{Tx: tx, t: p.t, b: p.b}, err
+}
+
+// Verify reads the chain, the head and (with a kept anchor) the log's end
+// in one snapshot: rows committed between its statements are neither a row
+// missing from the end nor a row added behind the log's back.
+func TestVerifyReadsOneSnapshotUnderConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	b.appendN(t, 3)
+	auditor := dbtest.PoolAs(t, b.dsn, dbtest.Auditor, 2)
+	p := &appendingPool{Pool: auditor, t: t, b: b}
+	r, err := audit.Verify(b.ctx, p)
+	require.NoError(t, err)
+	assert.True(t, r.Intact, "%s", r.Problem)
+	assert.Equal(t, b.base+3, r.LastID, "the rows of its snapshot")
+	assert.Equal(t, 1, p.began)
+	assert.Equal(t, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, p.opts)
+
+	kept := &audit.KeptAnchor{ID: r.LastID, Hash: r.LastHash, VerifiedAt: time.Now()}
+	r, err = audit.VerifyKept(b.ctx, p, kept)
+	require.NoError(t, err)
+	assert.True(t, r.Intact, "with a kept anchor: %s", r.Problem)
+	assert.Equal(t, 2, p.began)
+
+	r, err = audit.Verify(b.ctx, auditor)
+	require.NoError(t, err)
+	assert.True(t, r.Intact, "%s", r.Problem)
+	assert.Equal(t, b.base+6, r.LastID, "rows were appended between the reads (one in the first verify, two in the second)")
+}

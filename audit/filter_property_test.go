@@ -14,7 +14,7 @@ import (
 )
 
 // auditFilterFlags are the filters of `audit list`, one bit each in a mask.
-var auditFilterFlags = []string{"--action", "--actor", "--target", "--since", "--until"}
+var auditFilterFlags = []string{"--action", "--label", "--target", "--since", "--until", "--actor"}
 
 // modelAuditList is what audit list must return: the rows matching every
 // filter given, newest first.
@@ -24,7 +24,8 @@ func modelAuditList(rows []audit.Record, f audit.Filter) []int64 {
 		if f.Action != "" && r.Action != f.Action && !strings.HasPrefix(r.Action, f.Action+".") {
 			continue
 		}
-		if (f.Actor != "" && r.Actor != f.Actor) || (f.Target != "" && r.Target != f.Target) {
+		if (f.Actor != "" && r.Actor != f.Actor) || (f.Target != "" && r.Target != f.Target) ||
+			(f.Who != "" && r.Person != f.Who && r.DBUser != f.Who) {
 			continue
 		}
 		if (!f.Since.IsZero() && r.At.Before(f.Since)) || (!f.Until.IsZero() && !r.At.Before(f.Until)) {
@@ -64,7 +65,10 @@ func TestAuditListFiltersMatchModel(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, len(all), 60)
 	var stamps []time.Time
+	// Who did it: the persons and logins of the rows, and a prefix of one.
+	whos := []string{"alic", "(no person)"}
 	for _, r := range all {
+		whos = append(whos, r.Person, r.DBUser)
 		stamps = append(stamps, r.At, r.At.Add(time.Microsecond), r.At.Add(-time.Microsecond))
 	}
 	queries := 0
@@ -87,11 +91,15 @@ func TestAuditListFiltersMatchModel(t *testing.T) {
 			if mask&16 != 0 {
 				g.Until = f.Until
 			}
+			if mask&32 != 0 {
+				g.Who = f.Who
+			}
 			return g
 		}
 		f.Action = rapid.SampledFrom(append(actions, "resolve", "resolve.ste", "recon", "quarantine", "horizon", "person", "class")).Draw(t, "action")
 		f.Actor = rapid.SampledFrom(append(actors, "al", "nobody")).Draw(t, "actor")
 		f.Target = rapid.SampledFrom(append(targets[1:], "quarantine:", "plan")).Draw(t, "target")
+		f.Who = rapid.SampledFrom(whos).Draw(t, "who")
 		f.Since = rapid.SampledFrom(stamps).Draw(t, "since")
 		f.Until = rapid.SampledFrom(stamps).Draw(t, "until")
 		// Every combination of the flags with these values.

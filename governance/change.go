@@ -55,8 +55,14 @@ func mapError(err error) error { return codes.Map(err) }
 
 // Kinds of governed change.
 const (
-	KindClassMoney   = "class_money"
+	KindClassMoney = "class_money"
+	// KindSourceRemove removes a replay source.
 	KindSourceRemove = "source_remove"
+	// KindClassRetention makes a forever class (money) horizon.
+	KindClassRetention = "class_retention"
+	// KindCorrectionDone marks a pending manual correction applied: it no
+	// longer pins its identity.
+	KindCorrectionDone = "correction_done"
 )
 
 // Change is a governed change: one person planned it, another's approval
@@ -157,6 +163,19 @@ func RemoveSource(ctx context.Context, db DBTX, name, operator, reason string) (
 	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.horizon_source_remove($1, $2, $3) c", name, operator, reason))
 	if err != nil {
 		return Change{}, fmt.Errorf("remove source %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// DoneCorrection plans marking pending manual correction id applied
+// (idem.horizon_correction_done): it would no longer pin its identity, so
+// another person's approval (ApproveChange) marks it. Returns the planned
+// change. An unknown or done correction is the database's IX309, left for
+// the caller to map.
+func DoneCorrection(ctx context.Context, db DBTX, id int64, operator string) (Change, error) {
+	c, err := oneChange(db.Query(ctx, "SELECT to_jsonb(c) FROM idem.horizon_correction_done($1, $2) c", id, operator))
+	if err != nil {
+		return Change{}, fmt.Errorf("finish correction %d: %w", id, err)
 	}
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 )
 
@@ -61,15 +62,18 @@ func AddCorrection(ctx context.Context, pool *pgxpool.Pool, id idem.Identity, re
 	return c, nil
 }
 
-// DoneCorrection marks a pending correction applied: it no longer pins
-// (idem.horizon_correction_done, which writes the audit row).
-func DoneCorrection(ctx context.Context, pool *pgxpool.Pool, id int64, operator string) (Correction, error) {
+// DoneCorrection plans marking a pending correction applied
+// (idem.horizon_correction_done): once done it pins nothing, which weakens
+// every purge proof made afterwards, so another person's approval
+// (governance.ApproveChange) marks it. Returns the planned change;
+// ErrCorrectionNotFound when there is no such pending correction.
+func DoneCorrection(ctx context.Context, pool *pgxpool.Pool, id int64, operator string) (governance.Change, error) {
 	if err := checkOperator(operator); err != nil {
-		return Correction{}, err
+		return governance.Change{}, err
 	}
-	c, err := scanCorrection(pool.QueryRow(ctx, "SELECT "+correctionColumns+" FROM idem.horizon_correction_done($1, $2)", id, operator))
+	c, err := governance.DoneCorrection(ctx, pool, id, operator)
 	if err != nil {
-		return Correction{}, fmt.Errorf("finish correction %d: %w", id, mapPlanError(err))
+		return governance.Change{}, mapPlanError(err)
 	}
 	return c, nil
 }

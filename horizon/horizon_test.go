@@ -258,8 +258,19 @@ func TestManualSourceAndCorrections(t *testing.T) {
 	assert.True(t, rep.Unbounded, "the manual source alone bounds nothing outside")
 	assert.False(t, rep.Proven, "the manual source alone proves nothing about topics, DLQs and archives")
 
-	// Another operator marks it done.
-	_, err = horizon.DoneCorrection(f.ctx, f.bob, c.ID, "bob")
+	// An operator plans marking it done; it pins until another person
+	// approves.
+	change, err := horizon.DoneCorrection(f.ctx, f.bob, c.ID, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, governance.KindCorrectionDone, change.Kind)
+	_, err = horizon.DoneCorrection(f.ctx, f.pool, c.ID, "alice")
+	assert.ErrorIs(t, err, governance.ErrState, "already waiting for approval")
+	rep, err = horizon.Check(f.ctx, f.pool, horizon.CheckOptions{Class: projClass, Before: &before})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, evidenceOf(t, rep, horizon.ManualSource).Pinned, "still pinned while planned")
+	_, err = governance.ApproveChange(f.ctx, f.bob, change.ID, "alice")
+	assert.ErrorIs(t, err, governance.ErrSamePerson)
+	_, err = governance.ApproveChange(f.ctx, f.pool, change.ID, "alice")
 	require.NoError(t, err)
 	_, err = horizon.DoneCorrection(f.ctx, f.bob, c.ID, "bob")
 	assert.ErrorIs(t, err, horizon.ErrCorrectionNotFound)
@@ -280,7 +291,10 @@ func TestManualSourceAndCorrections(t *testing.T) {
 	for _, r := range recs {
 		persons[r.Action] = r.Person
 	}
-	assert.Equal(t, map[string]string{"horizon.correction.add": dbtest.PersonOperator, "horizon.correction.done": dbtest.PersonOperator2}, persons)
+	// The done row is written by the approval (alice's person); it names
+	// the planner's.
+	assert.Equal(t, map[string]string{"horizon.correction.add": dbtest.PersonOperator, "horizon.correction.done": dbtest.PersonOperator}, persons)
+	assert.Contains(t, string(recs[0].Details)+string(recs[1].Details), `"planned_person": "`+dbtest.PersonOperator2+`"`)
 }
 
 func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
@@ -323,8 +337,9 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 
 	// Policy: min-age is a floor on the cutoff.
 	minAge := 48 * time.Hour
-	pol, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice", "")
+	pol, change, err := horizon.SetClass(f.ctx, f.pool, projClass, horizon.Horizon, &minAge, "alice", "")
 	require.NoError(t, err)
+	assert.Zero(t, change, "a horizon class's min-age applies at once")
 	assert.Equal(t, minAge, pol.MinAge)
 	now := f.primaryNow()
 	// A requested cutoff inside the safety margin is refused by the
@@ -334,17 +349,29 @@ func TestForeverNeedsContractAndKeepsTombstones(t *testing.T) {
 	p, err = horizon.MakePlan(f.ctx, f.pool, horizon.PlanOptions{Class: projClass, Before: now.Add(-2 * horizon.DefaultMargin), Operator: "alice", AcceptUnbounded: true})
 	require.NoError(t, err)
 	assert.WithinDuration(t, now.Add(-minAge), p.Cutoff, time.Minute)
-	_, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice", "")
+	_, _, err = horizon.SetClass(f.ctx, f.pool, projClass, "sometimes", nil, "alice", "")
 	assert.ErrorIs(t, err, horizon.ErrInvalidPolicy)
 	// Making a forever class (money) purgeable by horizon alone needs a reason.
-	_, err = horizon.SetClass(f.ctx, f.pool, "demo.transfer", horizon.Horizon, nil, "alice", "")
+	_, _, err = horizon.SetClass(f.ctx, f.pool, "demo.transfer", horizon.Horizon, nil, "alice", "")
 	assert.ErrorIs(t, err, horizon.ErrInvalidPolicy)
 	got, err := horizon.GetClass(f.ctx, f.pool, "demo.transfer")
 	require.NoError(t, err)
 	assert.Equal(t, horizon.Forever, got.Retention, "unchanged")
-	got, err = horizon.SetClass(f.ctx, f.pool, "demo.transfer", horizon.Horizon, nil, "alice", "ledger rebuilt from the bank's statements (LEGAL-2026-18)")
+	// With one, it is planned as a governed change that another person's
+	// approval applies (with the min-age asked for).
+	got, change, err = horizon.SetClass(f.ctx, f.pool, "demo.transfer", horizon.Horizon, &minAge, "alice", "ledger rebuilt from the bank's statements (LEGAL-2026-18)")
 	require.NoError(t, err)
-	assert.Equal(t, horizon.Horizon, got.Retention)
+	assert.Equal(t, horizon.Forever, got.Retention, "planned, not applied")
+	require.NotZero(t, change)
+	_, err = governance.ApproveChange(f.ctx, f.pool, change, "bob")
+	assert.ErrorIs(t, err, governance.ErrSamePerson, "alice's person cannot approve it, whatever label")
+	c, err := governance.ApproveChange(f.ctx, f.bob, change, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, governance.KindClassRetention, c.Kind)
+	got, err = horizon.GetClass(f.ctx, f.pool, "demo.transfer")
+	require.NoError(t, err)
+	assert.Equal(t, horizon.Horizon, got.Retention, "approved: applied")
+	assert.Equal(t, minAge, got.MinAge)
 }
 
 func TestFourEyes(t *testing.T) {

@@ -100,17 +100,20 @@ func GetClass(ctx context.Context, q DBTX, name string) (ClassPolicy, error) {
 }
 
 // SetClass changes a class's retention and, when minAge is not nil, its
-// min-age floor (idem.class_set, which records the change in the audit log).
-// Making a forever class horizon needs a reason.
-func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator, reason string) (ClassPolicy, error) {
+// min-age floor (idem.class_set, which records the change in the audit log),
+// and returns the class as it now is. Making a forever class horizon needs
+// a reason and a person, and is not applied: it is planned as a governed
+// change that another person approves (idemctl change approve); changeID is
+// then that change's id (0 when applied).
+func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator, reason string) (pol ClassPolicy, changeID int64, err error) {
 	if retention != Forever && retention != Horizon {
-		return ClassPolicy{}, fmt.Errorf("%w: retention %q: use forever or horizon", ErrInvalidPolicy, retention)
+		return ClassPolicy{}, 0, fmt.Errorf("%w: retention %q: use forever or horizon", ErrInvalidPolicy, retention)
 	}
 	if minAge != nil && *minAge < 0 {
-		return ClassPolicy{}, fmt.Errorf("%w: --min-age must not be negative", ErrInvalidPolicy)
+		return ClassPolicy{}, 0, fmt.Errorf("%w: --min-age must not be negative", ErrInvalidPolicy)
 	}
 	if err := checkOperator(operator); err != nil {
-		return ClassPolicy{}, err
+		return ClassPolicy{}, 0, err
 	}
 	var secs any
 	if minAge != nil {
@@ -120,12 +123,17 @@ func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Re
 	if reason != "" {
 		r = reason
 	}
-	_, err := pool.Exec(ctx, "SELECT idem.class_set($1, $2, make_interval(secs => $3::float8), $4, $5, $6)",
-		name, string(retention), secs, minAge != nil, operator, r)
+	var change *int64
+	err = pool.QueryRow(ctx, "SELECT change_id FROM idem.class_set($1, $2, make_interval(secs => $3::float8), $4, $5, $6)",
+		name, string(retention), secs, minAge != nil, operator, r).Scan(&change)
 	if err != nil {
-		return ClassPolicy{}, fmt.Errorf("set class %s: %w", name, mapPlanError(err))
+		return ClassPolicy{}, 0, fmt.Errorf("set class %s: %w", name, mapPlanError(err))
 	}
-	return GetClass(ctx, pool, name)
+	if change != nil {
+		changeID = *change
+	}
+	pol, err = GetClass(ctx, pool, name)
+	return pol, changeID, err
 }
 
 // ParseDuration reads a duration as an operator types it: Go's form (90m,

@@ -2,9 +2,11 @@ package attack_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -121,4 +123,87 @@ func rewriteFrom(t *testing.T, w *world, from, last int64) {
 	require.NoError(t, err)
 	_, err = conn.Exec(w.ctx, "UPDATE idem.audit_head SET last_id = $1, last_hash = $2", last, prev)
 	require.NoError(t, err)
+}
+
+// Walk finding: the anchor file named a database by host:port/dbname only,
+// so a database dropped and created again at the same address (the demo
+// re-run) was reported rewritten ("rows ... missing", exit 5). An entry now
+// names the database's own identity (idem.database_id): another database at
+// the address is a first run for it, said so; the same database rewritten
+// still breaks; an entry an older idemctl kept under the address alone is
+// still checked, and a break against it says what it may be.
+func TestAuditAnchorNamesTheDatabaseNotOnlyItsAddress(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	auditor := dbtest.As(w.dsn, dbtest.Auditor)
+	for i := 0; i < 12; i++ {
+		_, err := audit.Append(w.ctx, w.operator, audit.Entry{Actor: "alice", Action: "resolve.step", Target: fmt.Sprintf("t:%d", i)})
+		require.NoError(t, err)
+	}
+	file := filepath.Join(t.TempDir(), "anchors.json")
+	c, out, errOut := idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", file)
+	require.Equal(t, cmdutil.ExitOK, c, out+errOut)
+	assert.Contains(t, out, "compared with no anchor")
+	kept := readAnchors(t, file)
+	require.Len(t, kept, 1)
+	var head int64
+	require.NoError(t, w.auditor.QueryRow(w.ctx, "SELECT last_id FROM idem.audit_head").Scan(&head))
+	var id1 string
+	require.NoError(t, w.auditor.QueryRow(w.ctx, "SELECT idem.database_id()").Scan(&id1))
+	for key := range kept {
+		assert.Contains(t, key, id1, "the entry names the database")
+	}
+	// Verified again: the summary says what it compared with, once.
+	c, out, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", file)
+	require.Equal(t, cmdutil.ExitOK, c, out+errOut)
+	assert.Contains(t, out, fmt.Sprintf("compared with row %d as verified on ", head))
+	assert.NotContains(t, out+errOut, "0 anchor(s)")
+	assert.Contains(t, errOut, fmt.Sprintf("row %d kept in %s", head, file))
+
+	// Another database at the same address: another identity (stamped by
+	// migrate when it was created again) and a chain of its own.
+	rewriteFrom(t, w, 10, head-2)
+	restamp := func(id string) {
+		t.Helper()
+		require.NoError(t, dbtest.Owner(w.dsn, "UPDATE idem.database_identity SET id = $1", id))
+	}
+	id2 := strings.Repeat("ab", 16)
+	restamp(id2)
+	c, out, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", file)
+	assert.Equal(t, cmdutil.ExitOK, c, "another database is no tamper alarm: %s", out+errOut)
+	assert.Contains(t, errOut, "first run for ")
+	assert.Contains(t, errOut, id2)
+	assert.Len(t, readAnchors(t, file), 2, "the first database's entry is left alone")
+
+	// The same database (its identity) rewritten still breaks.
+	restamp(id1[:32])
+	c, _, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", file)
+	assert.Equal(t, cmdutil.ExitInvalid, c, errOut)
+	assert.Contains(t, errOut, fmt.Sprintf("rows %d-%d are missing and the head is behind the anchor", head-1, head))
+
+	// An entry kept by an older idemctl, under the address alone, is used.
+	old := filepath.Join(t.TempDir(), "old.json")
+	legacy := map[string]audit.KeptAnchor{}
+	for key, k := range kept {
+		legacy[key[:strings.Index(key, " database ")]] = k
+	}
+	raw, err := json.Marshal(map[string]any{"version": 1, "databases": legacy})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(old, raw, 0o600))
+	c, _, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", old)
+	assert.Equal(t, cmdutil.ExitInvalid, c, errOut)
+	assert.Contains(t, errOut, "before anchors named the database's identity")
+	assert.Contains(t, errOut, "move its entry")
+}
+
+// readAnchors returns an anchor file's entries.
+func readAnchors(t *testing.T, path string) map[string]audit.KeptAnchor {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var f struct {
+		Databases map[string]audit.KeptAnchor `json:"databases"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &f))
+	return f.Databases
 }

@@ -88,3 +88,46 @@ func TestNoSingleUserEntersAnIdentityWithoutItsEffect(t *testing.T) {
 	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", id).Scan(&n))
 	assert.Equal(t, 1, n)
 }
+
+// A pending manual correction pins its identity out of every purge: marking
+// it done takes the pin out of the proofs made afterwards. A login mapped to
+// no person cannot, and one person alone only plans it: it stays pending
+// until another person approves (idem.horizon_correction_done, a governed
+// change of kind correction_done).
+func TestMarkingACorrectionDoneNeedsTwoPersons(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	var id int64
+	require.NoError(t, w.operator.QueryRow(w.ctx,
+		"SELECT id FROM idem.horizon_correction_add('t1', 'refund-9', 'refund REF-9 to replay by hand', 'alice')").Scan(&id))
+	pending := func() bool {
+		var p bool
+		require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT done_at IS NULL FROM idem.horizon_correction WHERE id = $1", id).Scan(&p))
+		return p
+	}
+	done := "SELECT (idem.horizon_correction_done($1, $2)).id"
+
+	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 1)
+	before := w.snapshot()
+	_, err := unmapped.Exec(w.ctx, done, id, "nobody")
+	assert.Equal(t, "IX313", code(err), "a login with no person")
+	_, err = w.app.Exec(w.ctx, done, id, "svc")
+	assert.Equal(t, "42501", code(err), "a service")
+	_, err = w.auditor.Exec(w.ctx, done, id, "audit")
+	assert.Equal(t, "42501", code(err), "an auditor")
+	assert.Equal(t, before, w.snapshot(), "nothing written")
+
+	var change int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, done, id, "alice").Scan(&change))
+	assert.True(t, pending(), "one person alone only plans it: the correction still pins")
+	for _, label := range []string{"alice", "bob"} {
+		_, err = w.operator.Exec(w.ctx, "SELECT idem.governed_change_approve($1, $2)", change, label)
+		assert.Equal(t, "IX332", code(err), "the planner's person approves nothing, whatever label (%s)", label)
+	}
+	_, err = unmapped.Exec(w.ctx, "SELECT idem.governed_change_approve($1, 'nobody')", change)
+	assert.Equal(t, "IX313", code(err))
+	assert.True(t, pending())
+	_, err = w.second.Exec(w.ctx, "SELECT idem.governed_change_approve($1, 'bob')", change)
+	require.NoError(t, err)
+	assert.False(t, pending(), "another person's approval marks it done")
+}

@@ -2,17 +2,23 @@
 -- grant: operator
 -- class_set changes a class's retention and, when p_set_min_age, its min-age
 -- floor (NULL for none), and records the change with its before and after.
--- Weakening a forever class (money) to horizon needs a reason (IX306).
--- Returns the class as it now is.
+-- Weakening a forever class (money) to horizon lets purges remove it without
+-- a business contract: it needs a reason (IX306) and a person (IX313), and
+-- is planned as a governed change (kind class_retention, with the min-age
+-- asked for) that another person approves (idem.governed_change_approve
+-- applies it). Any other change applies at once. Returns whether it was
+-- applied, and the change planned otherwise.
 CREATE OR REPLACE FUNCTION idem.class_set(
     p_name text, p_retention text, p_min_age interval, p_set_min_age boolean, p_operator text, p_reason text
-) RETURNS idem.op_class
+) RETURNS TABLE (applied boolean, change_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_old idem.op_class;
-    v_new idem.op_class;
+    v_old    idem.op_class;
+    v_new    idem.op_class;
+    v_person text;
+    v_c      idem.governed_change;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'class set');
     IF p_reason IS NOT NULL AND idem.text_problem('a reason', p_reason, 4096) IS NOT NULL THEN
@@ -34,6 +40,21 @@ BEGIN
                 idem.text_problem('a reason', p_reason, 4096)
             USING ERRCODE = 'IX306', HINT = 'pass --reason';
     END IF;
+    IF v_old.retention = 'forever' AND p_retention = 'horizon' THEN
+        v_person := idem.require_person('make a forever class (money) horizon');
+        INSERT INTO idem.governed_change (kind, target, before, after, reason, planned_by, planned_person, planned_db_user)
+        VALUES ('class_retention', p_name,
+                jsonb_build_object('retention', v_old.retention, 'min_age_seconds', extract(epoch FROM v_old.min_age)),
+                jsonb_build_object('retention', p_retention, 'min_age_seconds',
+                                   extract(epoch FROM CASE WHEN p_set_min_age THEN p_min_age ELSE v_old.min_age END)),
+                p_reason, p_operator, v_person, session_user)
+        RETURNING * INTO v_c;
+        PERFORM idem.audit_write(p_operator, 'governed_change.plan', 'governed_change:' || v_c.id,
+            jsonb_build_object('kind', v_c.kind, 'target', p_name, 'before', v_c.before, 'after', v_c.after,
+                               'reason', p_reason, 'person', v_person)::text);
+        RETURN QUERY SELECT false, v_c.id;
+        RETURN;
+    END IF;
     UPDATE idem.op_class
     SET retention = p_retention, min_age = CASE WHEN p_set_min_age THEN p_min_age ELSE min_age END
     WHERE name = p_name
@@ -42,6 +63,6 @@ BEGIN
         'before', jsonb_build_object('retention', v_old.retention, 'min_age_seconds', extract(epoch FROM v_old.min_age)),
         'after', jsonb_build_object('retention', v_new.retention, 'min_age_seconds', extract(epoch FROM v_new.min_age)),
         'reason', p_reason)::text);
-    RETURN v_new;
+    RETURN QUERY SELECT true, NULL::bigint;
 END
 $$;

@@ -27,6 +27,7 @@ BEGIN
     IF v_p.state <> 'approved' THEN
         RAISE EXCEPTION 'entry plan % is %: only an approved plan runs', p_id, v_p.state USING ERRCODE = 'IX341';
     END IF;
+    PERFORM idem.entry_plan_class_check(p_id); -- a class may have become money since the approval
     IF v_p.kind = 'import' THEN
         PERFORM idem.import_run(v_p.id, p_operator);
     END IF;

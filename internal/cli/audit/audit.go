@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
@@ -52,7 +54,10 @@ func NewCmdAuditList(f *cmdutil.Factory, runF func(*AuditListOptions) error) *co
 		Short: "List audit rows, newest first",
 		Long: `List audit rows, newest first. --action matches exactly or a whole namespace
 (--action quarantine matches quarantine.reject, quarantine.accept_as_new and
-quarantine.export). --since and --until take a time (2026-11-30,
+quarantine.export). --actor matches who did it as the ACTOR column shows it:
+the person (alice) or the login (op1) of "alice (op1)", exactly; --label
+matches the self-declared --operator label instead (the OPERATOR column; the
+"actor" field of -o json). --since and --until take a time (2026-11-30,
 2026-11-30T08:00:00Z) or a duration back from now (24h).
 
 Paging is by keyset, as in idemctl quarantine list: when there are more rows
@@ -62,7 +67,8 @@ alias.) Nothing is written.`,
 		Example: `  idemctl audit list
   idemctl audit list --action quarantine --since 24h
   idemctl audit list --target quarantine:42 -o json | jq .details
-  idemctl audit list --actor alice --limit 20 --after 1200`,
+  idemctl audit list --actor alice --limit 20 --after 1200
+  idemctl audit list --label nightly-resolve`,
 		Args: cmdutil.MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -100,7 +106,8 @@ alias.) Nothing is written.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Filter.Action, "action", "", "only this action or namespace (quarantine, quarantine.reject)")
-	cmd.Flags().StringVar(&opts.Filter.Actor, "actor", "", "only this operator")
+	cmd.Flags().StringVar(&opts.Filter.Who, "actor", "", "only rows of this person or login (the ACTOR column: person (login))")
+	cmd.Flags().StringVar(&opts.Filter.Actor, "label", "", "only rows whose --operator label is this (the OPERATOR column)")
 	cmd.Flags().StringVar(&opts.Filter.Target, "target", "", "only this target (quarantine:42)")
 	cmd.Flags().StringVar(&since, "since", "", "only rows at or after a time or a duration ago")
 	cmd.Flags().StringVar(&until, "until", "", "only rows before a time or a duration ago")
@@ -184,11 +191,17 @@ what moved: rows rewritten (an anchored row's hash changed), rows missing and
 the head behind the anchor (the log ends before the kept head). The file is
 --anchor-file, else $IDEMCTL_AUDIT_ANCHOR_FILE, else
 $XDG_STATE_HOME/idemctl/audit-anchors.json (~/.local/state/...), written mode
-600, one entry per database; keep a copy elsewhere too. A missing file or entry
-is a first run (said so, and the head is kept); an unreadable or corrupt file,
+600, one entry per database; keep a copy elsewhere too. An entry names the
+database by its address (host:port/dbname) and its own identity
+(idem.database_id(), stamped once by idemctl migrate): a database dropped and
+created again at the same address is another database, a first run for it,
+not a rewritten log. (An entry kept by an older idemctl names the address
+only; it is used until this database's own entry is kept.) A missing file or
+entry is a first run (said so, and the head is kept); an unreadable or corrupt file,
 or one others may read or write, is an error (exit 2) and is never replaced.
 Only an intact chain moves the anchor. --anchor checks rows recorded elsewhere
-(a ticket, a chat) as well.
+(a ticket, a chat) as well. The summary says what the chain was compared with:
+the row kept by the last intact verify (and when), and how many --anchor rows.
 
 Exit code 0: the chain is intact. Exit code 5: it is broken (the report names
 the first broken row and what moved). Exit code 2: the anchor file is
@@ -231,10 +244,30 @@ func OpenAnchors(path string) (audit.AnchorStore, error) {
 }
 
 // AnchorKey names the database in the anchor file: host, port and database
-// as the connection reached them.
-func AnchorKey(pool *pgxpool.Pool) string {
+// as the connection reached them, and the database's own identity
+// (idem.database_id(): stamped once by migrate), so that a database dropped
+// and created again at the same address is another entry, a first run, not
+// a rewritten log. legacy is the key without the identity, under which
+// anchors were kept before: LoadAnchor falls back to it.
+func AnchorKey(ctx context.Context, pool *pgxpool.Pool) (key, legacy string, err error) {
 	c := pool.Config().ConnConfig
-	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+	legacy = fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+	id, err := idem.DatabaseID(ctx, pool)
+	if err != nil {
+		return "", legacy, err
+	}
+	return legacy + " database " + id, legacy, nil
+}
+
+// LoadAnchor returns the anchor kept for key, else the one kept under
+// legacy (fromLegacy: kept before anchors named the database's identity, so
+// it may be another database's at the same address), else nil: a first run.
+func LoadAnchor(store audit.AnchorStore, key, legacy string) (kept *audit.KeptAnchor, fromLegacy bool, err error) {
+	if kept, err = store.Load(key); err != nil || kept != nil || legacy == "" {
+		return kept, false, err
+	}
+	kept, err = store.Load(legacy)
+	return kept, kept != nil, err
 }
 
 func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
@@ -246,8 +279,11 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	key := AnchorKey(pool)
-	kept, err := store.Load(key)
+	key, legacy, err := AnchorKey(ctx, pool)
+	if err != nil {
+		return err
+	}
+	kept, fromLegacy, err := LoadAnchor(store, key, legacy)
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
@@ -266,6 +302,8 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		}
 		out.Kept = true
 	}
+	out.Compared = compared(kept, len(opts.Anchors))
+	out.KeptForAddress = fromLegacy
 	if opts.JSON {
 		if err := cmdutil.PrintJSONLine(opts.IO.Out, out); err != nil {
 			return err
@@ -275,22 +313,52 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		if r.LastID > 0 {
 			anchor = audit.Anchor{ID: r.LastID, Hash: r.LastHash}.String()
 		}
-		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %d anchor(s) checked\nanchor: %s\n", cmdutil.HumanCount(int64(r.Rows)), len(opts.Anchors), anchor)
+		fmt.Fprintf(opts.IO.Out, "audit chain intact: %s rows, %s\nanchor: %s\n", cmdutil.HumanCount(int64(r.Rows)), out.Compared, anchor)
+	} else {
+		fmt.Fprintf(opts.IO.ErrOut, "%s\n", out.Compared)
 	}
-	switch {
-	case out.FirstRun && out.Kept:
-		fmt.Fprintf(opts.IO.ErrOut, "first run for %s: no anchor was kept for it in %s; row %d kept now\n", key, store.Path, r.LastID)
-	case out.FirstRun:
-		fmt.Fprintf(opts.IO.ErrOut, "first run for %s: no anchor was kept for it in %s\n", key, store.Path)
-	case out.Kept:
-		fmt.Fprintf(opts.IO.ErrOut, "checked against row %d verified on %s; row %d kept in %s\n", kept.ID, out.KeptAt, r.LastID, store.Path)
-	default:
-		fmt.Fprintf(opts.IO.ErrOut, "checked against row %d verified on %s (%s); the anchor did not move\n", kept.ID, out.KeptAt, store.Path)
-	}
+	sayAnchorFile(opts, out, key, legacy, kept, r)
 	if !r.Intact {
 		return cmdutil.WithCode(cmdutil.ExitInvalid, r.Err())
 	}
 	return nil
+}
+
+// compared says what the chain was compared with: the head kept by the
+// last intact verify of this database, and the --anchor rows.
+func compared(kept *audit.KeptAnchor, given int) string {
+	var what []string
+	if kept != nil {
+		what = append(what, fmt.Sprintf("row %d as verified on %s", kept.ID, kept.VerifiedAt.Format(time.RFC3339)))
+	}
+	if given > 0 {
+		what = append(what, fmt.Sprintf("%d row(s) given with --anchor", given))
+	}
+	if len(what) == 0 {
+		return "compared with no anchor (none kept for this database, none given with --anchor)"
+	}
+	return "compared with " + strings.Join(what, " and ")
+}
+
+// sayAnchorFile says on stderr what became of the anchor file's entry.
+func sayAnchorFile(opts *AuditVerifyOptions, out verifyOutput, key, legacy string, kept *audit.KeptAnchor, r audit.Report) {
+	w, path := opts.IO.ErrOut, out.AnchorFile
+	switch {
+	case out.FirstRun && out.Kept:
+		fmt.Fprintf(w, "first run for %s: no anchor was kept for this database in %s; row %d kept now\n", key, path, r.LastID)
+	case out.FirstRun:
+		fmt.Fprintf(w, "first run for %s: no anchor was kept for this database in %s\n", key, path)
+	case out.Kept:
+		fmt.Fprintf(w, "row %d kept in %s, for %s\n", r.LastID, path, key)
+	default:
+		fmt.Fprintf(w, "the anchor kept in %s (row %d) did not move\n", path, kept.ID)
+	}
+	if out.KeptForAddress {
+		fmt.Fprintf(w, "the anchor compared with was kept for %s before anchors named the database's identity\n", legacy)
+		if !r.Intact {
+			fmt.Fprintf(w, "if the database at %s was dropped and created again since, that anchor is another database's: move its entry %q aside in %s and verify again\n", legacy, legacy, path)
+		}
+	}
 }
 
 // verifyOutput is audit verify's JSON line: the report and the anchor file.
@@ -300,5 +368,10 @@ type verifyOutput struct {
 	FirstRun   bool          `json:"first_run"`
 	KeptBefore *audit.Anchor `json:"kept_before,omitempty"`
 	KeptAt     string        `json:"kept_before_verified_at,omitempty"`
-	Kept       bool          `json:"kept"`
+	// KeptForAddress: the kept anchor was found under the database's
+	// address alone (kept before anchors named its identity).
+	KeptForAddress bool `json:"kept_for_address,omitempty"`
+	// Compared says what the chain was compared with.
+	Compared string `json:"compared"`
+	Kept     bool   `json:"kept"`
 }

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,6 +49,26 @@ func TestAuditCommands(t *testing.T) {
 	}
 	assert.Equal(t, float64(last.ID), rows[0]["id"], "newest first")
 	assert.Equal(t, string(dbtest.Operator), rows[0]["db_user"], "the login that appended it")
+	// --actor matches who the ACTOR column shows (the person or the login),
+	// whatever --operator label the row carries; --label matches the label.
+	_, err = audit.Append(ctx, pool, audit.Entry{Actor: "nightly", Action: "resolve.run", Target: "batch:1"})
+	require.NoError(t, err)
+	for _, args := range [][]string{{"--actor", dbtest.PersonOperator}, {"--actor", string(dbtest.Operator)}} {
+		code, out, _ = runQ(t, auditor, append([]string{"audit", "list", "--action", "resolve", "-o", "table"}, args...)...)
+		require.Equal(t, cmdutil.ExitOK, code)
+		assert.Equal(t, 5, strings.Count(out, dbtest.PersonOperator+" ("+string(dbtest.Operator)+")"), "%v: %s", args, out)
+		assert.Contains(t, out, "nightly")
+	}
+	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "resolve", "--label", "nightly", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code)
+	require.Len(t, jsonLines(t, out), 1)
+	code, out, _ = runQ(t, auditor, "audit", "list", "--action", "resolve", "--actor", "nightly", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Empty(t, jsonLines(t, out), "a label is not who did it")
+	last, err = audit.Append(ctx, pool, audit.Entry{Actor: "alice", Action: "resolve.step", Target: "t:4"})
+	require.NoError(t, err)
+	base += 2 // the two rows just appended
+
 	code, out, errOut := runQ(t, auditor, "audit", "list", "--limit", "2", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "resolve.step")
@@ -56,7 +77,8 @@ func TestAuditCommands(t *testing.T) {
 	anchor := audit.Anchor{ID: last.ID, Hash: last.Hash}.String()
 	code, out, _ = runQ(t, auditor, "audit", "verify", "-o", "table", "--anchor", anchor)
 	require.Equal(t, cmdutil.ExitOK, code)
-	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows, 1 anchor(s) checked", base+4))
+	assert.Contains(t, out, fmt.Sprintf("audit chain intact: %d rows, compared with ", base+4))
+	assert.Contains(t, out, "1 row(s) given with --anchor")
 	assert.Contains(t, out, "anchor: "+anchor)
 
 	// A row changed behind the log's back: a superuser with triggers disabled.

@@ -24,9 +24,9 @@ func TestAuditCommandOptions(t *testing.T) {
 
 	var list *AuditListOptions
 	require.Equal(t, cmdutil.ExitOK, clitest.ExecSub(t, NewCmdAuditList(f, func(o *AuditListOptions) error { list = o; return nil }),
-		"--action", "quarantine", "--actor", "alice", "--target", "quarantine:4", "--since", "1h", "--until", "2026-11-30T11:30:00Z",
+		"--action", "quarantine", "--actor", "alice", "--label", "nightly", "--target", "quarantine:4", "--since", "1h", "--until", "2026-11-30T11:30:00Z",
 		"--limit", "10", "--before", "99"))
-	assert.Equal(t, audit.Filter{Action: "quarantine", Actor: "alice", Target: "quarantine:4", Since: now.Add(-time.Hour),
+	assert.Equal(t, audit.Filter{Action: "quarantine", Who: "alice", Actor: "nightly", Target: "quarantine:4", Since: now.Add(-time.Hour),
 		Until: time.Date(2026, 11, 30, 11, 30, 0, 0, time.UTC), Limit: 10, Before: 99}, list.Filter)
 
 	hash := "sha256:" + strings.Repeat("ab", 32)

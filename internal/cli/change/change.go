@@ -21,8 +21,10 @@ func NewCmdChange(f *cmdutil.Factory) *cobra.Command {
 		Use:   "change <command>",
 		Short: "Governed changes a second person approves (list, show, approve, abort)",
 		Long: `Some changes weaken a proof or switch four eyes off: changing or removing a
-class's money declaration (idemctl class set --money) and removing a replay
-source (idemctl horizon source remove). One person plans such a change,
+class's money declaration (idemctl class set --money), making a forever class
+horizon (idemctl class set --retention horizon), removing a replay source
+(idemctl horizon source remove) and marking a manual correction applied, which
+stops it pinning its identity (idemctl corrections done). One person plans such a change,
 another person approves it, and the approval applies it. The database compares
 persons (idemctl person), not logins or --operator labels. A change whose
 target changed since it was planned is refused: abort it and plan again.`,
@@ -83,8 +85,13 @@ func printChanges(f *cmdutil.Factory, cs []governance.Change) error {
 }
 
 func changeSummary(c governance.Change) string {
-	if c.Kind == governance.KindSourceRemove {
+	switch c.Kind {
+	case governance.KindSourceRemove:
 		return "remove source " + c.Target
+	case governance.KindClassRetention:
+		return "retention " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
+	case governance.KindCorrectionDone:
+		return "correction " + c.Target + " applied: it stops pinning"
 	}
 	return "money " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
 }

@@ -4,6 +4,7 @@ package class
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -153,8 +154,11 @@ func NewCmdClassSet(f *cmdutil.Factory, runF func(*ClassSetOptions) error) *cobr
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
 with the policy before and after. It applies to plans made from now on; a purge
 re-reads it and aborts when the class became forever and its plan cites no
-contract. Making a forever class (money) horizon needs --reason, and a
-confirmation: asked on a terminal, --yes without one.
+contract. Making a forever class (money) horizon lets purges remove it without
+a contract: it needs --reason and a confirmation (asked on a terminal, --yes
+without one), and it is not applied at once: it plans a change that another
+person approves (idemctl change approve ID), which applies it with the min-age
+asked for. A login mapped to no person cannot plan it.
 
 --money /amount,/currency,minor declares that the class moves money: JSON
 Pointers to the amount and the currency in the payload, and whether amounts
@@ -260,19 +264,8 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 		}
 	}
 	if opts.Retention != "" {
-		pol, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
-		if err != nil {
-			if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) {
-				return cmdutil.WithCode(cmdutil.ExitInvalid, err)
-			}
+		if err := classRetentionRun(ctx, opts, pool); err != nil {
 			return err
-		}
-		if opts.JSON {
-			if err := cmdutil.PrintJSONLine(opts.IO.Out, pol); err != nil {
-				return err
-			}
-		} else {
-			say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, formatAge(pol.MinAge))
 		}
 	}
 	if opts.MoneySet {
@@ -306,6 +299,43 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	}
 	say(opts, "class %s: re-driven via %s to %s (downstream idempotent: %v)", rc.Class, rc.Redrive.Kind,
 		rc.Redrive.Target(), rc.DownstreamIdempotent)
+	return nil
+}
+
+// classRetentionRun sets the class's retention and min-age, or plans it
+// (a forever class made horizon waits for another person).
+func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.Pool) error {
+	pol, change, err := horizon.SetClass(ctx, pool, opts.Name, opts.Retention, opts.MinAge, opts.Operator, opts.Reason)
+	if err != nil {
+		if errors.Is(err, horizon.ErrUnknownClass) || errors.Is(err, horizon.ErrInvalidPolicy) || errors.Is(err, horizon.ErrInvalidOperator) ||
+			errors.Is(err, horizon.ErrNoPerson) {
+			return cmdutil.WithCode(cmdutil.ExitInvalid, err)
+		}
+		return cmdutil.GovernanceErr(err)
+	}
+	if opts.JSON {
+		// The class as it now is, with whether the change applied.
+		b, err := json.Marshal(pol)
+		if err != nil {
+			return err
+		}
+		out := map[string]any{}
+		if err := json.Unmarshal(b, &out); err != nil {
+			return err
+		}
+		out["applied"] = change == 0
+		if change != 0 {
+			out["change_id"] = change
+		}
+		return cmdutil.PrintJSONLine(opts.IO.Out, out)
+	}
+	if change != 0 {
+		say(opts, "class %s: making it horizon is planned as change %d; it stays %s until then", pol.Name, change, pol.Retention)
+		// The command to type next on a line of its own, whole.
+		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", change)
+		return nil
+	}
+	say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, formatAge(pol.MinAge))
 	return nil
 }
 
@@ -372,7 +402,7 @@ func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db hori
 	if err := cmdutil.NeedYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
 		return err
 	}
-	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Make it horizon (purgeable on the replay proof alone)?", opts.Name)
+	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Plan making it horizon (purgeable on the replay proof alone, once another person approves)?", opts.Name)
 	if err := cmdutil.Confirm(opts.IO, false, q, "nothing changed"); err != nil {
 		return err
 	}

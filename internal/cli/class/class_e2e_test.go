@@ -57,9 +57,13 @@ func TestClassSetMessagesFitEightyColumns(t *testing.T) {
 			}
 			one := strings.Join(strings.Fields(out), " ")
 			switch args[0] {
+			case "--retention":
+				// Planned (a forever class made horizon): changes 1 and 2.
+				assert.Contains(t, one, "making it horizon is planned as change")
+				assert.Regexp(t, `\n  another person approves it: idemctl change approve [12]\n`, out, "the command whole, on its own line")
 			case "--money":
 				if args[1] == "none" {
-					assert.Contains(t, out, "\n  another person approves it: idemctl change approve 1\n", "the command whole, on its own line")
+					assert.Contains(t, out, "\n  another person approves it: idemctl change approve 3\n", "the command whole, on its own line")
 				} else {
 					assert.Contains(t, one, "moves money (amount /amount, currency /currency, minor units)")
 				}
@@ -70,4 +74,27 @@ func TestClassSetMessagesFitEightyColumns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A login mapped to no person cannot plan making a forever class horizon
+// (exit 5, the class unchanged), nor mark a correction done.
+func TestClassSetForeverToHorizonNeedsAPerson(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDatabase(t)
+	dbtest.RegisterAppClass(t, dbtest.As(db, dbtest.Operator), "proj.money", "forever")
+	unmapped := dbtest.As(db, dbtest.Unmapped)
+	code, _, errOut := clitest.Run(t, unmapped, "", "class", "set", "proj.money", "--retention", "horizon",
+		"--reason", "no contract any more", "--yes", "--operator", "nobody")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "maps to no person")
+	code, out, _ := clitest.Run(t, unmapped, "", "class", "list", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Contains(t, out, `"class":"proj.money","retention":"forever"`)
+
+	code, _, errOut = clitest.Run(t, dbtest.As(db, dbtest.Operator), "", "corrections", "add", "--tenant", "t1", "--op", "op-1",
+		"--reason", "refund pending", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	code, _, errOut = clitest.Run(t, unmapped, "", "corrections", "done", "1", "--operator", "nobody")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "maps to no person")
 }

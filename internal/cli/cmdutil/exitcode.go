@@ -91,10 +91,10 @@ var exitWhy = map[string]map[int]string{
 	},
 	"horizon cancel":   {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
 	"horizon status":   {ExitNotFound: "no such plan"},
-	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, or a host not on the allow-list"},
+	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, a host not on the allow-list, or a login with no person planning a forever class horizon"},
 	"import plan":      {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
 	"corrections add":  {ExitInvalid: "invalid identity or reason"},
-	"corrections done": {ExitNotFound: "no pending correction with that id"},
+	"corrections done": {ExitInvalid: "a login with no person, or its marking already waits for approval", ExitNotFound: "no pending correction with that id"},
 	"quarantine bulk": {
 		ExitFailure:  "interrupted (run it again), declined or failed",
 		ExitInvalid:  "refused (the plan's state, the same person), nothing written",

@@ -172,11 +172,18 @@ func NewCmdCorrectionsDone(f *cmdutil.Factory, runF func(*CorrectionsDoneOptions
 	opts := &CorrectionsDoneOptions{IO: f.IO, f: f}
 	return &cobra.Command{
 		Use:   "done ID",
-		Short: "Mark a correction applied: it no longer pins its identity",
-		Long: `Mark a pending correction applied. Its identity is no longer pinned by the manual
-source. Recorded in the audit log.`,
-		Example: `  idemctl corrections done 7`,
-		Args:    cmdutil.MaxArgs(1),
+		Short: "Plan marking a correction applied (another person approves; then it no longer pins)",
+		Long: `Say a pending correction was applied. Once done, its identity is no longer pinned
+by the manual source, so purge proofs made afterwards leave it out: that weakens
+them, so it is a governed change. This plans it, and another person approves it
+(idemctl change approve ID), which marks the correction done; until then it stays
+pending and keeps pinning. The database compares persons (idemctl person), not
+logins or --operator labels: a login mapped to no person cannot plan it.
+Recorded in the audit log.`,
+		Example: `  idemctl corrections done 7
+  # another person, after checking the correction was applied:
+  idemctl change approve 12`,
+		Args: cmdutil.MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return cmdutil.UsageErr("a correction ID is required (idemctl corrections list shows them)")
@@ -204,13 +211,19 @@ func correctionsDoneRun(ctx context.Context, opts *CorrectionsDoneOptions) error
 	c, err := horizon.DoneCorrection(ctx, pool, opts.ID, opts.Operator)
 	if err != nil {
 		if errors.Is(err, horizon.ErrCorrectionNotFound) {
+			return cmdutil.WithCode(cmdutil.ExitNotFound, err)
+		}
+		if errors.Is(err, horizon.ErrInvalidOperator) || errors.Is(err, horizon.ErrNoPerson) {
 			return cmdutil.WithCode(cmdutil.ExitInvalid, err)
 		}
-		return err
+		return cmdutil.GovernanceErr(err)
 	}
 	if opts.JSON {
 		return cmdutil.PrintJSONLine(opts.IO.Out, c)
 	}
-	fmt.Fprintf(opts.IO.Out, "correction %d done: %s/%s is no longer pinned\n", c.ID, c.Tenant, c.Operation)
+	fmt.Fprintf(opts.IO.Out, "correction %d: marking it applied is planned as change %d; it still pins until then\n",
+		opts.ID, c.ID)
+	// The command to type next on a line of its own, whole.
+	fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", c.ID)
 	return nil
 }

@@ -139,7 +139,7 @@ func doctorChecks(ctx context.Context, opts *DoctorOptions) []health.Check {
 	// After the audit chain's own check, when there is one (a schema).
 	for i, c := range checks {
 		if c.Name == "audit" {
-			more := []health.Check{anchorCheck(opts, audit.AnchorKey(pool), time.Now()), effectsCheck(ctx, pool)}
+			more := []health.Check{anchorCheck(ctx, opts, pool, time.Now()), effectsCheck(ctx, pool)}
 			return append(checks[:i+1], append(more, checks[i+1:]...)...)
 		}
 	}
@@ -169,14 +169,19 @@ func effectsCheck(ctx context.Context, pool *pgxpool.Pool) health.Check {
 
 // anchorCheck says whether audit verify keeps an anchor for this database,
 // and how old it is.
-func anchorCheck(opts *DoctorOptions, key string, now time.Time) health.Check {
+func anchorCheck(ctx context.Context, opts *DoctorOptions, pool *pgxpool.Pool, now time.Time) health.Check {
 	c := health.Check{Name: "anchor", Verdict: health.Warn, Action: "idemctl audit verify (it keeps the anchor; keep a copy of the file elsewhere too)"}
 	store, err := audit.OpenAnchors(opts.AnchorFile)
 	if err != nil {
 		c.Detail = cmdutil.OneLine(err.Error())
 		return c
 	}
-	kept, err := store.Load(key)
+	key, legacy, err := audit.AnchorKey(ctx, pool)
+	if err != nil {
+		c.Detail = cmdutil.OneLine(err.Error())
+		return c
+	}
+	kept, _, err := audit.LoadAnchor(store, key, legacy)
 	switch {
 	case err != nil:
 		c.Verdict, c.Detail = health.Fail, cmdutil.OneLine(err.Error())

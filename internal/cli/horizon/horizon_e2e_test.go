@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,7 +67,18 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
 		"--reason", "a projection, rebuilt nightly", "-o", "json", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	assert.Contains(t, out, `"retention":"horizon"`)
+	// ...and another person: it is planned, and bob's approval applies it.
+	assert.Contains(t, out, `"retention":"forever"`)
+	assert.Contains(t, out, `"applied":false`)
+	assert.Contains(t, out, `"change_id":2`)
+	code, out, errOut = runQ(t, dsn, "change", "approve", "2", "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "not by the planner's person: %s", out)
+	assert.Contains(t, errOut, "another person")
+	code, _, errOut = runQ(t, bob, "change", "approve", "2", "--operator", "bob")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	code, out, _ = runQ(t, dsn, "class", "list", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Contains(t, out, `"class":"proj.view","retention":"horizon"`)
 	code, _, _ = runQ(t, dsn, "class", "set", "no.such", "--retention", "horizon")
 	assert.Equal(t, cmdutil.ExitInvalid, code)
 
@@ -112,10 +124,10 @@ func TestHorizonEndToEnd(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice", "--reason", "never reachable")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "another person approves it")
-	code, _, errOut = runQ(t, dsn, "change", "approve", "2", "--operator", "alice")
+	code, _, errOut = runQ(t, dsn, "change", "approve", "3", "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "alice cannot approve her own removal")
 	assert.Contains(t, errOut, "another person must approve")
-	code, out, errOut = run(t, bob, "", "change", "approve", "2", "--operator", "bob", "-o", "table")
+	code, out, errOut = run(t, bob, "", "change", "approve", "3", "--operator", "bob", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "bob (idemctl_test_operator2)")
 
@@ -191,8 +203,16 @@ func TestHorizonEndToEnd(t *testing.T) {
 		assert.Contains(t, out, `"action":"`+a+`"`, a)
 	}
 
-	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
+	// Marking a correction done is planned; another person's approval marks it.
+	code, out, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, out)
+	m := regexp.MustCompile(`\n  another person approves it: idemctl change approve (\d+)\n`).FindStringSubmatch(out)
+	require.NotNil(t, m, "the command to type next, whole, on its own line: %q", out)
+	code, out, _ = runQ(t, dsn, "corrections", "list", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Contains(t, out, `"id":1,`, "still pending until approved")
+	code, _, errOut = runQ(t, bob, "change", "approve", m[1], "--operator", "bob")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, _ = runQ(t, dsn, "corrections", "done", "1", "--operator", "carol")
 	assert.Equal(t, cmdutil.ExitNotFound, code, "no such pending correction")
 	code, out, _ = runQ(t, dsn, "horizon", "maintain", "-o", "table")
