@@ -202,7 +202,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 					}
 				}
 				for _, l := range strings.Split(out, "\n") {
-					if ansi.StringWidth(l) > width && !isFixtureIdentifier(l, r.whole) {
+					if ansi.StringWidth(l) > width && !isFixtureIdentifier(l, r.whole) && !isOneWholeWord(l) {
 						assert.Failf(t, "wider than the terminal", "%s: %d cells: %q\n%s", name, ansi.StringWidth(l), l, out)
 					}
 				}
@@ -219,6 +219,14 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 
 // isFixtureIdentifier reports whether line is one identifier alone (the
 // vertical layout's line for an identifier wider than the terminal).
+// isOneWholeWord says whether line is a list's value that is one word wider
+// than the room (a DSN, a path, a hash), printed whole on its own line,
+// after its label or the indent: the terminal folds it, and it copies whole.
+func isOneWholeWord(line string) bool {
+	f := strings.Fields(line)
+	return len(f) == 1 || len(f) == 2 && strings.HasSuffix(f[0], ":")
+}
+
 func isFixtureIdentifier(line string, ids []string) bool {
 	for _, id := range append(ids, tableLongOp, tableLongOp+"-2", tableLongOp+"-new") {
 		if line == id {

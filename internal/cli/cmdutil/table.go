@@ -205,7 +205,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		for i := 0; i < n && i < len(r); i++ {
 			cw := cellWidth(r[i])
 			natural[i] = max(natural[i], cw)
-			word[i] = max(word[i], widestWord(r[i]))
+			word[i] = max(word[i], min(widestWord(r[i]), wholeWord))
 			if isIdentifierCell(header, r, i) {
 				floor[i] = max(floor[i], cw)
 			}
@@ -359,13 +359,22 @@ func printVertical(w io.Writer, header []string, rows [][]string, width int) err
 			case isIdentifierCell(header, r, i) || room < 12:
 				b.WriteString(strings.TrimRight(prefix, " ") + "\n" + v + "\n")
 			default:
-				b.WriteString(prefix + strings.ReplaceAll(wrapWords(v, room), "\n", "\n"+indent) + "\n")
+				// A word wider than the room (a DSN, a path) stands alone
+				// on its line, whole, for the terminal to fold: cut, it
+				// could not be copied.
+				b.WriteString(prefix + strings.ReplaceAll(wrapWholeWords(v, room), "\n", "\n"+indent) + "\n")
 			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// wholeWord is the widest word a column keeps whole: a DSN, a setting's
+// name, a short path. A longer one (a JSON document with no space, a hash
+// with its prefix) is cut at the column's edge as it wraps, so that the
+// table still fits the terminal.
+const wholeWord = 40
 
 // widestWord is the width of the widest space-separated word of s.
 func widestWord(s string) int {
@@ -378,10 +387,20 @@ func widestWord(s string) int {
 
 // wrapWords wraps s at spaces into lines at most width cells wide. Unlike
 // ansi.Wrap it never breaks at a hyphen, so an identifier in a sentence
-// ("--group g-e33185e2ef13") stays whole on one line, and it never cuts a
-// word: one wider than the line (a DSN, a setting name, a path an operator
-// copies) stands alone on its line, whole, for the terminal to fold.
+// ("--group g-e33185e2ef13") stays whole on one line; only a word wider than
+// the line is cut (fitTable keeps the columns at least as wide as their
+// words up to wholeWord cells).
 func wrapWords(s string, width int) string {
+	return wrap(s, width, true)
+}
+
+// wrapWholeWords is wrapWords that never cuts a word: one wider than the
+// line stands alone on its line, whole.
+func wrapWholeWords(s string, width int) string {
+	return wrap(s, width, false)
+}
+
+func wrap(s string, width int, cut bool) string {
 	if width <= 0 {
 		return s
 	}
@@ -396,6 +415,11 @@ func wrapWords(s string, width int) string {
 				continue
 			case lineW > 0:
 				out = append(out, line)
+			}
+			for cut && ww > width {
+				out = append(out, ansi.Truncate(word, width, ""))
+				word = ansi.TruncateLeft(word, width, "")
+				ww = ansi.StringWidth(word)
 			}
 			line, lineW = word, ww
 		}

@@ -105,6 +105,7 @@ func TestWrapWordsKeepsIdentifiers(t *testing.T) {
 		assert.Contains(t, got, "g-e33185e2ef13", "width %d: %s", width, got)
 		assert.Equal(t, strings.Fields(s), strings.Fields(got))
 	}
-	assert.Equal(t, "ab\nabcdefghijk\ncd", wrapWords("ab abcdefghijk cd", 5), "a word wider than the line stands alone, whole")
+	assert.Equal(t, "ab\nabcde\nfghij\nk cd", wrapWords("ab abcdefghijk cd", 5), "a word wider than the line is cut")
 	assert.Equal(t, "東京\n決済", wrapWords("東京 決済", 4), "by cells, not bytes")
+	assert.Equal(t, "ab\nabcdefghijk\ncd", wrapWholeWords("ab abcdefghijk cd", 5), "a word wider than the line stands alone, whole")
 }
