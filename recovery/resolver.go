@@ -212,6 +212,9 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
+	if cfg.DryRun {
+		cfg.BatchSize = paceBatch(cfg.BatchSize, cfg.MaxLookupRate, cfg.MaxRate)
+	}
 	if cfg.Window <= 0 {
 		cfg.Window = max(1024, cfg.Concurrency*2*workerQueue)
 		if cfg.DryRun {
