@@ -149,8 +149,19 @@ type RunSummary struct {
 	// Interrupted is true when the run stopped before answering all of its
 	// input (some lines unread, or read and never started).
 	Interrupted bool
-	// Redriven is how many operations were sent to their class's service.
+	// Redriven is how many operations were sent to their class's service
+	// (at least one attempt connected).
 	Redriven int
+	// RedriveUnknown is how many of the Redriven got no usable answer and
+	// are not recorded on the primary: their outcome is unknown (Failed,
+	// ErrRedriveUnknown).
+	RedriveUnknown int
+	// Conditional is how many answers of a dry run are predictions that the
+	// operation's own effect decides (Result.Conditional).
+	Conditional int
+	// NotSent is how many operations of a re-driven class never reached
+	// their service: no attempt connected (Failed, ErrRedriveNotSent).
+	NotSent int
 	// Failover is the primary's last timeline switch, when it could be read.
 	Failover *Failover
 	// WriteErr is the first error writing results (emit or Config.Flush). The

@@ -261,8 +261,17 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 			seen.settle(res)
 		}
 		sum.Counts[res.Outcome]++
-		if res.Redrive != nil {
+		if res.Conditional {
+			sum.Conditional++
+		}
+		switch {
+		case res.Redrive.Sent():
 			sum.Redriven++
+			if errors.Is(res.Err, ErrRedriveUnknown) {
+				sum.RedriveUnknown++
+			}
+		case res.Redrive != nil:
+			sum.NotSent++
 		}
 	}, emit, func(error) { stop() })
 	win.settled = &r.answered
