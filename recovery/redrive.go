@@ -151,7 +151,7 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 				return res, err
 			}
 		}
-		if ours == noSend && !notSent && (sendErr != nil || (reply.Status != 409 && reply.Status != 429)) {
+		if ours == noSend && (sendErr != nil || (reply.Status != 409 && reply.Status != 429)) {
 			ours = sentAt
 		}
 		out, resend, err := r.afterRedrive(ctx, stop, j, ours, reply, sendErr, deadline)
