@@ -94,6 +94,10 @@ type Result struct {
 	// this one, in document order (a real run's conflict, from its
 	// quarantine record; a dry run keeps no payloads and has none).
 	Changes []Change
+	// EntryPlan is the entry plan (record plan or import) that entered an
+	// already_applied identity without its effect; 0 when it was applied
+	// (Note then says so).
+	EntryPlan int64
 	// Conditional (dry run) says the prediction holds unless the operation's
 	// own effect refuses it, when the real run answers error (rolled back,
 	// nothing written): would_apply, would_redrive, and already_applied for
@@ -156,6 +160,9 @@ type RunSummary struct {
 	// are not recorded on the primary: their outcome is unknown (Failed,
 	// ErrRedriveUnknown).
 	RedriveUnknown int
+	// Entered is how many already_applied identities were entered by an
+	// entry plan without their effect (Result.EntryPlan).
+	Entered int
 	// Conditional is how many answers of a dry run are predictions that the
 	// operation's own effect decides (Result.Conditional).
 	Conditional int

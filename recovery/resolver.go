@@ -264,6 +264,9 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 		if res.Conditional {
 			sum.Conditional++
 		}
+		if res.EntryPlan != 0 {
+			sum.Entered++
+		}
 		switch {
 		case res.Redrive.Sent():
 			sum.Redriven++

@@ -67,10 +67,13 @@ type recordLine struct {
 	Payload     json.RawMessage `json:"payload"`
 	Response    json.RawMessage `json:"response"`
 	Evidence    string          `json:"evidence"`
+	// Note is for the person who reads the file (reconcile --emit-record
+	// writes one); it is not planned.
+	Note string `json:"note"`
 }
 
 // recordFields are the fields of a line of a record plan's file.
-const recordFields = "tenant_id, operation_id, class, payload, response, evidence"
+const recordFields = "tenant_id, operation_id, class, payload, response, evidence, note"
 
 // parseRecordLine reads one line of a record plan's file: a field it does
 // not know is refused (resolve's "tenant" here entered nothing and failed
@@ -135,9 +138,10 @@ func newCmdRecordPlan(f *cmdutil.Factory) *cobra.Command {
 		Use:   "plan --file FILE --reason TEXT [--contract REF] [--correction REF]",
 		Short: "Plan recording outcomes known from outside; nothing enters until another person approves",
 		Long: `Plan recording the identities of FILE, one JSON object a line with the fields
-tenant_id, operation_id, class, payload, response and evidence (any other
+tenant_id, operation_id, class, payload, response, evidence and note (for the
+reader, not planned; reconcile --emit-record writes such files); any other
 field, or a line without its identity, is refused with its line number and
-nothing is planned). Nothing enters until another person approves.`,
+nothing is planned. Nothing enters until another person approves.`,
 		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
       --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"`,
 		Args: cmdutil.MaxArgs(0),

@@ -56,7 +56,7 @@ func TestRecordPlanRefusesUnknownFieldsWithTheLine(t *testing.T) {
 	good := `{"tenant_id":"t1","operation_id":"op-1","class":"demo.transfer","payload":{"to":"bob","from":"alice","amount":900,"currency":"EUR"},"response":{},"evidence":"psp"}`
 	for _, bad := range []string{
 		`{"tenant":"t1","operation_id":"op-2","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"psp"}`,
-		`{"tenant_id":"t1","operation_id":"op-2","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"psp","note":"x"}`,
+		`{"tenant_id":"t1","operation_id":"op-2","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"psp","reference":"x"}`,
 	} {
 		file := filepath.Join(t.TempDir(), "charges.ndjson")
 		require.NoError(t, os.WriteFile(file, []byte(good+"\n\n"+bad+"\n"), 0o644))

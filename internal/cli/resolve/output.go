@@ -29,6 +29,9 @@ type ResolveRecord struct {
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
 	Note         string          `json:"note,omitempty"`
+	// EntryPlan is the entry plan (record plan, import) that entered an
+	// already_applied identity without its effect: its effect never ran.
+	EntryPlan *int64 `json:"entry_plan,omitempty"`
 	// Conditional (dry run): the prediction holds unless the operation's own
 	// effect refuses it (then error, nothing written).
 	Conditional bool `json:"conditional,omitempty"`
@@ -46,6 +49,9 @@ func newResolveRecord(r recovery.Result) ResolveRecord {
 		Conditional: r.Conditional, Changes: r.Changes}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
+	}
+	if r.EntryPlan != 0 {
+		rec.EntryPlan = &r.EntryPlan
 	}
 	if r.Err != nil {
 		msg := cmdutil.OneLine(r.Err.Error())
@@ -137,6 +143,8 @@ func resultMeaning(r recovery.Result) string {
 		return "not settled; never reached its service: nothing ran, nothing written"
 	case r.Conditional && r.Outcome == recovery.WouldApply:
 		return conditionalMeaning
+	case r.EntryPlan != 0:
+		return "entered before by an entry plan, without its effect; saved response returned"
 	}
 	return outcomeMeaning[r.Outcome]
 }
@@ -149,6 +157,9 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 			switch {
 			case o == recovery.Failed:
 				meaning = failedMeaning(s)
+			case o == recovery.AlreadyApplied && s.Entered > 0:
+				meaning += "; " + cmdutil.HumanCount(int64(s.Entered)) +
+					" of them entered by an entry plan (recorded by hand or imported): their effect never ran here (-o json: note, entry_plan)"
 			case o == recovery.AlreadyApplied && s.DryRun:
 				if c := s.Conditional - s.Counts[recovery.WouldApply] - s.Counts[recovery.WouldRedrive]; c > 0 {
 					meaning = "was applied before, or (" + cmdutil.HumanCount(int64(c)) +
