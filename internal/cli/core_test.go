@@ -69,8 +69,9 @@ func TestHashCommand(t *testing.T) {
 		assert.Contains(t, errOut, tc.want, tc.name)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 	}
+	// A file that cannot be read: exit 1, as for every command (docs/exit-codes.md).
 	code, _, errOut := run(t, "", "", "hash", filepath.Join(t.TempDir(), "missing.json"))
-	assert.Equal(t, cmdutil.ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Contains(t, errOut, "missing.json")
 }
 
