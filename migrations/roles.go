@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -82,6 +83,18 @@ func prepare(ctx context.Context, conn *pgx.Conn, r Roles) ([]string, error) {
 	if encoding != "UTF8" {
 		return nil, fmt.Errorf("%w: the database encoding is %s, not UTF8 (payload hashes are over UTF-8 text)", ErrNotInstallable, encoding)
 	}
+	// A schema installed for other roles is refused first, naming its
+	// owner, before any role is created or granted (an operator's run on a
+	// schema of prefixed roles named idem_owner, which it had nothing to do
+	// with).
+	var schemaOwner *string
+	if err := conn.QueryRow(ctx, "SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'idem'").Scan(&schemaOwner); err != nil &&
+		!errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
+	}
+	if schemaOwner != nil && *schemaOwner != r.Owner {
+		return nil, otherOwner(*schemaOwner, r.Owner)
+	}
 	var created []string
 	for _, name := range r.list() {
 		var exists, super bool
@@ -111,21 +124,35 @@ func prepare(ctx context.Context, conn *pgx.Conn, r Roles) ([]string, error) {
 			return created, fmt.Errorf("%w: %s may not act as the owner role %s: %v", ErrNotInstallable, "this login", r.Owner, err)
 		}
 	}
-	var schemaOwner *string
-	if err := conn.QueryRow(ctx, "SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'idem'").Scan(&schemaOwner); err != nil &&
-		!errors.Is(err, pgx.ErrNoRows) {
-		return created, err
-	}
-	switch {
-	case schemaOwner == nil:
+	if schemaOwner == nil {
 		if _, err := conn.Exec(ctx, "CREATE SCHEMA idem AUTHORIZATION "+owner); err != nil {
 			return created, fmt.Errorf("%w: create schema idem: %v", ErrNotInstallable, err)
 		}
-	case *schemaOwner != r.Owner:
-		return created, fmt.Errorf("%w: schema idem exists and is owned by %s, not %s (a schema from before the baseline, or other roles: migrate with --role-prefix, or drop it)",
-			ErrNotInstallable, *schemaOwner, r.Owner)
 	}
 	return created, nil
+}
+
+// otherOwner is the refusal of a schema owned by another role than the one
+// this run would own it with; it names the --role-prefix that matches when
+// the owner is named like the schema's roles (PREFIX_owner).
+func otherOwner(actual, want string) error {
+	hint := "a schema from before the baseline, or other roles: migrate with its --role-prefix, or drop it"
+	if prefix, ok := strings.CutSuffix(actual, "_owner"); ok && prefix != "" {
+		hint = "installed for the roles " + prefix + "_*: migrate with --role-prefix " + prefix
+	}
+	return fmt.Errorf("%w: schema idem exists and is owned by %s, not %s (%s)", ErrNotInstallable, actual, want, hint)
+}
+
+// Installed reads the schema version (the newest migration applied) and the
+// code package version of conn's database; ok is false when they cannot be
+// read (no schema, or a login that may not read them).
+func Installed(ctx context.Context, conn *pgx.Conn) (schema, code int, ok bool) {
+	if _, err := conn.Exec(ctx, "RESET ROLE"); err != nil {
+		return 0, 0, false
+	}
+	err := conn.QueryRow(ctx, `SELECT (SELECT max(version) FROM idem.schema_migrations),
+		coalesce((SELECT version FROM idem.code_package), 0)`).Scan(&schema, &code)
+	return schema, code, err == nil && schema > 0
 }
 
 // checkVersions refuses a database whose schema or code package is newer

@@ -64,7 +64,9 @@ func openReport(p *plan, in io.Reader) (*reportReader, error) {
 	if p.Report != "-" {
 		f, err := os.Open(p.Report)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+			// A file that cannot be opened is an I/O error, as for every
+			// command; ErrInvalidReport is a report that is not one.
+			return nil, fmt.Errorf("open the report: %w", err)
 		}
 		r.closer, src, r.info.Name = f, f, filepath.Base(p.Report)
 	}

@@ -16,6 +16,9 @@ import (
 //go:embed sql/conflict_evidence.sql
 var conflictEvidenceSQL string
 
+//go:embed sql/entered_by.sql
+var enteredBySQL string
+
 // maxSerialAttempts bounds the attempts of an operation whose transaction the
 // database rolled back and asked to retry (serialization failure, deadlock,
 // unsettled identity). Retrying is the protocol itself: the executor settles
@@ -227,7 +230,21 @@ func (r *Resolver) applyTx(ctx context.Context, j job) (res Result, err error) {
 			return res, fmt.Errorf("commit %s: %w", j.p.Identity, err)
 		}
 	}
+	if res.Outcome == AlreadyApplied {
+		noteEntered(ctx, conn, j, &res)
+	}
 	return res, nil
+}
+
+// noteEntered notes, after the commit, an already_applied identity that an
+// entry plan entered without its effect, as the lookup does. The outcome is
+// settled whatever this read does: a failed read leaves the note out.
+func noteEntered(ctx context.Context, conn *pgx.Conn, j job, res *Result) {
+	var plan int64
+	var enteredBy *string
+	if err := conn.QueryRow(ctx, enteredBySQL, j.p.TenantID, j.p.OperationID).Scan(&plan, &enteredBy); err == nil {
+		res.Note, res.EntryPlan = enteredWithoutEffect(plan, enteredBy), plan
+	}
 }
 
 // answer turns the executor's result into the operation's, reading a
@@ -239,7 +256,9 @@ func (r *Resolver) answer(ctx context.Context, conn *pgx.Conn, j job, out idem.R
 			return ErrNoSavedResponse
 		}
 		res.Outcome, res.Response = o, out.Response
-		if o == AlreadyApplied {
+		if o == AlreadyApplied || o == Purged {
+			// Purged: the tombstone holds this payload's hash, as the
+			// lookup (and a dry run) reports it.
 			res.StoredHash = out.Hash
 		}
 	case Conflict:

@@ -22,7 +22,12 @@ func AuditRun(ctx context.Context, db audit.DBTX, s RunSummary) error {
 	return appendRun(ctx, db, "resolve.run", s, map[string]any{
 		"started_at": s.StartedAt, "finished_at": s.FinishedAt,
 		"read": s.Read, "answered": s.Counts.Total(), "counts": counts, "interrupted": s.Interrupted,
-		"last_line": s.LastLine, "unknown": s.Unknown, "redriven": s.Redriven, "write_error": writeErr,
+		"last_line": s.LastLine, "write_error": writeErr,
+		// unknown: every operation whose outcome is unknown, of which
+		// redrive_unknown were sent to their service with no usable answer
+		// (the others lost their database connection in flight); not_sent
+		// never reached their service (nothing ran).
+		"unknown": s.Unknown + s.RedriveUnknown, "redriven": s.Redriven, "redrive_unknown": s.RedriveUnknown, "not_sent": s.NotSent,
 	})
 }
 

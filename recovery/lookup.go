@@ -39,6 +39,10 @@ type found struct {
 	// stale: the body is missing in a snapshot taken before a purge swap
 	// committed, which it cannot see through: not an answer, look again.
 	stale bool
+	// entryPlan is the plan that entered the identity without its effect
+	// (record plan, or import: enteredBy "import"); nil when it was applied.
+	entryPlan *int64
+	enteredBy *string
 }
 
 // errStaleSnapshot: lookups kept meeting purge swaps.
@@ -137,8 +141,21 @@ func (f found) answers(res *Result) bool {
 		res.Outcome, res.Err = Failed, ErrNoSavedResponse
 	default:
 		res.Outcome, res.Response = AlreadyApplied, f.response
+		if f.entryPlan != nil {
+			res.Note, res.EntryPlan = enteredWithoutEffect(*f.entryPlan, f.enteredBy), *f.entryPlan
+		}
 	}
 	return true
+}
+
+// enteredWithoutEffect is the note of an identity an entry plan entered
+// (inspect says the same): already_applied, but its effect never ran here.
+func enteredWithoutEffect(plan int64, enteredBy *string) string {
+	how := "recorded by hand"
+	if enteredBy != nil && *enteredBy == "import" {
+		how = "imported"
+	}
+	return fmt.Sprintf("%s under entry plan %d: its effect never ran here (the outcome was known from outside; idemctl inspect shows it)", how, plan)
 }
 
 // lookupOnce sends one batch lookup. A connection failure comes back as a
@@ -188,7 +205,8 @@ func (r *Resolver) lookupOnce(ctx context.Context, b []job) (hits map[int32]foun
 	var ord int32
 	var f found
 	for rows.Next() {
-		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.stale, &f.response); err != nil {
+		f = found{}
+		if err := rows.Scan(&ord, &f.stored, &f.storedClass, &f.noResponse, &f.purged, &f.stale, &f.response, &f.entryPlan, &f.enteredBy); err != nil {
 			return nil, clock, fmt.Errorf("look up %d identities: %w", n, err)
 		}
 		if ord < 1 || int(ord) > n {

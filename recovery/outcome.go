@@ -94,6 +94,10 @@ type Result struct {
 	// this one, in document order (a real run's conflict, from its
 	// quarantine record; a dry run keeps no payloads and has none).
 	Changes []Change
+	// EntryPlan is the entry plan (record plan or import) that entered an
+	// already_applied identity without its effect; 0 when it was applied
+	// (Note then says so).
+	EntryPlan int64
 	// Conditional (dry run) says the prediction holds unless the operation's
 	// own effect refuses it, when the real run answers error (rolled back,
 	// nothing written): would_apply, would_redrive, and already_applied for
@@ -149,8 +153,22 @@ type RunSummary struct {
 	// Interrupted is true when the run stopped before answering all of its
 	// input (some lines unread, or read and never started).
 	Interrupted bool
-	// Redriven is how many operations were sent to their class's service.
+	// Redriven is how many operations were sent to their class's service
+	// (at least one attempt connected).
 	Redriven int
+	// RedriveUnknown is how many of the Redriven got no usable answer and
+	// are not recorded on the primary: their outcome is unknown (Failed,
+	// ErrRedriveUnknown).
+	RedriveUnknown int
+	// Entered is how many already_applied identities were entered by an
+	// entry plan without their effect (Result.EntryPlan).
+	Entered int
+	// Conditional is how many answers of a dry run are predictions that the
+	// operation's own effect decides (Result.Conditional).
+	Conditional int
+	// NotSent is how many operations of a re-driven class never reached
+	// their service: no attempt connected (Failed, ErrRedriveNotSent).
+	NotSent int
 	// Failover is the primary's last timeline switch, when it could be read.
 	Failover *Failover
 	// WriteErr is the first error writing results (emit or Config.Flush). The

@@ -104,3 +104,50 @@ func TestOutageIsReported(t *testing.T) {
 	down, _, _ := r.Outage()
 	assert.False(t, down, "not down once the database answers again")
 }
+
+// A dry run under a rate (--max-rate 100) counts its answers as it gives
+// them: the progress line grew with the run, where it read 0 until the
+// whole input had waited for its lookup tokens (a 5,000-identity batch).
+func TestDryRunProgressGrowsUnderARate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	var in strings.Builder
+	for i := range 300 {
+		fmt.Fprintln(&in, line("paced", fmt.Sprint("op-", i), i+1))
+	}
+	r := &recovery.Resolver{Pool: b.pool, Config: recovery.Config{Concurrency: 2, MaxRate: 100, DryRun: true, Operator: "ada"}}
+	var samples []int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			n, _ := r.Progress()
+			samples = append(samples, n)
+		}
+	}()
+	start := time.Now()
+	sum, err := r.Run(b.ctx, recovery.NDJSON(strings.NewReader(in.String()), 1<<20), func(recovery.Result) error { return nil })
+	close(done)
+	<-sampled
+	require.NoError(t, err)
+	assert.Equal(t, 300, sum.Counts[recovery.WouldApply])
+	assert.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "the rate held: 300 lookups at 100/s")
+	// Between the start and the end, progress took values strictly between 0
+	// and 300, growing.
+	var between int
+	for i, n := range samples {
+		if n > 0 && n < 300 {
+			between++
+		}
+		if i > 0 {
+			assert.GreaterOrEqual(t, n, samples[i-1])
+		}
+	}
+	assert.GreaterOrEqual(t, between, 3, "progress samples %v", samples)
+}

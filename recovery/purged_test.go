@@ -59,6 +59,16 @@ func TestPurgedIdentities(t *testing.T) {
 	assert.Equal(t, []recovery.Outcome{recovery.Purged, recovery.Conflict}, outcomes(real))
 	assert.NotZero(t, real[1].QuarantineID)
 	assert.Equal(t, 0, runs(), "a purged identity never runs again")
+	// Alone in its input (not an identity the input holds twice), both
+	// name the stored hash of the purged identity, the same (the real run
+	// gave none).
+	_, dryOne, err := b.resolve(t, recovery.Config{DryRun: true}, lines(1))
+	require.NoError(t, err)
+	_, realOne, err := b.resolve(t, recovery.Config{}, lines(1))
+	require.NoError(t, err)
+	require.Equal(t, []recovery.Outcome{recovery.Purged}, outcomes(realOne))
+	assert.Equal(t, dryOne[0].IncomingHash, dryOne[0].StoredHash)
+	assert.Equal(t, dryOne[0].StoredHash, realOne[0].StoredHash, "stored_hash of a purged identity: dry run and real run")
 
 	// The counter counts: a new identity of the class runs its effect once.
 	_, fresh, err := b.resolve(t, recovery.Config{}, `{"tenant":"t1","operation_id":"new-1","class":"proj.count","payload":{"n":1}}`)

@@ -85,3 +85,19 @@ func (l *limiter) wait(ctx context.Context, n int) bool {
 	}
 	return true
 }
+
+// paceBatch is a dry run's batch size under a lookup rate: a batch waits for
+// the tokens of all its identities before it is looked up, so a batch of
+// 5,000 at 100 a second answered nothing for 50 s, then everything at once,
+// and the progress line read 0 until then. Capped at a quarter of a second's
+// worth, answers (and progress) come at the rate, four times a second.
+func paceBatch(batch int, lookupRate, opRate float64) int {
+	perSecond := lookupRate
+	if perSecond <= 0 {
+		perSecond = opRate // a dry run's lookups follow --max-rate when no lookup rate is given
+	}
+	if perSecond <= 0 {
+		return batch
+	}
+	return max(1, min(batch, int(perSecond/4)))
+}

@@ -28,8 +28,13 @@ type RedriveTrace struct {
 	// Via is http or nats; Target the URL, or the NATS server and subject.
 	Via    string `json:"via"`
 	Target string `json:"target"`
-	// Attempts is how many times the operation was sent (never two at once).
+	// Attempts is how many times the operation was sent, or tried to be
+	// (never two at once).
 	Attempts int `json:"attempts"`
+	// NotSent is how many of the attempts could not connect to the target,
+	// so sent nothing (redrive.ErrNotSent). Attempts == NotSent: the
+	// service never received the operation.
+	NotSent int `json:"not_sent,omitempty"`
 	// Replies are the target's replies, or why none was read, in order.
 	Replies []string `json:"replies"`
 	// Verified is what the primary said afterwards: applied,
@@ -48,7 +53,27 @@ var (
 	ErrRedriveRefused = errors.New("the service refused the re-drive; not sent again")
 	// ErrRedriveUnknown: no reply within --retry-for and nothing recorded.
 	ErrRedriveUnknown = errors.New("the service gave no usable answer within --retry-for and the identity is not recorded: the outcome is unknown; resolve it again (safe: the service receives the same identity)")
+	// ErrRedriveNotSent: every attempt within --retry-for failed to
+	// connect to the service (redrive.ErrNotSent), and nothing is recorded:
+	// the operation was never sent, so nothing ran.
+	ErrRedriveNotSent = errors.New("the service could not be reached within --retry-for (no connection on any attempt): nothing was sent, and the identity is not recorded; resolve it again once the service is up")
 )
+
+// Sent reports whether the service received the operation at least once
+// (some attempt connected).
+func (t *RedriveTrace) Sent() bool { return t != nil && t.Attempts > t.NotSent }
+
+// gaveUp is the answer when the budget ends (or the run stops) with the
+// identity still absent: unknown if the service may have received it, not
+// sent if no attempt ever connected.
+func gaveUp(res Result, trace *RedriveTrace) Result {
+	res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
+	if !trace.Sent() {
+		res.Err = ErrRedriveNotSent
+	}
+	trace.Verified = "absent"
+	return res
+}
 
 // Waits on the primary after a send: after a success (the service committed
 // before replying: its row is visible at once, but give a lagging reply its
@@ -107,13 +132,15 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 			if trace.Attempts == 0 {
 				return res, errStopped
 			}
-			res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
-			trace.Verified = "absent"
-			return res, nil
+			return gaveUp(res, trace), nil
 		}
 		sentAt := clk.now()
 		reply, sendErr := sender.Send(ctx, req)
 		trace.Attempts++
+		notSent := errors.Is(sendErr, redrive.ErrNotSent)
+		if notSent {
+			trace.NotSent++
+		}
 		trace.Replies = append(trace.Replies, describeReply(reply, sendErr))
 		if sendErr == nil && reply.Database != "" {
 			if elsewhere, err := r.elsewhere(ctx, j, reply); err != nil || elsewhere != nil {
@@ -131,6 +158,9 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 		if err != nil {
 			return res, err
 		}
+		if !resend && out.Outcome == "" {
+			return gaveUp(res, trace), nil // absent when the budget ended
+		}
 		if !resend {
 			out.Redrive = trace
 			trace.Verified = verified(out)
@@ -144,9 +174,7 @@ func (r *Resolver) redriveOne(ctx context.Context, stop <-chan struct{}, j job, 
 			return throttled(res, trace, reply.RetryAfter, r.retryFor()), nil
 		}
 		if !sleepUntil(stop, wait, deadline) {
-			res.Outcome, res.Err, res.Redrive = Failed, ErrRedriveUnknown, trace
-			trace.Verified = "absent"
-			return res, nil
+			return gaveUp(res, trace), nil
 		}
 	}
 }

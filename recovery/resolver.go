@@ -212,6 +212,9 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
+	if cfg.DryRun {
+		cfg.BatchSize = paceBatch(cfg.BatchSize, cfg.MaxLookupRate, cfg.MaxRate)
+	}
 	if cfg.Window <= 0 {
 		cfg.Window = max(1024, cfg.Concurrency*2*workerQueue)
 		if cfg.DryRun {
@@ -258,8 +261,20 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 			seen.settle(res)
 		}
 		sum.Counts[res.Outcome]++
-		if res.Redrive != nil {
+		if res.Conditional {
+			sum.Conditional++
+		}
+		if res.EntryPlan != 0 {
+			sum.Entered++
+		}
+		switch {
+		case res.Redrive.Sent():
 			sum.Redriven++
+			if errors.Is(res.Err, ErrRedriveUnknown) {
+				sum.RedriveUnknown++
+			}
+		case res.Redrive != nil:
+			sum.NotSent++
 		}
 	}, emit, func(error) { stop() })
 	win.settled = &r.answered

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -73,6 +74,18 @@ type Sender interface {
 // payload and the credentials).
 var ErrRedirected = errors.New("the target redirected the re-drive, which is never followed")
 
+// ErrNotSent: the connection to the target could not be made (refused, no
+// route, a name that does not resolve): not a byte of the request left, so
+// the target cannot have applied it.
+var ErrNotSent = errors.New("no connection, nothing sent")
+
+// notConnected reports whether err happened while dialling, before the
+// request was written: connection refused, unreachable, DNS.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
 // NewSender returns the sender for c, holding at most c.Concurrency requests
 // in flight. Its header references are read now, with creds: a refused one
 // means no sender, and nothing sent. The caller checks the target against
@@ -126,6 +139,9 @@ func (s *httpSender) Send(ctx context.Context, r Request) (Reply, error) {
 	s.setHeaders(req.Header, r)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		if notConnected(err) {
+			return Reply{}, fmt.Errorf("re-drive to %s: %w: %w", s.cfg.URL, ErrNotSent, err)
+		}
 		return Reply{}, fmt.Errorf("re-drive to %s: %w", s.cfg.URL, err)
 	}
 	defer resp.Body.Close()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
+	"github.com/idemctl/idemctl/migrations"
 	"github.com/idemctl/idemctl/recovery"
 )
 
@@ -67,8 +69,9 @@ func TestHashCommand(t *testing.T) {
 		assert.Contains(t, errOut, tc.want, tc.name)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 	}
+	// A file that cannot be read: exit 1, as for every command (docs/exit-codes.md).
 	code, _, errOut := run(t, "", "", "hash", filepath.Join(t.TempDir(), "missing.json"))
-	assert.Equal(t, cmdutil.ExitInvalid, code)
+	assert.Equal(t, cmdutil.ExitFailure, code)
 	assert.Contains(t, errOut, "missing.json")
 }
 
@@ -188,4 +191,35 @@ func TestUnreachableDatabase(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "idemctl: connection refused at 127.0.0.1:1 (DSN from --dsn")
 	assert.NotContains(t, errOut, "hunter2")
+}
+
+// migrate run with roles that are not the schema's (another --role-prefix)
+// names the role that owns it and the prefix that matches, creates none of
+// the roles it named, and its JSON gives the schema's actual version, as
+// superuser and as an operator (it said schema_version 0, and told the
+// operator it may not act as the owner role it had named itself).
+func TestMigrateWithOtherRolesNamesTheOwner(t *testing.T) {
+	t.Parallel()
+	super := dbtest.As(dbtest.NewDatabase(t), dbtest.Superuser)
+	for _, dsn := range []string{super, dbtest.As(super, dbtest.Operator)} {
+		code, out, errOut := run(t, dsn, "", "migrate", "--role-prefix", "idemctl_t_other", "-o", "json")
+		assert.Equal(t, cmdutil.ExitFailure, code, errOut)
+		assert.Contains(t, errOut, "owned by idem_owner, not idemctl_t_other_owner")
+		assert.Contains(t, errOut, "--role-prefix idem")
+		assert.NotContains(t, errOut, "may not act as the owner role idemctl_t_other_owner")
+		var rep map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		assert.EqualValues(t, migrations.SchemaVersion(), rep["schema_version"], out)
+		assert.NotEqualValues(t, 0, rep["code_version"], out)
+	}
+	var n int
+	require.NoError(t, dbtest.PoolAs(t, super, dbtest.Superuser, 1).QueryRow(t.Context(),
+		"SELECT count(*) FROM pg_roles WHERE rolname LIKE 'idemctl\\_t\\_other\\_%'").Scan(&n))
+	assert.Zero(t, n, "no role created for a schema that is not theirs")
+	// The operator with the schema's own roles: the owner role it names is
+	// the schema's.
+	code, out, errOut := run(t, dbtest.As(super, dbtest.Operator), "", "migrate", "-o", "json")
+	assert.Equal(t, cmdutil.ExitFailure, code, errOut)
+	assert.Contains(t, errOut, "may not act as the owner role idem_owner")
+	assert.Contains(t, out, fmt.Sprintf(`"schema_version":%d`, migrations.SchemaVersion()))
 }

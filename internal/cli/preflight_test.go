@@ -52,7 +52,7 @@ func TestHelpListsItsOwnExitCodes(t *testing.T) {
 		"hash":              {"0", "1", "2", "5"},
 		"version":           {"0", "1", "2"},
 		"migrate":           {"0", "1", "2", "4", "8"},
-		"quarantine list":   {"0", "1", "2", "8"},
+		"quarantine list":   {"0", "1", "2", "7", "8"},
 		"quarantine show":   {"0", "1", "2", "7", "8"},
 		"quarantine reject": {"0", "1", "2", "4", "5", "7", "8"},
 		"resolve":           {"0", "1", "2", "3", "4", "5", "6", "8"},
@@ -251,4 +251,41 @@ func TestHeaderNamesTheDatabaseAndService(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("db %s@%s/%s (service oncall-test), primary, schema %03d", u.User.Username(), u.Host,
 		strings.TrimPrefix(u.Path, "/"), migrations.SchemaVersion()), line)
 	assert.NotContains(t, errOut, pw)
+}
+
+// A file named on the command line that cannot be read or written is an I/O
+// error, exit 1, whichever command or flag names it (they gave 1, 2 and 5);
+// a bad --operator is a usage error naming the flag, for every command
+// (resolve exited 1 blaming "actor", reject and horizon plan 5); quarantine
+// list --group of no open group exits 7, which its help lists.
+func TestExitCodesAgreeAcrossCommands(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.As(dbtest.NewDatabase(t), dbtest.Operator)
+	missing := filepath.Join(t.TempDir(), "nope", "x.ndjson")
+	for _, args := range [][]string{
+		{"resolve", "--file", missing},
+		{"resolve", "--tenant", "t", "--op", "o", "--class", "demo.transfer", "--payload", "@" + missing},
+		{"record", "plan", "--file", missing, "--reason", "r"},
+		{"hash", missing},
+		{"quarantine", "export", "1", "--file", missing},
+		{"reconcile", "--report", missing, "--class", "demo.transfer", "--key", "tenant=t,operation_id=o"},
+	} {
+		code, _, errOut := run(t, dsn, "", args...)
+		assert.Equal(t, cmdutil.ExitFailure, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "no such file or directory", args)
+	}
+	for _, args := range [][]string{
+		{"resolve", "--tenant", "t", "--op", "o", "--class", "demo.transfer", "--payload", "{}", "--dry-run"},
+		{"quarantine", "reject", "1", "--reason", "r", "--yes"},
+		{"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C-1", "--accept-unbounded-horizon"},
+	} {
+		code, _, errOut := run(t, dsn, "", append(args, "--operator", "bad\x1b")...)
+		assert.Equal(t, cmdutil.ExitUsage, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "--operator contains a control character", args)
+		assert.NotContains(t, errOut, "actor", args)
+	}
+	code, _, errOut := run(t, dsn, "", "quarantine", "list", "--group", "g-000000000000")
+	assert.Equal(t, cmdutil.ExitNotFound, code, errOut)
+	_, help, _ := run(t, "", "", "quarantine", "list", "--help")
+	assert.Regexp(t, `(?m)^  7  `, help)
 }

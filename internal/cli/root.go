@@ -138,6 +138,9 @@ primary.`,
 			if p, ok := cmdutil.PolicyOf(cmd); ok {
 				f.SetNeed(p.Need)
 			}
+			if err := f.ValidateOperator(); err != nil {
+				return err
+			}
 			return f.ValidateOutput(cmd)
 		},
 	}

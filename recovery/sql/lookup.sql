@@ -14,6 +14,8 @@
 -- back with the identity it was committed with. stale flags a missing body
 -- that this snapshot cannot tell from a kept one (a purge swap committed after
 -- it was taken, idem.snapshot_predates_swap): the caller looks up again.
+-- entry_plan names the plan that entered an identity without its effect
+-- (recorded by hand, or imported: entered_by, read only for those).
 SELECT k.ord::int4 AS ord,
        CASE WHEN i.payload_digest = k.digest THEN NULL
             ELSE 'jcs-sha256:' || encode(i.payload_digest, 'hex') END AS stored_hash,
@@ -22,7 +24,9 @@ SELECT k.ord::int4 AS ord,
        b.tenant_id IS NULL AS purged,
        b.tenant_id IS NULL AND idem.snapshot_predates_swap() AS stale,
        CASE WHEN $5 AND i.payload_digest = k.digest AND i.op_class = k.op_class
-            THEN b.response END AS response
+            THEN b.response END AS response,
+       i.entry_plan,
+       CASE WHEN i.entry_plan IS NOT NULL THEN b.transport ->> 'entered_by' END AS entered_by
 FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])
          WITH ORDINALITY AS k(tenant_id, operation_id, digest, op_class, ord)
 JOIN idem.identity i ON i.tenant_id = k.tenant_id AND i.operation_id = k.operation_id

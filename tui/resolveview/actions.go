@@ -141,11 +141,11 @@ func (v *View) stepDone(msg stepDoneMsg) tea.Cmd {
 			case recovery.WouldApply:
 				r.steps[3] = step(stepSkipped, text("dry run: a real run executes it now, atomically"))
 				r.steps[4] = step(stepSkipped, text("not needed"))
-				r.summary = []string{"A real run would apply it: inbox row, effect and response in one transaction."}
+				r.summary = []string{"A real run would run its effect, whose own checks decide: applied (inbox row, effect and response in one transaction), or an error with nothing written."}
 			case recovery.WouldRedrive:
 				r.steps[3] = step(stepSkipped, text("dry run: a real run re-drives it through its class's service, then reads the primary"))
 				r.steps[4] = step(stepSkipped, text("not needed"))
-				r.summary = []string{"A real run would send it to its service with its own identity, and answer from the primary."}
+				r.summary = []string{"A real run would send it to its service with its own identity, whose own checks decide, and answer from the primary."}
 			case recovery.AlreadyApplied:
 				r.steps[3] = step(stepSkipped, text("not needed: nothing runs twice"))
 				r.steps[4] = step(stepSkipped, text("not needed"))

@@ -31,7 +31,7 @@ const (
 // exitMeaning is each code's line in --help and the README.
 var exitMeaning = map[int]string{
 	ExitOK:         "success",
-	ExitFailure:    "failure: database unreachable, I/O error, interrupted, anything else",
+	ExitFailure:    "failure: database unreachable, I/O error (a file named that cannot be read or written), interrupted, anything else",
 	ExitUsage:      "usage: bad flags or arguments, or no database named",
 	ExitConflict:   "at least one conflict (the request was quarantined, nothing ran)",
 	ExitNotPrimary: "refused: the server is a standby or the session is read-only (nothing written)",
@@ -54,7 +54,8 @@ var exitWhy = map[string]map[int]string{
 		ExitOK:       "everything matched",
 		ExitUsage:    "also an --emit-resolve or --emit-record file that exists",
 		ExitConflict: "a discrepancy: a mismatch, missing in the inbox or in the report, a duplicate in the report",
-		ExitInvalid:  "an invalid line, or a report that cannot be read",
+		ExitFailure:  "also a report file that cannot be opened",
+		ExitInvalid:  "an invalid line, or a report that is not one (empty, truncated, a corrupt gzip stream)",
 	},
 	"intake": {
 		ExitOK:       "every message is in the inbox with its payload (the batch is empty)",
@@ -66,11 +67,11 @@ var exitWhy = map[string]map[int]string{
 	// with that command's flags and steps.
 	"horizon source add": {
 		ExitUsage:   "also a secret in the source's DSN (name the variable that holds it: --password-env)",
-		ExitInvalid: "an invalid source (name, kind, settings, timeout) or --operator label, or one of that name already",
+		ExitInvalid: "an invalid source (name, kind, settings, timeout), or one of that name already",
 	},
 	"horizon source remove": {
 		ExitUsage:    "also the built-in source manual (pending manual corrections), which cannot be removed",
-		ExitInvalid:  "a login with no person, or an invalid reason or --operator label",
+		ExitInvalid:  "a login with no person, or an invalid reason",
 		ExitNotFound: "no such source",
 	},
 	"horizon check": {
@@ -95,6 +96,7 @@ var exitWhy = map[string]map[int]string{
 	"import plan":      {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
 	"corrections add":  {ExitInvalid: "invalid identity or reason"},
 	"corrections done": {ExitInvalid: "a login with no person, or its marking already waits for approval", ExitNotFound: "no pending correction with that id"},
+	"quarantine list":  {ExitNotFound: "--group names a group with no open record"},
 	"quarantine bulk": {
 		ExitFailure:  "interrupted (run it again), declined or failed",
 		ExitInvalid:  "refused (the plan's state, the same person), nothing written",
@@ -229,7 +231,14 @@ func WithCode(code int, err error) error {
 	return &ExitError{Code: code, Err: err}
 }
 
-// UsageErr is a usage error: exit code 2.
+// FileErr is the error of a file named on the command line that cannot be
+// read or written (missing, a directory that does not exist, no
+// permission): exit 1, an I/O error, whichever command or flag named it.
+func FileErr(format string, args ...any) error {
+	return &ExitError{Code: ExitFailure, Err: fmt.Errorf(format, args...)}
+}
+
+// UsageErr is a usage error (exit 2).
 func UsageErr(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }

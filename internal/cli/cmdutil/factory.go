@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/idemctl/idemctl/audit"
+	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
 	"github.com/idemctl/idemctl/recovery"
 )
@@ -159,6 +161,25 @@ func (f *Factory) Operator() string {
 		return u.Username
 	}
 	return "unknown"
+}
+
+// ValidateOperator checks the operator label given (--operator, or
+// IDEMCTL_OPERATOR) by the database's rules for an actor, before any
+// command runs: a bad one is a usage error naming where it came from, the
+// same for every command (resolve blamed the audit's "actor" with exit 1,
+// reject and horizon plan exited 5).
+func (f *Factory) ValidateOperator() error {
+	what, v := "--operator", f.OperatorFlag
+	if v == "" {
+		what, v = "IDEMCTL_OPERATOR", os.Getenv("IDEMCTL_OPERATOR")
+	}
+	if v == "" {
+		return nil
+	}
+	if err := idem.CheckText(what, v, audit.MaxActorBytes); err != nil {
+		return UsageErr("%v", err)
+	}
+	return nil
 }
 
 // ValidateOutput checks -o for cmd (prometheus is for status only) and sets

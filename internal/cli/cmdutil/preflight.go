@@ -58,7 +58,7 @@ var Policies = map[string]CommandPolicy{
 	"intake":    {Need: NeedSchema, Codes: []int{ExitNotPrimary, ExitConflict, ExitInvalid, ExitNotFound}},
 	"suspects":  {Need: NeedSchema, Codes: []int{ExitConflict}},
 
-	"quarantine list":          {Need: NeedSchema},
+	"quarantine list":          {Need: NeedSchema, Codes: []int{ExitNotFound}},
 	"quarantine show":          {Need: NeedSchema, Codes: []int{ExitNotFound}},
 	"quarantine export":        {Need: NeedSchema, Codes: []int{ExitInvalid, ExitNotFound}},
 	"quarantine reject":        {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},

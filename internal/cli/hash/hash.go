@@ -73,7 +73,7 @@ func hashRun(_ context.Context, opts *HashOptions) error {
 	if opts.Source != "-" {
 		file, err := os.Open(opts.Source)
 		if err != nil {
-			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("read payload: %w", err))
+			return cmdutil.FileErr("read payload: %w", err)
 		}
 		defer file.Close()
 		r = file

@@ -178,7 +178,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	if o.FromNDJSON != "" {
 		src, err = importer.OpenNDJSON(o.FromNDJSON)
 		if err != nil {
-			return cmdutil.UsageErr("--from-ndjson: %v", err)
+			return cmdutil.FileErr("--from-ndjson: %w", err)
 		}
 	} else {
 		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: since}.Open(ctx)

@@ -105,7 +105,18 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	}
 	rep, err := migrations.Apply(ctx, conn, migrations.Options{Roles: migrations.RolesWithPrefix(opts.RolePrefix), LockTimeout: opts.LockTimeout,
 		NoDistribute: opts.NoDistribute, ShardCount: opts.ShardCount})
-	printMigrateReport(opts, rep)
+	if err != nil {
+		// A failed run reports the versions the database holds, read
+		// afresh, or null when they cannot be read: never the zero of a run
+		// that stopped before reading them.
+		var schema, code any
+		if v, c, ok := migrations.Installed(ctx, conn); ok {
+			schema, code = v, c
+		}
+		printMigrateReport(opts, rep, schema, code)
+	} else {
+		printMigrateReport(opts, rep, rep.SchemaVersion, rep.CodeVersion)
+	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", opts.f.DescribeDB(), err)
 		if errors.Is(err, migrations.ErrDrift) || errors.Is(err, migrations.ErrSchemaNewer) {
@@ -124,7 +135,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	return nil
 }
 
-func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
+func printMigrateReport(opts *MigrateOptions, rep migrations.Report, schemaVersion, codeVersion any) {
 	if opts.JSON {
 		applied := []string{}
 		for _, m := range rep.Applied {
@@ -132,7 +143,7 @@ func printMigrateReport(opts *MigrateOptions, rep migrations.Report) {
 		}
 		_ = cmdutil.PrintJSONLine(opts.IO.Out, map[string]any{"roles_created": rep.RolesCreated, "applied": applied,
 			"code_installed": rep.CodeInstalled, "code_dropped": rep.CodeDropped,
-			"schema_version": rep.SchemaVersion, "code_version": rep.CodeVersion, "citus": rep.Citus})
+			"schema_version": schemaVersion, "code_version": codeVersion, "citus": rep.Citus})
 		return
 	}
 	for _, r := range rep.RolesCreated {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -422,8 +423,10 @@ func quarantineExportRun(ctx context.Context, opts *QuarantineExportOptions) err
 	// recorded as exported.
 	var file *os.File
 	if opts.File != "" {
-		if file, err = os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("export: %w", err))
+		if file, err = os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); errors.Is(err, fs.ErrExist) {
+			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("export: %w (an export is never overwritten)", err))
+		} else if err != nil {
+			return cmdutil.FileErr("export: %w", err)
 		}
 		defer file.Close()
 	}

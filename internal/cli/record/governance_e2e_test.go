@@ -1,10 +1,12 @@
 package record_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +73,56 @@ func TestRecordByHandCommands(t *testing.T) {
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "recorded by hand")
 	assert.Contains(t, out, "record under entry plan "+id)
+}
+
+// resolve of an identity recorded by hand answers already_applied and says
+// that its effect never ran, naming the plan (JSON: note and entry_plan;
+// the table's meaning and a single answer's note), dry run or not.
+func TestResolveOfARecordedIdentitySaysItsEffectNeverRan(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	payload := `{"to":"bob","from":"alice","amount":900,"currency":"EUR"}`
+	file := filepath.Join(t.TempDir(), "charges.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"tenant_id":"t1","operation_id":"psp-1","class":"demo.transfer","payload":`+payload+`,"response":{"status":"charged"},"evidence":"psp ch_9"}`+"\n"), 0o644))
+	code, _, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--correction", "LC-12", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	id := m[1]
+	code, _, errOut = run(t, bob, "", "record", "approve", id, "--yes", "--operator", "bob")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+
+	batch := filepath.Join(t.TempDir(), "batch.ndjson")
+	require.NoError(t, os.WriteFile(batch, []byte(`{"tenant":"t1","operation_id":"psp-1","class":"demo.transfer","payload":`+payload+`}`+"\n"), 0o644))
+	for _, dry := range []bool{true, false} {
+		args := []string{"resolve", "--file", batch, "-o", "json", "--operator", "alice"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		code, out, errOut := runQ(t, dsn, args...)
+		require.Equal(t, cmdutil.ExitOK, code, errOut)
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &rec), out)
+		assert.Equal(t, "already_applied", rec["outcome"])
+		assert.Contains(t, rec["note"], "recorded by hand under entry plan "+id+": its effect never ran here", "dry run %v", dry)
+		assert.EqualValues(t, mustAtoi(t, id), rec["entry_plan"])
+	}
+	code, out, errOut := runQ(t, dsn, "resolve", "--file", batch, "-o", "table", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "1 of them entered by an entry plan (recorded by hand or imported): their effect never ran here")
+	code, out, errOut = runQ(t, dsn, "resolve", "--tenant", "t1", "--op", "psp-1", "--class", "demo.transfer", "--payload", payload,
+		"-o", "table", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "its effect never ran here")
+	assert.NotContains(t, out, "was applied before")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

@@ -67,13 +67,45 @@ type recordLine struct {
 	Payload     json.RawMessage `json:"payload"`
 	Response    json.RawMessage `json:"response"`
 	Evidence    string          `json:"evidence"`
+	// Note is for the person who reads the file (reconcile --emit-record
+	// writes one); it is not planned.
+	Note string `json:"note"`
+}
+
+// recordFields are the fields of a line of a record plan's file.
+const recordFields = "tenant_id, operation_id, class, payload, response, evidence, note"
+
+// parseRecordLine reads one line of a record plan's file: a field it does
+// not know is refused (resolve's "tenant" here entered nothing and failed
+// later with a SQL error and no line), and so is a line without its
+// identity.
+func parseRecordLine(raw []byte) (recordLine, error) {
+	var l recordLine
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return l, fmt.Errorf("unknown field %s (want %s)", field, recordFields)
+		}
+		return l, err
+	}
+	if dec.More() {
+		return l, fmt.Errorf("more than one JSON value on the line")
+	}
+	switch {
+	case l.TenantID == "":
+		return l, fmt.Errorf("tenant_id is required (want %s)", recordFields)
+	case l.OperationID == "":
+		return l, fmt.Errorf("operation_id is required (want %s)", recordFields)
+	}
+	return l, nil
 }
 
 // readRecordFile reads the items of a record plan and the file's digest.
 func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", cmdutil.UsageErr("--file: %v", err)
+		return nil, "", cmdutil.FileErr("--file: %w", err)
 	}
 	var items []governance.EntryItem
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -82,9 +114,9 @@ func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var l recordLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: %v", path, n, err))
+		l, err := parseRecordLine(sc.Bytes())
+		if err != nil {
+			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: %v; nothing planned", path, n, err))
 		}
 		canon, hash, err := idem.Canonicalize(l.Payload, idem.PayloadLimits{})
 		if err != nil {
@@ -105,7 +137,11 @@ func newCmdRecordPlan(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan --file FILE --reason TEXT [--contract REF] [--correction REF]",
 		Short: "Plan recording outcomes known from outside; nothing enters until another person approves",
-		Long:  `Plan recording the identities of FILE (one JSON object a line). Nothing enters until another person approves.`,
+		Long: `Plan recording the identities of FILE, one JSON object a line with the fields
+tenant_id, operation_id, class, payload, response, evidence and note (for the
+reader, not planned; reconcile --emit-record writes such files); any other
+field, or a line without its identity, is refused with its line number and
+nothing is planned. Nothing enters until another person approves.`,
 		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
       --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"`,
 		Args: cmdutil.MaxArgs(0),

@@ -45,3 +45,28 @@ func TestRecordPlanSampleKeepsIDsWhole(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^\s*sha256:[0-9a-f]{64}$`, out, "the digest whole on a line")
 }
+
+// A record plan's file with resolve's field name "tenant" (or any field it
+// does not know) is refused with its line number, nothing planned, exit 5
+// as resolve answers such a line invalid; it failed with a SQL error and
+// no line, and unknown fields were ignored.
+func TestRecordPlanRefusesUnknownFieldsWithTheLine(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	good := `{"tenant_id":"t1","operation_id":"op-1","class":"demo.transfer","payload":{"to":"bob","from":"alice","amount":900,"currency":"EUR"},"response":{},"evidence":"psp"}`
+	for _, bad := range []string{
+		`{"tenant":"t1","operation_id":"op-2","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"psp"}`,
+		`{"tenant_id":"t1","operation_id":"op-2","class":"demo.transfer","payload":{"amount":1},"response":{},"evidence":"psp","reference":"x"}`,
+	} {
+		file := filepath.Join(t.TempDir(), "charges.ndjson")
+		require.NoError(t, os.WriteFile(file, []byte(good+"\n\n"+bad+"\n"), 0o644))
+		code, _, errOut := clitest.Run(t, dsn, "", "record", "plan", "--file", file, "--reason", "INC-9", "--operator", "alice")
+		assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+		assert.Contains(t, errOut, "line 3: unknown field")
+		assert.Contains(t, errOut, "want tenant_id, operation_id")
+		assert.NotContains(t, errOut, "SQLSTATE")
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.entry_plan").Scan(&n))
+	assert.Zero(t, n, "nothing planned")
+}

@@ -18,4 +18,5 @@ var (
 	idemctlBinary = clitest.Binary
 	recApply      = clitest.RecApply
 	runQ          = clitest.RunQ
+	runTTY        = clitest.RunTTY
 )

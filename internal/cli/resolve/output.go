@@ -3,6 +3,7 @@ package resolve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -28,6 +29,9 @@ type ResolveRecord struct {
 	QuarantineID *int64          `json:"quarantine_id"`
 	Error        *string         `json:"error"`
 	Note         string          `json:"note,omitempty"`
+	// EntryPlan is the entry plan (record plan, import) that entered an
+	// already_applied identity without its effect: its effect never ran.
+	EntryPlan *int64 `json:"entry_plan,omitempty"`
 	// Conditional (dry run): the prediction holds unless the operation's own
 	// effect refuses it (then error, nothing written).
 	Conditional bool `json:"conditional,omitempty"`
@@ -45,6 +49,9 @@ func newResolveRecord(r recovery.Result) ResolveRecord {
 		Conditional: r.Conditional, Changes: r.Changes}
 	if r.QuarantineID != 0 {
 		rec.QuarantineID = &r.QuarantineID
+	}
+	if r.EntryPlan != 0 {
+		rec.EntryPlan = &r.EntryPlan
 	}
 	if r.Err != nil {
 		msg := cmdutil.OneLine(r.Err.Error())
@@ -72,11 +79,21 @@ func summaryLine(s recovery.RunSummary) string {
 	if s.DryRun {
 		line += " (dry run, nothing written)"
 	}
+
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}
+	if s.Conditional > 0 {
+		line += " (" + cmdutil.HumanCount(int64(s.Conditional)) + " conditional: the effect's own checks decide)"
+	}
 	if s.Redriven > 0 {
 		line += "; " + cmdutil.HumanCount(int64(s.Redriven)) + " sent to their class's service"
+		if s.RedriveUnknown > 0 {
+			line += " (" + cmdutil.HumanCount(int64(s.RedriveUnknown)) + " with no usable answer: outcome unknown)"
+		}
+	}
+	if s.NotSent > 0 {
+		line += "; " + cmdutil.HumanCount(int64(s.NotSent)) + " not sent (their service could not be reached; nothing ran)"
 	}
 	if s.Interrupted {
 		line += "; interrupted, " + cmdutil.HumanCount(int64(s.Read)) + " read"
@@ -88,8 +105,8 @@ func summaryLine(s recovery.RunSummary) string {
 var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.AlreadyApplied: "was applied before; saved response returned",
 	recovery.Applied:        "was absent; applied now, once",
-	recovery.WouldApply:     "absent; a real run would apply it",
-	recovery.WouldRedrive:   "absent; a real run would send it to its class's service (nothing sent)",
+	recovery.WouldApply:     conditionalMeaning,
+	recovery.WouldRedrive:   "absent; a real run would send it to its class's service, whose own checks decide (nothing sent now)",
 	recovery.Pending:        "sent to its service (its stream, or it asked to wait), not recorded yet: run it again later",
 	recovery.Purged:         "purged under a proven replay horizon",
 	recovery.Conflict:       "another payload under this identity; quarantined, nothing ran",
@@ -98,11 +115,58 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Failed:         "not settled; the error says why (a failed effect wrote nothing)",
 }
 
+// conditionalMeaning is a would_apply's, which is always conditional (-o
+// json: "conditional": true): the dry run cannot run the effect's own checks.
+const conditionalMeaning = "absent; a real run would run the effect, whose own checks decide (applied, or error with nothing written)"
+
+// failedMeaning is the meaning of the error row: a re-drive the service may
+// have received with no usable answer has an unknown outcome, which "wrote
+// nothing" would contradict.
+func failedMeaning(s recovery.RunSummary) string {
+	if s.RedriveUnknown == 0 {
+		return outcomeMeaning[recovery.Failed]
+	}
+	m := "not settled; the error says why: " + cmdutil.HumanCount(int64(s.RedriveUnknown)) +
+		" sent to their service with no usable answer have an unknown outcome (resolve them again)"
+	if rest := s.Counts[recovery.Failed] - s.RedriveUnknown; rest > 0 {
+		m += "; the other " + cmdutil.HumanCount(int64(rest)) + " wrote nothing"
+	}
+	return m
+}
+
+// resultMeaning is the meaning of one operation's outcome.
+func resultMeaning(r recovery.Result) string {
+	switch {
+	case errors.Is(r.Err, recovery.ErrRedriveUnknown):
+		return "not settled; sent to its service with no usable answer: the outcome is unknown (resolve it again)"
+	case errors.Is(r.Err, recovery.ErrRedriveNotSent):
+		return "not settled; never reached its service: nothing ran, nothing written"
+	case r.Conditional && r.Outcome == recovery.WouldApply:
+		return conditionalMeaning
+	case r.EntryPlan != 0:
+		return "entered before by an entry plan, without its effect; saved response returned"
+	}
+	return outcomeMeaning[r.Outcome]
+}
+
 func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recovery.Result, more int, report string) error {
 	var rows [][]string
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
-			rows = append(rows, []string{string(o), cmdutil.HumanCount(int64(n)), outcomeMeaning[o]})
+			meaning := outcomeMeaning[o]
+			switch {
+			case o == recovery.Failed:
+				meaning = failedMeaning(s)
+			case o == recovery.AlreadyApplied && s.Entered > 0:
+				meaning += "; " + cmdutil.HumanCount(int64(s.Entered)) +
+					" of them entered by an entry plan (recorded by hand or imported): their effect never ran here (-o json: note, entry_plan)"
+			case o == recovery.AlreadyApplied && s.DryRun:
+				if c := s.Conditional - s.Counts[recovery.WouldApply] - s.Counts[recovery.WouldRedrive]; c > 0 {
+					meaning = "was applied before, or (" + cmdutil.HumanCount(int64(c)) +
+						") repeats a line of this input that a real run applies first: conditional on that line's effect"
+				}
+			}
+			rows = append(rows, []string{string(o), cmdutil.HumanCount(int64(n)), meaning})
 		}
 	}
 	rows = append(rows, []string{"total", cmdutil.HumanCount(int64(s.Counts.Total())), ""})
@@ -150,13 +214,23 @@ func attentionDetail(r recovery.Result) string {
 		return d
 	}
 	if r.Err != nil {
-		msg := cmdutil.OneLine(r.Err.Error())
-		if len(msg) > 160 {
-			msg = msg[:157] + "..."
-		}
-		return msg
+		return attentionError(cmdutil.OneLine(r.Err.Error()))
 	}
 	return ""
+}
+
+// maxDetailRunes is how much of an error the attention table shows: the
+// detail column wraps on a terminal, so a reason is shown whole; only an
+// error longer than this (a driver's message quoting a whole payload) is
+// cut, and the cut says where the whole text is.
+const maxDetailRunes = 600
+
+func attentionError(msg string) string {
+	msg = escapeControl(msg)
+	if r := []rune(msg); len(r) > maxDetailRunes {
+		return string(r[:maxDetailRunes]) + "… (cut here: the whole error is in -o json and --report FILE)"
+	}
+	return msg
 }
 
 // maxChangesShown is how many changed values a conflict's row names.
@@ -248,7 +322,7 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 		rows = append(rows, []string{"re-drive", fmt.Sprintf("%s %s: %d attempt(s), replies %s, verified on the primary: %s",
 			d.Via, d.Target, d.Attempts, strings.Join(d.Replies, ", "), d.Verified)})
 	}
-	if meaning := outcomeMeaning[r.Outcome]; meaning != "" {
+	if meaning := resultMeaning(r); meaning != "" {
 		rows = append(rows, []string{"meaning", meaning})
 	}
 	return cmdutil.PrintTable(w, []string{"field", "value"}, rows)

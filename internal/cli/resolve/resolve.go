@@ -282,7 +282,7 @@ func argBytes(flag, v string, max int) ([]byte, error) {
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, cmdutil.UsageErr("%s: %v", flag, err)
+		return nil, cmdutil.FileErr("%s: %w", flag, err)
 	}
 	defer file.Close()
 	b, err := cmdutil.ReadLimited(file, max)

@@ -91,7 +91,6 @@ func TestResolveCommandOptions(t *testing.T) {
 		{"--file", "x", "--max-rate", "-1"},
 		{"--file", "x", "--batch-size", "0"},
 		{"--file", "x", "--max-bytes", "0"},
-		{"--tenant", "t", "--op", "o", "--class", "c", "--payload", "@/no/such/file"},
 		{"--file", "x", "extra"},
 		{"--file", "x", "--no-such-flag"},
 		{"--file", "x", "--retry-for", "0s"},
@@ -108,4 +107,8 @@ func TestResolveCommandOptions(t *testing.T) {
 		_, code := capture(args...)
 		assert.Equal(t, cmdutil.ExitUsage, code, "%v", args)
 	}
+	// A file that cannot be read is an I/O error, exit 1, as for every
+	// command and flag (docs/exit-codes.md).
+	_, code = capture("--tenant", "t", "--op", "o", "--class", "c", "--payload", "@/no/such/file")
+	assert.Equal(t, cmdutil.ExitFailure, code)
 }

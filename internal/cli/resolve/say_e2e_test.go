@@ -128,3 +128,44 @@ func TestResolveSummaryAndProgressTotal(t *testing.T) {
 	require.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, out, "use -o json or --report FILE")
 }
+
+// A dry run's would_apply is a prediction its effect's own checks decide (a
+// USD payload on an EUR account then fails): the table says so, as -o json
+// says "conditional": true, and the real run's error shows whole in the
+// attention table, however long the ids (it was cut at 160 bytes).
+func TestResolveDryRunSaysConditionalAndErrorsShowWhole(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	long := strings.Repeat("settlement-batch-2024-", 8) + "x"
+	eur := filepath.Join(t.TempDir(), "eur.ndjson")
+	require.NoError(t, os.WriteFile(eur, []byte(sayLine("shop-with-a-long-tenant-name", "eur-1", "alice", "bob", 100, "EUR")+"\n"), 0o600))
+	code, _, errOut := run(t, dsn, "", "resolve", "--file", eur)
+	require.Equal(t, cmdutil.ExitOK, code, errOut) // alice's account is in EUR
+	file := filepath.Join(t.TempDir(), "batch.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(sayLine("shop-with-a-long-tenant-name", long, "alice", "bob", 100, "USD")+"\n"), 0o600))
+
+	code, out, errOut := run(t, dsn, "", "resolve", "--file", file, "--dry-run", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, `"conditional":true`)
+	code, out, errOut = runTTY(t, dsn, "", "resolve", "--file", file, "--dry-run")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(out)), " "), "whose own checks decide")
+	assert.Contains(t, out, "1 conditional")
+	assert.NotContains(t, out, "a real run would apply it")
+
+	code, out, errOut = run(t, dsn, "", "resolve", "--file", file, "-o", "json")
+	require.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	recs := rsvJSON(t, out)
+	require.Len(t, recs, 1)
+	msg, _ := recs[0]["error"].(string)
+	require.NotEmpty(t, msg)
+	code, out, errOut = run(t, dsn, "", "resolve", "--file", file, "-o", "table")
+	require.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, out, msg, "the whole error, not cut")
+	code, out, errOut = runTTY(t, dsn, "", "resolve", "--file", file)
+	require.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(out)), " ")
+	words := strings.Fields(msg)
+	assert.Contains(t, flat, words[len(words)-1], "the reason's last word is on the screen:\n%s", out)
+	assert.NotContains(t, out, "...")
+}
