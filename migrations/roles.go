@@ -83,7 +83,16 @@ func prepare(ctx context.Context, conn *pgx.Conn, r Roles) ([]string, error) {
 	if encoding != "UTF8" {
 		return nil, fmt.Errorf("%w: the database encoding is %s, not UTF8 (payload hashes are over UTF-8 text)", ErrNotInstallable, encoding)
 	}
-	// A schema installed for other roles is refused first, naming its
+	// A superuser among the schema's roles is refused first: the roles never
+	// are, whatever else is wrong.
+	var super *string
+	if err := conn.QueryRow(ctx, "SELECT min(rolname) FROM pg_roles WHERE rolname = ANY($1) AND rolsuper", r.list()).Scan(&super); err != nil {
+		return nil, err
+	}
+	if super != nil {
+		return nil, fmt.Errorf("%w: role %s is a superuser; the schema's roles never are", ErrNotInstallable, *super)
+	}
+	// A schema installed for other roles is refused next, naming its
 	// owner, before any role is created or granted (an operator's run on a
 	// schema of prefixed roles named idem_owner, which it had nothing to do
 	// with).
