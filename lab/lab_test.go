@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,20 +328,96 @@ func TestQualify(t *testing.T) {
 }
 
 // TestEveryMigrationInstallsIntoAScratchSchema guards the lab against a new
-// migration that names schema idem in a way qualify cannot rewrite.
+// migration that names schema idem in a way qualify cannot rewrite. It also
+// checks that what a design installs is qualify's work for its schema: the
+// Core's SQL, qualified once for a placeholder and then given the schema,
+// part by part; the ledger alone for a design off the Core.
 func TestEveryMigrationInstallsIntoAScratchSchema(t *testing.T) {
 	t.Parallel()
 	all, err := executorSQL()
 	require.NoError(t, err)
-	for _, m := range all {
-		_, err := qualify(m.sql, "idemlab_00000000_atomic")
-		assert.NoError(t, err, m.name)
+	want := map[string][]namedSQL{}
+	for _, schema := range []string{"idemlab_0a1b2c3d_uuid_per_retry"} {
+		for _, m := range all {
+			sql, err := qualify(m.sql, schema)
+			assert.NoError(t, err, m.name)
+			want[schema] = append(want[schema], namedSQL{m.name, sql})
+		}
 	}
-	_, err = qualify(ledgerSQL, "idemlab_00000000_atomic")
-	assert.NoError(t, err)
 	for _, d := range designs {
-		_, err := designStatements(d, schemaName("00000000", d.Name))
+		schema := schemaName("00000000", d.Name)
+		_, err := designStatements(d, schema)
 		assert.NoError(t, err, d.Name)
+		got, err := designSQL(d, schema)
+		require.NoError(t, err, d.Name)
+		if !d.core {
+			ledger, err := qualify(ledgerSQL, schema)
+			require.NoError(t, err)
+			assert.Equal(t, []namedSQL{{"ledger", ledger}}, got, d.Name)
+		}
+	}
+	for schema, parts := range want {
+		got, err := designSQL(designs[len(designs)-1], schema)
+		require.NoError(t, err)
+		require.Len(t, got, len(parts))
+		for i, p := range parts {
+			assert.Equal(t, p, got[i], "%s: %s", schema, p.name)
+			assert.NotContains(t, got[i].sql, corePlaceholder)
+		}
+	}
+	require.True(t, designs[len(designs)-1].core, "the last design is atomic")
+	_, err = designSQL(designs[len(designs)-1], "idem")
+	assert.Error(t, err, "only lab schemas")
+}
+
+// TestOnlyCoreDesignsGetTheCore: a design's scratch schema holds the Core
+// executor only when it calls it (core). Every object a design's statements
+// name is the ledger's, its own (its schema statement) or, for a design on
+// the Core, the Core's; a design on the Core names one of the Core's.
+func TestOnlyCoreDesignsGetTheCore(t *testing.T) {
+	t.Parallel()
+	const schema = "idemlab_00000000_x"
+	refRE := regexp.MustCompile(regexp.QuoteMeta(schema) + `\.([a-z_][a-z0-9_]*)`)
+	names := func(sql string) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range refRE.FindAllStringSubmatch(sql, -1) {
+			out[m[1]] = true
+		}
+		return out
+	}
+	ledger, err := qualify(ledgerSQL, schema)
+	require.NoError(t, err)
+	core := map[string]bool{}
+	parts, err := designSQL(design{core: true}, schema)
+	require.NoError(t, err)
+	for _, p := range parts {
+		if p.name != "ledger" {
+			for n := range names(p.sql) {
+				core[n] = true
+			}
+		}
+	}
+	require.True(t, core["execute"] && core["inbox_body"], "the Core's names are found")
+	for _, d := range designs {
+		q, err := designStatements(d, schema)
+		require.NoError(t, err, d.Name)
+		own := names(ledger)
+		for n := range names(q["schema"]) {
+			own[n] = true
+		}
+		namesCore := false
+		for k, sql := range q {
+			for n := range names(sql) {
+				switch {
+				case own[n]:
+				case core[n] && d.core:
+					namesCore = true
+				default:
+					t.Errorf("%s: statement %s names %s.%s, which its scratch schema does not hold (core %v)", d.Name, k, schema, n, d.core)
+				}
+			}
+		}
+		assert.Equal(t, d.core, namesCore, "%s: core is set exactly when the design calls the Core", d.Name)
 	}
 }
 
