@@ -102,8 +102,8 @@ func ciOptions(t *testing.T, dsn string) Options {
 // database (two run ids, their own scratch schemas and Redis servers), once
 // TestLabShowsEveryAnomaly has made them: TestLabIsReproducible compares the
 // two rather than making runs of its own. At once, not one after the other:
-// a run spends most of its time waiting (worker processes starting, kills,
-// polls), so two take little longer than one.
+// a run spends much of its time waiting (worker processes starting, kills,
+// polls), and two at once overlap their waits.
 var ciReports [2]*Report
 
 // runCITwice makes the CI run twice at once on dsn and returns both reports.
