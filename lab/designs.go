@@ -14,6 +14,10 @@ type design struct {
 	// Breaks names the step where the design breaks and why, for --explain.
 	Breaks string
 	file   string
+	// core: the design calls the Core executor (execute, claim, complete),
+	// so its scratch schema gets every migration and the code package; the
+	// others get the ledger and their own tables alone.
+	core bool
 	// redisFile holds the Redis commands of a design that marks in Redis.
 	redisFile string
 	// raceStep is where two concurrent deliveries wait for each other, so that
@@ -127,6 +131,7 @@ var designs = []design{
 		Summary:  "the retry after a timeout carried a new key: the executor saw a new operation and applied it again",
 		Breaks:   "the retry: its key is new, so execute claims a new identity and runs the effect a second time",
 		file:     "atomic.sql",
+		core:     true,
 		raceStep: StepAfterBegin,
 		steps:    coreSteps,
 		deliver:  deliverUUIDPerRetry,
@@ -174,6 +179,7 @@ var designs = []design{
 		Summary:  "the corrected settlement was refused as a repeat of the original (conflict, quarantined) and never posted",
 		Breaks:   "execute: the revision arrives under the settlement's identity with another payload, so it is a conflict, not a new operation",
 		file:     "atomic.sql",
+		core:     true,
 		raceStep: StepAfterBegin,
 		steps:    coreSteps,
 		deliver:  deliverRevisionAsDuplicate,
@@ -199,6 +205,7 @@ var designs = []design{
 		Summary:  "nothing broke (every column must stay at 0)",
 		Breaks:   "nowhere: a crash anywhere leaves all three or none, and the unique key settles every race",
 		file:     "atomic.sql",
+		core:     true,
 		raceStep: StepAfterBegin,
 		steps:    coreSteps,
 		deliver:  deliverAtomic,

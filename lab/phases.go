@@ -83,14 +83,15 @@ func (r *runner) runDesign(ctx context.Context, admin *pgx.Conn, s *designState,
 	return rep, nil
 }
 
-// install puts the Core executor, the ledger, the design's own tables, every
-// trial's accounts and, for a projection, its source into the scratch schema.
+// install puts the ledger (and, for a design on the Core, the Core executor),
+// the design's own tables, every trial's accounts and, for a projection, its
+// source into the scratch schema.
 func (r *runner) install(ctx context.Context, admin *pgx.Conn, s *designState, workload []Trial) error {
 	var err error
 	if s.q, err = designStatements(s.d, s.schema); err != nil {
 		return err
 	}
-	if err := installExecutor(ctx, admin, s.schema); err != nil {
+	if err := installDesign(ctx, admin, s.d, s.schema); err != nil {
 		return err
 	}
 	if sql, ok := s.q["schema"]; ok {

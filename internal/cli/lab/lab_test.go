@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,7 +41,7 @@ func TestLabVerdict(t *testing.T) {
 // TestLabRun runs a small lab through the command, with the real binary as
 // worker, as JSON and as a table.
 func TestLabRun(t *testing.T) {
-	// Not parallel: the lab uses more than 8 connections.
+	// Not parallel: its two lab runs use some 30 connections.
 	bin := clitest.Binary(t)
 	dsn := dbtest.NewDatabase(t)
 	runLab := func(output string, args ...string) (int, string, string) {
@@ -61,8 +62,27 @@ func TestLabRun(t *testing.T) {
 	}
 
 	// 10 trials: what the command adds (flags, JSON lines, the table) does
-	// not depend on the run's size; lab's own tests judge the anomalies.
-	code, out, errOut := runLab("json", "--trials", "10", "--seed", "5", "--parallel", "3")
+	// not depend on the run's size; lab's own tests judge the anomalies. The
+	// two runs go at once (each its own run id and scratch schemas): a run
+	// mostly waits on its workers.
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	var asJSON, asTable result
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		asJSON.code, asJSON.out, asJSON.errOut = runLab("json", "--trials", "10", "--seed", "5", "--parallel", "3")
+	}()
+	go func() {
+		defer wg.Done()
+		asTable.code, asTable.out, asTable.errOut = runLab("table", "--trials", "10", "--seed", "5", "--designs", "marker_separate_tx,atomic")
+	}()
+	wg.Wait()
+
+	code, out, errOut := asJSON.code, asJSON.out, asJSON.errOut
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "seed 5")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -85,7 +105,7 @@ func TestLabRun(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = runLab("table", "--trials", "10", "--seed", "5", "--designs", "marker_separate_tx,atomic")
+	code, out, errOut = asTable.code, asTable.out, asTable.errOut
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "seed 5")
 	assert.Contains(t, out, "MISSED CONFLICTS")
