@@ -30,7 +30,7 @@ AS $$
         WHEN octet_length(p_payload) > 1048576 THEN format('payload is too large: %s bytes, at most 1048576', octet_length(p_payload))
         WHEN p_payload_hash <> 'jcs-sha256:' || encode(sha256(convert_to(p_payload, 'UTF8')), 'hex')
             THEN 'payload hash is not jcs-sha256:<hex> of exactly the payload''s bytes'
-        WHEN octet_length(p_payload) - octet_length(translate(p_payload, '[{', '')) > 64 AND idem.json_too_deep(p_payload, 64)
+        WHEN octet_length(p_payload) - octet_length(replace(replace(p_payload, '{', ''), '[', '')) > 64 AND idem.json_too_deep(p_payload, 64)
             THEN 'payload is nested more than 64 levels deep'
         WHEN jsonb_typeof(p_payload::jsonb) IS NULL THEN 'payload is not JSON'
     END
