@@ -118,8 +118,11 @@ type PlanOptions struct {
 	HashFunction string
 	// Since skips the rows at or before it.
 	Since *Cursor
-	// BatchSize is how many items a call sends (default 10000).
+	// BatchSize is how many items a call sends (default 10000; on Citus).
 	BatchSize int
+	// ChunkRows is how many staged rows a chunk of the run enters in one
+	// transaction (default 50000).
+	ChunkRows int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Progress, when set, is called every ProgressEvery (default 2s) with
@@ -182,6 +185,9 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if o.BatchSize <= 0 {
 		o.BatchSize = 10000
 	}
+	if o.ChunkRows <= 0 {
+		o.ChunkRows = 50000
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -243,8 +249,8 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	}
 	var plan governance.EntryPlan
 	if !citus {
-		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_stage($1, $2, $3, $4, $5) p",
-			id, res.Digest, string(counts), cursor, o.Class))
+		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_stage($1, $2, $3, $4, $5, $6) p",
+			id, res.Digest, string(counts), cursor, o.Class, o.ChunkRows))
 	} else {
 		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
 	}
@@ -495,15 +501,19 @@ func writeLine(w io.Writer, v any) error {
 }
 
 // Outcomes counts the items of an import plan by outcome (entered,
-// skipped, quarantined, refused; pending before the run). The run writes
+// skipped, quarantined, refused; pending before the run, and while a
+// staged plan runs, the rows of the chunks not committed yet). The run writes
 // an outcome only for the items it did not enter (and a plan with an items
 // digest an item row only for those).
 func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int, error) {
 	rows, err := db.Query(ctx, `SELECT o.outcome, o.n FROM idem.entry_plan p,
+			LATERAL (SELECT coalesce(sum(c.entered), 0) AS n FROM idem.import_chunk c WHERE c.plan_id = p.id AND p.state = 'running') r,
 			LATERAL (SELECT e.outcome, count(*) AS n FROM idem.entry_item e WHERE e.plan_id = p.id AND e.outcome IS NOT NULL GROUP BY 1
 			         UNION ALL
+			         SELECT 'entered', r.n WHERE p.state = 'running'
+			         UNION ALL
 			         SELECT CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END,
-			                p.items - (SELECT count(e.outcome) FROM idem.entry_item e WHERE e.plan_id = p.id)) o
+			                p.items - r.n - (SELECT count(e.outcome) FROM idem.entry_item e WHERE e.plan_id = p.id)) o
 		WHERE p.id = $1 AND o.n > 0`, id)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
--- object: function idem.import_plan_seal_stage(bigint, text, jsonb, text, text)
+-- object: function idem.import_plan_seal_stage(bigint, text, jsonb, text, text, integer)
 -- grant: operator
 -- import_plan_seal_stage closes a staging import plan whose planner copied
 -- its rows into its stage (idem.import_plan_stage_open), by its planner
@@ -17,14 +17,15 @@
 --   - the counts: items, tenants, hash-only items, oldest and newest
 --     created_at, the identities the rows hold more than once
 --     (identities_twice: such a plan is sealed for the record and its run
---     refused), the chunk size of the run (chunk_rows); the sample: the
---     first five rows.
+--     refused), the rows a chunk of the run enters in one transaction
+--     (chunk_rows: p_chunk_rows, 1 to 1000000); the sample: the first five
+--     rows.
 -- The plan becomes 'planned' with the source's digest and counts
 -- (p_source_counts, as idemctl read them) and the cursor: another person
 -- approves exactly the staged rows (idem.entry_plan_approve), which nobody
 -- but the schema owner can change. Audited (entry.plan). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_plan_seal_stage(
-    p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text, p_class text
+    p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text, p_class text, p_chunk_rows integer
 ) RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
@@ -61,6 +62,9 @@ BEGIN
     END IF;
     IF p_source_counts IS NOT NULL AND (jsonb_typeof(p_source_counts) <> 'object' OR octet_length(p_source_counts::text) > 4096) THEN
         RAISE EXCEPTION 'import plan: the source counts are a JSON object of at most 4096 bytes' USING ERRCODE = 'IX343';
+    END IF;
+    IF p_chunk_rows IS NULL OR p_chunk_rows NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'import plan: a chunk of the run is 1 to 1000000 rows' USING ERRCODE = 'IX343';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM idem.op_class k WHERE k.name = p_class) THEN
         RAISE EXCEPTION 'import plan: unknown operation class %', quote_nullable(p_class) USING ERRCODE = 'IX343';
@@ -131,7 +135,7 @@ BEGIN
         FROM %s s WHERE s.n <= 5$q$, v_t) INTO v_sample USING p_class;
     v_counts := jsonb_build_object('items', v_n, 'tenants', v_tenants, 'hash_only', v_c.hash_only,
                                    'oldest', v_c.oldest, 'newest', v_c.newest, 'classes', jsonb_build_object(p_class, v_n),
-                                   'identities_twice', v_twice, 'chunk_rows', 50000,
+                                   'identities_twice', v_twice, 'chunk_rows', p_chunk_rows,
                                    'source', coalesce(p_source_counts, '{}'::jsonb));
     UPDATE idem.entry_plan
     SET state = 'planned', source_digest = p_source_digest, cursor = p_cursor, items = v_n::integer,
