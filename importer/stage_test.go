@@ -123,7 +123,9 @@ func TestImportStageEmptiedByACrashIsPlannedAgain(t *testing.T) {
 	require.NoError(t, err)
 	// What crash recovery does to an unlogged table.
 	dbtest.Admin(t, f.dsn, fmt.Sprintf("TRUNCATE idem.import_stage_%d", plan.ID))
-	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) { return importer.OpenNDJSON(path) }
+	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(path)
+	}
 	_, err = importer.Run(f.ctx, f.alice, plan.ID, "alice", open)
 	assert.ErrorIs(t, err, governance.ErrRefused)
 	assert.ErrorContains(t, err, "plan the import again")
