@@ -54,8 +54,8 @@ BEGIN
     IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
         RAISE EXCEPTION 'import plan % is sealed by its planner only', p_id USING ERRCODE = 'IX343';
     END IF;
-    IF to_regclass(v_t) IS NULL THEN
-        RAISE EXCEPTION 'import plan % has no stage (idem.import_plan_stage_open)', p_id USING ERRCODE = 'IX343';
+    IF to_regclass(v_t) IS NULL OR EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_id) THEN
+        RAISE EXCEPTION 'import plan % has no stage (idem.import_plan_stage_open), or holds item rows', p_id USING ERRCODE = 'IX343';
     END IF;
     IF p_source_digest IS NULL OR p_source_digest !~ '^sha256:[0-9a-f]{64}$' THEN
         RAISE EXCEPTION 'import plan: the source digest must be sha256:<64 hex>' USING ERRCODE = 'IX343';
