@@ -275,13 +275,18 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 		use = "run ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
 		long = short + `.
 
-The plan keeps a fingerprint of each item, not its payload and response: the
-run reads the source again (the same --from-postgres, --query and
---password-env, or the same --from-ndjson file, as the plan; the plan's
---since and cursor bound what it reads) and enters the rows only if they are
-exactly the planned items. A source that cannot be read, a file that is not
-the planned one (its digest), or a row that changed, appeared or went
-missing since the plan: nothing enters (exit code 5); plan again.
+The plan staged its rows in the database, checked and sealed there: the run
+enters that stage, by chunks, each its own transaction, on two connections.
+It reads the source again (the same --from-postgres, --query and
+--password-env, or the same --from-ndjson file, as the plan) only to see
+that its rows up to the plan's cursor did not change. A source that cannot
+be read, a file that is not the planned one (its digest), or a row that
+changed, appeared or went missing since the plan: nothing enters (exit code
+5); plan again. A run that stopped half way has entered the chunks that
+committed: run it again to resume (the source is not read again, no chunk
+enters twice). On Citus the plan keeps a fingerprint of each item and the
+run reads the source again and enters the rows, in one transaction, only
+if they are exactly the planned items.
 
 The run prints each outcome's count (entered, skipped, quarantined, refused)
 and the cursor for the next import's --since.`
