@@ -41,6 +41,7 @@ DECLARE
     v_t      text := format('idem.%I', 'import_stage_' || p_id);
     v_c      record;
     v_bad    record;
+    v_nbad   bigint;
     v_n      bigint;
     v_twice  bigint;
     v_tenants bigint;
@@ -84,23 +85,27 @@ BEGIN
         RAISE EXCEPTION 'import plan %: its stage is not the schema owner''s closed table', p_id USING ERRCODE = 'IX343';
     END IF;
     EXECUTE format('SELECT count(*) FROM %s', v_t) INTO v_n;
-    -- One pass, by runs of 4096 on the key n (no sort of the whole stage).
+    -- Every row's problem: one scan, in parallel workers when there are
+    -- (the costly part: JSON, hash, identity rules).
     EXECUTE format($q$
-        SELECT coalesce(sum(r.staged), 0) AS staged, coalesce(sum(r.bad), 0) AS bad, coalesce(sum(r.hash_only), 0) AS hash_only,
+        SELECT count(*) FROM %s s
+        WHERE idem.import_stage_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
+                                        s.store_hash, s.evidence) IS NOT NULL$q$, v_t) INTO v_nbad;
+    -- Then the digest and counts, by runs of 4096 on the key n (no sort of
+    -- the whole stage).
+    EXECUTE format($q$
+        SELECT coalesce(sum(r.staged), 0) AS staged, coalesce(sum(r.hash_only), 0) AS hash_only,
                min(r.oldest) AS oldest, max(r.newest) AS newest, min(r.first_n) AS first_n, max(r.last_n) AS last_n,
                sha256(string_agg(r.digest, ''::bytea ORDER BY k)) AS digest
         FROM generate_series(0, (greatest($1, 1) - 1) / 4096) k,
         LATERAL (SELECT count(*) AS staged, count(s.store_hash) AS hash_only, min(s.created_at) AS oldest,
                         max(s.created_at) AS newest, min(s.n) AS first_n, max(s.n) AS last_n,
-                        count(*) FILTER (WHERE idem.import_stage_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash,
-                                                                         s.response, s.created_at, s.store_hash, s.evidence)
-                                               IS NOT NULL) AS bad,
                         sha256(string_agg(textsend(row(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response,
                                                        s.created_at, s.evidence)::text), ''::bytea ORDER BY s.n)) AS digest
                  FROM %s s
                  WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096) r$q$, v_t)
     INTO v_c USING v_n;
-    IF v_c.bad > 0 THEN
+    IF v_nbad > 0 THEN
         EXECUTE format($q$
             SELECT s.n, s.tenant_id, s.operation_id,
                    idem.import_stage_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,

@@ -6,13 +6,14 @@
 -- or the store's own hash (64 lowercase hex) alone, and the evidence (as
 -- entry_item's CHECK). The response is jsonb already (the stage's column:
 -- the COPY parsed it). A payload that is not JSON raises (22P02). Cheap
--- tests only: it runs once a row of a million-row import. Internal:
--- granted to nobody.
+-- tests only: it runs once a row of a million-row import, in parallel
+-- workers when the database has them (PARALLEL SAFE). Internal: granted
+-- to nobody.
 CREATE OR REPLACE FUNCTION idem.import_stage_problem(
     p_tenant_id text, p_operation_id text, p_payload text, p_payload_hash text, p_response jsonb,
     p_created_at timestamptz, p_store_hash text, p_evidence text
 ) RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT CASE
         WHEN p_tenant_id IS NULL OR p_tenant_id = '' OR octet_length(p_tenant_id) > 128 OR p_tenant_id ~ '[\x01-\x1f\x7f-\x9f]'
