@@ -148,3 +148,36 @@ func mustField(t *testing.T, raw []byte, key string) []byte {
 	require.True(t, ok, "no %s in %s", key, raw)
 	return v
 }
+
+// The run reads a postgres source again only up to the plan's cursor: rows
+// the old code wrote since, or a row with a future created_at (invalid at
+// the plan, after the cursor), do not stop it and do not enter.
+func TestImportRunReadsTheSourceUpToTheCursor(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	fillRocket(t, f.dsn, "key-", 30, 10*24*time.Hour, time.Hour)
+	dbtest.Admin(t, f.dsn, `INSERT INTO rocket.idempotency_keys (created_at, idempotency_key, request_method, request_params, request_path,
+		response_code, response_body, recovery_point, user_id, locked_at)
+		VALUES (now() + interval '1 day', 'future', 'POST', '{"amount":1}', '/charges', 201, '{}', 'finished', 1, NULL)`)
+	src := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}
+	s, err := src.Open(f.ctx)
+	require.NoError(t, err)
+	defer s.Close()
+	r, err := importer.Plan(f.ctx, f.alice, s, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt", ChunkRows: 7},
+		importer.Sinks{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.Counts.Invalid, "the future row")
+	assert.Equal(t, 24, r.Plan.Items)
+	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	require.NoError(t, err)
+	fillRocket(t, f.dsn, "late-", 10, time.Minute, 0)
+	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		s := src
+		s.Since, s.Unordered = since, !ordered
+		return s.Open(ctx)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 24, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", r.Plan.ID))
+	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE operation_id LIKE 'late-%' OR operation_id = 'future'"))
+}
