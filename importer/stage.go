@@ -122,8 +122,8 @@ func runStaged(ctx context.Context, db TxBeginner, plan governance.EntryPlan, op
 	chunks := (p.Items + counts.ChunkRows - 1) / counts.ChunkRows
 	if pool, ok := db.(*pgxpool.Pool); !ok {
 		workers = 1
-	} else if max := int(pool.Config().MaxConns); workers > max {
-		workers = max
+	} else if conns := int(pool.Config().MaxConns); workers > conns {
+		workers = conns
 	}
 	workers = max(1, min(workers, chunks))
 	var (
