@@ -5,6 +5,7 @@ package imports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -232,6 +233,12 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	fmt.Fprintf(f.IO.ErrOut, "%d rows read: %d to import (%d hash-only), %d ambiguous (in %s), %d invalid\n",
 		c.Read, c.ToImport, c.HashOnly, c.Ambiguous, o.Ambiguous, c.Invalid)
 	printCursorHint(f, res)
+	var twice struct {
+		N int `json:"identities_twice"`
+	}
+	if json.Unmarshal(res.Plan.Counts, &twice) == nil && twice.N > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "warning: the source holds %d identities more than once: its run will be refused; deduplicate the query (one row per tenant and key) and plan again\n", twice.N)
+	}
 	fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl import approve %d\n", res.Plan.ID)
 	return invalidExit(c)
 }
