@@ -237,7 +237,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		N int `json:"identities_twice"`
 	}
 	if json.Unmarshal(res.Plan.Counts, &twice) == nil && twice.N > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "warning: the source holds %d identities more than once: its run will be refused; deduplicate the query (one row per tenant and key) and plan again\n", twice.N)
+		fmt.Fprintf(f.IO.ErrOut, "warning: identities the source holds more than once: %d; its run will be refused: deduplicate the query (one row per tenant and key) and plan again\n", twice.N)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl import approve %d\n", res.Plan.ID)
 	return invalidExit(c)

@@ -129,7 +129,7 @@ func TestImportPlanWarnsOfAnIdentityTwice(t *testing.T) {
 	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-ndjson", path, "--reason", "MIG-2",
 		"--ambiguous", filepath.Join(t.TempDir(), "ambiguous.ndjson"), "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	assert.Contains(t, errOut, "warning: the source holds 1 identities more than once: its run will be refused")
+	assert.Contains(t, errOut, "warning: identities the source holds more than once: 1; its run will be refused")
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	code, _, errOut = run(t, bob, "", "import", "approve", m[1], "--operator", "bob", "--yes")
