@@ -59,6 +59,9 @@ type EntryPlan struct {
 	// ItemsDigest is set when an import plan keeps one digest of its items
 	// instead of an item a row (idem.import_plan_seal_digest).
 	ItemsDigest *string `json:"items_digest,omitempty"`
+	// Staged is set when the plan's rows are in its stage in the database
+	// (idem.import_plan_seal_stage): its run reads the stage, by chunks.
+	Staged bool `json:"staged,omitempty"`
 }
 
 // EntryOptions are what a planner states besides the items.

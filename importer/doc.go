@@ -3,7 +3,8 @@
 // class's inbox through a four-eyes entry plan of kind 'import': it reads
 // the store streaming, classifies its rows (finished: to import;
 // unfinished, locked or without a response: ambiguous, for idemctl resolve;
-// unreadable: invalid, with the reason), and fills and seals the plan with
-// the source's digest, counts, sample and cursor. The database checks every
-// item again and runs the plan as the schema owner (governance.RunEntry).
+// unreadable: invalid, with the reason), and copies the rows to import into
+// the plan's stage in the database, which checks, digests and seals them
+// (on Citus: fills the plan with a fingerprint an item). Run enters the
+// sealed stage by chunks, each its own transaction, as the schema owner.
 package importer

@@ -118,8 +118,11 @@ type PlanOptions struct {
 	HashFunction string
 	// Since skips the rows at or before it.
 	Since *Cursor
-	// BatchSize is how many items a call sends (default 10000).
+	// BatchSize is how many items a call sends (default 10000; on Citus).
 	BatchSize int
+	// ChunkRows is how many staged rows a chunk of the run enters in one
+	// transaction (default 50000).
+	ChunkRows int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Progress, when set, is called every ProgressEvery (default 2s) with
@@ -182,6 +185,9 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if o.BatchSize <= 0 {
 		o.BatchSize = 10000
 	}
+	if o.ChunkRows <= 0 {
+		o.ChunkRows = 50000
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -212,14 +218,16 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if err := tx.QueryRow(ctx, "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").Scan(&citus); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", err)
 	}
-	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now()}
-	if !citus {
-		p.digest = newItemsDigest()
-	}
+	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now(), src: src}
 	if o.Since != nil {
 		p.counts.Since = o.Since.String()
 	}
-	if err := p.read(src); err != nil {
+	if citus {
+		err = p.read()
+	} else {
+		err = p.stage()
+	}
+	if err != nil {
 		return Result{Counts: p.counts}, err
 	}
 	res := Result{Counts: p.counts, Cursor: p.cursor, Digest: src.Digest()}
@@ -231,16 +239,18 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if p.counts.ToImport == 0 {
 		return res, ErrNothingToImport
 	}
-	counts, _ := json.Marshal(p.counts)
+	if p.through == "" {
+		p.through = res.Digest
+	}
+	counts, _ := json.Marshal(sourceCounts{Counts: p.counts, Through: p.through})
 	var cursor *string
 	if p.cursor != nil {
 		cursor = ptr(p.cursor.String())
 	}
 	var plan governance.EntryPlan
-	if p.digest != nil {
-		items, sample := p.digest.counts(o.Class)
-		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_digest($1, $2, $3, $4, $5, $6, $7) p",
-			id, res.Digest, string(counts), cursor, p.digest.sum(), items, sample))
+	if !citus {
+		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_stage($1, $2, $3, $4, $5, $6) p",
+			id, res.Digest, string(counts), cursor, o.Class, o.ChunkRows))
 	} else {
 		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
 	}
@@ -280,9 +290,21 @@ type planner struct {
 	cursor      *Cursor
 	batch       batch
 	ambiguousAt []Cursor
-	// digest, when set, takes the items instead of batch: the plan keeps
-	// their digest, counts and sample, no item row.
-	digest *itemsDigest
+	src         Source
+	// through is the source's digest up to the cursor (the rows after it
+	// came last): what the run reads again to see that nothing changed.
+	through string
+	// staging: the Import verdicts go to the stage (stage), not to batch.
+	staging bool
+}
+
+// sourceCounts are what the plan keeps of its read of the source.
+type sourceCounts struct {
+	Counts
+	// Through is "sha256:<hex>" of the source's rows up to the plan's
+	// cursor, as the source digests them (a postgres source; a file's is
+	// its whole digest).
+	Through string `json:"digest_through_cursor,omitempty"`
 }
 
 // batch holds the items idem.import_plan_add takes next, as its parallel
@@ -312,26 +334,18 @@ func (b *batch) len() int { return len(b.tenant) }
 
 func (b *batch) reset() { *b = batch{} }
 
-func (p *planner) read(src Source) error {
+// read plans an item a row (on Citus): each Import verdict goes into the
+// batches idem.import_plan_add takes.
+func (p *planner) read() error {
+	chunks := p.classified()
+	defer chunks.stop()
 	last := time.Now()
-	chunk := make([]Row, 0, chunkRows)
-	verdicts := make([]Verdict, chunkRows)
-	for eof := false; !eof; {
-		chunk = chunk[:0]
-		for len(chunk) < chunkRows {
-			r, err := src.Next(p.ctx)
-			if err == io.EOF {
-				eof = true
-				break
-			}
-			if err != nil {
-				return err
-			}
-			chunk = append(chunk, r)
+	for c := range chunks.out {
+		if c.err != nil {
+			return c.err
 		}
-		classifyAll(chunk, p.o.Class, p.now, p.beforeSince, verdicts)
-		for i, r := range chunk {
-			if err := p.row(r, verdicts[i]); err != nil {
+		for i, r := range c.rows {
+			if err := p.row(r, c.verdicts[i]); err != nil {
 				return err
 			}
 			if p.o.Progress != nil && p.counts.Read%1000 == 0 && time.Since(last) >= p.o.ProgressEvery {
@@ -347,6 +361,62 @@ func (p *planner) read(src Source) error {
 		p.o.Progress(p.counts)
 	}
 	return nil
+}
+
+// classifiedChunk is a run of the source's rows with their verdicts.
+type classifiedChunk struct {
+	rows     []Row
+	verdicts []Verdict
+	err      error
+}
+
+// classifier reads the source and classifies its rows by chunks, one chunk
+// ahead of its reader, on a goroutine of its own.
+type classifier struct {
+	out  chan classifiedChunk
+	done chan struct{}
+}
+
+func (c *classifier) stop() {
+	close(c.done)
+	for range c.out {
+	}
+}
+
+func (p *planner) classified() *classifier {
+	c := &classifier{out: make(chan classifiedChunk, 2), done: make(chan struct{})}
+	marker, _ := p.src.(interface{ digestBeforeLast() string })
+	go func() {
+		defer close(c.out)
+		for eof := false; !eof; {
+			chunk := classifiedChunk{rows: make([]Row, 0, chunkRows)}
+			for len(chunk.rows) < chunkRows {
+				r, err := p.src.Next(p.ctx)
+				if err == io.EOF {
+					eof = true
+					break
+				}
+				if err != nil {
+					chunk.err, eof = err, true
+					break
+				}
+				// The first row after "now" is the first after the cursor
+				// (the store's order puts them last).
+				if marker != nil && p.through == "" && r.CreatedAt != nil && r.CreatedAt.After(p.now) {
+					p.through = marker.digestBeforeLast()
+				}
+				chunk.rows = append(chunk.rows, r)
+			}
+			chunk.verdicts = make([]Verdict, len(chunk.rows))
+			classifyAll(chunk.rows, p.o.Class, p.now, p.beforeSince, chunk.verdicts)
+			select {
+			case c.out <- chunk:
+			case <-c.done:
+				return
+			}
+		}
+	}()
+	return c
 }
 
 // beforeSince: a row --since skips (not read, not classified).
@@ -388,8 +458,7 @@ func (p *planner) row(r Row, v Verdict) error {
 	if v.StoreHash != "" {
 		p.counts.HashOnly++
 	}
-	if p.digest != nil {
-		p.digest.add(v)
+	if p.staging {
 		return nil
 	}
 	p.batch.add(v)
@@ -432,15 +501,19 @@ func writeLine(w io.Writer, v any) error {
 }
 
 // Outcomes counts the items of an import plan by outcome (entered,
-// skipped, quarantined, refused; pending before the run). The run writes
+// skipped, quarantined, refused; pending before the run, and while a
+// staged plan runs, the rows of the chunks not committed yet). The run writes
 // an outcome only for the items it did not enter (and a plan with an items
 // digest an item row only for those).
 func Outcomes(ctx context.Context, db governance.DBTX, id int64) (map[string]int, error) {
 	rows, err := db.Query(ctx, `SELECT o.outcome, o.n FROM idem.entry_plan p,
+			LATERAL (SELECT coalesce(sum(c.entered), 0) AS n FROM idem.import_chunk c WHERE c.plan_id = p.id AND p.state = 'running') r,
 			LATERAL (SELECT e.outcome, count(*) AS n FROM idem.entry_item e WHERE e.plan_id = p.id AND e.outcome IS NOT NULL GROUP BY 1
 			         UNION ALL
+			         SELECT 'entered', r.n WHERE p.state = 'running'
+			         UNION ALL
 			         SELECT CASE p.state WHEN 'done' THEN 'entered' ELSE 'pending' END,
-			                p.items - (SELECT count(e.outcome) FROM idem.entry_item e WHERE e.plan_id = p.id)) o
+			                p.items - r.n - (SELECT count(e.outcome) FROM idem.entry_item e WHERE e.plan_id = p.id)) o
 		WHERE p.id = $1 AND o.n > 0`, id)
 	if err != nil {
 		return nil, err

@@ -68,7 +68,32 @@ type Opener func(ctx context.Context, since *Cursor, ordered bool) (Source, erro
 // idem.import_stage_open made, and calls idem.entry_plan_run, which enters
 // them only if they are exactly the planned items. A source that cannot be
 // opened, or a file that is not the planned one, enters nothing.
+//
+// A staged plan (idem.import_plan_seal_stage, every plan made off Citus)
+// runs from its stage instead (runStaged): the source is read again only
+// to see that it did not change, and the rows enter by chunks, each its
+// own transaction, on up to as many connections of a pool as the machine
+// has cores; a run that stopped resumes where it stopped.
 func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
+	plan, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
+		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE p.id = $1", id))
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: no entry plan %d", governance.ErrNotFound, id)
+	}
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	if plan.Staged {
+		return runStaged(ctx, db, plan, operator, open, runtime.GOMAXPROCS(0))
+	}
+	return runReading(ctx, db, id, operator, open)
+}
+
+// runReading runs a plan that keeps a fingerprint an item (on Citus) or
+// one digest of its items (sealed before staged plans): it reads the
+// source again and stages it in a temporary table, in one transaction.
+func runReading(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return governance.EntryPlan{}, err

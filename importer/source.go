@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,6 +158,8 @@ type postgresSource struct {
 	sum  hash.Hash
 	n    int
 	cols map[string]bool
+	// pending is the last row's bytes, not yet in sum.
+	pending []byte
 }
 
 // Open validates the source as a replay source is validated (no secret in
@@ -259,8 +262,22 @@ func (s *postgresSource) Describe() string {
 
 func (s *postgresSource) Digest() string { return "sha256:" + hex.EncodeToString(s.sum.Sum(nil)) }
 
+// flush adds the last row read to the digest.
+func (s *postgresSource) flush() {
+	s.sum.Write(s.pending)
+	s.pending = s.pending[:0]
+}
+
+// digestBeforeLast is the digest of the rows read before the last one Next
+// returned: what a plan read up to its cursor when the rows after it came
+// next (the store's order puts them last).
+func (s *postgresSource) digestBeforeLast() string {
+	return "sha256:" + hex.EncodeToString(s.sum.Sum(nil))
+}
+
 func (s *postgresSource) Next(ctx context.Context) (Row, error) {
 	if !s.rows.Next() {
+		s.flush()
 		s.rows.Close()
 		if err := s.rows.Err(); err != nil {
 			return Row{}, fmt.Errorf("source query: %s", db.Scrub(s.cfg.DSN, err.Error()))
@@ -275,16 +292,18 @@ func (s *postgresSource) Next(ctx context.Context) (Row, error) {
 		return Row{}, fmt.Errorf("source row %d: %w", s.n, err)
 	}
 	// The digest covers every row as read, in order: each value
-	// length-prefixed, NULL apart from empty.
+	// length-prefixed, NULL apart from empty. The row's bytes enter it at
+	// the next call (digestBeforeLast: the rows before this one).
+	s.flush()
 	for _, v := range []*string{tenant, op, payload, response, status, reqHash} {
-		writeField(s.sum, v)
+		s.pending = appendField(s.pending, v)
 	}
 	if created != nil {
-		writeField(s.sum, ptr(created.UTC().Format(time.RFC3339Nano)))
+		s.pending = appendField(s.pending, ptr(created.UTC().Format(time.RFC3339Nano)))
 	} else {
-		writeField(s.sum, nil)
+		s.pending = appendField(s.pending, nil)
 	}
-	writeField(s.sum, ptr(fmt.Sprint(locked != nil && *locked)))
+	s.pending = appendField(s.pending, ptr(fmt.Sprint(locked != nil && *locked)))
 	row := Row{Ref: fmt.Sprintf("row %d", s.n), Tenant: deref(tenant), OperationID: deref(op), CreatedAt: created,
 		Status: deref(status), Locked: locked != nil && *locked, RequestHash: deref(reqHash)}
 	if payload != nil {
@@ -305,13 +324,13 @@ func deref(s *string) string {
 	return *s
 }
 
-func writeField(h hash.Hash, v *string) {
+func appendField(b []byte, v *string) []byte {
 	if v == nil {
-		h.Write([]byte{0xff})
-		return
+		return append(b, 0xff)
 	}
-	fmt.Fprintf(h, "%d:", len(*v))
-	h.Write([]byte(*v))
+	b = strconv.AppendInt(b, int64(len(*v)), 10)
+	b = append(b, ':')
+	return append(b, *v...)
 }
 
 func (s *postgresSource) Close() error {

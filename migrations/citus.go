@@ -100,6 +100,7 @@ var citusLayout = []struct{ table, kind string }{
 	{"idem.bulk_preview", "local"},
 	{"idem.entry_plan", "local"},
 	{"idem.entry_item", "local"},
+	{"idem.import_chunk", "local"},
 }
 
 // delegatedFunctions run on the node that holds their tenant's shard.

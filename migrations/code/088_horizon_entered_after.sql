@@ -9,7 +9,7 @@
 -- removal: the purge refuses to go on while any exists (IX316, checked when
 -- it begins and after every deleting transaction, in the same transaction).
 -- Which entry plans p saw: idem.horizon_plan_create records entry_high and
--- entry_open (migration 019); a plan made before that compares times.
+-- entry_open (migration 016); a plan made before that compares times.
 -- Empty when there is none.
 CREATE OR REPLACE FUNCTION idem.horizon_entered_after(p idem.horizon_plan)
 RETURNS bigint[]

@@ -31,6 +31,9 @@ BEGIN
         RAISE EXCEPTION 'entry plan % is % (%): items are added to a staging import plan only', p_id, v_p.state, v_p.kind
             USING ERRCODE = 'IX341';
     END IF;
+    IF to_regclass(format('idem.%I', 'import_stage_' || p_id)) IS NOT NULL THEN
+        RAISE EXCEPTION 'import plan % has a stage: it is sealed by idem.import_plan_seal_stage', p_id USING ERRCODE = 'IX343';
+    END IF;
     IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
         RAISE EXCEPTION 'import plan % is filled by its planner only', p_id USING ERRCODE = 'IX343';
     END IF;

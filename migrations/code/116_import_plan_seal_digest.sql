@@ -37,8 +37,9 @@ BEGIN
         RAISE EXCEPTION 'import plan %: on Citus an import plan keeps an item a row (idem.import_plan_add)', p_id
             USING ERRCODE = 'IX343';
     END IF;
-    IF EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_id) THEN
-        RAISE EXCEPTION 'import plan % holds item rows: seal it with idem.import_plan_seal', p_id USING ERRCODE = 'IX343';
+    IF EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_id)
+       OR to_regclass(format('idem.%I', 'import_stage_' || p_id)) IS NOT NULL THEN
+        RAISE EXCEPTION 'import plan % holds item rows or a stage: seal it with idem.import_plan_seal or _seal_stage', p_id USING ERRCODE = 'IX343';
     END IF;
     IF p_source_digest IS NULL OR p_source_digest !~ '^sha256:[0-9a-f]{64}$' THEN
         RAISE EXCEPTION 'import plan: the source digest must be sha256:<64 hex>' USING ERRCODE = 'IX343';

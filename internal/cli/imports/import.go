@@ -5,6 +5,7 @@ package imports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -232,6 +233,12 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	fmt.Fprintf(f.IO.ErrOut, "%d rows read: %d to import (%d hash-only), %d ambiguous (in %s), %d invalid\n",
 		c.Read, c.ToImport, c.HashOnly, c.Ambiguous, o.Ambiguous, c.Invalid)
 	printCursorHint(f, res)
+	var twice struct {
+		N int `json:"identities_twice"`
+	}
+	if json.Unmarshal(res.Plan.Counts, &twice) == nil && twice.N > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "warning: identities the source holds more than once: %d; its run will be refused: deduplicate the query (one row per tenant and key) and plan again\n", twice.N)
+	}
 	fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl import approve %d\n", res.Plan.ID)
 	return invalidExit(c)
 }
@@ -275,13 +282,18 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 		use = "run ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
 		long = short + `.
 
-The plan keeps a fingerprint of each item, not its payload and response: the
-run reads the source again (the same --from-postgres, --query and
---password-env, or the same --from-ndjson file, as the plan; the plan's
---since and cursor bound what it reads) and enters the rows only if they are
-exactly the planned items. A source that cannot be read, a file that is not
-the planned one (its digest), or a row that changed, appeared or went
-missing since the plan: nothing enters (exit code 5); plan again.
+The plan staged its rows in the database, checked and sealed there: the run
+enters that stage, by chunks, each its own transaction, on two connections.
+It reads the source again (the same --from-postgres, --query and
+--password-env, or the same --from-ndjson file, as the plan) only to see
+that its rows up to the plan's cursor did not change. A source that cannot
+be read, a file that is not the planned one (its digest), or a row that
+changed, appeared or went missing since the plan: nothing enters (exit code
+5); plan again. A run that stopped half way has entered the chunks that
+committed: run it again to resume (the source is not read again, no chunk
+enters twice). On Citus the plan keeps a fingerprint of each item and the
+run reads the source again and enters the rows, in one transaction, only
+if they are exactly the planned items.
 
 The run prints each outcome's count (entered, skipped, quarantined, refused)
 and the cursor for the next import's --since.`

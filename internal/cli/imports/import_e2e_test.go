@@ -115,3 +115,26 @@ func TestImportCommands(t *testing.T) {
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
 }
+
+// A source that holds an identity twice is planned (the approver sees it
+// in the counts) with a warning that its run will be refused, and its run
+// enters nothing (exit code 5).
+func TestImportPlanWarnsOfAnIdentityTwice(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	path := filepath.Join(t.TempDir(), "store.ndjson")
+	line := `{"tenant_id":"7","operation_id":%q,"payload":{"amount":1},"response":{"ok":true},"created_at":"2026-01-02T03:04:05Z","status":"finished"}` + "\n"
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(line, "a")+fmt.Sprintf(line, "b")+fmt.Sprintf(line, "a")), 0o600))
+	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-ndjson", path, "--reason", "MIG-2",
+		"--ambiguous", filepath.Join(t.TempDir(), "ambiguous.ndjson"), "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "warning: identities the source holds more than once: 1; its run will be refused")
+	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	code, _, errOut = run(t, bob, "", "import", "approve", m[1], "--operator", "bob", "--yes")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	code, _, errOut = runQ(t, dsn, "import", "run", m[1], "--operator", "alice", "--from-ndjson", path)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "the source holds an identity twice")
+}

@@ -1,0 +1,183 @@
+package importer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/internal/dbtest"
+)
+
+// storeFile writes n finished keys of tenant "7" as the import's NDJSON,
+// ten days old, a minute apart.
+func storeFile(t *testing.T, n int) string {
+	var b strings.Builder
+	at := time.Now().Add(-10 * 24 * time.Hour).UTC()
+	for i := range n {
+		fmt.Fprintf(&b, `{"tenant_id":"7","operation_id":"k-%03d","payload":{"amount":%d},"response":{"ok":%d},"created_at":%q,"status":"finished"}`+"\n",
+			i, i, i, at.Add(time.Duration(i)*time.Minute).Format(time.RFC3339Nano))
+	}
+	path := filepath.Join(t.TempDir(), "store.ndjson")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	return path
+}
+
+// planFile plans and approves the import of a file, chunks of chunk rows.
+func planFile(t *testing.T, f *fixture, path string, chunk int) governance.EntryPlan {
+	src, err := importer.OpenNDJSON(path)
+	require.NoError(t, err)
+	defer src.Close()
+	r, err := importer.Plan(f.ctx, f.alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt",
+		ChunkRows: chunk}, importer.Sinks{})
+	require.NoError(t, err)
+	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	require.NoError(t, err)
+	return r.Plan
+}
+
+func countIn(t *testing.T, f *fixture, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.alice.QueryRow(f.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+// A staged plan keeps its rows in the database, with the server's digest,
+// and its run enters them by chunks, each its own transaction: a run killed
+// after some chunks resumes where it stopped, without reading the source
+// again and without entering a chunk twice; the audit says the run was not
+// one transaction.
+func TestImportStagedRunResumesWhereItStopped(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	path := storeFile(t, 35)
+	plan := planFile(t, f, path, 10)
+	assert.True(t, plan.Staged)
+	require.NotNil(t, plan.ItemsDigest, "the server's digest of the staged rows")
+	assert.Equal(t, 35, plan.Items)
+	assert.JSONEq(t, "10", string(mustField(t, plan.Counts, "chunk_rows")))
+
+	// A run killed after chunks 0 and 2 committed.
+	_, err := f.alice.Exec(f.ctx, "SELECT idem.import_run_begin($1, 'alice')", plan.ID)
+	require.NoError(t, err)
+	for _, k := range []int{0, 2} {
+		_, err := f.alice.Exec(f.ctx, "SELECT idem.import_run_chunk($1, 'alice', $2)", plan.ID, k)
+		require.NoError(t, err)
+	}
+	outcomes, err := importer.Outcomes(f.ctx, f.alice, plan.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"entered": 20, "pending": 15}, outcomes)
+	var again string
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT idem.import_run_chunk($1, 'alice', 2)::text", plan.ID).Scan(&again))
+	assert.JSONEq(t, `{"chunk": 2, "already": true}`, again, "a chunk enters once")
+	assert.Equal(t, 20, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", plan.ID))
+	_, err = f.alice.Exec(f.ctx, "SELECT idem.import_run_finish($1, 'alice')", plan.ID)
+	assert.ErrorContains(t, err, "2 of its 4 chunks committed")
+
+	// The source changed meanwhile: a resumed run does not read it.
+	require.NoError(t, os.WriteFile(path, []byte("changed\n"), 0o600))
+	done, err := importer.Run(f.ctx, f.alice, plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return nil, errors.New("a resumed run reads no source")
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", done.State)
+	assert.Equal(t, 35, done.Entered)
+	outcomes, err = importer.Outcomes(f.ctx, f.alice, plan.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"entered": 35}, outcomes)
+	assert.Equal(t, 35, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", plan.ID))
+	assert.Equal(t, 35, countIn(t, f, "SELECT count(*) FROM idem.inbox_body WHERE tenant_id = '7'"), "a body each, none twice")
+	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM pg_class WHERE relname = $1", fmt.Sprintf("import_stage_%d", plan.ID)),
+		"the stage is dropped once the run is done")
+	var audit string
+	require.NoError(t, f.alice.QueryRow(f.ctx, `SELECT details FROM idem.audit WHERE action = 'entry.run' AND target = $1`,
+		fmt.Sprintf("entry_plan:%d", plan.ID)).Scan(&audit))
+	assert.Contains(t, audit, `"chunks": 4`)
+	assert.Contains(t, audit, `"all_or_nothing": false`)
+}
+
+// An unlogged stage is emptied when the database restarts after a crash:
+// the run refuses the rest (nothing half-entered in a chunk), what entered
+// stays, and a new plan of the same source skips it.
+func TestImportStageEmptiedByACrashIsPlannedAgain(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	path := storeFile(t, 25)
+	plan := planFile(t, f, path, 10)
+	_, err := f.alice.Exec(f.ctx, "SELECT idem.import_run_begin($1, 'alice')", plan.ID)
+	require.NoError(t, err)
+	_, err = f.alice.Exec(f.ctx, "SELECT idem.import_run_chunk($1, 'alice', 0)", plan.ID)
+	require.NoError(t, err)
+	// What crash recovery does to an unlogged table.
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("TRUNCATE idem.import_stage_%d", plan.ID))
+	open := func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(path)
+	}
+	_, err = importer.Run(f.ctx, f.alice, plan.ID, "alice", open)
+	assert.ErrorIs(t, err, governance.ErrRefused)
+	assert.ErrorContains(t, err, "plan the import again")
+	assert.Equal(t, 10, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE tenant_id = '7'"))
+
+	again := planFile(t, f, path, 10)
+	_, err = importer.Run(f.ctx, f.alice, again.ID, "alice", open)
+	require.NoError(t, err)
+	outcomes, err := importer.Outcomes(f.ctx, f.alice, again.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"entered": 15, "skipped": 10}, outcomes)
+	assert.Equal(t, 25, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE tenant_id = '7'"))
+}
+
+func mustField(t *testing.T, raw []byte, key string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	v, ok := m[key]
+	require.True(t, ok, "no %s in %s", key, raw)
+	return v
+}
+
+// The run reads a postgres source again only up to the plan's cursor: rows
+// the old code wrote since, or a row with a future created_at (invalid at
+// the plan, after the cursor), do not stop it and do not enter.
+func TestImportRunReadsTheSourceUpToTheCursor(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	fillRocket(t, f.dsn, "key-", 30, 10*24*time.Hour, time.Hour)
+	dbtest.Admin(t, f.dsn, `INSERT INTO rocket.idempotency_keys (created_at, idempotency_key, request_method, request_params, request_path,
+		response_code, response_body, recovery_point, user_id, locked_at)
+		VALUES (now() + interval '1 day', 'future', 'POST', '{"amount":1}', '/charges', 201, '{}', 'finished', 1, NULL)`)
+	src := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}
+	s, err := src.Open(f.ctx)
+	require.NoError(t, err)
+	defer s.Close()
+	r, err := importer.Plan(f.ctx, f.alice, s, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt", ChunkRows: 7},
+		importer.Sinks{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.Counts.Invalid, "the future row")
+	assert.Equal(t, 24, r.Plan.Items)
+	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	require.NoError(t, err)
+	fillRocket(t, f.dsn, "late-", 10, time.Minute, 0)
+	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		s := src
+		s.Since, s.Unordered = since, !ordered
+		return s.Open(ctx)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 24, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", r.Plan.ID))
+	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE operation_id LIKE 'late-%' OR operation_id = 'future'"))
+}
