@@ -302,6 +302,10 @@ func Complete(ctx context.Context, tx DBTX, id Identity, resp json.RawMessage) (
 // hasNULEscape reports whether canonical JSON holds the escape \u0000 inside
 // a string (canonical JSON escapes U+0000 that way and nowhere else; an escaped
 // backslash followed by "u0000" is text, not the escape).
+// HasNULEscape says whether a JSON text holds the escape of U+0000 in a
+// string, which PostgreSQL's jsonb cannot store (22P05).
+func HasNULEscape(text []byte) bool { return hasNULEscape(text) }
+
 func hasNULEscape(canonical []byte) bool {
 	for i := 0; i+5 < len(canonical); i++ {
 		if canonical[i] != '\\' {

@@ -78,6 +78,9 @@ func Classify(r Row, class string, now time.Time) Verdict {
 	if !json.Valid(r.Response) {
 		return bad("the response is not JSON")
 	}
+	if idem.HasNULEscape(r.Response) {
+		return bad("the response holds U+0000, which PostgreSQL's jsonb cannot store")
+	}
 	v := Verdict{Kind: Import, CreatedAt: *r.CreatedAt}
 	v.Item = governance.EntryItem{TenantID: r.Tenant, OperationID: r.OperationID, Class: class,
 		Response: json.RawMessage(r.Response), Evidence: "imported from " + r.Ref}
@@ -92,6 +95,9 @@ func Classify(r Row, class string, now time.Time) Verdict {
 	canon, hash, err := idem.Canonicalize(r.Payload, idem.PayloadLimits{})
 	if err != nil {
 		return bad("payload: %v", err)
+	}
+	if idem.HasNULEscape(canon) {
+		return bad("the payload holds U+0000, which PostgreSQL's jsonb cannot store")
 	}
 	v.Item.Payload, v.Item.PayloadHash = string(canon), hash
 	return v
