@@ -14,7 +14,8 @@
 -- the session's temporary buffers. idemctl import run copies the rows it read again into it, then
 -- calls idem.entry_plan_run in the same transaction; idem.import_run enters
 -- them only if they are exactly the planned items. The plan must be an
--- approved import (IX341) and the caller a person (IX313). Returns the plan.
+-- approved import (IX341) and the caller a person (IX313). The stage names
+-- its plan (its comment); a run refuses another plan's. Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_stage_open(p_id bigint)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
@@ -46,6 +47,9 @@ BEGIN
     IF v_p.items_digest IS NULL THEN
         ALTER TABLE idem_import_stage ADD PRIMARY KEY (tenant_id, operation_id);
     END IF;
+    -- The plan it is for, which only its owner (the schema owner) can
+    -- change: idem.import_run refuses the stage of another plan.
+    EXECUTE format('COMMENT ON TABLE pg_temp.idem_import_stage IS %L', 'idem import plan ' || p_id);
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
     RETURN v_p;
 END

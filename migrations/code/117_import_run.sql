@@ -61,6 +61,13 @@ BEGIN
         RAISE EXCEPTION 'import plan %: its rows are not staged (idemctl import run reads the source again)', p_id
             USING ERRCODE = 'IX341';
     END IF;
+    -- The stage opened for this plan, not another's (whose stage may have
+    -- no key on the identity: a planned item staged twice, another not).
+    IF pg_catalog.obj_description(pg_catalog.to_regclass('pg_temp.idem_import_stage'), 'pg_class')
+       IS DISTINCT FROM 'idem import plan ' || p_id THEN
+        RAISE EXCEPTION 'import plan %: the stage was opened for another plan', p_id
+            USING ERRCODE = 'IX343', HINT = 'open the stage with idem.import_stage_open(' || p_id || ') in the run''s transaction; nothing was entered';
+    END IF;
     IF p_p.items_digest IS NOT NULL THEN
         -- a plan that keeps one digest of its items, not an item a row
         PERFORM idem.import_run_digest(p_id, p_operator);
