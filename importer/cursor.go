@@ -16,6 +16,29 @@ type Cursor struct {
 	OperationID string
 }
 
+// DefaultSinceOverlap is how far before a --since cursor a plan reads the
+// store again by default: a row whose transaction committed later than
+// that after its created_at was stamped would be missed.
+const DefaultSinceOverlap = 24 * time.Hour
+
+// ReadFrom is where a plan given --since reads from: overlap before it
+// (DefaultSinceOverlap when 0, none when negative), so that a row stamped
+// before the cursor that committed after the earlier import read the
+// store is read now. nil for nil.
+func ReadFrom(since *Cursor, overlap time.Duration) *Cursor {
+	if since == nil {
+		return nil
+	}
+	if overlap == 0 {
+		overlap = DefaultSinceOverlap
+	}
+	if overlap < 0 {
+		c := *since
+		return &c
+	}
+	return &Cursor{At: since.At.Add(-overlap)}
+}
+
 // String is the cursor as printed and taken by --since:
 // RFC 3339 created_at (UTC, nanoseconds), then the tenant and the operation
 // id, each path-escaped, separated by "/".

@@ -112,8 +112,11 @@ type Counts struct {
 	Invalid   int `json:"invalid"`
 	// NotAfterSince counts rows at or before --since (a file is read whole).
 	NotAfterSince int `json:"not_after_since,omitempty"`
-	// Since is the plan's --since: the run reads the source again after it.
+	// Since is the plan's --since.
 	Since string `json:"since,omitempty"`
+	// ReadFrom is where the plan read from: Since less the overlap
+	// (ReadFrom); the run reads the source again after it.
+	ReadFrom string `json:"read_from,omitempty"`
 }
 
 // PlanOptions are what a planner states besides the source.
@@ -122,8 +125,16 @@ type PlanOptions struct {
 	// HashFunction is the store's declared hash function (SHA256Raw,
 	// SHA256SortedJSON), "" when undeclared.
 	HashFunction string
-	// Since skips the rows at or before it.
+	// Since is the cursor a previous import printed: the plan reads the
+	// rows after ReadFrom(Since, SinceOverlap), so that a row stamped
+	// before the cursor but committed after that import read the store is
+	// not lost; what the inbox already holds is skipped at the run. A
+	// postgres source is opened with the same ReadFrom (Counts.ReadFrom is
+	// what the run opens it with again).
 	Since *Cursor
+	// SinceOverlap is how far before Since the plan reads again
+	// (DefaultSinceOverlap when 0; negative: not at all).
+	SinceOverlap time.Duration
 	// BatchSize is how many items a call sends (default 10000; on Citus).
 	BatchSize int
 	// ChunkRows is how many staged rows a chunk of the run enters in one
@@ -227,6 +238,8 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now(), src: src}
 	if o.Since != nil {
 		p.counts.Since = o.Since.String()
+		p.readFrom = ReadFrom(o.Since, o.SinceOverlap)
+		p.counts.ReadFrom = p.readFrom.String()
 	}
 	if citus {
 		err = p.read()
@@ -296,6 +309,7 @@ type planner struct {
 	cursor      *Cursor
 	batch       batch
 	ambiguousAt []Cursor
+	readFrom    *Cursor // ReadFrom(o.Since, o.SinceOverlap)
 	src         Source
 	// through is the source's digest up to the cursor (the rows after it
 	// came last): what the run reads again to see that nothing changed.
@@ -427,8 +441,8 @@ func (p *planner) classified() *classifier {
 
 // beforeSince: a row --since skips (not read, not classified).
 func (p *planner) beforeSince(r Row) bool {
-	return r.CreatedAt != nil && p.o.Since != nil && r.Problem == "" &&
-		!p.o.Since.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID})
+	return r.CreatedAt != nil && p.readFrom != nil && r.Problem == "" &&
+		!p.readFrom.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID})
 }
 
 func (p *planner) row(r Row, v Verdict) error {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -166,8 +167,8 @@ func newStager(ctx context.Context, plan governance.EntryPlan) (*stager, error) 
 	for c := range counts.Classes {
 		st.class = c
 	}
-	if counts.Source.Since != "" {
-		c, err := ParseCursor(counts.Source.Since)
+	if from := cmp.Or(counts.Source.ReadFrom, counts.Source.Since); from != "" {
+		c, err := ParseCursor(from)
 		if err != nil {
 			return nil, fmt.Errorf("import plan %d: its --since: %w", plan.ID, err)
 		}

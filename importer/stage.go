@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -204,8 +205,8 @@ func verifySource(ctx context.Context, db TxBeginner, plan governance.EntryPlan,
 		return fmt.Errorf("import plan %d: its counts: %w", id, err)
 	}
 	var since, upto *Cursor
-	if counts.Source.Since != "" {
-		c, err := ParseCursor(counts.Source.Since)
+	if from := cmp.Or(counts.Source.ReadFrom, counts.Source.Since); from != "" {
+		c, err := ParseCursor(from)
 		if err != nil {
 			return fmt.Errorf("import plan %d: its --since: %w", id, err)
 		}

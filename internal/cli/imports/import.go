@@ -72,6 +72,7 @@ type ImportPlanOptions struct {
 	PasswordEnv         string
 	FromNDJSON          string
 	Since, HashFunction string
+	SinceOverlap        time.Duration
 	Ambiguous, Invalid  string
 	OverwriteAmbiguous  bool
 	ProgressEvery       time.Duration
@@ -120,7 +121,8 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
 	fl.StringVar(&o.Query, "query", "", "with --from-postgres: the query returning the store's rows")
 	fl.StringVar(&o.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
 	fl.StringVar(&o.FromNDJSON, "from-ndjson", "", "an NDJSON export of the store")
-	fl.StringVar(&o.Since, "since", "", "the cursor a previous import printed: read only the rows after it")
+	fl.StringVar(&o.Since, "since", "", "the cursor a previous import printed: read only the rows after it, less --since-overlap")
+	fl.DurationVar(&o.SinceOverlap, "since-overlap", importer.DefaultSinceOverlap, "with --since, read again the rows stamped this long before the cursor (a row that committed late is not lost; what the inbox holds is skipped)")
 	fl.StringVar(&o.HashFunction, "hash-function", "", "how a hash-only store hashed its requests: sha256-raw or sha256-sorted-json")
 	fl.StringVar(&o.Ambiguous, "ambiguous", "", "write the unfinished rows here, in idemctl resolve's input format (required)")
 	fl.BoolVar(&o.OverwriteAmbiguous, "overwrite", false, "let --ambiguous and --invalid replace existing files")
@@ -174,6 +176,10 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		c, _ := importer.ParseCursor(o.Since)
 		since = &c
 	}
+	var from *importer.Cursor // where the source is read from: the plan's ReadFrom
+	if since != nil {
+		from = importer.ReadFrom(since, o.SinceOverlap)
+	}
 	var src importer.Source
 	var err error
 	if o.FromNDJSON != "" {
@@ -182,7 +188,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 			return cmdutil.FileErr("--from-ndjson: %w", err)
 		}
 	} else {
-		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: since}.Open(ctx)
+		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: from}.Open(ctx)
 		if err != nil {
 			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("source: %w", err))
 		}
@@ -216,7 +222,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		}
 	}
 	res, err := importer.Plan(ctx, pool, src, importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
-		HashFunction: o.HashFunction, Since: since, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
+		HashFunction: o.HashFunction, Since: since, SinceOverlap: o.SinceOverlap, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
 	if errors.Is(err, importer.ErrNothingToImport) {
 		fmt.Fprintf(f.IO.ErrOut, "nothing to import: %d rows read (%d ambiguous, %d invalid); no plan stored\n",
 			res.Counts.Read, res.Counts.Ambiguous, res.Counts.Invalid)
