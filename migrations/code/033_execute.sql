@@ -31,7 +31,6 @@ AS $$
 DECLARE
     v_problem text;
     v_effect  regprocedure;
-    v_exists  boolean;
     v_claimed boolean;
     v_settle  record;
 BEGIN
@@ -85,11 +84,8 @@ BEGIN
                 USING ERRCODE = 'IX012', HINT = 'topic, partition, offset, delivery id: tracing only';
         END IF;
     END IF;
-    -- The effect is checked again before it runs, by idem.run_effect. The
-    -- identity is probed in the same statement (a statement fewer).
-    SELECT c.effect, EXISTS (SELECT FROM idem.identity i WHERE i.tenant_id = execute.tenant_id AND i.operation_id = execute.operation_id)
-    INTO v_effect, v_exists
-    FROM idem.op_class c WHERE c.name = op_class;
+    -- The effect is checked again before it runs, by idem.run_effect.
+    SELECT c.effect INTO v_effect FROM idem.op_class c WHERE c.name = op_class;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown operation class %', coalesce(quote_literal(op_class), 'NULL')
             USING ERRCODE = 'IX003',
@@ -104,8 +100,12 @@ BEGIN
     -- one unique index, settles a race). A replay stays a read, and costs
     -- what it did (an INSERT that meets the row first cost a replay about a
     -- fifth more, measured). Anything but a new identity is idem.settle's.
+    -- (Probing it in the class's statement saved 3,700 instructions, but on
+    -- Citus a delegated call refuses a statement that joins the reference
+    -- table op_class to the tenant's shard.)
     v_claimed := false;
-    IF NOT v_exists THEN
+    PERFORM FROM idem.identity i WHERE i.tenant_id = execute.tenant_id AND i.operation_id = execute.operation_id;
+    IF NOT FOUND THEN
         INSERT INTO idem.identity AS i (tenant_id, operation_id, op_class, payload_digest)
         VALUES (execute.tenant_id, execute.operation_id, execute.op_class, decode(substr(payload_hash, 12), 'hex'))
         ON CONFLICT DO NOTHING;
