@@ -16,10 +16,13 @@
 -- again. It is an internal helper (granted to nobody, SECURITY INVOKER,
 -- IMMUTABLE): only the owner writes idem.identity.
 --
--- On a live inbox this takes ACCESS EXCLUSIVE on idem.identity only for the
--- catalogue change (NOT VALID: new rows are checked at once, existing rows
--- are not read here); 017 validates them under SHARE UPDATE EXCLUSIVE, which
--- lets the executor go on inserting while it reads the table.
+-- Four migrations, one statement on idem.identity each (on Citus a
+-- migration's text may be sent to the workers whole, and ADD CONSTRAINT may
+-- not share a statement with other subcommands): 016 the function, 017 the
+-- CHECK added NOT VALID (ACCESS EXCLUSIVE only for the catalogue change: new
+-- rows are checked at once, existing rows are not read), 018 the three old
+-- CHECKs dropped, 019 the existing rows validated under SHARE UPDATE
+-- EXCLUSIVE, which lets the executor go on inserting while it reads them.
 CREATE FUNCTION idem.identity_row_valid(p_tenant_id text, p_operation_id text, p_payload_digest bytea, p_holds integer)
 RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -35,9 +38,3 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION idem.identity_row_valid(text, text, bytea, integer) FROM PUBLIC;
-
-ALTER TABLE idem.identity
-    DROP CONSTRAINT identity_valid,
-    DROP CONSTRAINT identity_digest_form,
-    DROP CONSTRAINT identity_holds_check,
-    ADD CONSTRAINT identity_row_valid CHECK (idem.identity_row_valid(tenant_id, operation_id, payload_digest, holds)) NOT VALID;

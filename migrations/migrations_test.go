@@ -263,7 +263,7 @@ func TestSettleHasNoPlanSetting(t *testing.T) {
 }
 
 // TestIdentityRowsAreCheckedForTheOwnerToo: the database's own guard on
-// idem.identity (016: one CHECK calling idem.identity_row_valid) refuses a
+// idem.identity (016-019: one CHECK calling idem.identity_row_valid) refuses a
 // bad row even from the schema owner, who writes the table directly, with
 // the rules of idem.identity_problem.
 func TestIdentityRowsAreCheckedForTheOwnerToo(t *testing.T) {
@@ -304,9 +304,9 @@ func TestIdentityRowsAreCheckedForTheOwnerToo(t *testing.T) {
 }
 
 // TestIdentityRowValidUpgrade: on a database migrated before 016 that holds
-// rows, 016 replaces the three CHECKs without reading the table and 017
+// rows, 016-018 replace the three CHECKs without reading the table and 019
 // validates the rows; a row that breaks the rules (written by hand with the
-// old constraints dropped) stops 017, and nothing of it is recorded.
+// old constraints dropped) stops 019, and nothing of it is recorded.
 func TestIdentityRowValidUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx, dsn, conn := migrated(t)
@@ -324,9 +324,9 @@ func TestIdentityRowValidUpgrade(t *testing.T) {
 	dbtest.Admin(t, dsn, asBefore016)
 	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
 	require.NoError(t, err)
-	require.Len(t, rep.Applied, 2)
+	require.Len(t, rep.Applied, 4)
 	assert.Equal(t, 16, rep.Applied[0].Version)
-	assert.Equal(t, 17, rep.Applied[1].Version)
+	assert.Equal(t, 19, rep.Applied[3].Version)
 	var checks []string
 	rows, err := conn.Query(ctx, `SELECT conname || ':' || convalidated FROM pg_constraint
 		WHERE conrelid = 'idem.identity'::regclass AND contype = 'c' ORDER BY 1`)
@@ -338,13 +338,13 @@ func TestIdentityRowValidUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, problems)
 
-	// A bad row left by hand: 017 refuses it and stays unapplied.
+	// A bad row left by hand: 019 refuses it and stays unapplied.
 	dbtest.Admin(t, dsn, strings.Replace(asBefore016, "generate_series(1, 1000)", "generate_series(1001, 1001)", 1)+`
 		ALTER TABLE idem.identity DROP CONSTRAINT identity_valid;
 		INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest) VALUES ('t1', E'bad\n', 'demo.transfer', sha256('x'));
 		ALTER TABLE idem.identity ADD CONSTRAINT identity_valid CHECK (tenant_id <> '') NOT VALID;`)
 	_, err = migrations.Apply(ctx, conn, migrations.Options{})
-	require.ErrorContains(t, err, "017_identity_row_valid_validate")
+	require.ErrorContains(t, err, "019_identity_row_valid_validate")
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	assert.Equal(t, "23514", pgErr.Code)
@@ -353,5 +353,5 @@ func TestIdentityRowValidUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	applied, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	require.NoError(t, err)
-	assert.Equal(t, []int{16}, applied, "016 applied, 017 not")
+	assert.Equal(t, []int{16, 17, 18}, applied, "016-018 applied, 019 not")
 }

@@ -1,7 +1,7 @@
--- 017_identity_row_valid_validate: the rows written before 016 are checked
+-- 019_identity_row_valid_validate: the rows written before 017 are checked
 -- against its constraint, in a transaction of their own. VALIDATE CONSTRAINT
 -- takes SHARE UPDATE EXCLUSIVE: the executor keeps inserting while it reads
--- the whole table (016 took ACCESS EXCLUSIVE only for its catalogue change).
--- The rows passed the same rules under the constraints 016 replaced, so this
+-- the whole table (017 and 018 took ACCESS EXCLUSIVE only for their catalogue changes).
+-- The rows passed the same rules under the constraints 018 dropped, so this
 -- fails only on a table changed by hand.
 ALTER TABLE idem.identity VALIDATE CONSTRAINT identity_row_valid;

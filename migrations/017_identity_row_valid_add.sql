@@ -1,0 +1,5 @@
+-- 017_identity_row_valid_add: idem.identity's one CHECK (016), NOT VALID:
+-- every row written from now on is checked; the rows already there are
+-- validated by 019 without blocking writes.
+ALTER TABLE idem.identity ADD CONSTRAINT identity_row_valid
+    CHECK (idem.identity_row_valid(tenant_id, operation_id, payload_digest, holds)) NOT VALID;
