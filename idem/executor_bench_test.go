@@ -93,7 +93,7 @@ func BenchmarkTrustBoundaryCost(b *testing.B) {
 		    EXECUTE def;
 		    def := pg_get_functiondef('idem.execute(text,text,text,text,text,jsonb)'::regprocedure);
 		    def := regexp_replace(def, 'IF payload_hash <> .*?END IF;', '', 's');
-		    def := replace(def, 'OR payload_hash <> ''jcs-sha256:'' || encode(sha256(convert_to(payload, ''UTF8'')), ''hex'')', '');
+		    def := replace(def, 'AND payload_hash = ''jcs-sha256:'' || encode(sha256(convert_to(payload, ''UTF8'')), ''hex'')', '');
 		    EXECUTE def;
 		END $$`)
 	var seq atomic.Int64

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -259,4 +260,98 @@ func TestSettleHasNoPlanSetting(t *testing.T) {
 	_, err := migrations.Apply(ctx, conn, migrations.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, setting())
+}
+
+// TestIdentityRowsAreCheckedForTheOwnerToo: the database's own guard on
+// idem.identity (019-022: one CHECK calling idem.identity_row_valid) refuses a
+// bad row even from the schema owner, who writes the table directly, with
+// the rules of idem.identity_problem.
+func TestIdentityRowsAreCheckedForTheOwnerToo(t *testing.T) {
+	t.Parallel()
+	_, dsn, _ := migrated(t)
+	digest := `'\x` + strings.Repeat("ab", 32) + `'::bytea`
+	insert := func(tenant, op, dig string) error {
+		return dbtest.Owner(dsn, "INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest) VALUES ("+
+			tenant+", "+op+", 'demo.transfer', "+dig+")")
+	}
+	require.NoError(t, insert("'t1'", "'op-1'", digest), "a valid row")
+	require.NoError(t, insert("'"+strings.Repeat("é", 64)+"'", "'"+strings.Repeat("o", 256)+"'", digest), "128 and 256 bytes")
+	for name, row := range map[string][3]string{
+		"empty tenant":                 {"''", "'op-2'", digest},
+		"tenant of 129 bytes":          {"'" + strings.Repeat("t", 129) + "'", "'op-2'", digest},
+		"tenant of 65 two-byte chars":  {"'" + strings.Repeat("é", 65) + "'", "'op-2'", digest},
+		"tenant with a tab":            {"E't\\t1'", "'op-2'", digest},
+		"tenant with U+0085":           {"E't\\u00851'", "'op-2'", digest},
+		"empty operation":              {"'t1'", "''", digest},
+		"operation of 257 bytes":       {"'t1'", "'" + strings.Repeat("o", 257) + "'", digest},
+		"operation with a newline":     {"'t1'", "E'op\\n2'", digest},
+		"operation ending in U+007F":   {"'t1'", "E'op-2\\u007f'", digest},
+		"operation with U+0001 inside": {"'t1'", "E'op\\u00012'", digest},
+		"digest of 31 bytes":           {"'t1'", "'op-2'", `'\x` + strings.Repeat("ab", 31) + `'::bytea`},
+	} {
+		err := insert(row[0], row[1], row[2])
+		var pgErr *pgconn.PgError
+		if assert.ErrorAs(t, err, &pgErr, name) {
+			assert.Equal(t, "23514", pgErr.Code, name)
+			assert.Equal(t, "identity_row_valid", pgErr.ConstraintName, name)
+		}
+	}
+	err := dbtest.Owner(dsn, "UPDATE idem.identity SET holds = -1 WHERE tenant_id = 't1'")
+	var pgErr *pgconn.PgError
+	if assert.ErrorAs(t, err, &pgErr) {
+		assert.Equal(t, "23514", pgErr.Code, "holds never below zero")
+	}
+}
+
+// TestIdentityRowValidUpgrade: on a database migrated before 019 that holds
+// rows, 019-021 replace the three CHECKs without reading the table and 022
+// validates the rows; a row that breaks the rules (written by hand with the
+// old constraints dropped) stops 022, and nothing of it is recorded.
+func TestIdentityRowValidUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx, dsn, conn := migrated(t)
+	asBefore019 := `SET ROLE idem_owner;
+		ALTER TABLE idem.identity DROP CONSTRAINT identity_row_valid,
+		    ADD CONSTRAINT identity_valid CHECK (
+		        octet_length(tenant_id) BETWEEN 1 AND 128 AND octet_length(operation_id) BETWEEN 1 AND 256
+		        AND tenant_id !~ '[\x01-\x1f\x7f-\x9f]' AND operation_id !~ '[\x01-\x1f\x7f-\x9f]'),
+		    ADD CONSTRAINT identity_digest_form CHECK (octet_length(payload_digest) = 32),
+		    ADD CONSTRAINT identity_holds_check CHECK (holds >= 0);
+		DROP FUNCTION idem.identity_row_valid(text, text, bytea, integer);
+		DELETE FROM idem.schema_migrations WHERE version >= 19;
+		INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest)
+		SELECT 't1', 'op-' || i, 'demo.transfer', sha256(i::text::bytea) FROM generate_series(1, 1000) i;`
+	dbtest.Admin(t, dsn, asBefore019)
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Applied, 4)
+	assert.Equal(t, 19, rep.Applied[0].Version)
+	assert.Equal(t, 22, rep.Applied[3].Version)
+	var checks []string
+	rows, err := conn.Query(ctx, `SELECT conname || ':' || convalidated FROM pg_constraint
+		WHERE conrelid = 'idem.identity'::regclass AND contype = 'c' ORDER BY 1`)
+	require.NoError(t, err)
+	checks, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"identity_row_valid:true"}, checks)
+	problems, err := migrations.Check(ctx, conn, migrations.DefaultRoles())
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+
+	// A bad row left by hand: 022 refuses it and stays unapplied.
+	dbtest.Admin(t, dsn, strings.Replace(asBefore019, "generate_series(1, 1000)", "generate_series(1001, 1001)", 1)+`
+		ALTER TABLE idem.identity DROP CONSTRAINT identity_valid;
+		INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest) VALUES ('t1', E'bad\n', 'demo.transfer', sha256('x'));
+		ALTER TABLE idem.identity ADD CONSTRAINT identity_valid CHECK (tenant_id <> '') NOT VALID;`)
+	_, err = migrations.Apply(ctx, conn, migrations.Options{})
+	require.ErrorContains(t, err, "022_identity_row_valid_validate")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	assert.Equal(t, "23514", pgErr.Code)
+	var applied []int
+	rows, err = conn.Query(ctx, "SELECT version FROM idem.schema_migrations WHERE version >= 19 ORDER BY 1")
+	require.NoError(t, err)
+	applied, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	assert.Equal(t, []int{19, 20, 21}, applied, "019-021 applied, 022 not")
 }

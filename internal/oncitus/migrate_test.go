@@ -156,3 +156,52 @@ func collectStrings(rows interface {
 	}
 	return out, rows.Err()
 }
+
+// TestIdentityRowValidUpgradeOnTheCluster: migrations 019-022 on an
+// inbox already distributed (the three CHECKs of before put back on every
+// shard): the function reaches the workers, the one CHECK is validated on
+// every shard, the executor still runs on the tenant's node, and a bad row
+// from the owner is refused on the worker that holds it.
+func TestIdentityRowValidUpgradeOnTheCluster(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	conn := e.superuser(t)
+	for _, sql := range []string{
+		"SET ROLE idem_owner",
+		"ALTER TABLE idem.identity DROP CONSTRAINT identity_row_valid",
+		`ALTER TABLE idem.identity ADD CONSTRAINT identity_valid CHECK (
+		    octet_length(tenant_id) BETWEEN 1 AND 128 AND octet_length(operation_id) BETWEEN 1 AND 256
+		    AND tenant_id !~ '[\x01-\x1f\x7f-\x9f]' AND operation_id !~ '[\x01-\x1f\x7f-\x9f]')`,
+		"ALTER TABLE idem.identity ADD CONSTRAINT identity_digest_form CHECK (octet_length(payload_digest) = 32)",
+		"ALTER TABLE idem.identity ADD CONSTRAINT identity_holds_check CHECK (holds >= 0)",
+		"DROP FUNCTION idem.identity_row_valid(text, text, bytea, integer)",
+		"DELETE FROM idem.schema_migrations WHERE version >= 19",
+		"RESET ROLE",
+	} {
+		_, err := conn.Exec(ctx, sql)
+		require.NoError(t, err, sql)
+	}
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Applied, 4)
+	assert.Equal(t, 22, rep.Applied[3].Version)
+	var shards, valid int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE result = '1')
+		FROM run_command_on_shards('idem.identity',
+		    $$SELECT count(*) FROM pg_constraint WHERE conrelid = '%s'::regclass AND contype = 'c'
+		      AND conname LIKE 'identity_row_valid%%' AND convalidated$$)`).Scan(&shards, &valid))
+	assert.Equal(t, shardCount, shards)
+	assert.Equal(t, shardCount, valid, "the one CHECK, validated, on every shard")
+
+	app := e.conn(t, loginApp)
+	res, err := idem.Execute(ctx, app, transfer("upgrade-1", "op-1", 5))
+	require.NoError(t, err)
+	assert.Equal(t, idem.Applied, res.Outcome)
+	_, err = conn.Exec(ctx, "SET ROLE idem_owner")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest)
+		VALUES ('upgrade-1', E'bad\n', 'demo.transfer', sha256('x'))`)
+	require.ErrorContains(t, err, "identity_row_valid")
+	_, err = conn.Exec(ctx, "RESET ROLE")
+	require.NoError(t, err)
+}

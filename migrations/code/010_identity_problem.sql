@@ -1,7 +1,8 @@
 -- object: function idem.identity_problem(text, text)
 -- identity_problem says what is wrong with an identity, or NULL when it is
--- valid. The same rules are in Go (idem.Identity.Validate) and in the tables'
--- CHECKs; keep them in step. Control characters are Unicode category Cc:
+-- valid. The same rules are in Go (idem.Identity.Validate), in the tables'
+-- CHECKs (idem.identity's calls idem.identity_row_valid, migration 019) and in
+-- idem.execute's well-formed test; keep them in step. Control characters are Unicode category Cc:
 -- U+0001-U+001F and U+007F-U+009F (U+0000 cannot be stored in text at all).
 CREATE OR REPLACE FUNCTION idem.identity_problem(p_tenant_id text, p_operation_id text)
 RETURNS text

@@ -37,15 +37,19 @@ BEGIN
     -- A well-formed request passes this one test, which implies the hash's
     -- format (the hex of a SHA-256 is 64 lowercase hex digits: the format's
     -- regular expression cost more than all the other checks together) and
-    -- is set up once per transaction instead of one expression a check. The
-    -- checks one by one, in idem.check_request's order with its errors, run
-    -- only when it fails (or when the payload has over 64 brackets, for the
-    -- depth check).
-    IF idem.identity_problem(tenant_id, operation_id) IS NOT NULL
-       OR payload IS NULL OR octet_length(payload) > 1048576 OR payload_hash IS NULL
-       OR payload_hash <> 'jcs-sha256:' || encode(sha256(convert_to(payload, 'UTF8')), 'hex')
-       OR length(payload) - length(translate(payload, '[{', '')) > 64
-       OR (transport IS NOT NULL AND (jsonb_typeof(transport) <> 'object' OR octet_length(transport::text) > 16384)) THEN
+    -- is set up once per transaction instead of one expression a check. It
+    -- says what a valid request is, with as few function calls as it can
+    -- (each is set up, its EXECUTE right checked, in every transaction): the
+    -- identity's rules are idem.identity_problem's (the regular expression
+    -- also says "not empty"), and anything not TRUE, a NULL included, takes
+    -- the checks one by one, in idem.check_request's order with its errors
+    -- (so do payloads with over 64 brackets, for the depth check).
+    IF (octet_length(tenant_id) <= 128 AND tenant_id ~ '^[^\x01-\x1f\x7f-\x9f]+$'
+        AND octet_length(operation_id) <= 256 AND operation_id ~ '^[^\x01-\x1f\x7f-\x9f]+$'
+        AND octet_length(payload) <= 1048576
+        AND payload_hash = 'jcs-sha256:' || encode(sha256(convert_to(payload, 'UTF8')), 'hex')
+        AND length(payload) - length(translate(payload, '[{', '')) <= 64
+        AND (transport IS NULL OR (jsonb_typeof(transport) = 'object' AND octet_length(transport::text) <= 16384))) IS NOT TRUE THEN
         v_problem := idem.identity_problem(tenant_id, operation_id);
         IF v_problem IS NOT NULL THEN
             RAISE EXCEPTION 'invalid identity: %', v_problem
@@ -96,6 +100,9 @@ BEGIN
     -- one unique index, settles a race). A replay stays a read, and costs
     -- what it did (an INSERT that meets the row first cost a replay about a
     -- fifth more, measured). Anything but a new identity is idem.settle's.
+    -- (Probing it in the class's statement saved 3,700 instructions, but on
+    -- Citus a delegated call refuses a statement that joins the reference
+    -- table op_class to the tenant's shard.)
     v_claimed := false;
     PERFORM FROM idem.identity i WHERE i.tenant_id = execute.tenant_id AND i.operation_id = execute.operation_id;
     IF NOT FOUND THEN
