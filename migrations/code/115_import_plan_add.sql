@@ -21,21 +21,14 @@ SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
     v_person text := idem.require_person('fill an import plan');
-    v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_p      idem.entry_plan := idem.import_plan_for_planner(p_id, v_person, 'filled');
     v_n      integer := coalesce(cardinality(p_tenant), 0);
     v_seq    integer;
     v_added  integer;
     v_bad    record;
 BEGIN
-    IF v_p.kind <> 'import' OR v_p.state <> 'staging' THEN
-        RAISE EXCEPTION 'entry plan % is % (%): items are added to a staging import plan only', p_id, v_p.state, v_p.kind
-            USING ERRCODE = 'IX341';
-    END IF;
     IF to_regclass(format('idem.%I', 'import_stage_' || p_id)) IS NOT NULL THEN
         RAISE EXCEPTION 'import plan % has a stage: it is sealed by idem.import_plan_seal_stage', p_id USING ERRCODE = 'IX343';
-    END IF;
-    IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
-        RAISE EXCEPTION 'import plan % is filled by its planner only', p_id USING ERRCODE = 'IX343';
     END IF;
     IF v_n NOT BETWEEN 1 AND 50000 OR cardinality(p_operation) <> v_n OR cardinality(p_evidence) <> v_n
        OR cardinality(p_created_at) <> v_n OR cardinality(p_store_hash) <> v_n OR cardinality(p_fingerprint) <> v_n THEN

@@ -21,18 +21,11 @@ SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
     v_person text := idem.require_person('seal an import plan');
-    v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_p      idem.entry_plan := idem.import_plan_for_planner(p_id, v_person, 'sealed');
     v_counts jsonb;
     v_sample jsonb;
     v_class  text := p_items ->> 'class';
 BEGIN
-    IF v_p.kind <> 'import' OR v_p.state <> 'staging' THEN
-        RAISE EXCEPTION 'entry plan % is % (%): only a staging import plan is sealed', p_id, v_p.state, v_p.kind
-            USING ERRCODE = 'IX341';
-    END IF;
-    IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
-        RAISE EXCEPTION 'import plan % is sealed by its planner only', p_id USING ERRCODE = 'IX343';
-    END IF;
     IF idem.citus_distributed() THEN
         RAISE EXCEPTION 'import plan %: on Citus an import plan keeps an item a row (idem.import_plan_add)', p_id
             USING ERRCODE = 'IX343';
@@ -41,12 +34,7 @@ BEGIN
        OR to_regclass(format('idem.%I', 'import_stage_' || p_id)) IS NOT NULL THEN
         RAISE EXCEPTION 'import plan % holds item rows or a stage: seal it with idem.import_plan_seal or _seal_stage', p_id USING ERRCODE = 'IX343';
     END IF;
-    IF p_source_digest IS NULL OR p_source_digest !~ '^sha256:[0-9a-f]{64}$' THEN
-        RAISE EXCEPTION 'import plan: the source digest must be sha256:<64 hex>' USING ERRCODE = 'IX343';
-    END IF;
-    IF p_source_counts IS NOT NULL AND (jsonb_typeof(p_source_counts) <> 'object' OR octet_length(p_source_counts::text) > 4096) THEN
-        RAISE EXCEPTION 'import plan: the source counts are a JSON object of at most 4096 bytes' USING ERRCODE = 'IX343';
-    END IF;
+    PERFORM idem.import_seal_check(p_source_digest, p_source_counts);
     IF p_items_digest IS NULL OR octet_length(p_items_digest) <> 32 THEN
         RAISE EXCEPTION 'import plan: the items digest is 32 bytes' USING ERRCODE = 'IX343';
     END IF;

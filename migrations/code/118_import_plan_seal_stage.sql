@@ -37,7 +37,7 @@ SET extra_float_digits = 1
 AS $$
 DECLARE
     v_person text := idem.require_person('seal an import plan');
-    v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_p      idem.entry_plan := idem.import_plan_for_planner(p_id, v_person, 'sealed');
     v_t      text := format('idem.%I', 'import_stage_' || p_id);
     v_c      record;
     v_bad    record;
@@ -48,22 +48,10 @@ DECLARE
     v_sample jsonb;
     v_counts jsonb;
 BEGIN
-    IF v_p.kind <> 'import' OR v_p.state <> 'staging' THEN
-        RAISE EXCEPTION 'entry plan % is % (%): only a staging import plan is sealed', p_id, v_p.state, v_p.kind
-            USING ERRCODE = 'IX341';
-    END IF;
-    IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
-        RAISE EXCEPTION 'import plan % is sealed by its planner only', p_id USING ERRCODE = 'IX343';
-    END IF;
     IF to_regclass(v_t) IS NULL OR EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_id) THEN
         RAISE EXCEPTION 'import plan % has no stage (idem.import_plan_stage_open), or holds item rows', p_id USING ERRCODE = 'IX343';
     END IF;
-    IF p_source_digest IS NULL OR p_source_digest !~ '^sha256:[0-9a-f]{64}$' THEN
-        RAISE EXCEPTION 'import plan: the source digest must be sha256:<64 hex>' USING ERRCODE = 'IX343';
-    END IF;
-    IF p_source_counts IS NOT NULL AND (jsonb_typeof(p_source_counts) <> 'object' OR octet_length(p_source_counts::text) > 4096) THEN
-        RAISE EXCEPTION 'import plan: the source counts are a JSON object of at most 4096 bytes' USING ERRCODE = 'IX343';
-    END IF;
+    PERFORM idem.import_seal_check(p_source_digest, p_source_counts);
     IF p_chunk_rows IS NULL OR p_chunk_rows NOT BETWEEN 1 AND 1000000 THEN
         RAISE EXCEPTION 'import plan: a chunk of the run is 1 to 1000000 rows' USING ERRCODE = 'IX343';
     END IF;

@@ -19,16 +19,9 @@ SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
     v_person text := idem.require_person('stage an import plan');
-    v_p      idem.entry_plan := idem.entry_plan_lock(p_id);
+    v_p      idem.entry_plan := idem.import_plan_for_planner(p_id, v_person, 'staged');
     v_t      text := format('idem.%I', 'import_stage_' || p_id);
 BEGIN
-    IF v_p.kind <> 'import' OR v_p.state <> 'staging' THEN
-        RAISE EXCEPTION 'entry plan % is % (%): only a staging import plan is staged', p_id, v_p.state, v_p.kind
-            USING ERRCODE = 'IX341';
-    END IF;
-    IF v_person <> v_p.planned_person OR session_user <> v_p.planned_db_user THEN
-        RAISE EXCEPTION 'import plan % is staged by its planner only', p_id USING ERRCODE = 'IX343';
-    END IF;
     IF idem.citus_distributed() THEN
         RAISE EXCEPTION 'import plan %: on Citus an import plan keeps an item a row (idem.import_plan_add)', p_id
             USING ERRCODE = 'IX343';
