@@ -49,7 +49,7 @@ BEGIN
     END IF;
     -- The plan it is for, which only its owner (the schema owner) can
     -- change: idem.import_run refuses the stage of another plan.
-    EXECUTE format('COMMENT ON TABLE pg_temp.idem_import_stage IS %L', 'idem import plan ' || p_id);
+    EXECUTE format('COMMENT ON TABLE pg_temp.idem_import_stage IS %L', 'stage of import plan ' || p_id);
     EXECUTE format('GRANT INSERT ON pg_temp.idem_import_stage TO %I', session_user);
     RETURN v_p;
 END

@@ -64,7 +64,7 @@ BEGIN
     -- The stage opened for this plan, not another's (whose stage may have
     -- no key on the identity: a planned item staged twice, another not).
     IF pg_catalog.obj_description(pg_catalog.to_regclass('pg_temp.idem_import_stage'), 'pg_class')
-       IS DISTINCT FROM 'idem import plan ' || p_id THEN
+       IS DISTINCT FROM 'stage of import plan ' || p_id THEN
         RAISE EXCEPTION 'import plan %: the stage was opened for another plan', p_id
             USING ERRCODE = 'IX343', HINT = 'open the stage with idem.import_stage_open(' || p_id || ') in the run''s transaction; nothing was entered';
     END IF;
