@@ -108,14 +108,14 @@ func TestPurgeBeginRefusesAPlanThatAnImportOutdated(t *testing.T) {
 	assert.Equal(t, "IX316", pgErr.Code)
 	assert.Contains(t, pgErr.Message, "entry plan "+strconv.FormatInt(entry, 10))
 	var ids []int64
-	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT idem.horizon_entered_after(p) FROM idem.horizon_plan p WHERE id = $1", p.ID).Scan(&ids))
+	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT idem.horizon_entered_after($1)", p.ID).Scan(&ids))
 	assert.Equal(t, []int64{entry}, ids)
 
 	_, err = horizon.Cancel(f.ctx, f.pool, p.ID, "alice", "outdated by an import")
 	require.NoError(t, err)
 	q := f.approvedPlan()
 	assert.EqualValues(t, 1, q.Candidates, "a plan made after the import counts it")
-	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT idem.horizon_entered_after(p) FROM idem.horizon_plan p WHERE id = $1", q.ID).Scan(&ids))
+	require.NoError(t, f.pool.QueryRow(f.ctx, "SELECT idem.horizon_entered_after($1)", q.ID).Scan(&ids))
 	assert.Empty(t, ids)
 	res, err := horizon.Purge(f.ctx, f.pool, q.ID, horizon.PurgeOptions{Operator: "alice"})
 	require.NoError(t, err)

@@ -196,7 +196,7 @@ func abortPurge(ctx context.Context, pool *pgxpool.Pool, res PurgeResult, operat
 // p's proof and its approver never saw them.
 func enteredAfter(ctx context.Context, pool *pgxpool.Pool, p Plan) (string, error) {
 	var ids []int64
-	if err := pool.QueryRow(ctx, "SELECT idem.horizon_entered_after(p) FROM idem.horizon_plan p WHERE p.id = $1", p.ID).Scan(&ids); err != nil {
+	if err := pool.QueryRow(ctx, "SELECT idem.horizon_entered_after($1)", p.ID).Scan(&ids); err != nil {
 		return "", fmt.Errorf("entry plans since plan %d: %w", p.ID, err)
 	}
 	if len(ids) == 0 {

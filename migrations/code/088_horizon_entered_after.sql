@@ -1,7 +1,7 @@
--- object: function idem.horizon_entered_after(idem.horizon_plan)
+-- object: function idem.horizon_entered_after(bigint)
 -- grant: operator, auditor
 -- horizon_entered_after names the entry plans (imports, records) that ran
--- after plan p counted its candidates and could have entered identities of
+-- after horizon plan p_id (p) counted its candidates and could have entered identities of
 -- its class before its cutoff: done, entered at least one identity, of p's
 -- class (or of classes their counts do not name), and, for a record (which
 -- enters at its run's time), run before the cutoff. p counted none of their
@@ -10,15 +10,18 @@
 -- it begins and after every deleting transaction, in the same transaction).
 -- Which entry plans p saw: idem.horizon_plan_create records entry_high and
 -- entry_open (migration 016); a plan made before that compares times.
--- Empty when there is none.
-CREATE OR REPLACE FUNCTION idem.horizon_entered_after(p idem.horizon_plan)
+-- Empty when there is none. It takes the plan's id, not its row: on Citus a
+-- row read from the reference table has its shard's type.
+CREATE OR REPLACE FUNCTION idem.horizon_entered_after(p_id bigint)
 RETURNS bigint[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
+    p     idem.horizon_plan;
     v_ids bigint[];
 BEGIN
+    SELECT * INTO p FROM idem.horizon_plan h WHERE h.id = p_id;
     SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}') INTO v_ids
     FROM idem.entry_plan e
     WHERE e.state = 'done' AND e.entered > 0

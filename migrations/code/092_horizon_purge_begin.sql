@@ -48,9 +48,9 @@ BEGIN
     IF v_class.retention = 'forever' AND (v_p.contract IS NULL OR v_p.action <> 'purge') THEN
         RAISE EXCEPTION 'class % is forever now and plan % cites no contract', v_p.op_class, v_p.id USING ERRCODE = 'IX304';
     END IF;
-    IF cardinality(idem.horizon_entered_after(v_p)) > 0 THEN
+    IF cardinality(idem.horizon_entered_after(v_p.id)) > 0 THEN
         RAISE EXCEPTION 'purge plan %: entry plan % entered identities of class % before its cutoff after the plan counted its candidates: nothing was deleted',
-                v_p.id, array_to_string(idem.horizon_entered_after(v_p), ', '), v_p.op_class
+                v_p.id, array_to_string(idem.horizon_entered_after(v_p.id), ', '), v_p.op_class
             USING ERRCODE = 'IX316', HINT = 'cancel it and plan again: idemctl horizon plan';
     END IF;
     -- The runner is a session: its pid and login, while a session with both

@@ -24,7 +24,7 @@ BEGIN
     UPDATE idem.horizon_plan SET purged = purged + p_rows, batches = batches + 1 WHERE id = p_plan
     RETURNING * INTO v_p;
     v_seq := v_p.batches;
-    v_after := idem.horizon_entered_after(v_p);
+    v_after := idem.horizon_entered_after(v_p.id);
     IF cardinality(v_after) > 0 THEN
         RAISE EXCEPTION 'purge plan %: entry plan % entered identities of class % before its cutoff after the plan counted its candidates: this transaction deleted nothing',
                 p_plan, array_to_string(v_after, ', '), v_p.op_class
