@@ -175,3 +175,90 @@ func TestEffectUndoneRunsAgain(t *testing.T) {
 	assert.Equal(t, owner, ranAs)
 	assert.Empty(t, dbtest.Column[string](t, w.operator, "SELECT op_class FROM idem.effect_drift()"))
 }
+
+// The per-call check decides what pg_proc says once a plan (folded into the
+// plan that calls the effect) and relies on PostgreSQL planning it again
+// when the effect's pg_proc row changes; the owner's memberships and
+// attributes, which no plan follows, are read at every call. On one app
+// connection, whose plans stay cached between calls, every change is refused
+// at the very next call and its undoing runs again at the next.
+func TestEffectCheckFollowsEveryChangeOnOneConnection(t *testing.T) {
+	t.Parallel()
+	creator := clusterRole(t, "fcrole", "LOGIN CREATEROLE")
+	owner := clusterRole(t, "efffollow", "NOLOGIN")
+	w := setup(t)
+	fn := effectOwner(t, w, owner, "fx.follow")
+	idemOwner := migrations.DefaultRoles().Owner
+	app, err := pgx.Connect(w.ctx, dbtest.As(w.dsn, dbtest.App))
+	require.NoError(t, err)
+	defer app.Close(w.ctx)
+	creatorConn, err := pgx.Connect(w.ctx, dbtest.As(w.dsn, dbtest.Role(creator)))
+	require.NoError(t, err)
+	defer creatorConn.Close(w.ctx)
+	n := 0
+	call := func() (string, string) {
+		n++
+		payload := `{"n":1}`
+		var outcome string
+		var resp map[string]string
+		var qid *int64
+		err := app.QueryRow(w.ctx, "SELECT outcome, response, quarantine_id FROM idem.execute('t1', $1, 'fx.follow', $2, $3)",
+			fmt.Sprint("op-", n), payload, hashOf(payload)).Scan(&outcome, &resp, &qid)
+		if err != nil {
+			return code(err), ""
+		}
+		return "", resp["ran_as"]
+	}
+	definer := `CREATE OR REPLACE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
+		SECURITY DEFINER SET search_path = pg_catalog, %[1]s, pg_temp AS $$ SELECT jsonb_build_object('ran_as', current_user::text) $$`
+	cases := []struct {
+		name, change, undo string
+		as                 string // "owner", "creator", "" superuser
+	}{
+		{"create or replace invoker", `CREATE OR REPLACE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
+			SECURITY INVOKER AS $$ SELECT jsonb_build_object('ran_as', current_user::text) $$`, definer, "owner"},
+		{"alter invoker", `ALTER FUNCTION %[2]s SECURITY INVOKER`, `ALTER FUNCTION %[2]s SECURITY DEFINER`, "owner"},
+		{"reset search_path", `ALTER FUNCTION %[2]s RESET search_path`, `ALTER FUNCTION %[2]s SET search_path = pg_catalog, %[1]s, pg_temp`, "owner"},
+		// (Given back, the function's rights are its owner's alone: the
+		// schema owner's EXECUTE is granted again.)
+		{"owner to schema owner", `ALTER FUNCTION %[2]s OWNER TO %[3]s`, `ALTER FUNCTION %[2]s OWNER TO %[1]s; GRANT EXECUTE ON FUNCTION %[2]s TO %[3]s`, ""},
+		{"execute revoked from the schema owner", `REVOKE EXECUTE ON FUNCTION %[2]s FROM %[3]s`, `GRANT EXECUTE ON FUNCTION %[2]s TO %[3]s`, "owner"},
+		{"owner given createrole", `ALTER ROLE %[1]s CREATEROLE`, `ALTER ROLE %[1]s NOCREATEROLE`, "creator"},
+		{"owner given bypassrls", `ALTER ROLE %[1]s BYPASSRLS`, `ALTER ROLE %[1]s NOBYPASSRLS`, ""},
+		{"owner made superuser", `ALTER ROLE %[1]s SUPERUSER`, `ALTER ROLE %[1]s NOSUPERUSER`, ""},
+		{"owner given replication", `ALTER ROLE %[1]s REPLICATION`, `ALTER ROLE %[1]s NOREPLICATION`, ""},
+		{"owner granted pg_read_server_files", `GRANT pg_read_server_files TO %[1]s`, `REVOKE pg_read_server_files FROM %[1]s`, ""},
+		{"owner granted the schema owner", `GRANT %[3]s TO %[1]s`, `REVOKE %[3]s FROM %[1]s`, "creator"},
+		{"owner given usage on schema idem", `GRANT USAGE ON SCHEMA idem TO %[1]s`, `REVOKE USAGE ON SCHEMA idem FROM %[1]s`, ""},
+	}
+	run := func(as, sql string) {
+		t.Helper()
+		switch as {
+		case "owner":
+			dbtest.Admin(t, w.dsn, "SET ROLE "+owner+"; "+sql)
+		case "creator":
+			_, err := creatorConn.Exec(w.ctx, sql)
+			require.NoError(t, err, sql)
+		default:
+			dbtest.Admin(t, w.dsn, sql)
+		}
+	}
+	refused, ranAs := call()
+	require.Equal(t, "", refused)
+	require.Equal(t, owner, ranAs)
+	for _, tc := range cases {
+		run(tc.as, fmt.Sprintf(tc.change, owner, fn, idemOwner))
+		refused, ranAs = call()
+		if strings.HasPrefix(tc.name, "execute revoked") {
+			// PostgreSQL checks the right to call each function of an
+			// expression before evaluating any of it: its own refusal.
+			assert.Equal(t, "42501", refused, "%s: refused at the next call (it ran as %q)", tc.name, ranAs)
+		} else {
+			assert.Equal(t, "IX016", refused, "%s: refused at the next call on the same connection (it ran as %q)", tc.name, ranAs)
+		}
+		run(tc.as, fmt.Sprintf(tc.undo, owner, fn, idemOwner))
+		refused, ranAs = call()
+		assert.Equal(t, "", refused, "%s undone: runs again on the same connection", tc.name)
+		assert.Equal(t, owner, ranAs, "%s undone", tc.name)
+	}
+}
