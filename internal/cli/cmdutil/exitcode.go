@@ -92,7 +92,7 @@ var exitWhy = map[string]map[int]string{
 	},
 	"horizon cancel":   {ExitInvalid: "a plan already done or aborted", ExitNotFound: "no such plan"},
 	"horizon status":   {ExitNotFound: "no such plan"},
-	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, a host not on the allow-list, or a login with no person planning a forever class horizon"},
+	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, a host not on the allow-list, a login with no person planning a forever class horizon or a lower min-age, or either without --reason"},
 	"import plan":      {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
 	"corrections add":  {ExitInvalid: "invalid identity or reason"},
 	"corrections done": {ExitInvalid: "a login with no person, or its marking already waits for approval", ExitNotFound: "no pending correction with that id"},
