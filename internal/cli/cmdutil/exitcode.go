@@ -94,6 +94,8 @@ var exitWhy = map[string]map[int]string{
 	"horizon status":   {ExitNotFound: "no such plan"},
 	"class set":        {ExitInvalid: "unknown class, invalid policy or re-drive, a host not on the allow-list, a login with no person planning a forever class horizon or a lower min-age, or either without --reason"},
 	"import plan":      {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
+	"import abort":     {ExitInvalid: "a plan running, done or aborted, a login with no person, or an invalid reason", ExitNotFound: "no such plan"},
+	"record abort":     {ExitInvalid: "a plan running, done or aborted, a login with no person, or an invalid reason", ExitNotFound: "no such plan"},
 	"corrections add":  {ExitInvalid: "invalid identity or reason"},
 	"corrections done": {ExitInvalid: "a login with no person, or its marking already waits for approval", ExitNotFound: "no pending correction with that id"},
 	"quarantine list":  {ExitNotFound: "--group names a group with no open record"},

@@ -29,7 +29,7 @@ import (
 func NewCmdImport(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import <command>",
-		Short: "Adopt an existing idempotency store into the inbox, with a second person (plan, approve, run)",
+		Short: "Adopt an existing idempotency store into the inbox, with a second person (plan, approve, run, abort)",
 		Long: `Adopt the idempotency store a service kept before idemctl (rocket-rides'
 idempotency_keys, an HTTP middleware's table, an NDJSON export): each finished
 operation enters the class's inbox with its payload's canonical text and hash,
@@ -57,11 +57,19 @@ came after. docs/import.md is the cutover, step by step.`,
       --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
+  idemctl import abort 4 --reason "wrong source"   # or: end it, its stage dropped
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)"`,
 	}
-	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
+	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"),
+		record.NewCmdEntryAbort(f, "import", func(p governance.EntryPlan) error {
+			if err := showImportPlan(f, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "import plan %d aborted: nothing entered, its stage is dropped\n", p.ID)
+			return nil
+		}))
 	return cmd
 }
 
