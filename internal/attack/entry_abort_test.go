@@ -37,10 +37,7 @@ func TestAnAbortedImportPlanKeepsNoStageAndNeverRuns(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
 	plan := func() int64 {
-		src, err := importer.OpenNDJSON(path)
-		require.NoError(t, err)
-		defer src.Close()
-		r, err := importer.Plan(w.ctx, w.operator, src, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+		r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
 		require.NoError(t, err)
 		require.True(t, r.Plan.Staged)
 		return r.Plan.ID

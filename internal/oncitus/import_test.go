@@ -56,11 +56,8 @@ func TestImportOnTheCoordinator(t *testing.T) {
 		return importer.OpenNDJSON(file)
 	}
 
-	src, err := open(ctx, nil, false)
-	require.NoError(t, err)
-	planned, err := importer.Plan(ctx, alice, src, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
+	planned, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
-	src.Close()
 	require.NoError(t, err)
 	require.Equal(t, len(tenants), planned.Plan.Items)
 	_, err = governance.ApproveEntry(ctx, bob, planned.Plan.ID, "bob")

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,4 +187,38 @@ func TestImportAbortDropsTheStage(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.identity").Scan(&n))
 	assert.Zero(t, n, "nothing entered")
+}
+
+// --since and --since-overlap are passed as they are: importer.Plan alone
+// decides where the store is read from (the cursor less the overlap), and
+// the plan records it. A store that cannot be read leaves no --ambiguous
+// file behind.
+func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	dbtest.Admin(t, dsn, importStore)
+	var cursorAt time.Time // four days ago, on the store's clock: key-30 after it, key-29 (5.8 days) 0.8 days before it
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT now() - interval '4 days'").Scan(&cursorAt))
+	since := cursorAt.UTC().Format(time.RFC3339Nano) + "/7/key-x"
+	dir := t.TempDir()
+	plan := func(extra ...string) (int, string, string) {
+		args := append([]string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+			"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", filepath.Join(dir, "amb.ndjson"),
+			"--overwrite", "--reason", "cutover", "--operator", "alice", "--since", since, "-o", "json"}, extra...)
+		return runQ(t, dsn, args...)
+	}
+	code, _, errOut := plan()
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "nothing to import: 1 rows read (1 ambiguous, 0 invalid)", "a day before the cursor: key-30 only (unfinished)")
+	code, out, errOut := plan("--since-overlap", "72h")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "2 rows read: 1 to import (0 hash-only), 1 ambiguous")
+	assert.Contains(t, out, `"read_from":"`+cursorAt.Add(-72*time.Hour).UTC().Format(time.RFC3339Nano)+`//"`)
+
+	amb := filepath.Join(dir, "never.ndjson")
+	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+		"--password-env", "IDEMCTL_SOURCE_NOT_SET", "--query", importQuery, "--ambiguous", amb, "--reason", "x", "--since", since)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "IDEMCTL_SOURCE_NOT_SET is not set")
+	assert.NoFileExists(t, amb, "a store that cannot be read leaves no file")
 }
