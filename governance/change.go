@@ -60,6 +60,8 @@ const (
 	KindSourceRemove = "source_remove"
 	// KindClassRetention makes a forever class (money) horizon.
 	KindClassRetention = "class_retention"
+	// KindClassMinAge lowers or removes a class's min-age floor.
+	KindClassMinAge = "class_min_age"
 	// KindCorrectionDone marks a pending manual correction applied: it no
 	// longer pins its identity.
 	KindCorrectionDone = "correction_done"

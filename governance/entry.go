@@ -51,6 +51,8 @@ type EntryPlan struct {
 	ApprovedDBUser *string         `json:"approved_db_user"`
 	Entered        int             `json:"entered"`
 	LeftAlone      int             `json:"left_alone"`
+	// AbortReason is why an aborted plan was ended (idem.entry_plan_abort).
+	AbortReason *string `json:"abort_reason,omitempty"`
 	// Cursor is where an import stopped reading its source (--since of
 	// the next one); HashFunction the hash function a hash-only store
 	// was declared to use.
@@ -128,6 +130,18 @@ func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPla
 	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_run($1, $2) p", id, operator))
 	if err != nil {
 		return EntryPlan{}, fmt.Errorf("run entry plan %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// AbortEntry ends an entry plan that will not run (idem.entry_plan_abort):
+// staging, planned (rejected or withdrawn) or approved and not started. Any
+// person may, with a reason; an import plan's stage is dropped with it. A
+// running, done or aborted plan is refused (ErrState).
+func AbortEntry(ctx context.Context, db DBTX, id int64, operator, reason string) (EntryPlan, error) {
+	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_abort($1, $2, $3) p", id, operator, reason))
+	if err != nil {
+		return EntryPlan{}, fmt.Errorf("abort entry plan %d: %w", id, err)
 	}
 	return p, nil
 }

@@ -101,10 +101,11 @@ func GetClass(ctx context.Context, q DBTX, name string) (ClassPolicy, error) {
 
 // SetClass changes a class's retention and, when minAge is not nil, its
 // min-age floor (idem.class_set, which records the change in the audit log),
-// and returns the class as it now is. Making a forever class horizon needs
-// a reason and a person, and is not applied: it is planned as a governed
-// change that another person approves (idemctl change approve); changeID is
-// then that change's id (0 when applied).
+// and returns the class as it now is. Making a forever class horizon, and
+// lowering or removing the min-age, need a reason and a person, and are not
+// applied: each is planned as a governed change that another person approves
+// (idemctl change approve); changeID is then that change's id (0 when
+// applied).
 func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Retention, minAge *time.Duration, operator, reason string) (pol ClassPolicy, changeID int64, err error) {
 	if retention != Forever && retention != Horizon {
 		return ClassPolicy{}, 0, fmt.Errorf("%w: retention %q: use forever or horizon", ErrInvalidPolicy, retention)

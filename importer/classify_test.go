@@ -82,11 +82,8 @@ not json
 `
 	path := t.TempDir() + "/store.ndjson"
 	require.NoError(t, os.WriteFile(path, []byte(lines), 0o600))
-	src, err := importer.OpenNDJSON(path)
-	require.NoError(t, err)
-	defer src.Close()
 	var invalid strings.Builder
-	r, err := importer.Plan(f.ctx, f.alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "MIG-3"},
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "MIG-3"},
 		importer.Sinks{Invalid: &invalid})
 	require.NoError(t, err)
 	assert.Equal(t, importer.Counts{Read: 5, ToImport: 2, Invalid: 3}, r.Counts)

@@ -128,9 +128,9 @@ type PlanOptions struct {
 	// Since is the cursor a previous import printed: the plan reads the
 	// rows after ReadFrom(Since, SinceOverlap), so that a row stamped
 	// before the cursor but committed after that import read the store is
-	// not lost; what the inbox already holds is skipped at the run. A
-	// postgres source is opened with the same ReadFrom (Counts.ReadFrom is
-	// what the run opens it with again).
+	// not lost; what the inbox already holds is skipped at the run. Plan
+	// opens the source after that ReadFrom (Counts.ReadFrom is what the run
+	// opens it with again).
 	Since *Cursor
 	// SinceOverlap is how far before Since the plan reads again
 	// (DefaultSinceOverlap when 0; negative: not at all).
@@ -193,12 +193,14 @@ type invalidLine struct {
 	Reason      string `json:"reason"`
 }
 
-// Plan reads src to its end and stores an import plan of its finished rows,
-// in one transaction (idem.import_plan_begin, _add by batches, _seal with
-// the digest, the counts and the cursor): nothing enters until another
-// person approves it. With nothing to import it stores nothing and returns
-// ErrNothingToImport with the counts.
-func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks Sinks) (Result, error) {
+// Plan opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
+// the one place that decides where a plan reads from; the opener's error
+// as it is when it cannot), reads it to its end and stores an import plan of its
+// finished rows, in one transaction (idem.import_plan_begin, _add by
+// batches, _seal with the digest, the counts and the cursor): nothing
+// enters until another person approves it. With nothing to import it
+// stores nothing and returns ErrNothingToImport with the counts.
+func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks Sinks) (Result, error) {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 10000
 	}
@@ -211,6 +213,12 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 2 * time.Second
 	}
+	readFrom := ReadFrom(o.Since, o.SinceOverlap)
+	src, err := open(ctx, readFrom, true)
+	if err != nil {
+		return Result{}, err
+	}
+	defer src.Close()
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return Result{}, err
@@ -235,11 +243,10 @@ func Plan(ctx context.Context, db TxBeginner, src Source, o PlanOptions, sinks S
 	if err := tx.QueryRow(ctx, "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").Scan(&citus); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", err)
 	}
-	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now(), src: src}
+	p := &planner{ctx: ctx, tx: tx, id: id, o: o, sinks: sinks, now: o.Now(), src: src, readFrom: readFrom}
 	if o.Since != nil {
 		p.counts.Since = o.Since.String()
-		p.readFrom = ReadFrom(o.Since, o.SinceOverlap)
-		p.counts.ReadFrom = p.readFrom.String()
+		p.counts.ReadFrom = readFrom.String()
 	}
 	if citus {
 		err = p.read()

@@ -184,12 +184,8 @@ func TestImportRocketRides(t *testing.T) {
 	var ambiguous, invalid bytes.Buffer
 	plan := func(since *importer.Cursor) importer.Result {
 		t.Helper()
-		src.Since = importer.ReadFrom(since, 0)
-		s, err := src.Open(f.ctx)
-		require.NoError(t, err)
-		defer s.Close()
 		ambiguous.Reset()
-		r, err := importer.Plan(f.ctx, f.alice, s, importer.PlanOptions{Class: rideCharge, Operator: "alice",
+		r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Operator: "alice",
 			Reason: "adopt rocket-rides (MIG-1)", Since: since, BatchSize: 64}, importer.Sinks{Ambiguous: &ambiguous, Invalid: &invalid})
 		require.NoError(t, err)
 		return r
@@ -312,13 +308,7 @@ func TestImportRocketRides(t *testing.T) {
 	outcomes, err = importer.Outcomes(f.ctx, f.alice, again.Plan.ID)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"entered": 16, "skipped": 3}, outcomes, "the overlap's keys are in the inbox: skipped, not entered twice")
-	_, err = func() (importer.Result, error) {
-		src.Since = importer.ReadFrom(again.Cursor, -1)
-		s, err := src.Open(f.ctx)
-		require.NoError(t, err)
-		defer s.Close()
-		return importer.Plan(f.ctx, f.alice, s, importer.PlanOptions{Class: rideCharge, Operator: "alice",
-			Reason: "adopt rocket-rides (MIG-1)", Since: again.Cursor, SinceOverlap: -1}, importer.Sinks{})
-	}()
+	_, err = importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Operator: "alice",
+		Reason: "adopt rocket-rides (MIG-1)", Since: again.Cursor, SinceOverlap: -1}, importer.Sinks{})
 	assert.ErrorIs(t, err, importer.ErrNothingToImport, "a rerun imports nothing twice")
 }

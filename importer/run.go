@@ -57,11 +57,27 @@ func (v Verdict) Fingerprint() [32]byte {
 // (IX343: a row not planned, different, or missing).
 var ErrSourceChanged = errors.New("the source changed since the plan")
 
-// Opener opens an import plan's source again, reading after since (nil:
-// from its start). A plan that keeps one digest of its items needs the
-// rows in the plan's order (ordered); one that keeps an item a row needs
-// no order (PostgresSource.Unordered).
+// Opener opens an import's source, reading after since (nil: from its
+// start): Plan opens it where ReadFrom says, Run again where the plan read
+// from. A plan, and a run of a plan that keeps one digest of its items,
+// need the rows in the store's order (ordered); a run of one that keeps an
+// item a row needs no order (PostgresSource.Unordered). A file is read
+// whole whatever since says (the plan skips the rows before it as it reads).
 type Opener func(ctx context.Context, since *Cursor, ordered bool) (Source, error)
+
+// File is the Opener of an NDJSON export (OpenNDJSON).
+func File(path string) Opener {
+	return func(context.Context, *Cursor, bool) (Source, error) { return OpenNDJSON(path) }
+}
+
+// Opener is the Opener of the store p names; its Since and Unordered are
+// set by each call.
+func (p PostgresSource) Opener() Opener {
+	return func(ctx context.Context, since *Cursor, ordered bool) (Source, error) {
+		p.Since, p.Unordered = since, !ordered
+		return p.Open(ctx)
+	}
+}
 
 // Run runs an approved import plan in one transaction without a statement
 // timeout: it reads the plan's source again (open, after the plan's

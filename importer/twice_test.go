@@ -36,10 +36,7 @@ func TestImportSourceWithAnIdentityTwiceEntersNothing(t *testing.T) {
 		return path
 	}
 	run := func(path string) error {
-		src, err := importer.OpenNDJSON(path)
-		require.NoError(t, err)
-		defer src.Close()
-		r, err := importer.Plan(f.ctx, f.alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
 		require.NoError(t, err)
 		_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 		require.NoError(t, err)

@@ -355,3 +355,31 @@ func TestIdentityRowValidUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{19, 20, 21}, applied, "019-021 applied, 022 not")
 }
+
+// TestCodePackageDropsInboxBodyTaken: idem.inbox_body_taken is no longer
+// called by anything (idem.inbox_body_ensure reads the partitions once);
+// a database whose code package still holds it loses it at migrate, and a
+// fresh one never has it.
+func TestCodePackageDropsInboxBodyTaken(t *testing.T) {
+	t.Parallel()
+	ctx, dsn, conn := migrated(t)
+	const fn = "idem.inbox_body_taken(date, date, timestamptz, timestamptz)"
+	exists := func() bool {
+		var ok bool
+		require.NoError(t, conn.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", fn).Scan(&ok))
+		return ok
+	}
+	assert.False(t, exists(), "a fresh database has no idem.inbox_body_taken")
+
+	// As the previous code package left it.
+	dbtest.Admin(t, dsn, `SET ROLE idem_owner;
+		CREATE FUNCTION idem.inbox_body_taken(p_from date, p_to date, p_def_min timestamptz, p_def_max timestamptz)
+		RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT false $$;
+		INSERT INTO idem.code_object (object, file, checksum)
+		VALUES ('function `+fn+`', '072_inbox_body_taken.sql', 'x')`)
+	require.True(t, exists())
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"function " + fn}, rep.CodeDropped)
+	assert.False(t, exists(), "migrate dropped it")
+}

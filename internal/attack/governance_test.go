@@ -131,3 +131,78 @@ func TestMarkingACorrectionDoneNeedsTwoPersons(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, pending(), "another person's approval marks it done")
 }
+
+// A class's min-age is the floor below which nothing is ever purged, whatever
+// the plan's --before says: lowering it (or removing it) lets a purge reach
+// identities the floor protected, a weakening like making a forever class
+// horizon. A login mapped to no person cannot, and one person alone only
+// plans it (idem.class_set, a governed change of kind class_min_age): the
+// floor stays until another person approves. Raising it stays one person's
+// act, applied at once.
+func TestLoweringAMinAgeNeedsTwoPersons(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	minAge := func() string { // in days, the way class_set was given them
+		var s string
+		require.NoError(t, w.operator.QueryRow(w.ctx, `SELECT coalesce((extract(epoch FROM min_age) / 86400)::int || ' days', 'none')
+			FROM idem.op_class WHERE name = $1`, projClass).Scan(&s))
+		return s
+	}
+	set := "SELECT applied, change_id FROM idem.class_set($1, 'horizon', $2::interval, true, $3, $4)"
+	var applied bool
+	var change *int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, set, projClass, "30 days", "alice", nil).Scan(&applied, &change))
+	assert.True(t, applied, "raising the floor is one person's act")
+	assert.Equal(t, "30 days", minAge())
+
+	unmapped := dbtest.PoolAs(t, w.dsn, dbtest.Unmapped, 1)
+	before := w.snapshot()
+	for _, lower := range []*string{ptr("1 day"), ptr("0"), nil} {
+		_, err := unmapped.Exec(w.ctx, set, projClass, lower, "nobody", "the floor is too cautious")
+		assert.Equal(t, "IX313", code(err), "a login with no person lowers nothing (%v)", lower)
+		_, err = w.operator.Exec(w.ctx, set, projClass, lower, "alice", nil)
+		assert.Equal(t, "IX306", code(err), "lowering it needs a reason (%v)", lower)
+	}
+	for name, pool := range map[string]*pgxpool.Pool{"app": w.app, "auditor": w.auditor} {
+		_, err := pool.Exec(w.ctx, set, projClass, "1 day", "x", "because")
+		assert.Equal(t, "42501", code(err), name)
+	}
+	assert.Equal(t, before, w.snapshot(), "nothing written")
+	assert.Equal(t, "30 days", minAge())
+
+	require.NoError(t, w.operator.QueryRow(w.ctx, set, projClass, "1 day", "alice", "the floor is too cautious").Scan(&applied, &change))
+	assert.False(t, applied, "one person alone only plans it")
+	require.NotNil(t, change)
+	assert.Equal(t, "30 days", minAge(), "the floor stays until another person approves")
+	var kind string
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT kind FROM idem.governed_change WHERE id = $1", *change).Scan(&kind))
+	assert.Equal(t, "class_min_age", kind)
+	for _, label := range []string{"alice", "bob"} {
+		_, err := w.operator.Exec(w.ctx, "SELECT idem.governed_change_approve($1, $2)", *change, label)
+		assert.Equal(t, "IX332", code(err), "the planner's person approves nothing, whatever label (%s)", label)
+	}
+	_, err := unmapped.Exec(w.ctx, "SELECT idem.governed_change_approve($1, 'nobody')", *change)
+	assert.Equal(t, "IX313", code(err))
+	assert.Equal(t, "30 days", minAge())
+
+	// Raised meanwhile by one person: the planned lowering no longer says
+	// what the approver would apply.
+	require.NoError(t, w.operator.QueryRow(w.ctx, set, projClass, "40 days", "alice", nil).Scan(&applied, &change))
+	var stale int64
+	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT max(id) FROM idem.governed_change WHERE kind = 'class_min_age'").Scan(&stale))
+	_, err = w.second.Exec(w.ctx, "SELECT idem.governed_change_approve($1, 'bob')", stale)
+	assert.Equal(t, "IX333", code(err), "the floor changed since it was planned")
+	assert.Equal(t, "40 days", minAge())
+
+	require.NoError(t, w.operator.QueryRow(w.ctx, set, projClass, "1 day", "alice", "the floor is too cautious").Scan(&applied, &change))
+	_, err = w.second.Exec(w.ctx, "SELECT idem.governed_change_approve($1, 'bob')", *change)
+	require.NoError(t, err)
+	assert.Equal(t, "1 days", minAge(), "another person's approval lowers it")
+	var audited int
+	require.NoError(t, w.auditor.QueryRow(w.ctx, `SELECT count(*) FROM idem.audit WHERE action = 'horizon.class.set'
+		AND target = 'class:' || $1 AND details::jsonb ->> 'change' = $2 AND details::jsonb ->> 'planned_person' = 'alice'`,
+		projClass, fmt.Sprint(*change)).Scan(&audited))
+	assert.Equal(t, 1, audited, "the audit row names the change and its planner")
+}
+
+func ptr(s string) *string { return &s }

@@ -193,12 +193,9 @@ func TestImportSourceRowWithNULIsInvalidAndTheRestEnters(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "store.ndjson")
 	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
-	src, err := importer.OpenNDJSON(path)
-	require.NoError(t, err)
 	var invalid bytes.Buffer
-	r, err := importer.Plan(w.ctx, w.operator, src, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt"},
+	r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt"},
 		importer.Sinks{Invalid: &invalid})
-	_ = src.Close()
 	require.NoError(t, err)
 	assert.Contains(t, invalid.String(), `"operation_id":"esc\u001b[2J"`, "an id with an escape sequence is invalid")
 	assert.Contains(t, invalid.String(), `"operation_id":"tab\tnl\n"`, "an id with a tab and a newline is invalid")
@@ -335,10 +332,7 @@ func TestImportSinceTakesARowThatCommittedLateBeforeTheCursor(t *testing.T) {
 		return path
 	}
 	importFile := func(path string, since *importer.Cursor) importer.Result {
-		src, err := importer.OpenNDJSON(path)
-		require.NoError(t, err)
-		defer src.Close()
-		r, err := importer.Plan(w.ctx, w.operator, src, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "cutover", Since: since},
+		r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "cutover", Since: since},
 			importer.Sinks{})
 		require.NoError(t, err)
 		_, err = governance.ApproveEntry(w.ctx, w.second, r.Plan.ID, "bob")

@@ -55,7 +55,8 @@ var noTable = map[string]string{
 	"intake": "NDJSON lines and a count", "redrive list": "one host a line",
 	"record approve": "record plan's table (showEntry), covered there", "record run": "record plan's table (showEntry), covered there",
 	"import plan": "record plan's table (showEntry), covered there", "import approve": "record plan's table (showEntry), covered there",
-	"import run":  "record plan's table (showEntry), covered there",
+	"import run":   "record plan's table (showEntry), covered there",
+	"import abort": "record plan's table (showEntry), covered there", "record abort": "record plan's table (showEntry), covered there",
 	"change show": "the change's lines", "change approve": "the change's lines", "change abort": "the change's lines",
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/demo"
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/lab"
@@ -190,4 +191,28 @@ func conflictIn(t *testing.T, app *pgx.Conn, tenants []string, amount int) {
 		require.NoError(t, err)
 		require.Equal(t, idem.Conflict, res.Outcome)
 	}
+}
+
+// TestLoweringAMinAgeOnTheCoordinator: a class's min-age (op_class, a
+// reference table) is raised by one person at once; lowering it is a
+// governed change that another person's approval applies on every node.
+func TestLoweringAMinAgeOnTheCoordinator(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	alice, bob := e.pool(t, loginOperator, 1), e.pool(t, loginOperator2, 1)
+	month, day := 30*24*time.Hour, 24*time.Hour
+	pol, change, err := horizon.SetClass(ctx, alice, demo.Class, horizon.Forever, &month, "alice", "")
+	require.NoError(t, err)
+	assert.Zero(t, change)
+	assert.Equal(t, month, pol.MinAge)
+	pol, change, err = horizon.SetClass(ctx, alice, demo.Class, horizon.Forever, &day, "alice", "the ledger is rebuilt daily (CHG-9)")
+	require.NoError(t, err)
+	require.NotZero(t, change)
+	assert.Equal(t, month, pol.MinAge, "planned, not applied")
+	c, err := governance.ApproveChange(ctx, bob, change, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, governance.KindClassMinAge, c.Kind)
+	pol, err = horizon.GetClass(ctx, alice, demo.Class)
+	require.NoError(t, err)
+	assert.Equal(t, day, pol.MinAge)
 }

@@ -56,11 +56,8 @@ func TestImportOnTheCoordinator(t *testing.T) {
 		return importer.OpenNDJSON(file)
 	}
 
-	src, err := open(ctx, nil, false)
-	require.NoError(t, err)
-	planned, err := importer.Plan(ctx, alice, src, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
+	planned, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
-	src.Close()
 	require.NoError(t, err)
 	require.Equal(t, len(tenants), planned.Plan.Items)
 	_, err = governance.ApproveEntry(ctx, bob, planned.Plan.ID, "bob")
@@ -86,4 +83,15 @@ func TestImportOnTheCoordinator(t *testing.T) {
 		require.NoError(t, e.superuser(t).QueryRow(ctx, "SELECT created_at FROM idem.identity WHERE tenant_id = $1 AND operation_id = 'old-1'", tenant).Scan(&at))
 		assert.WithinDuration(t, created, at, time.Millisecond, "the imported key keeps its age")
 	}
+
+	// A plan that will not run ends (no stage on Citus: its items are rows
+	// on the coordinator); its run is refused.
+	again, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "once more"},
+		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
+	require.NoError(t, err)
+	aborted, err := governance.AbortEntry(ctx, bob, again.Plan.ID, "bob", "imported already")
+	require.NoError(t, err)
+	assert.Equal(t, "aborted", aborted.State)
+	_, err = importer.Run(ctx, alice, again.Plan.ID, "alice", open)
+	assert.ErrorIs(t, err, governance.ErrState)
 }

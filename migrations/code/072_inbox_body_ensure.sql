@@ -45,9 +45,8 @@ BEGIN
         PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
     END IF;
     SELECT min(created_at), max(created_at) INTO v_def_min, v_def_max FROM idem.inbox_body_default;
-    -- The partitions' ranges, read once (as idem.inbox_body_taken reads
-    -- them for one range: a call a day made three years of days cost
-    -- seconds), the default partition's rows as one more.
+    -- The partitions' ranges, read once (a read a day made three years of
+    -- days cost seconds), the default partition's rows as one more.
     SELECT coalesce(array_agg(tstzrange(p.lower_bound, p.upper_bound)), '{}') INTO v_parts
     FROM idem.inbox_body_partitions() p WHERE NOT p.is_default;
     IF v_def_min IS NOT NULL THEN

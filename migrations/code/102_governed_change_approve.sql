@@ -5,8 +5,8 @@
 -- with no person, IX313; only a planned change, IX331), and applies it in the
 -- same transaction: a money declaration is changed or removed, a replay
 -- source is removed, a forever class becomes horizon (with its min-age), a
--- manual correction is marked done (by the planner's label; it then pins
--- nothing). A target that changed since the change was planned is
+-- class's min-age is lowered, a manual correction is marked done (by the
+-- planner's label; it then pins nothing). A target that changed since the change was planned is
 -- refused (IX333: plan again). Returns the change.
 CREATE OR REPLACE FUNCTION idem.governed_change_approve(p_id bigint, p_operator text)
 RETURNS idem.governed_change
@@ -35,7 +35,7 @@ BEGIN
         PERFORM idem.audit_write(p_operator, 'class.money.set', 'class:' || v_c.target,
             jsonb_build_object('before', v_c.before, 'after', v_c.after, 'reason', v_c.reason, 'change', v_c.id,
                                'person', v_person, 'planned_person', v_c.planned_person)::text);
-    ELSIF v_c.kind = 'class_retention' THEN
+    ELSIF v_c.kind IN ('class_retention', 'class_min_age') THEN
         SELECT * INTO v_class FROM idem.op_class WHERE name = v_c.target FOR UPDATE;
         IF NOT FOUND OR jsonb_build_object('retention', v_class.retention, 'min_age_seconds',
                                            extract(epoch FROM v_class.min_age)) IS DISTINCT FROM v_c.before THEN

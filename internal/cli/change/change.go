@@ -88,8 +88,8 @@ func changeSummary(c governance.Change) string {
 	switch c.Kind {
 	case governance.KindSourceRemove:
 		return "remove source " + c.Target
-	case governance.KindClassRetention:
-		return "retention " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
+	case governance.KindClassRetention, governance.KindClassMinAge:
+		return "retention and min-age " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
 	case governance.KindCorrectionDone:
 		return "correction " + c.Target + " applied: it stops pinning"
 	}

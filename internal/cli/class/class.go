@@ -158,7 +158,9 @@ contract. Making a forever class (money) horizon lets purges remove it without
 a contract: it needs --reason and a confirmation (asked on a terminal, --yes
 without one), and it is not applied at once: it plans a change that another
 person approves (idemctl change approve ID), which applies it with the min-age
-asked for. A login mapped to no person cannot plan it.
+asked for. Lowering or removing the min-age lets purges reach identities the
+floor protected: it needs --reason too and is planned the same way (raising
+it applies at once). A login mapped to no person cannot plan either.
 
 --money /amount,/currency,minor declares that the class moves money: JSON
 Pointers to the amount and the currency in the payload, and whether amounts
@@ -189,6 +191,7 @@ after a crash between that call and its commit cannot charge twice.
   idemctl class set payments.charge --money /amount,/currency,minor
   idemctl class set payments.charge --money none --reason "moved to the ledger service (CHG-301)"
   idemctl class set reporting.totals --retention horizon --reason "a projection now, rebuilt nightly (CHG-118)"
+  idemctl class set reporting.daily_totals --retention horizon --min-age 7d --reason "rebuilt weekly now (CHG-140)"
   idemctl class set payments.charge --redrive http --url https://payments.internal/v1/charges \
       --header 'Authorization=env:IDEMCTL_REDRIVE_PAYMENTS_TOKEN' --timeout 10s --concurrency 8 --downstream-idempotent
   idemctl class set payments.charge --redrive nats --url nats://nats.internal:4222 --subject payments.charge --downstream-idempotent`,
@@ -247,7 +250,7 @@ after a crash between that call and its commit cannot charge twice.
 	cmd.Flags().StringVar(&minAge, "min-age", "", "floor below which nothing is ever purged (30d, 12h; 0 for none)")
 	cmd.Flags().StringVar(&money, "money", "", "the class moves money: AMOUNT_POINTER,CURRENCY_POINTER,minor|major (none: it does not)")
 	cmd.Flags().StringVar(&repeats, "payloads-repeat", "", "yes: the class's payloads legitimately repeat, idemctl suspects leaves it out unless named (needs --reason); no: it does not")
-	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, to change a money declaration, or with --payloads-repeat)")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, to lower its min-age, to change a money declaration, or with --payloads-repeat)")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon")
 	rd.register(cmd)
 	return cmd
@@ -329,9 +332,19 @@ func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool
 		}
 		return cmdutil.PrintJSONLine(opts.IO.Out, out)
 	}
-	if change != 0 {
+	if change != 0 && pol.Retention == horizon.Forever && opts.Retention == horizon.Horizon {
 		say(opts, "class %s: making it horizon is planned as change %d; it stays %s until then", pol.Name, change, pol.Retention)
 		// The command to type next on a line of its own, whole.
+		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", change)
+		return nil
+	}
+	if change != 0 {
+		act := "removing its min age"
+		if opts.MinAge != nil && *opts.MinAge > 0 {
+			act = "lowering its min age to " + formatAge(*opts.MinAge)
+		}
+		say(opts, "class %s: %s is planned as change %d; it stays %s (retention %s) until then",
+			pol.Name, act, change, formatAge(pol.MinAge), pol.Retention)
 		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", change)
 		return nil
 	}

@@ -98,3 +98,46 @@ func TestClassSetForeverToHorizonNeedsAPerson(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "maps to no person")
 }
+
+// Lowering a class's min-age is planned, not applied: without --reason it
+// exits 5 and changes nothing; with one it plans a change, the floor stays
+// and the command names the change to approve; another person's approval
+// lowers it. Raising it applies at once.
+func TestClassSetLoweringMinAgeIsPlanned(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDatabase(t)
+	alice, bob := dbtest.As(db, dbtest.Operator), dbtest.As(db, dbtest.Operator2)
+	dbtest.RegisterAppClass(t, alice, "proj.view", "horizon")
+	list := func() string {
+		code, out, errOut := clitest.Run(t, alice, "", "class", "list", "-o", "json")
+		require.Equal(t, cmdutil.ExitOK, code, errOut)
+		return out
+	}
+	code, out, errOut := clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "30d", "--operator", "alice", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "class proj.view: retention horizon, min age 30d")
+
+	code, out, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitInvalid, code, out)
+	assert.Contains(t, errOut, "needs a reason")
+	assert.Contains(t, list(), `"min_age_seconds":2592000`)
+
+	code, out, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
+		"--reason", "rebuilt daily now (CHG-140)", "--operator", "alice", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, strings.Join(strings.Fields(out), " "),
+		"class proj.view: lowering its min age to 1d is planned as change 1; it stays 30d (retention horizon) until then")
+	assert.Contains(t, out, "\n  another person approves it: idemctl change approve 1\n")
+	assert.Contains(t, list(), `"min_age_seconds":2592000`)
+
+	code, out, errOut = clitest.Run(t, alice, "", "change", "list", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "class_min_age")
+	code, _, errOut = clitest.Run(t, alice, "", "change", "approve", "1", "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "the planner approves nothing")
+	assert.Contains(t, errOut, "another person must approve")
+	assert.Contains(t, list(), `"min_age_seconds":2592000`)
+	code, _, errOut = clitest.Run(t, bob, "", "change", "approve", "1", "--operator", "bob")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, list(), `"min_age_seconds":86400`)
+}

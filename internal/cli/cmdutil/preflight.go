@@ -108,9 +108,11 @@ var Policies = map[string]CommandPolicy{
 	"record show":    {Need: NeedSchema, Codes: []int{ExitNotFound}},
 	"record approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 	"record run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"record abort":   {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 	"import plan":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
 	"import approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 	"import run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"import abort":   {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 }
 
 // CommandKey is cmd's path without the root's name: "quarantine reject".

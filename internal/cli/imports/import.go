@@ -29,7 +29,7 @@ import (
 func NewCmdImport(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import <command>",
-		Short: "Adopt an existing idempotency store into the inbox, with a second person (plan, approve, run)",
+		Short: "Adopt an existing idempotency store into the inbox, with a second person (plan, approve, run, abort)",
 		Long: `Adopt the idempotency store a service kept before idemctl (rocket-rides'
 idempotency_keys, an HTTP middleware's table, an NDJSON export): each finished
 operation enters the class's inbox with its payload's canonical text and hash,
@@ -57,11 +57,19 @@ came after. docs/import.md is the cutover, step by step.`,
       --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
+  idemctl import abort 4 --reason "wrong source"   # or: end it, its stage dropped
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)"`,
 	}
-	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"))
+	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"),
+		record.NewCmdEntryAbort(f, "import", func(p governance.EntryPlan) error {
+			if err := showImportPlan(f, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "import plan %d aborted: nothing entered, its stage is dropped\n", p.ID)
+			return nil
+		}))
 	return cmd
 }
 
@@ -176,42 +184,12 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		c, _ := importer.ParseCursor(o.Since)
 		since = &c
 	}
-	var from *importer.Cursor // where the source is read from: the plan's ReadFrom
-	if since != nil {
-		from = importer.ReadFrom(since, o.SinceOverlap)
-	}
-	var src importer.Source
-	var err error
-	if o.FromNDJSON != "" {
-		src, err = importer.OpenNDJSON(o.FromNDJSON)
-		if err != nil {
-			return cmdutil.FileErr("--from-ndjson: %w", err)
-		}
-	} else {
-		src, err = importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv, Since: from}.Open(ctx)
-		if err != nil {
-			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("source: %w", err))
-		}
-	}
-	defer src.Close()
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
 	}
-	amb, err := createOutput(o.Ambiguous, o.OverwriteAmbiguous)
-	if err != nil {
-		return err
-	}
-	defer amb.Close()
-	var invalid io.Writer = f.IO.ErrOut
-	if o.Invalid != "" {
-		inv, err := createOutput(o.Invalid, o.OverwriteAmbiguous)
-		if err != nil {
-			return err
-		}
-		defer inv.Close()
-		invalid = inv
-	}
+	out := &planOutputs{o: o, invalid: f.IO.ErrOut}
+	defer out.close()
 	start := time.Now()
 	var progress func(importer.Counts)
 	if o.ProgressEvery > 0 {
@@ -221,8 +199,8 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 				c.Read, c.ToImport, c.Ambiguous, c.Invalid, rate)
 		}
 	}
-	res, err := importer.Plan(ctx, pool, src, importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
-		HashFunction: o.HashFunction, Since: since, SinceOverlap: o.SinceOverlap, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: amb, Invalid: invalid})
+	res, err := importer.Plan(ctx, pool, out.opened(o.opener()), importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
+		HashFunction: o.HashFunction, Since: since, SinceOverlap: o.SinceOverlap, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: out.ambiguousSink(), Invalid: out.invalidSink()})
 	if errors.Is(err, importer.ErrNothingToImport) {
 		fmt.Fprintf(f.IO.ErrOut, "nothing to import: %d rows read (%d ambiguous, %d invalid); no plan stored\n",
 			res.Counts.Read, res.Counts.Ambiguous, res.Counts.Invalid)
@@ -247,6 +225,80 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl import approve %d\n", res.Plan.ID)
 	return invalidExit(c)
+}
+
+// planOutputs are the plan's --ambiguous and --invalid files, created once
+// its source is open: a source that cannot be read leaves no file behind
+// and an existing one untouched, as before any row is read.
+type planOutputs struct {
+	o        *ImportPlanOptions
+	amb, inv *os.File
+	invalid  io.Writer // stderr without --invalid
+}
+
+// opened opens the source, then the files (an existing one without
+// --overwrite: exit 2, the source closed).
+func (p *planOutputs) opened(open importer.Opener) importer.Opener {
+	return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		src, err := open(ctx, since, ordered)
+		if err != nil {
+			return nil, err
+		}
+		if p.amb, err = createOutput(p.o.Ambiguous, p.o.OverwriteAmbiguous); err == nil && p.o.Invalid != "" {
+			if p.inv, err = createOutput(p.o.Invalid, p.o.OverwriteAmbiguous); err == nil {
+				p.invalid = p.inv
+			}
+		}
+		if err != nil {
+			src.Close()
+			return nil, err
+		}
+		return src, nil
+	}
+}
+
+// The sinks write to the files opened made (importer.Plan writes nothing
+// before it opened the source).
+func (p *planOutputs) ambiguousSink() io.Writer {
+	return writerFunc(func(b []byte) (int, error) { return p.amb.Write(b) })
+}
+func (p *planOutputs) invalidSink() io.Writer {
+	return writerFunc(func(b []byte) (int, error) { return p.invalid.Write(b) })
+}
+
+func (p *planOutputs) close() {
+	for _, f := range []*os.File{p.amb, p.inv} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
+
+// opener opens the plan's source where importer.Plan says (after --since,
+// less --since-overlap): a file that cannot be read exits 1, a store that
+// cannot be reached 5.
+func (o *ImportPlanOptions) opener() importer.Opener {
+	if o.FromNDJSON != "" {
+		return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+			src, err := importer.File(o.FromNDJSON)(ctx, since, ordered)
+			if err != nil {
+				return nil, cmdutil.FileErr("--from-ndjson: %w", err)
+			}
+			return src, nil
+		}
+	}
+	pg := importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv}.Opener()
+	return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
+		src, err := pg(ctx, since, ordered)
+		if err != nil {
+			return nil, cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("source: %w", err))
+		}
+		return src, nil
+	}
 }
 
 // showImportPlan prints an import plan without reading its items (an
@@ -390,10 +442,8 @@ func (s *importRunSource) validate() error {
 }
 
 func (s *importRunSource) opener() importer.Opener {
-	return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
-		if s.FromNDJSON != "" {
-			return importer.OpenNDJSON(s.FromNDJSON)
-		}
-		return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv, Since: since, Unordered: !ordered}.Open(ctx)
+	if s.FromNDJSON != "" {
+		return importer.File(s.FromNDJSON)
 	}
+	return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv}.Opener()
 }

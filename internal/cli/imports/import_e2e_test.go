@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +138,87 @@ func TestImportPlanWarnsOfAnIdentityTwice(t *testing.T) {
 	code, _, errOut = runQ(t, dsn, "import", "run", m[1], "--operator", "alice", "--from-ndjson", path)
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "the source holds an identity twice")
+}
+
+// A plan the approver rejects ends with idemctl import abort: its stage is
+// dropped, the audit says so, and a run of it exits 5 naming the plan as
+// aborted; nothing enters.
+func TestImportAbortDropsTheStage(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	path := filepath.Join(t.TempDir(), "store.ndjson")
+	line := `{"tenant_id":"7","operation_id":%q,"payload":{"amount":1},"response":{"ok":true},"created_at":"2026-01-02T03:04:05Z","status":"finished"}` + "\n"
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(line, "a")+fmt.Sprintf(line, "b")), 0o600))
+	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-ndjson", path, "--reason", "MIG-3",
+		"--ambiguous", filepath.Join(t.TempDir(), "ambiguous.ndjson"), "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	stage := func() bool {
+		var there bool
+		require.NoError(t, pool.QueryRow(t.Context(), "SELECT to_regclass('idem.import_stage_' || $1) IS NOT NULL", m[1]).Scan(&there))
+		return there
+	}
+	require.True(t, stage())
+
+	code, _, errOut = run(t, bob, "", "import", "abort", m[1], "--operator", "bob")
+	assert.Equal(t, cmdutil.ExitUsage, code, errOut)
+	assert.Contains(t, errOut, "--reason is required")
+	code, _, errOut = run(t, bob, "", "import", "abort", "999", "--operator", "bob", "--reason", "x")
+	assert.Equal(t, cmdutil.ExitNotFound, code, errOut)
+	require.True(t, stage())
+
+	code, out, errOut := run(t, bob, "", "import", "abort", m[1], "--operator", "bob", "--reason", "wrong store (MIG-3 is the staging copy)", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Regexp(t, `state\s+│ aborted`, out)
+	assert.Regexp(t, `aborted\s+│ wrong store \(MIG-3 is the staging copy\)`, out)
+	assert.Contains(t, errOut, "import plan "+m[1]+" aborted: nothing entered, its stage is dropped")
+	assert.False(t, stage(), "the stage is dropped")
+	code, out, errOut = runQ(t, dsn, "audit", "list", "--action", "entry.abort", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, `"stage_dropped":true`)
+
+	code, _, errOut = runQ(t, dsn, "import", "run", m[1], "--operator", "alice", "--from-ndjson", path)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "entry plan "+m[1]+" is aborted")
+	code, _, errOut = runQ(t, dsn, "import", "abort", m[1], "--operator", "alice", "--reason", "again")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.identity").Scan(&n))
+	assert.Zero(t, n, "nothing entered")
+}
+
+// --since and --since-overlap are passed as they are: importer.Plan alone
+// decides where the store is read from (the cursor less the overlap), and
+// the plan records it. A store that cannot be read leaves no --ambiguous
+// file behind.
+func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	dbtest.Admin(t, dsn, importStore)
+	var cursorAt time.Time // four days ago, on the store's clock: key-30 after it, key-29 (5.8 days) 0.8 days before it
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT now() - interval '4 days'").Scan(&cursorAt))
+	since := cursorAt.UTC().Format(time.RFC3339Nano) + "/7/key-x"
+	dir := t.TempDir()
+	plan := func(extra ...string) (int, string, string) {
+		args := append([]string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+			"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", filepath.Join(dir, "amb.ndjson"),
+			"--overwrite", "--reason", "cutover", "--operator", "alice", "--since", since, "-o", "json"}, extra...)
+		return runQ(t, dsn, args...)
+	}
+	code, _, errOut := plan()
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "nothing to import: 1 rows read (1 ambiguous, 0 invalid)", "a day before the cursor: key-30 only (unfinished)")
+	code, out, errOut := plan("--since-overlap", "72h")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "2 rows read: 1 to import (0 hash-only), 1 ambiguous")
+	assert.Contains(t, out, `"read_from":"`+cursorAt.Add(-72*time.Hour).UTC().Format(time.RFC3339Nano)+`//"`)
+
+	amb := filepath.Join(dir, "never.ndjson")
+	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+		"--password-env", "IDEMCTL_SOURCE_NOT_SET", "--query", importQuery, "--ambiguous", amb, "--reason", "x", "--since", since)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "IDEMCTL_SOURCE_NOT_SET is not set")
+	assert.NoFileExists(t, amb, "a store that cannot be read leaves no file")
 }

@@ -393,7 +393,8 @@ Anyone can check a hash:
   jq -j .incoming.canonical_payload bundle.json | idemctl hash
 
 The bundle goes to stdout, indented (one line with -o json), or to --file,
-which must not exist yet. Exit code 7, with nothing written, for an unknown id.`,
+which must not exist yet (exit code 2 when it does). Exit code 7, with nothing
+written, for an unknown id.`,
 		Example: `  idemctl quarantine export 42 --file quarantine-42.json
   idemctl quarantine export 42 | jq .verified`,
 		Args: cmdutil.MaxArgs(1),
@@ -424,7 +425,9 @@ func quarantineExportRun(ctx context.Context, opts *QuarantineExportOptions) err
 	var file *os.File
 	if opts.File != "" {
 		if file, err = os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); errors.Is(err, fs.ErrExist) {
-			return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("export: %w (an export is never overwritten)", err))
+			// As every command's existing output file (resolve --report,
+			// reconcile --emit-*, import --ambiguous): a usage error.
+			return cmdutil.UsageErr("--file %s already exists: choose another file (an export is never overwritten)", opts.File)
 		} else if err != nil {
 			return cmdutil.FileErr("export: %w", err)
 		}

@@ -56,7 +56,12 @@ declaration; an item whose amount cannot be read is named.`,
   idemctl record run 3`,
 	}
 	cmd.AddCommand(newCmdRecordPlan(f), newCmdRecordList(f), newCmdRecordShow(f), newCmdRecordStep(f, "approve"),
-		newCmdRecordStep(f, "run"))
+		newCmdRecordStep(f, "run"), NewCmdEntryAbort(f, "record", func(p governance.EntryPlan) error {
+			if f.JSON() {
+				return cmdutil.PrintJSONLine(f.IO.Out, p)
+			}
+			return PrintEntryReview(f.IO.Out, governance.EntryReview{EntryPlan: p}, 0)
+		}))
 	return cmd
 }
 
@@ -393,6 +398,9 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		{"approved by", approved},
 		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
 		{"money", entryTotals(r)},
+	}
+	if r.AbortReason != nil {
+		rows = append(rows, []string{"aborted", *r.AbortReason})
 	}
 	if r.Cursor != nil {
 		rows = append(rows, []string{"cursor", *r.Cursor})
