@@ -127,6 +127,16 @@ func TestImportStageEmptiedByACrashIsPlannedAgain(t *testing.T) {
 	assert.ErrorIs(t, err, governance.ErrRefused)
 	assert.ErrorContains(t, err, "plan the import again")
 	assert.Equal(t, 10, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE tenant_id = '7'"))
+	// It can never finish, so it can be ended; what entered stays.
+	aborted, err := governance.AbortEntry(f.ctx, f.bob, plan.ID, "bob", "stage lost in the crash of 2 Dec")
+	require.NoError(t, err)
+	assert.Equal(t, "aborted", aborted.State)
+	assert.Equal(t, 1, countIn(t, f, fmt.Sprintf(`SELECT count(*) FROM idem.audit WHERE action = 'entry.abort'
+		AND target = 'entry_plan:%d' AND (details::jsonb ->> 'chunks_entered')::int = 1
+		AND (details::jsonb ->> 'stage_rows')::int = 0`, plan.ID)))
+	assert.Equal(t, 10, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE tenant_id = '7'"))
+	_, err = importer.Run(f.ctx, f.alice, plan.ID, "alice", open)
+	assert.ErrorContains(t, err, "aborted")
 
 	again := planFile(t, f, path, 10)
 	_, err = importer.Run(f.ctx, f.alice, again.ID, "alice", open)

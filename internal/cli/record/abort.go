@@ -21,7 +21,8 @@ the planner withdraws it) or approved and not started. Any person may, with a
 reason (recorded in the audit log as entry.abort). An import plan's stage,
 the table that holds its rows in the database, is dropped with it. Nothing
 enters: a later approve or run of the plan is refused (exit code 5). A
-running import is not aborted: run it again to finish it.`,
+running import is not aborted: run it again to finish it; one whose stage a
+crash emptied can never finish, so it is aborted (what it entered stays).`,
 		Example: "  idemctl " + family + ` abort 4 --reason "wrong source: the staging copy, not production"`,
 		Args:    cmdutil.MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
