@@ -129,6 +129,12 @@ func TestImportCommands(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
+	// inspect --history names the plan's audit row (its run's), as for a record
+	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "--history", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	var runAudit int64
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT id FROM idem.audit WHERE action = 'entry.run' AND target = 'entry_plan:' || $1", id).Scan(&runAudit))
+	assert.Regexp(t, fmt.Sprintf(`"event":"imported".*"audit_id":%d}`, runAudit), out)
 }
 
 // A source that holds an identity twice is planned (the approver sees it
