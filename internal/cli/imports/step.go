@@ -30,7 +30,8 @@ naming the row), and nothing is approved: abort the plan and plan again.
 A source that cannot be read approves nothing either.
 
 On a terminal it shows the plan first and asks; --yes skips the question
-and is required without one.`
+and is required without one. A record plan is approved by idemctl record
+approve.`
 
 const runLong = `Enter an approved import plan's identities, without running their effects.
 
