@@ -23,7 +23,7 @@ func TestImportStageIsWrittenOnlyByItsPlannerUntilTheSeal(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	payload, response := `{"amount":5}`, `{"ok":true}`
-	old := time.Now().Add(-400 * 24 * time.Hour)
+	old := time.Now().Add(-400 * 24 * time.Hour).Truncate(time.Microsecond) // as PostgreSQL keeps it
 	newPlan := func() (int64, string) {
 		var id int64
 		require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&id))
