@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -182,4 +183,41 @@ func Origin(ctx context.Context, db DBTX, tenant, operation string) (string, err
 		return "", nil
 	}
 	return origin, err
+}
+
+// KindError says an entry plan is of another kind than the command given
+// (record approve of an import plan, import run of a record plan); it is
+// ErrState.
+type KindError struct {
+	ID         int64
+	Kind, Step string
+}
+
+func (e *KindError) Error() string {
+	if e.Kind == EntryImport {
+		return fmt.Sprintf("entry plan %d is an import plan: %s it with idemctl import %s %d and its source (--from-ndjson FILE or --from-postgres DSN --query SQL)",
+			e.ID, e.Step, e.Step, e.ID)
+	}
+	return fmt.Sprintf("entry plan %d is a %s plan, not an import: %s it with idemctl record %s %d", e.ID, e.Kind, e.Step, e.Step, e.ID)
+}
+
+// Is makes a KindError an ErrState.
+func (e *KindError) Is(target error) bool { return target == ErrState }
+
+// CheckEntryKind refuses (a KindError) entry plan id when it is not of kind
+// want, for the command step (approve, run); ErrNotFound when there is none.
+// The database refuses it too: this says it before anything is read.
+func CheckEntryKind(ctx context.Context, db DBTX, id int64, want, step string) error {
+	var kind string
+	err := db.QueryRow(ctx, "SELECT kind FROM idem.entry_plan WHERE id = $1", id).Scan(&kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("load entry plan %d: %w", id, err)
+	}
+	if kind != want {
+		return &KindError{ID: id, Kind: kind, Step: step}
+	}
+	return nil
 }

@@ -33,8 +33,18 @@ func (f *fixture) importOld(op string, at time.Time) int64 {
 	f.exec("SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8)", id, projClass,
 		[]string{"t1"}, []string{op}, []string{"row 1"}, []time.Time{at}, []*string{nil}, [][]byte{fp[:]})
 	f.exec("SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, "sha256:"+strings.Repeat("cd", 32))
-	_, err := f.bob.Exec(f.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	// bob approves it as idemctl import approve does: the row read again
+	check, err := f.bob.Begin(f.ctx)
 	require.NoError(f.t, err)
+	defer func() { _ = check.Rollback(f.ctx) }()
+	_, err = check.Exec(f.ctx, "SELECT idem.import_check_open($1)", id)
+	require.NoError(f.t, err)
+	_, err = check.Exec(f.ctx, "INSERT INTO pg_temp.idem_import_check VALUES ('t1', $1, $2, $3, $4, $5, NULL, 'row 1')",
+		op, payload, hash, response, at)
+	require.NoError(f.t, err)
+	_, err = check.Exec(f.ctx, "SELECT idem.import_plan_approve($1, 'bob')", id)
+	require.NoError(f.t, err)
+	require.NoError(f.t, check.Commit(f.ctx))
 	tx, err := f.pool.Begin(f.ctx)
 	require.NoError(f.t, err)
 	defer func() { _ = tx.Rollback(f.ctx) }()

@@ -43,7 +43,7 @@ func importFile(t *testing.T, f *fixture, path, hashFunction string) governance.
 		Reason: "adopt the middleware store (MIG-2)", HashFunction: hashFunction}, importer.Sinks{})
 	require.NoError(t, err)
 	assert.Equal(t, importer.Counts{Read: 2, ToImport: 2, HashOnly: 2}, r.Counts)
-	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
 	require.NoError(t, err)
 	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 		return importer.OpenNDJSON(path)

@@ -234,9 +234,9 @@ func TestImportRocketRides(t *testing.T) {
 
 	_, err = governance.RunEntry(f.ctx, f.alice, r.Plan.ID, "alice")
 	assert.ErrorIs(t, err, governance.ErrState, "nothing runs before the approval")
-	_, err = governance.ApproveEntry(f.ctx, f.alice, r.Plan.ID, "alice")
+	_, err = importer.Approve(f.ctx, f.alice, r.Plan.ID, "alice", reopen)
 	assert.ErrorIs(t, err, governance.ErrSamePerson)
-	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", reopen)
 	require.NoError(t, err)
 	done, err := importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", reopen)
 	require.NoError(t, err)
@@ -287,7 +287,7 @@ func TestImportRocketRides(t *testing.T) {
 	again := plan(r.Cursor)
 	assert.Equal(t, importer.Counts{Read: 24, ToImport: 19, Ambiguous: 5, Since: r.Cursor.String(),
 		ReadFrom: importer.ReadFrom(r.Cursor, 0).String()}, again.Counts)
-	_, err = governance.ApproveEntry(f.ctx, f.bob, again.Plan.ID, "bob")
+	_, err = importer.Approve(f.ctx, f.bob, again.Plan.ID, "bob", reopen)
 	require.NoError(t, err)
 	// A planned row that changed before the run: nothing enters.
 	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body || '{"tampered":true}'

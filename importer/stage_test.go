@@ -38,7 +38,7 @@ func planFile(t *testing.T, f *fixture, path string, chunk int) governance.Entry
 	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt",
 		ChunkRows: chunk}, importer.Sinks{})
 	require.NoError(t, err)
-	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
 	require.NoError(t, err)
 	return r.Plan
 }
@@ -173,7 +173,7 @@ func TestImportRunReadsTheSourceUpToTheCursor(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Counts.Invalid, "the future row")
 	assert.Equal(t, 24, r.Plan.Items)
-	_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", src.Opener())
 	require.NoError(t, err)
 	fillRocket(t, f.dsn, "late-", 10, time.Minute, 0)
 	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {

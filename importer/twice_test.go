@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/importer"
 )
 
@@ -38,7 +37,7 @@ func TestImportSourceWithAnIdentityTwiceEntersNothing(t *testing.T) {
 	run := func(path string) error {
 		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
 		require.NoError(t, err)
-		_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
+		_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
 		require.NoError(t, err)
 		_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 			return importer.OpenNDJSON(path)

@@ -551,3 +551,40 @@ func TestSourceSecretsAreNeverStored(t *testing.T) {
 	assert.NotContains(t, err.Error(), "Hunter2")
 	assert.Equal(t, before, w.snapshot())
 }
+
+// approveImport approves import plan id on pool (as label) the way idemctl
+// import approve does, in one transaction: the rows the approver read again
+// from the source (each in the run stage's columns: tenant, operation,
+// payload, payload hash, response, created_at, store hash, evidence) into
+// pg_temp.idem_import_check, then idem.import_plan_approve.
+func (w *world) approveImport(pool *pgxpool.Pool, id int64, label string, rows ...[]any) error {
+	w.t.Helper()
+	tx, err := pool.Begin(w.ctx)
+	require.NoError(w.t, err)
+	defer func() { _ = tx.Rollback(w.ctx) }()
+	if _, err := tx.Exec(w.ctx, "SELECT idem.import_check_open($1)", id); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := tx.Exec(w.ctx, "INSERT INTO pg_temp.idem_import_check VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", r...); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(w.ctx, "SELECT idem.import_plan_approve($1, $2)", id, label); err != nil {
+		return err
+	}
+	return tx.Commit(w.ctx)
+}
+
+// approveAsBefore marks import plan id approved by bob as the schema owner
+// would have before approvals read the source (a plan that keeps only its
+// planner's digest of its items is no longer approved: it cannot be checked).
+func (w *world) approveAsBefore(id int64) {
+	w.t.Helper()
+	conn, err := pgx.Connect(w.ctx, dbtest.As(w.dsn, dbtest.Superuser))
+	require.NoError(w.t, err)
+	defer conn.Close(w.ctx)
+	_, err = conn.Exec(w.ctx, `UPDATE idem.entry_plan SET state = 'approved', approved_at = now(), approved_by = 'bob',
+		approved_person = 'bob', approved_db_user = 'idemctl_test_operator2' WHERE id = $1 AND state = 'planned'`, id)
+	require.NoError(w.t, err)
+}

@@ -98,7 +98,7 @@ func TestAnAbortedImportPlanKeepsNoStageAndNeverRuns(t *testing.T) {
 
 	// Approved, then withdrawn by its planner: the stage goes too.
 	id = plan()
-	_, err = governance.ApproveEntry(w.ctx, w.second, id, "bob")
+	_, err = importer.Approve(w.ctx, w.second, id, "bob", importer.File(path))
 	require.NoError(t, err)
 	require.NoError(t, w.operator.QueryRow(w.ctx, abort, id, "alice", "cutover postponed").Scan(&state))
 	assert.Equal(t, "aborted", state)
@@ -106,7 +106,7 @@ func TestAnAbortedImportPlanKeepsNoStageAndNeverRuns(t *testing.T) {
 
 	// A plan that ran is over: it is not aborted.
 	id = plan()
-	_, err = governance.ApproveEntry(w.ctx, w.second, id, "bob")
+	_, err = importer.Approve(w.ctx, w.second, id, "bob", importer.File(path))
 	require.NoError(t, err)
 	_, err = importer.Run(w.ctx, w.operator, id, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 		return importer.OpenNDJSON(path)

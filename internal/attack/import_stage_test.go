@@ -23,7 +23,7 @@ func TestImportStageIsWrittenOnlyByItsPlannerUntilTheSeal(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	payload, response := `{"amount":5}`, `{"ok":true}`
-	old := time.Now().Add(-400 * 24 * time.Hour)
+	old := time.Now().Add(-400 * 24 * time.Hour).Truncate(time.Microsecond) // as PostgreSQL keeps it
 	newPlan := func() (int64, string) {
 		var id int64
 		require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&id))
@@ -126,8 +126,8 @@ func TestImportStageIsWrittenOnlyByItsPlannerUntilTheSeal(t *testing.T) {
 	}
 	assert.Equal(t, sealed, w.snapshot(), "nothing written after the seal")
 
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-	require.NoError(t, err)
+	require.NoError(t, w.approveImport(w.second, id, "bob", []any{"t1", "s-1", payload, hashOf(payload), response, old, nil, "row 1"},
+		[]any{"t1", "s-2", payload, hashOf(payload), response, old, nil, "row 2"}))
 	for _, step := range []string{"SELECT idem.import_run_begin($1, 'app')", "SELECT idem.import_run_chunk($1, 'app', 0)"} {
 		_, err = w.app.Exec(w.ctx, step, id)
 		assert.Equal(t, "42501", code(err), "a service runs no import: %s", step)

@@ -65,7 +65,7 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	err = add(w.second, id, "bobs", old, hashOf(payload))
 	assert.Equal(t, "IX343", code(err), "bob fills no plan of alice's")
 	require.NoError(t, add(w.operator, id, "old-1", old, hashOf(payload)))
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	_, err = w.second.Exec(w.ctx, "SELECT idem.import_plan_approve($1, 'bob')", id)
 	assert.Equal(t, "IX341", code(err), "a plan still being filled is not approved")
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, digest)
 	require.NoError(t, err)
@@ -73,14 +73,13 @@ func TestImportRunsOnlyAsTheOwnersFunctions(t *testing.T) {
 	assert.Equal(t, "IX341", code(err), "a sealed plan takes no more items")
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_run($1, 'alice')", id)
 	assert.Equal(t, "IX341", code(err), "not approved: nothing enters")
-	_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_approve($1, 'bob')", id)
 	assert.Equal(t, "IX342", code(err), "alice approves nothing of hers")
 	var n int
 	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan IS NOT NULL").Scan(&n))
 	assert.Zero(t, n)
 
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-	require.NoError(t, err)
+	require.NoError(t, w.approveImport(w.second, id, "bob", []any{"t1", "old-1", payload, hashOf(payload), response, old, nil, "row 1"}))
 
 	// The run enters only rows staged in the schema owner's stage, and only
 	// if they are exactly the planned items.
@@ -169,10 +168,12 @@ func TestImportDigestPlanRunsOnlyWhatWasPlanned(t *testing.T) {
 		assert.Equal(t, "IX343", code(err), "a sample without its items' fields")
 		_, err = w.operator.Exec(w.ctx, seal, id, digest, items[:], counts(tenants), sample)
 		require.NoError(t, err)
-		_, err = w.operator.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
+		_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_approve($1, 'bob')", id)
 		assert.Equal(t, "IX342", code(err), "alice approves nothing of hers")
-		_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-		require.NoError(t, err)
+		err = w.approveImport(w.second, id, "bob", []any{"t1", "d-1", payload, hashOf(payload), response, old, nil, "row 1"},
+			[]any{"t1", "d-2", payload, hashOf(payload), response, old, nil, "row 2"})
+		assert.Equal(t, "IX343", code(err), "a plan that keeps only its planner's digest cannot be checked: not approved")
+		w.approveAsBefore(id)
 		return id
 	}
 	stage := func(op, payload, response, evidence string) func(tx pgx.Tx) error {

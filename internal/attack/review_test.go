@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemctl/idemctl/audit"
-	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/importer"
 	"github.com/idemctl/idemctl/internal/dbtest"
@@ -54,8 +53,7 @@ func (w *world) approvedDigestPlan() int64 {
 		fmt.Sprintf(`{"items": 1, "tenants": 1, "hash_only": 0, "oldest": %q, "newest": %q, "class": %q}`, at, at, projClass),
 		fmt.Sprintf(`[{"tenant_id": "t9", "operation_id": "z-1", "created_at": %q, "evidence": "row 1"}]`, at))
 	require.NoError(w.t, err)
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-	require.NoError(w.t, err)
+	w.approveAsBefore(id)
 	return id
 }
 
@@ -90,8 +88,8 @@ func TestImportRunOnAnotherPlansStageEntersEveryPlannedItem(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, "sha256:"+strings.Repeat("cd", 32))
 	require.NoError(t, err)
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-	require.NoError(t, err)
+	require.NoError(t, w.approveImport(w.second, id, "bob", []any{"t1", "x-1", payload, hashOf(payload), response, old, nil, "row 1"},
+		[]any{"t1", "y-1", payload, hashOf(payload), response, old, nil, "row 2"}))
 
 	before := w.snapshot()
 	tx, err := w.operator.Begin(w.ctx)
@@ -201,7 +199,7 @@ func TestImportSourceRowWithNULIsInvalidAndTheRestEnters(t *testing.T) {
 	assert.Contains(t, invalid.String(), `"operation_id":"tab\tnl\n"`, "an id with a tab and a newline is invalid")
 	assert.Contains(t, invalid.String(), `"nul-payload"`, "a payload jsonb cannot store is invalid at the plan")
 	assert.Contains(t, invalid.String(), `"nul-response"`, "a response jsonb cannot store is invalid at the plan")
-	_, err = governance.ApproveEntry(w.ctx, w.second, r.Plan.ID, "bob")
+	_, err = importer.Approve(w.ctx, w.second, r.Plan.ID, "bob", importer.File(path))
 	require.NoError(t, err)
 	_, err = importer.Run(w.ctx, w.operator, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 		return importer.OpenNDJSON(path)
@@ -279,8 +277,7 @@ func TestPurgeRemovesNoImportedBodyItsPlanNeverCounted(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.operator.Exec(w.ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", id, "sha256:"+strings.Repeat("cd", 32))
 	require.NoError(t, err)
-	_, err = w.second.Exec(w.ctx, "SELECT idem.entry_plan_approve($1, 'bob')", id)
-	require.NoError(t, err)
+	require.NoError(t, w.approveImport(w.second, id, "bob", []any{"t1", "old-1", payload, hashOf(payload), response, old, nil, "row 1"}))
 	tx, err := w.operator.Begin(w.ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(w.ctx) }()
@@ -335,7 +332,7 @@ func TestImportSinceTakesARowThatCommittedLateBeforeTheCursor(t *testing.T) {
 		r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "cutover", Since: since},
 			importer.Sinks{})
 		require.NoError(t, err)
-		_, err = governance.ApproveEntry(w.ctx, w.second, r.Plan.ID, "bob")
+		_, err = importer.Approve(w.ctx, w.second, r.Plan.ID, "bob", importer.File(path))
 		require.NoError(t, err)
 		_, err = importer.Run(w.ctx, w.operator, r.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
 			return importer.OpenNDJSON(path)

@@ -191,7 +191,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"record abort":             {"record", "abort", "1", "--reason", "x"},
 		"import plan": {"import", "plan", "--class", "demo.transfer", "--from-ndjson", filepath.Join(dir, "none.ndjson"),
 			"--ambiguous", filepath.Join(dir, "ambiguous.ndjson"), "--reason", "x"},
-		"import approve":   {"import", "approve", "1", "--yes"},
+		"import approve":   {"import", "approve", "1", "--yes", "--from-ndjson", filepath.Join(dir, "none.ndjson")},
 		"import run":       {"import", "run", "1", "--from-ndjson", filepath.Join(dir, "none.ndjson")},
 		"import abort":     {"import", "abort", "1", "--reason", "x"},
 		"horizon plan":     {"horizon", "plan", "--class", "demo.transfer", "--before", "1h", "--contract", "C"},

@@ -2,6 +2,8 @@ package oncitus_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -60,7 +62,34 @@ func TestImportOnTheCoordinator(t *testing.T) {
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
 	require.NoError(t, err)
 	require.Equal(t, len(tenants), planned.Plan.Items)
-	_, err = governance.ApproveEntry(ctx, bob, planned.Plan.ID, "bob")
+	// A plan of the same rows whose planner forged a fingerprint (another
+	// response for the first tenant's key): bob's approval reads the file
+	// again and the coordinator refuses it, naming the item.
+	var forged int64
+	require.NoError(t, alice.QueryRow(ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt')).id").Scan(&forged))
+	var fps [][]byte
+	var ops, evidence []string
+	var ats []time.Time
+	for i, tenant := range tenants {
+		payload := fmt.Sprintf(`{"amount":%d,"currency":"EUR","from":"alice","to":"bob"}`, i+1)
+		response := fmt.Sprintf(`{"posting_id":"legacy-%d"}`, i)
+		if i == 0 {
+			response = `{"posting_id":"FORGED"}`
+		}
+		sum := sha256.Sum256([]byte(payload))
+		fp := importer.Fingerprint(tenant, "old-1", "jcs-sha256:"+hex.EncodeToString(sum[:]), "", []byte(response), created)
+		fps, ops, evidence, ats = append(fps, fp[:]), append(ops, "old-1"), append(evidence, fmt.Sprintf("imported from line %d", i+1)), append(ats, created)
+	}
+	_, err = alice.Exec(ctx, "SELECT idem.import_plan_add($1, $2, $3, $4, $5, $6, $7, $8)", forged, demo.Class, tenants, ops, evidence, ats,
+		make([]*string, len(tenants)), fps)
+	require.NoError(t, err)
+	_, err = alice.Exec(ctx, "SELECT idem.import_plan_seal($1, $2, '{}', NULL)", forged, planned.Plan.SourceDigest)
+	require.NoError(t, err)
+	_, err = importer.Approve(ctx, bob, forged, "bob", open)
+	require.ErrorIs(t, err, governance.ErrRefused, "a forged fingerprint is not approved")
+	assert.Contains(t, err.Error(), "("+tenants[0]+", old-1) differs from the source's")
+
+	_, err = importer.Approve(ctx, bob, planned.Plan.ID, "bob", open)
 	require.NoError(t, err)
 	done, err := importer.Run(ctx, alice, planned.Plan.ID, "alice", open)
 	require.NoError(t, err)

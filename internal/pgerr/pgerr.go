@@ -8,6 +8,7 @@ package pgerr
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -37,7 +38,9 @@ func (e *Error) Error() string {
 	if e.Err.Hint != "" {
 		msg += "; " + e.Err.Hint
 	}
-	if e.named {
+	// (not when the database's message says it already: "unknown
+	// operation class 'x'" stays one sentence)
+	if e.named && !strings.HasPrefix(msg, e.Sentinel.Error()) {
 		return e.Sentinel.Error() + ": " + msg
 	}
 	return msg

@@ -62,3 +62,14 @@ func TestMergePrefersTheFirstTable(t *testing.T) {
 		t.Error("Merge changed the first table")
 	}
 }
+
+// A named table does not say the sentinel twice when the database's message
+// starts with it ("unknown operation class: unknown operation class 'x'").
+func TestNamedTableSaysTheSentinelOnce(t *testing.T) {
+	unknown := errors.New("unknown operation class")
+	pg := &pgconn.PgError{Code: "IX003", Message: "unknown operation class 'rides.charge'"}
+	got := Table{Named: true, Codes: map[string]error{"IX003": unknown}}.Map(pg)
+	if want := "unknown operation class 'rides.charge'"; got.Error() != want || !errors.Is(got, unknown) {
+		t.Errorf("%q (is sentinel: %v), want %q", got.Error(), errors.Is(got, unknown), want)
+	}
+}

@@ -15,7 +15,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_person text := idem.require_person('approve a ' || p_what);
+    v_person text := idem.require_person('approve ' || CASE WHEN p_what ~ '^[aeiou]' THEN 'an ' ELSE 'a ' END || p_what);
     v_id     bigint := (p_plan ->> 'id')::bigint;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'approve');

@@ -4,7 +4,10 @@
 -- without their effect (idem.four_eyes_approve: another person than the
 -- planner's, IX342; a login with no person, IX313; only a planned plan,
 -- IX341). A record plan's classes are checked again as they are now
--- (idem.entry_plan_class_check, IX343). Returns the plan.
+-- (idem.entry_plan_class_check, IX343). An import plan is approved by
+-- idem.import_plan_approve, which compares it with the rows its approver
+-- read again from the source (IX341 here, naming idemctl import approve).
+-- Returns the plan.
 CREATE OR REPLACE FUNCTION idem.entry_plan_approve(p_id bigint, p_operator text)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
@@ -13,8 +16,13 @@ AS $$
 DECLARE
     v_p idem.entry_plan := idem.entry_plan_lock(p_id);
 BEGIN
+    IF v_p.kind = 'import' THEN
+        RAISE EXCEPTION 'entry plan % is an import plan: approve it with idemctl import approve % and its source (--from-ndjson FILE or --from-postgres DSN --query SQL), which the approval reads again',
+                p_id, p_id
+            USING ERRCODE = 'IX341';
+    END IF;
     PERFORM idem.entry_plan_class_check(p_id);
-    PERFORM idem.four_eyes_approve('idem.entry_plan', to_jsonb(v_p), 'entry plan', p_operator, 'entry.approve',
+    PERFORM idem.four_eyes_approve('idem.entry_plan', to_jsonb(v_p), 'record plan', p_operator, 'entry.approve',
                                    jsonb_build_object('kind', v_p.kind, 'source_digest', v_p.source_digest,
                                                       'counts', v_p.counts),
                                    ARRAY['IX341', 'IX342']);

@@ -8,9 +8,10 @@
 -- pending claim or an open quarantine record is refused ('refused'). The
 -- runner must be a person (IX313). An import plan runs its own way
 -- (idem.import_run: original created_at kept, same payload skipped, another
--- payload quarantined; a staged plan by idem.import_run_begin, _chunk and
--- _finish, all in this one transaction). Audited, with the source's digest
--- and the counts.
+-- payload quarantined), from the rows idemctl import run staged in this
+-- transaction (idem.import_stage_open); without them, and for a staged
+-- plan (idem.import_run_begin, _chunk and _finish), IX341 naming idemctl
+-- import run. Audited, with the source's digest and the counts.
 -- Returns the plan.
 CREATE OR REPLACE FUNCTION idem.entry_plan_run(p_id bigint, p_operator text)
 RETURNS idem.entry_plan
@@ -24,21 +25,21 @@ DECLARE
     v_out    text;
     v_n      integer;
     v_c      record;
-    v_k      integer;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
+    -- An import runs from what idemctl import run stages (its source read
+    -- again into pg_temp.idem_import_stage, idem.import_stage_open), or a
+    -- staged plan from its stage by chunks: never by idemctl record run.
+    IF v_p.kind = 'import' AND (v_p.staged OR to_regclass('pg_temp.idem_import_stage') IS NULL) THEN
+        RAISE EXCEPTION 'entry plan % is an import plan: run it with idemctl import run % and its source (--from-ndjson FILE or --from-postgres DSN --query SQL)',
+                p_id, p_id
+            USING ERRCODE = 'IX341';
+    END IF;
     IF v_p.state <> 'approved' THEN
         RAISE EXCEPTION 'entry plan % is %: only an approved plan runs', p_id, v_p.state USING ERRCODE = 'IX341';
     END IF;
     PERFORM idem.entry_plan_class_check(p_id); -- a class may have become money since the approval
-    IF v_p.kind = 'import' AND v_p.staged THEN
-        -- a staged plan's chunks, here all in the caller's one transaction
-        PERFORM idem.import_run_begin(p_id, p_operator);
-        FOR v_k IN 0 .. (v_p.items - 1) / (v_p.counts ->> 'chunk_rows')::integer LOOP
-            PERFORM idem.import_run_chunk(p_id, p_operator, v_k);
-        END LOOP;
-        RETURN idem.import_run_finish(p_id, p_operator);
-    ELSIF v_p.kind = 'import' THEN
+    IF v_p.kind = 'import' THEN
         PERFORM idem.import_run(v_p.id, p_operator);
     END IF;
     FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id AND v_p.kind = 'record' ORDER BY seq LOOP

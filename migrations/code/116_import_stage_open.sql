@@ -29,7 +29,11 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'entry plan % does not exist', p_id USING ERRCODE = 'IX340';
     END IF;
-    IF v_p.kind <> 'import' OR v_p.state <> 'approved' THEN
+    IF v_p.kind <> 'import' THEN
+        RAISE EXCEPTION 'entry plan % is a % plan, not an import: run it with idemctl record run %', p_id, v_p.kind, p_id
+            USING ERRCODE = 'IX341';
+    END IF;
+    IF v_p.state <> 'approved' THEN
         RAISE EXCEPTION 'entry plan % is % (%): only an approved import plan is staged', p_id, v_p.state, v_p.kind
             USING ERRCODE = 'IX341';
     END IF;

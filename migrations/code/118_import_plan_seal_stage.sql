@@ -10,10 +10,8 @@
 --     jcs-sha256 hash of exactly its bytes, or the store's hash alone, the
 --     evidence), else IX343 naming the first bad row and nothing is sealed;
 --   - the rows are numbered 1..count without a gap (n);
---   - the items digest: sha256 over the sha256 of each run of 4096 rows in
---     the order n, a row being the text of the record (tenant_id,
---     operation_id, payload_hash, store_hash, response, created_at in UTC,
---     evidence): the payload is covered by its checked hash;
+--   - the items digest (idem.import_stage_digest: sha256 over runs of 4096
+--     rows in the order n; the payload is covered by its checked hash);
 --   - the counts: items, tenants, hash-only items, oldest and newest
 --     created_at, the identities the rows hold more than once
 --     (identities_twice: such a plan is sealed for the record and its run
@@ -22,8 +20,9 @@
 --     rows.
 -- The plan becomes 'planned' with the source's digest and counts
 -- (p_source_counts, as idemctl read them) and the cursor: another person
--- approves exactly the staged rows (idem.entry_plan_approve), which nobody
--- but the schema owner can change. Audited (entry.plan). Returns the plan.
+-- approves exactly the staged rows, which nobody but the schema owner can
+-- change, once the rows they read again from the source have the same
+-- digest (idem.import_plan_approve). Audited (entry.plan). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_plan_seal_stage(
     p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text, p_class text, p_chunk_rows integer
 ) RETURNS idem.entry_plan
@@ -79,20 +78,10 @@ BEGIN
         SELECT count(*) FROM %s s
         WHERE idem.import_stage_problem(s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.response, s.created_at,
                                         s.store_hash, s.evidence) IS NOT NULL$q$, v_t) INTO v_nbad;
-    -- Then the digest and counts, by runs of 4096 on the key n (no sort of
-    -- the whole stage).
-    EXECUTE format($q$
-        SELECT coalesce(sum(r.staged), 0) AS staged, coalesce(sum(r.hash_only), 0) AS hash_only,
-               min(r.oldest) AS oldest, max(r.newest) AS newest, min(r.first_n) AS first_n, max(r.last_n) AS last_n,
-               sha256(string_agg(r.digest, ''::bytea ORDER BY k)) AS digest
-        FROM generate_series(0, (greatest($1, 1) - 1) / 4096) k,
-        LATERAL (SELECT count(*) AS staged, count(s.store_hash) AS hash_only, min(s.created_at) AS oldest,
-                        max(s.created_at) AS newest, min(s.n) AS first_n, max(s.n) AS last_n,
-                        sha256(string_agg(textsend(row(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response,
-                                                       s.created_at, s.evidence)::text), ''::bytea ORDER BY s.n)) AS digest
-                 FROM %s s
-                 WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096) r$q$, v_t)
-    INTO v_c USING v_n;
+    -- Then the digest and counts (idem.import_stage_digest: the one
+    -- computation of it, which the approval makes again over the rows its
+    -- approver read from the source).
+    SELECT * INTO v_c FROM idem.import_stage_digest(v_t::regclass);
     IF v_nbad > 0 THEN
         EXECUTE format($q$
             SELECT s.n, s.tenant_id, s.operation_id,

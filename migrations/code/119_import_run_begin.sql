@@ -25,7 +25,11 @@ DECLARE
     v_to     date;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
-    IF v_p.kind <> 'import' OR NOT v_p.staged OR v_p.state NOT IN ('approved', 'running') THEN
+    IF v_p.kind <> 'import' THEN
+        RAISE EXCEPTION 'entry plan % is a % plan, not an import: run it with idemctl record run %', p_id, v_p.kind, p_id
+            USING ERRCODE = 'IX341';
+    END IF;
+    IF NOT v_p.staged OR v_p.state NOT IN ('approved', 'running') THEN
         RAISE EXCEPTION 'entry plan % is % (%): only an approved staged import plan runs by chunks', p_id, v_p.state, v_p.kind
             USING ERRCODE = 'IX341';
     END IF;

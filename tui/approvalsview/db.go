@@ -131,9 +131,14 @@ func personAt(person, login string) string {
 
 // Approve is the second person's approval (quarantine.ApproveAccept,
 // governance.ApproveEntry); the planner's person is refused with an error
-// wrapping ErrSamePerson.
+// wrapping ErrSamePerson. An import plan is not approved here: its approval
+// reads its source again (idemctl import approve), which the console does
+// not hold (the database refuses it too).
 func (a ApprovalsDB) Approve(ctx context.Context, kind PlanKind, id int64, operator string) error {
 	var err error
+	if kind == KindImport {
+		return &governance.KindError{ID: id, Kind: governance.EntryImport, Step: "approve"}
+	}
 	if kind == KindAccept {
 		_, err = quarantine.ApproveAccept(ctx, a.Pool, id, operator)
 	} else {

@@ -10,11 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/governance"
@@ -36,14 +33,22 @@ operation enters the class's inbox with its payload's canonical text and hash,
 its saved response and its ORIGINAL created_at, and its effect is NOT run; a
 later retry of it answers already_applied with the original response.
 
-One person plans (reading the source streaming, with progress on stderr),
-another approves, then it runs as the schema owner's function, reading the
-source again (the plan keeps a fingerprint of each row, not the row): it
-enters the rows only if they are exactly the planned ones. Rows are sorted
-out while planning: finished rows are imported; unfinished, locked or
+One person plans, reading the source streaming (progress on stderr). Rows are
+sorted out while planning: finished rows are imported; unfinished, locked or
 response-less rows go to the --ambiguous file, in idemctl resolve's input
 format; rows with a NULL or future created_at, a payload over the limit or
-ids that break the identity rules are invalid lines with the reason. At run
+ids that break the identity rules are invalid lines with the reason. Off
+Citus the plan stages the canonical rows in the database, which checks them
+and seals the plan with its own digest of them; on Citus the plan keeps a
+fingerprint of each row instead of the row.
+
+Another person approves, reading the source again (import approve takes the
+same source flags): the database approves only if what it gives is exactly
+the plan (the staged rows' digest, or each fingerprint), so a plan its source
+does not give is never approved. Then it runs as the schema owner's
+functions: a staged plan enters its stage by chunks, after reading the
+source again to see it did not change; on Citus the run reads the source
+again and enters the rows only if they are exactly the planned ones. At run
 time an identity the inbox already holds with the same payload is skipped,
 with another payload quarantined with both sides: nothing is overwritten.
 
@@ -56,7 +61,9 @@ came after. docs/import.md is the cutover, step by step.`,
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)" \
       --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
-  idemctl import approve 4     # another person
+  idemctl import approve 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)"     # another person
   idemctl import abort 4 --reason "wrong source"   # or: end it, its stage dropped
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
@@ -187,6 +194,10 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	pool, err := f.Pool(ctx)
 	if err != nil {
 		return err
+	}
+	// The class first: an unknown one reads no row and creates no file.
+	if _, err := governance.ClassMoney(ctx, pool, o.Class); err != nil {
+		return cmdutil.GovernanceErr(fmt.Errorf("--class: %w (idemctl class list shows them); nothing read", err))
 	}
 	out := &planOutputs{o: o, invalid: f.IO.ErrOut}
 	defer out.close()
@@ -326,124 +337,4 @@ func invalidExit(c importer.Counts) error {
 		return cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%d invalid rows (not in the plan)", c.Invalid))
 	}
 	return nil
-}
-
-func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
-	short := map[string]string{
-		"approve": "Approve an import plan another person made (four eyes)",
-		"run":     "Enter an approved import plan's identities, without running their effects",
-	}[step]
-	var yes bool
-	src := &importRunSource{}
-	use, long, example := step+" ID", short+".", "  idemctl import "+step+" 4"
-	if step == "run" {
-		use = "run ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
-		long = short + `.
-
-The plan staged its rows in the database, checked and sealed there: the run
-enters that stage, by chunks, each its own transaction, on two connections.
-It reads the source again (the same --from-postgres, --query and
---password-env, or the same --from-ndjson file, as the plan) only to see
-that its rows up to the plan's cursor did not change. A source that cannot
-be read, a file that is not the planned one (its digest), or a row that
-changed, appeared or went missing since the plan: nothing enters (exit code
-5); plan again. A run that stopped half way has entered the chunks that
-committed: run it again to resume (the source is not read again, no chunk
-enters twice). On Citus the plan keeps a fingerprint of each item and the
-run reads the source again and enters the rows, in one transaction, only
-if they are exactly the planned items.
-
-The run prints each outcome's count (entered, skipped, quarantined, refused)
-and the cursor for the next import's --since.`
-		example = `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
-  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
-      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
-      --query "$(cat rides-import.sql)"
-  idemctl import run 5 --from-ndjson keys.ndjson`
-	}
-	cmd := &cobra.Command{
-		Use:     use,
-		Short:   short,
-		Long:    long,
-		Example: example,
-		Args:    cmdutil.MaxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := cmdutil.ParseID(args, "an import plan")
-			if err != nil {
-				return err
-			}
-			if step == "run" {
-				if err := src.validate(); err != nil {
-					return err
-				}
-			}
-			p, pool, err := record.EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
-				p, err := importer.Run(ctx, db, id, f.Operator(), src.opener())
-				if err != nil && !errors.Is(err, governance.ErrNotFound) {
-					// a source unreachable or changed, or a refusal: nothing entered
-					return p, cmdutil.WithCode(cmdutil.ExitInvalid, err)
-				}
-				return p, err
-			})
-			if err != nil {
-				return err
-			}
-			if err := showImportPlan(f, p); err != nil {
-				return err
-			}
-			if step == "run" {
-				outcomes, err := importer.Outcomes(cmd.Context(), pool, id)
-				if err != nil {
-					return err
-				}
-				keys := make([]string, 0, len(outcomes))
-				for k, n := range outcomes {
-					keys = append(keys, fmt.Sprintf("%s %d", k, n))
-				}
-				sort.Strings(keys)
-				fmt.Fprintf(f.IO.ErrOut, "outcomes: %s\n", strings.Join(keys, ", "))
-				if p.Cursor != nil {
-					fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", *p.Cursor, *p.Cursor)
-				}
-			}
-			return nil
-		},
-	}
-	if step == "approve" {
-		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the plan and ask on a terminal")
-	}
-	if step == "run" {
-		fl := cmd.Flags()
-		fl.StringVar(&src.FromPostgres, "from-postgres", "", "DSN of the store's database, as planned (no password in it)")
-		fl.StringVar(&src.Query, "query", "", "with --from-postgres: the query the plan read")
-		fl.StringVar(&src.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
-		fl.StringVar(&src.FromNDJSON, "from-ndjson", "", "the NDJSON export the plan read (the same file: its digest is compared)")
-	}
-	return cmd
-}
-
-// importRunSource is the source `idemctl import run` reads again.
-type importRunSource struct {
-	FromPostgres, Query, PasswordEnv, FromNDJSON string
-}
-
-func (s *importRunSource) validate() error {
-	pg, file := s.FromPostgres != "", s.FromNDJSON != ""
-	if pg == file {
-		return cmdutil.UsageErr("the run reads the plan's source again: give --from-postgres DSN --query SQL, or --from-ndjson FILE")
-	}
-	if pg && s.Query == "" {
-		return cmdutil.UsageErr("--from-postgres needs --query")
-	}
-	if !pg && (s.Query != "" || s.PasswordEnv != "") {
-		return cmdutil.UsageErr("--query and --password-env go with --from-postgres")
-	}
-	return nil
-}
-
-func (s *importRunSource) opener() importer.Opener {
-	if s.FromNDJSON != "" {
-		return importer.File(s.FromNDJSON)
-	}
-	return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv}.Opener()
 }

@@ -65,22 +65,36 @@ func TestImportCommands(t *testing.T) {
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	id := m[1]
-	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice", "--yes")
+	source := []string{"--from-postgres", dbtest.SourceDSN(dsn), "--password-env", dbtest.SourcePasswordEnv, "--query", importQuery}
+	code, _, _ = runQ(t, dsn, append([]string{"import", "approve", id, "--operator", "alice", "--yes"}, source...)...)
 	assert.Equal(t, cmdutil.ExitInvalid, code, "four eyes")
 	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes")
+	assert.Equal(t, cmdutil.ExitUsage, code, "the approval reads the source again")
+	assert.Contains(t, errOut, "the approval reads the plan's source again")
+	code, _, errOut = run(t, bob, "", "record", "approve", id, "--operator", "bob", "--yes")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "record approves no import")
+	assert.Contains(t, errOut, "entry plan "+id+" is an import plan: approve it with idemctl import approve "+id+" and its source")
+	code, out, errOut = run(t, bob, "", append([]string{"import", "approve", id, "--operator", "bob", "--yes", "-o", "table"}, source...)...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Regexp(t, `items digest\s+│ [0-9a-f]{64}`, out, "the approval shows the stage's digest in hex")
+	assert.Contains(t, errOut, "import plan "+id+" approved: the 24 rows its source gives are the plan's")
+	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitInvalid, code, "record runs no import")
+	assert.Contains(t, errOut, "entry plan "+id+" is an import plan: run it with idemctl import run "+id+" and its source")
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitUsage, code, "the run reads the source again")
 	assert.Contains(t, errOut, "the run reads the plan's source again")
-	source := []string{"--from-postgres", dbtest.SourceDSN(dsn), "--password-env", dbtest.SourcePasswordEnv, "--query", importQuery}
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice", "--password-env", "IDEMCTL_SOURCE_NOT_SET",
 		"--from-postgres", dbtest.SourceDSN(dsn), "--query", importQuery)
 	assert.Equal(t, cmdutil.ExitInvalid, code, "a source that cannot be read")
 	assert.Contains(t, errOut, "the source cannot be read again")
 	assert.Contains(t, errOut, "nothing entered")
-	code, _, errOut = runQ(t, dsn, append([]string{"import", "run", id, "--operator", "alice"}, source...)...)
+	code, out, errOut = runQ(t, dsn, append([]string{"import", "run", id, "--operator", "alice", "-o", "json"}, source...)...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "outcomes: entered 24")
+	ran := jsonLines(t, out)
+	require.Len(t, ran, 1)
+	assert.Equal(t, map[string]any{"entered": float64(24)}, ran[0]["outcomes"], "the JSON carries the text's counts")
 	assert.Regexp(t, `cursor: \S+/7/key-30 `, errOut)
 
 	// The migrated service's retries, through idemctl resolve.
@@ -115,6 +129,12 @@ func TestImportCommands(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "imported under entry plan "+id+": planned by alice (idemctl_test_operator), approved by bob (idemctl_test_operator2)")
+	// inspect --history names the plan's audit row (its run's), as for a record
+	code, out, errOut = runQ(t, dsn, "inspect", "--tenant", "7", "--op", "key-5", "--history", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	var runAudit int64
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT id FROM idem.audit WHERE action = 'entry.run' AND target = 'entry_plan:' || $1", id).Scan(&runAudit))
+	assert.Regexp(t, fmt.Sprintf(`"event":"imported".*"audit_id":%d}`, runAudit), out)
 }
 
 // A source that holds an identity twice is planned (the approver sees it
@@ -133,7 +153,7 @@ func TestImportPlanWarnsOfAnIdentityTwice(t *testing.T) {
 	assert.Contains(t, errOut, "warning: identities the source holds more than once: 1; its run will be refused")
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
-	code, _, errOut = run(t, bob, "", "import", "approve", m[1], "--operator", "bob", "--yes")
+	code, _, errOut = run(t, bob, "", "import", "approve", m[1], "--operator", "bob", "--yes", "--from-ndjson", path)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "import", "run", m[1], "--operator", "alice", "--from-ndjson", path)
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
@@ -221,4 +241,42 @@ func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "IDEMCTL_SOURCE_NOT_SET is not set")
 	assert.NoFileExists(t, amb, "a store that cannot be read leaves no file")
+}
+
+// A record plan is not approved or run by idemctl import (exit 5, naming
+// idemctl record), and an unknown --class reads no row and creates no file.
+func TestImportRefusesARecordPlanAndAnUnknownClass(t *testing.T) {
+	t.Parallel()
+	pool, dsn := dbtest.NewPool(t, 2)
+	bob := dbtest.As(dsn, dbtest.Operator2)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "charges.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(`{"tenant_id":"t1","operation_id":"psp-1","class":"demo.transfer","payload":{"to":"bob","from":"alice","amount":900,"currency":"EUR"},"response":{"status":"charged"},"evidence":"psp ch_9"}`+"\n"), 0o644))
+	code, _, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--correction", "LC-12 by finance", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	m := regexp.MustCompile(`idemctl record approve (\d+)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	code, _, errOut = run(t, bob, "", "import", "approve", m[1], "--operator", "bob", "--yes", "--from-ndjson", file)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "entry plan "+m[1]+" is a record plan, not an import: approve it with idemctl record approve "+m[1])
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
+	code, _, errOut = runQ(t, dbtest.As(dsn, dbtest.Unmapped), "record", "approve", m[1], "--operator", "carol", "--yes")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "it cannot approve a record plan", "grammar")
+	code, _, errOut = run(t, bob, "", "record", "approve", m[1], "--operator", "bob", "--yes")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	code, _, errOut = runQ(t, dsn, "import", "run", m[1], "--operator", "alice", "--from-ndjson", file)
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "entry plan "+m[1]+" is a record plan, not an import: run it with idemctl record run "+m[1])
+	var state string
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT state FROM idem.entry_plan WHERE id = $1", m[1]).Scan(&state))
+	assert.Equal(t, "approved", state, "not run")
+
+	amb := filepath.Join(dir, "ambiguous.ndjson")
+	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "rides.nope", "--from-ndjson", filepath.Join(dir, "missing.ndjson"),
+		"--ambiguous", amb, "--invalid", filepath.Join(dir, "invalid.ndjson"), "--reason", "MIG-4", "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "--class: unknown operation class: rides.nope (idemctl class list shows them); nothing read")
+	assert.NoFileExists(t, amb, "no --ambiguous file")
+	assert.NoFileExists(t, filepath.Join(dir, "invalid.ndjson"), "no --invalid file")
 }

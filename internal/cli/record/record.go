@@ -202,7 +202,10 @@ func newCmdRecordStep(f *cmdutil.Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, pool, err := EntryStep(cmd.Context(), f, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+			p, pool, err := EntryStep(cmd.Context(), f, governance.EntryRecord, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				if step == "approve" {
+					return governance.ApproveEntry(ctx, db, id, f.Operator())
+				}
 				return governance.RunEntry(ctx, db, id, f.Operator())
 			})
 			if err != nil {
@@ -217,12 +220,14 @@ func newCmdRecordStep(f *cmdutil.Factory, step string) *cobra.Command {
 	return cmd
 }
 
-// EntryStep approves (step "approve") or runs an entry plan of record or
-// import: an approval needs --yes without a terminal, and on one shows the
-// plan and asks first; run is the kind's own run. It returns the plan as the
-// step left it and the pool it used.
-func EntryStep(ctx context.Context, f *cmdutil.Factory, step string, id int64, yes bool,
-	run func(context.Context, *pgxpool.Pool) (governance.EntryPlan, error)) (governance.EntryPlan, *pgxpool.Pool, error) {
+// EntryStep approves (step "approve") or runs an entry plan of kind kind
+// (record or import) with act, the kind's own step: a plan of the other
+// kind is refused first (governance.KindError: exit 5, naming the command
+// to use), an approval needs --yes without a terminal, and on one shows
+// the plan and asks first. It returns the plan as the step left it and the
+// pool it used.
+func EntryStep(ctx context.Context, f *cmdutil.Factory, kind, step string, id int64, yes bool,
+	act func(context.Context, *pgxpool.Pool) (governance.EntryPlan, error)) (governance.EntryPlan, *pgxpool.Pool, error) {
 	if step == "approve" {
 		if err := cmdutil.NeedYes(f.IO, yes, "approve lets identities enter without their effect"); err != nil {
 			return governance.EntryPlan{}, nil, err
@@ -232,17 +237,15 @@ func EntryStep(ctx context.Context, f *cmdutil.Factory, step string, id int64, y
 	if err != nil {
 		return governance.EntryPlan{}, nil, err
 	}
-	var p governance.EntryPlan
-	if step == "approve" {
-		if !yes {
-			if err := confirmEntry(ctx, f, pool, id); err != nil {
-				return p, pool, err
-			}
-		}
-		p, err = governance.ApproveEntry(ctx, pool, id, f.Operator())
-	} else {
-		p, err = run(ctx, pool)
+	if err := governance.CheckEntryKind(ctx, pool, id, kind, step); err != nil {
+		return governance.EntryPlan{}, pool, cmdutil.GovernanceErr(err)
 	}
+	if step == "approve" && !yes {
+		if err := confirmEntry(ctx, f, pool, id); err != nil {
+			return governance.EntryPlan{}, pool, err
+		}
+	}
+	p, err := act(ctx, pool)
 	if err != nil {
 		return p, pool, cmdutil.GovernanceErr(err)
 	}
@@ -407,6 +410,10 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	}
 	if r.HashFunction != nil {
 		rows = append(rows, []string{"hash function", *r.HashFunction})
+	}
+	if r.ItemsDigest != nil {
+		// what an import's approval compares with its source (hex, whole)
+		rows = append(rows, []string{"items digest", strings.TrimPrefix(*r.ItemsDigest, `\x`)})
 	}
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})

@@ -1,0 +1,65 @@
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemctl/idemctl/governance"
+)
+
+// checkColumns are the columns of pg_temp.idem_import_check the approver's
+// read of the source fills (the run's stage's).
+var checkColumns = []string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash", "evidence"}
+
+// Approve is the second person's approval of import plan id, bound to its
+// source: in one transaction it reads the source again (open, after the
+// plan's --since, in the store's order), classifies and canonicalises it
+// as the plan did, copies the rows the plan imports (up to its cursor)
+// into a table of the approver's session (idem.import_check_open), and
+// calls idem.import_plan_approve, which approves the plan only if those
+// rows are exactly the plan's (a staged plan: the seal's own digest of
+// them, idem.import_stage_digest; a plan that keeps an item a row: each
+// fingerprint). A plan the source does not give is refused (ErrRefused,
+// naming its first differing row) and nothing is approved. Streaming: the
+// rows go to the database as they are read.
+func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		return governance.EntryPlan{}, err
+	}
+	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_check_open($1) p", id))
+	if errors.Is(err, governance.ErrNotFound) {
+		return governance.EntryPlan{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", governance.ErrNotFound, id)
+	}
+	if err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("approve import plan %d: %w", id, err)
+	}
+	st, err := newStager(ctx, plan)
+	if err != nil {
+		return governance.EntryPlan{}, err
+	}
+	src, err := open(ctx, st.since, plan.Staged || plan.ItemsDigest != nil)
+	if err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing approved", id, err)
+	}
+	defer src.Close()
+	st.src = src
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_check"}, checkColumns, st); err != nil {
+		if st.err != nil {
+			err = st.err
+		}
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing approved", id, governance.MapError(err))
+	}
+	p, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_approve($1, $2) p", id, operator))
+	if err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("approve import plan %d: %w", id, err)
+	}
+	return p, tx.Commit(ctx)
+}

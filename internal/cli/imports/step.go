@@ -1,0 +1,188 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/cli/record"
+)
+
+const approveLong = `Approve an import plan another person made (four eyes), bound to its source.
+
+The approval reads the plan's source again (the same --from-postgres,
+--query and --password-env, or the same --from-ndjson file, as the plan),
+classifies and canonicalises it as the plan did, and sends the rows the
+plan imports (after its --since, up to its cursor) to the database, which
+approves the plan only if they are exactly the plan's: off Citus the staged
+rows (the same digest, computed by the one function the seal used; the
+plan shows it as "items digest"), on Citus each item's fingerprint. A row
+that differs, or that one side lacks, refuses the approval (exit code 5,
+naming the row), and nothing is approved: abort the plan and plan again.
+A source that cannot be read approves nothing either.
+
+On a terminal it shows the plan first and asks; --yes skips the question
+and is required without one. A record plan is approved by idemctl record
+approve.`
+
+const runLong = `Enter an approved import plan's identities, without running their effects.
+
+Off Citus the plan staged its rows in the database, checked and sealed
+there, and its approver compared them with the source: the run enters that
+stage, by chunks, each its own transaction, on two connections. It reads
+the source again (the same --from-postgres, --query and --password-env, or
+the same --from-ndjson file, as the plan) only to see that its rows up to
+the plan's cursor did not change. A source that cannot be read, a file that
+is not the planned one (its digest), or a row that changed, appeared or
+went missing since the plan: nothing enters (exit code 5); plan again. A
+run that stopped half way has entered the chunks that committed: run it
+again to resume (the source is not read again, no chunk enters twice). On
+Citus the plan keeps a fingerprint of each item and the run reads the
+source again and enters the rows, in one transaction, only if they are
+exactly the planned items.
+
+The run prints each outcome's count (entered, skipped, quarantined, refused;
+with -o json in the plan's object as "outcomes") and the cursor for the next
+import's --since. A record plan is run by idemctl record run.`
+
+// newCmdImportStep builds `idemctl import approve` and `idemctl import
+// run`: both read the plan's source again.
+func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
+	var yes bool
+	src := &importRunSource{}
+	use := step + " ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
+	short, long := "Enter an approved import plan's identities, without running their effects", runLong
+	if step == "approve" {
+		short, long = "Approve an import plan another person made (four eyes), checking it against its source", approveLong
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Example: `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
+  idemctl import ` + step + ` 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)"
+  idemctl import ` + step + ` 5 --from-ndjson keys.ndjson`,
+		Args: cmdutil.MaxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := cmdutil.ParseID(args, "an import plan")
+			if err != nil {
+				return err
+			}
+			if err := src.validate(step); err != nil {
+				return err
+			}
+			p, pool, err := record.EntryStep(cmd.Context(), f, governance.EntryImport, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+				act := importer.Run
+				if step == "approve" {
+					act = importer.Approve
+				}
+				p, err := act(ctx, db, id, f.Operator(), src.opener())
+				if err != nil && !errors.Is(err, governance.ErrNotFound) {
+					// a source unreachable or changed, or a refusal: nothing done
+					return p, cmdutil.WithCode(cmdutil.ExitInvalid, err)
+				}
+				return p, err
+			})
+			if err != nil {
+				return err
+			}
+			if step == "approve" {
+				if err := showImportPlan(f, p); err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.ErrOut, "import plan %d approved: the %d rows its source gives are the plan's (items digest %s); idemctl import run %d enters them\n",
+					p.ID, p.Items, hexDigest(p.ItemsDigest), p.ID)
+				return nil
+			}
+			return showImportRun(cmd.Context(), f, pool, p)
+		},
+	}
+	if step == "approve" {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the plan and ask on a terminal")
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&src.FromPostgres, "from-postgres", "", "DSN of the store's database, as planned (no password in it)")
+	fl.StringVar(&src.Query, "query", "", "with --from-postgres: the query the plan read")
+	fl.StringVar(&src.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
+	fl.StringVar(&src.FromNDJSON, "from-ndjson", "", "the NDJSON export the plan read")
+	return cmd
+}
+
+// hexDigest is a plan's items digest in hex ("-" without one); the JSON of
+// a bytea is "\x<hex>".
+func hexDigest(d *string) string {
+	if d == nil {
+		return "-"
+	}
+	return strings.TrimPrefix(*d, `\x`)
+}
+
+// importRun is what `idemctl import run -o json` prints: the plan and the
+// count of each outcome, as the text says them.
+type importRun struct {
+	governance.EntryPlan
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// showImportRun prints a run's plan and each outcome's count (entered,
+// skipped, quarantined, refused), and the cursor for the next --since.
+func showImportRun(ctx context.Context, f *cmdutil.Factory, pool *pgxpool.Pool, p governance.EntryPlan) error {
+	outcomes, err := importer.Outcomes(ctx, pool, p.ID)
+	if err != nil {
+		return err
+	}
+	if f.JSON() {
+		if err := cmdutil.PrintJSONLine(f.IO.Out, importRun{EntryPlan: p, Outcomes: outcomes}); err != nil {
+			return err
+		}
+	} else if err := showImportPlan(f, p); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(outcomes))
+	for k, n := range outcomes {
+		keys = append(keys, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(f.IO.ErrOut, "outcomes: %s\n", strings.Join(keys, ", "))
+	if p.Cursor != nil {
+		fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", *p.Cursor, *p.Cursor)
+	}
+	return nil
+}
+
+// importRunSource is the source `idemctl import approve` and `run` read again.
+type importRunSource struct {
+	FromPostgres, Query, PasswordEnv, FromNDJSON string
+}
+
+func (s *importRunSource) validate(step string) error {
+	pg, file := s.FromPostgres != "", s.FromNDJSON != ""
+	if pg == file {
+		return cmdutil.UsageErr("the %s reads the plan's source again: give --from-postgres DSN --query SQL, or --from-ndjson FILE",
+			map[string]string{"approve": "approval", "run": "run"}[step])
+	}
+	if pg && s.Query == "" {
+		return cmdutil.UsageErr("--from-postgres needs --query")
+	}
+	if !pg && (s.Query != "" || s.PasswordEnv != "") {
+		return cmdutil.UsageErr("--query and --password-env go with --from-postgres")
+	}
+	return nil
+}
+
+func (s *importRunSource) opener() importer.Opener {
+	if s.FromNDJSON != "" {
+		return importer.File(s.FromNDJSON)
+	}
+	return importer.PostgresSource{DSN: s.FromPostgres, Query: s.Query, PasswordEnv: s.PasswordEnv}.Opener()
+}
