@@ -83,7 +83,7 @@ not json
 	path := t.TempDir() + "/store.ndjson"
 	require.NoError(t, os.WriteFile(path, []byte(lines), 0o600))
 	var invalid strings.Builder
-	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "MIG-3"},
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "MIG-3"},
 		importer.Sinks{Invalid: &invalid})
 	require.NoError(t, err)
 	assert.Equal(t, importer.Counts{Read: 5, ToImport: 2, Invalid: 3}, r.Counts)

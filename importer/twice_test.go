@@ -36,7 +36,7 @@ func TestImportSourceWithAnIdentityTwiceEntersNothing(t *testing.T) {
 		return path
 	}
 	run := func(path string) error {
-		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
 		require.NoError(t, err)
 		_, err = governance.ApproveEntry(f.ctx, f.bob, r.Plan.ID, "bob")
 		require.NoError(t, err)

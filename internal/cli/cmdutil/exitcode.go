@@ -304,6 +304,10 @@ func GovernanceErr(err error) error {
 		return nil
 	case errors.Is(err, governance.ErrNotFound), errors.Is(err, governance.ErrSourceNotFound):
 		return WithCode(ExitNotFound, err)
+	case errors.Is(err, governance.ErrNotOperator):
+		// A service's or an auditor's login: say which role the command
+		// needs, not only the SQLSTATE.
+		return WithCode(ExitInvalid, fmt.Errorf("%w; this command needs an operator's login (granted the schema's operator role, idem_operator by default) mapped to a person: log in as one (idemctl person list names them)", err))
 	}
 	for _, refusal := range []error{governance.ErrState, governance.ErrSamePerson, governance.ErrStale, governance.ErrRefused,
 		governance.ErrNoPerson, governance.ErrUnknownClass, governance.ErrInvalidOperator} {

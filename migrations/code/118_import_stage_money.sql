@@ -1,0 +1,53 @@
+-- object: function idem.import_stage_money(text, jsonb)
+-- import_stage_money adds up, for the approver of an import plan of a
+-- money class, the amounts of its staged rows (p_stage, checked already:
+-- every payload is JSON) per currency, by the class's declaration
+-- (p_money: JSON Pointers to the amount and the currency, the unit), as
+-- idemctl adds up a record plan's: {"unit", "currencies": [{"currency"
+-- (upper-cased), "amount" (their exact sum, in the declared unit),
+-- "records"}], "unread": the rows whose amount or currency cannot be read
+-- (none there, not a number or a plain decimal string, not a whole number
+-- of minor units, or no payload: a hash-only row), "first_unread": {n,
+-- tenant_id, operation_id} of the first}. idemctl converts minor units and
+-- names a currency that is not ISO 4217. Internal: granted to nobody.
+CREATE OR REPLACE FUNCTION idem.import_stage_money(p_stage text, p_money jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, idem, pg_temp
+AS $$
+DECLARE
+    v_paths text[];
+    v_sums   jsonb;
+    v_unread bigint;
+    v_first  jsonb;
+BEGIN
+    -- JSON Pointer to path: '/a~1b/0' is {a/b,0} (~1 before ~0, RFC 6901).
+    SELECT array_agg(
+               (SELECT coalesce(array_agg(replace(replace(t, '~1', '/'), '~0', '~') ORDER BY o), '{}')
+                FROM unnest(string_to_array(substr(p, 2), '/')) WITH ORDINALITY u(t, o))::text)
+    INTO v_paths
+    FROM unnest(ARRAY[p_money ->> 'amount', p_money ->> 'currency']) WITH ORDINALITY q(p, k);
+    EXECUTE format($q$
+        WITH r AS MATERIALIZED (
+            SELECT s.n, s.tenant_id, s.operation_id,
+                   CASE WHEN jsonb_typeof(s.payload::jsonb #> $1::text[]) = 'number' THEN (s.payload::jsonb #>> $1::text[])::numeric
+                        WHEN jsonb_typeof(s.payload::jsonb #> $1::text[]) = 'string'
+                             AND s.payload::jsonb #>> $1::text[] ~ '^-?[0-9]{1,40}(\.[0-9]{1,40})?$'
+                        THEN (s.payload::jsonb #>> $1::text[])::numeric END AS amount,
+                   CASE WHEN jsonb_typeof(s.payload::jsonb #> $2::text[]) = 'string' THEN upper(s.payload::jsonb #>> $2::text[]) END AS currency
+            FROM %s s
+        ), v AS (
+            SELECT r.*, r.amount IS NOT NULL AND r.currency IS NOT NULL AND ($3 <> 'minor' OR r.amount = trunc(r.amount)) AS readable
+            FROM r
+        )
+        SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('currency', t.currency, 'amount', t.total::text, 'records', t.k)
+                                          ORDER BY t.currency), '[]'::jsonb)
+                FROM (SELECT v.currency, sum(v.amount) AS total, count(*) AS k FROM v WHERE v.readable GROUP BY v.currency) t),
+               (SELECT count(*) FROM v WHERE NOT v.readable),
+               (SELECT jsonb_build_object('n', v.n, 'tenant_id', v.tenant_id, 'operation_id', v.operation_id)
+                FROM v WHERE NOT v.readable ORDER BY v.n LIMIT 1)$q$, p_stage)
+    INTO v_sums, v_unread, v_first
+    USING v_paths[1], v_paths[2], p_money ->> 'unit';
+    RETURN jsonb_build_object('unit', p_money ->> 'unit', 'currencies', v_sums, 'unread', v_unread, 'first_unread', v_first);
+END
+$$;
