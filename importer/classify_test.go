@@ -44,6 +44,7 @@ func TestClassify(t *testing.T) {
 		{"hash only", row(func(r *importer.Row) { r.Payload = nil; r.RequestHash = `\x` + strings.Repeat("AB", 32) }), importer.Import, ""},
 		{"bad hash", row(func(r *importer.Row) { r.Payload = nil; r.RequestHash = "abc" }), importer.Invalid, "64 hex"},
 		{"unreadable", row(func(r *importer.Row) { r.Problem = "not a JSON object" }), importer.Invalid, "not a JSON object"},
+		{"a JSON null response", row(func(r *importer.Row) { r.Response = []byte(" null ") }), importer.Ambiguous, "without a saved response"},
 	}
 	for _, c := range cases {
 		v := importer.Classify(c.row, "rides.charge", now)

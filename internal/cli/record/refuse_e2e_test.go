@@ -79,6 +79,7 @@ func TestEntryCommandsNameTheRoleTheyNeed(t *testing.T) {
 			{"record", "run", "1"},
 			{"import", "plan", "--class", "demo.transfer", "--correction", "old ledger", "--from-ndjson", store, "--ambiguous", amb, "--reason", "MIG"},
 			{"import", "approve", "1", "--yes"},
+			{"import", "run", "1", "--from-ndjson", store},
 		} {
 			code, _, errOut := run(t, dbtest.As(dsn, login), "", append(args, "--operator", "someone")...)
 			assert.Equal(t, cmdutil.ExitInvalid, code, "%s %v: %s", login, args, errOut)
