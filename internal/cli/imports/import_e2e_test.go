@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
@@ -92,8 +93,10 @@ func TestImportCommands(t *testing.T) {
 	id := m[1]
 	code, _, _ = runQ(t, dsn, "import", "approve", id, "--operator", "alice", "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "four eyes")
-	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes")
+	// bob, on a terminal, sees the money before he answers.
+	code, _, errOut = clitest.RunTTY(t, bob, "y\n", "import", "approve", id, "--operator", "bob")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "enter without their effect, recording EUR 27.72 over 24 records?")
 	code, _, errOut = runQ(t, dsn, "import", "run", id, "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitUsage, code, "the run reads the source again")
 	assert.Contains(t, errOut, "the run reads the plan's source again")
