@@ -3,8 +3,8 @@
 -- entry_plan_approve is the second pair of eyes on identities that enter
 -- without their effect (idem.four_eyes_approve: another person than the
 -- planner's, IX342; a login with no person, IX313; only a planned plan,
--- IX341). The plan's classes (record or import) are checked again as they are now
--- (idem.entry_plan_class_check, IX343). Returns the plan.
+-- IX341). The plan's classes (record or import) are checked again as
+-- they are now (idem.entry_plan_class_check, IX343). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.entry_plan_approve(p_id bigint, p_operator text)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
