@@ -41,11 +41,15 @@ another approves, then it runs as the schema owner's function, reading the
 source again (the plan keeps a fingerprint of each row, not the row): it
 enters the rows only if they are exactly the planned ones. Rows are sorted
 out while planning: finished rows are imported; unfinished, locked or
-response-less rows go to the --ambiguous file, in idemctl resolve's input
-format; rows with a NULL or future created_at, a payload over the limit or
+response-less rows (a JSON null response is none) go to the --ambiguous
+file, in idemctl resolve's input format; rows with a NULL or future created_at, a payload over the limit or
 ids that break the identity rules are invalid lines with the reason. At run
 time an identity the inbox already holds with the same payload is skipped,
 with another payload quarantined with both sides: nothing is overwritten.
+
+An import cites what a record of its class cites: --contract for a money
+class (the approval shows the money per currency), --correction for a class
+with a SQL effect (who wrote the imported operations' effects).
 
 The plan prints a cursor (the last created_at/tenant/operation read): run the
 import again with --since CURSOR right before the cutover to take only what
