@@ -200,7 +200,9 @@ type invalidLine struct {
 	Reason      string `json:"reason"`
 }
 
-// Plan opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
+// Plan asks the database first whether the class needs what the plan does
+// not cite (idem.entry_citation_problem: ErrRefused, the source not
+// opened), then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
 // the one place that decides where a plan reads from; the opener's error
 // as it is when it cannot), reads it to its end and stores an import plan of its
 // finished rows, in one transaction (idem.import_plan_begin, _add by

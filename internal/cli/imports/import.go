@@ -42,8 +42,9 @@ source again (the plan keeps a fingerprint of each row, not the row): it
 enters the rows only if they are exactly the planned ones. Rows are sorted
 out while planning: finished rows are imported; unfinished, locked or
 response-less rows (a JSON null response is none) go to the --ambiguous
-file, in idemctl resolve's input format; rows with a NULL or future created_at, a payload over the limit or
-ids that break the identity rules are invalid lines with the reason. At run
+file, in idemctl resolve's input format; rows with a NULL or future
+created_at, a payload over the limit or ids that break the identity rules
+are invalid lines with the reason. At run
 time an identity the inbox already holds with the same payload is skipped,
 with another payload quarantined with both sides: nothing is overwritten.
 
@@ -59,7 +60,8 @@ came after. docs/import.md is the cutover, step by step.`,
       --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)" \
-      --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
+      --ambiguous ambiguous.ndjson --contract "PSP-2024-7" \
+      --correction "charges posted by rocket-rides' own ledger" --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4     # another person
   idemctl import abort 4 --reason "wrong source"   # or: end it, its stage dropped
   idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
@@ -126,7 +128,8 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
       --contract "PSP-2024-7" --correction "charges posted by rocket-rides' own ledger" \
       --reason "adopt rocket-rides (MIG-1)"
   idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous late.ndjson \
-      --since 2026-11-30T23:59:58.123456Z/42/key-9001 --reason "cutover (MIG-1)"`,
+      --since 2026-11-30T23:59:58.123456Z/42/key-9001 --contract "PSP-2024-7" \
+      --correction "charges posted by rocket-rides' own ledger" --reason "cutover (MIG-1)"`,
 		Args: cmdutil.MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
