@@ -28,7 +28,8 @@ type importMoney struct {
 // reviewImport adds an import plan's money totals, per currency, from
 // what its seal added up of the rows it holds (an import's rows are not
 // loaded: a store's whole history). A plan of a money class sealed without
-// them (an item a fingerprint, on Citus) says so as a problem.
+// them (an item a fingerprint, on Citus, or by an older idemctl) says so as
+// a problem.
 func reviewImport(ctx context.Context, db DBTX, r EntryReview) (EntryReview, error) {
 	counts, err := importCounts(r.EntryPlan)
 	if err != nil {
@@ -50,7 +51,7 @@ func reviewImport(ctx context.Context, db DBTX, r EntryReview) (EntryReview, err
 	}
 	if money > 0 {
 		r.MoneyProblems = append(r.MoneyProblems, MoneyProblem{Ref: "its " + fmt.Sprint(r.Items) + " items", Records: r.Items,
-			Problem: "a money class whose amounts the plan did not add up when it was sealed (it keeps a fingerprint an item): check them in the source"})
+			Problem: "a money class, and the plan holds no payloads to add up (sealed with a fingerprint an item, on Citus, or by an older idemctl): check the amounts in the source"})
 	}
 	return r, nil
 }

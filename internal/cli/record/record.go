@@ -268,7 +268,7 @@ func EntryStep(ctx context.Context, f *cmdutil.Factory, step string, id int64, y
 func confirmEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, id int64) error {
 	r, err := governance.ShowEntry(ctx, db, id)
 	if err != nil {
-		return cmdutil.GovernanceErr(err)
+		return cmdutil.GovernanceErr(governance.MapError(err)) // a service's login: the role approving needs
 	}
 	if err := PrintEntryReview(f.IO.ErrOut, r, cmdutil.PromptRecords); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
@@ -89,6 +90,11 @@ func TestEntryCommandsNameTheRoleTheyNeed(t *testing.T) {
 			assert.NoFileExists(t, amb)
 		}
 	}
+	// On a terminal the approval shows the plan first: a service's login
+	// cannot read it, and is told the same.
+	code, _, errOut = clitest.RunTTY(t, dbtest.As(dsn, dbtest.App), "y\n", "record", "approve", "1", "--operator", "svc")
+	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+	assert.Contains(t, errOut, "this login is not an operator")
 	var after, plans int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.audit").Scan(&after))
 	assert.Equal(t, before, after, "nothing audited, nothing done")
