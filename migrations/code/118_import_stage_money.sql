@@ -29,16 +29,21 @@ BEGIN
     FROM unnest(ARRAY[p_money ->> 'amount', p_money ->> 'currency']) WITH ORDINALITY q(p, k);
     EXECUTE format($q$
         WITH r AS MATERIALIZED (
-            SELECT s.n, s.tenant_id, s.operation_id,
-                   CASE WHEN jsonb_typeof(s.payload::jsonb #> $1::text[]) = 'number' THEN (s.payload::jsonb #>> $1::text[])::numeric
-                        WHEN jsonb_typeof(s.payload::jsonb #> $1::text[]) = 'string'
-                             AND s.payload::jsonb #>> $1::text[] ~ '^-?[0-9]{1,40}(\.[0-9]{1,40})?$'
-                        THEN (s.payload::jsonb #>> $1::text[])::numeric END AS amount,
-                   CASE WHEN jsonb_typeof(s.payload::jsonb #> $2::text[]) = 'string' THEN upper(s.payload::jsonb #>> $2::text[]) END AS currency
+            -- each payload parsed once (OFFSET 0 keeps the subqueries whole),
+            -- only its amount and currency kept
+            SELECT s.n, s.tenant_id, s.operation_id, x.a, x.c
             FROM %s s
+            CROSS JOIN LATERAL (SELECT j.d #> $1::text[] AS a, j.d #> $2::text[] AS c
+                                FROM (SELECT s.payload::jsonb AS d OFFSET 0) j OFFSET 0) x
         ), v AS (
-            SELECT r.*, r.amount IS NOT NULL AND r.currency IS NOT NULL AND ($3 <> 'minor' OR r.amount = trunc(r.amount)) AS readable
+            SELECT r.n, r.tenant_id, r.operation_id, t.amount, t.currency,
+                   t.amount IS NOT NULL AND t.currency IS NOT NULL AND ($3 <> 'minor' OR t.amount = trunc(t.amount)) AS readable
             FROM r
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN jsonb_typeof(r.a) = 'number' THEN (r.a #>> '{}')::numeric
+                            WHEN jsonb_typeof(r.a) = 'string' AND r.a #>> '{}' ~ '^-?[0-9]{1,40}(\.[0-9]{1,40})?$'
+                            THEN (r.a #>> '{}')::numeric END AS amount,
+                       CASE WHEN jsonb_typeof(r.c) = 'string' THEN upper(r.c #>> '{}') END AS currency) t
         )
         SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('currency', t.currency, 'amount', t.total::text, 'records', t.k)
                                           ORDER BY t.currency), '[]'::jsonb)
