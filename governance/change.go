@@ -32,6 +32,10 @@ var (
 	ErrSourceNotFound = errors.New("no such replay source")
 	// ErrInvalidOperator: an unusable --operator label (IX015).
 	ErrInvalidOperator = errors.New("invalid operator label")
+	// ErrNotOperator: the login may not call the function (42501): it is
+	// not granted the schema's operator role (a service's or an
+	// auditor's login).
+	ErrNotOperator = errors.New("this login is not an operator")
 )
 
 var codes = pgerr.Table{Named: true, Codes: map[string]error{
@@ -44,6 +48,7 @@ var codes = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX003": ErrUnknownClass,
 	"IX308": ErrSourceNotFound,
 	"IX015": ErrInvalidOperator,
+	"42501": ErrNotOperator,
 }}
 
 // mapError maps the database's refusal to its sentinel, keeping the message.

@@ -79,12 +79,13 @@ func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
 }
 
 // ReviewEntry adds an entry plan's identities and money totals to it. An
-// import's plan is reviewed by its source's digest, counts and sample: its
-// items (a store's whole history, millions of rows) are not loaded.
+// import's plan is reviewed by its source's digest, counts and sample, and
+// the totals its seal added up: its items (a store's whole history,
+// millions of rows) are not loaded.
 func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error) {
 	r := EntryReview{EntryPlan: p, Entries: []EntryLine{}, Totals: []Total{}, MoneyProblems: []MoneyProblem{}}
 	if p.Kind == EntryImport {
-		return r, nil
+		return reviewImport(ctx, db, r)
 	}
 	rows, err := db.Query(ctx, `SELECT i.seq, i.tenant_id, i.operation_id, i.op_class, i.evidence, coalesce(i.outcome, ''),
 			i.payload, c.money

@@ -34,6 +34,9 @@ func (t Total) String() string {
 type MoneyProblem struct {
 	Ref     string `json:"ref"`
 	Problem string `json:"problem"`
+	// Records is how many records the problem holds when more than one
+	// (an import's rows, counted by its seal).
+	Records int `json:"records,omitempty"`
 }
 
 // String renders the problem for a person.

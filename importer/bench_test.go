@@ -95,7 +95,7 @@ func TestImportSpeed(t *testing.T) {
 	b0, s0 := cpu()
 	q0 := queued
 	start = time.Now()
-	r, err := importer.Plan(f.ctx, alice, src, importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "bench"},
+	r, err := importer.Plan(f.ctx, alice, src, importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "bench"},
 		importer.Sinks{})
 	require.NoError(t, err)
 	plan := time.Since(start)

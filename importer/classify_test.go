@@ -44,6 +44,7 @@ func TestClassify(t *testing.T) {
 		{"hash only", row(func(r *importer.Row) { r.Payload = nil; r.RequestHash = `\x` + strings.Repeat("AB", 32) }), importer.Import, ""},
 		{"bad hash", row(func(r *importer.Row) { r.Payload = nil; r.RequestHash = "abc" }), importer.Invalid, "64 hex"},
 		{"unreadable", row(func(r *importer.Row) { r.Problem = "not a JSON object" }), importer.Invalid, "not a JSON object"},
+		{"a JSON null response", row(func(r *importer.Row) { r.Response = []byte(" null ") }), importer.Ambiguous, "without a saved response"},
 	}
 	for _, c := range cases {
 		v := importer.Classify(c.row, "rides.charge", now)
@@ -83,7 +84,7 @@ not json
 	path := t.TempDir() + "/store.ndjson"
 	require.NoError(t, os.WriteFile(path, []byte(lines), 0o600))
 	var invalid strings.Builder
-	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "MIG-3"},
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "MIG-3"},
 		importer.Sinks{Invalid: &invalid})
 	require.NoError(t, err)
 	assert.Equal(t, importer.Counts{Read: 5, ToImport: 2, Invalid: 3}, r.Counts)

@@ -39,7 +39,7 @@ func middlewareExport(t *testing.T, rows map[string]string) string {
 
 func importFile(t *testing.T, f *fixture, path, hashFunction string) governance.EntryPlan {
 	t.Helper()
-	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice",
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice",
 		Reason: "adopt the middleware store (MIG-2)", HashFunction: hashFunction}, importer.Sinks{})
 	require.NoError(t, err)
 	assert.Equal(t, importer.Counts{Read: 2, ToImport: 2, HashOnly: 2}, r.Counts)

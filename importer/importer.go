@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -72,7 +73,8 @@ func Classify(r Row, class string, now time.Time) Verdict {
 		return Verdict{Kind: Ambiguous, Reason: fmt.Sprintf("unfinished in the old store (status %q)", r.Status)}
 	case r.Locked:
 		return Verdict{Kind: Ambiguous, Reason: "still locked in the old store (a worker may be running it)"}
-	case r.Response == nil:
+	case r.Response == nil || string(bytes.TrimSpace(r.Response)) == "null":
+		// JSON null is no saved response either (the database refuses it too).
 		return Verdict{Kind: Ambiguous, Reason: "finished without a saved response"}
 	}
 	if !json.Valid(r.Response) {
@@ -122,6 +124,11 @@ type Counts struct {
 // PlanOptions are what a planner states besides the source.
 type PlanOptions struct {
 	Class, Operator, Reason string
+	// Contract and Correction are what the plan cites, as a record plan
+	// does: a money class needs the business contract the approver checks
+	// the imported amounts against, a class with a SQL effect who wrote the
+	// effects of the imported operations (the import does not run them).
+	Contract, Correction string
 	// HashFunction is the store's declared hash function (SHA256Raw,
 	// SHA256SortedJSON), "" when undeclared.
 	HashFunction string
@@ -193,7 +200,9 @@ type invalidLine struct {
 	Reason      string `json:"reason"`
 }
 
-// Plan opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
+// Plan asks the database first whether the class needs what the plan does
+// not cite (idem.entry_citation_problem: ErrRefused, the source not
+// opened), then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
 // the one place that decides where a plan reads from; the opener's error
 // as it is when it cannot), reads it to its end and stores an import plan of its
 // finished rows, in one transaction (idem.import_plan_begin, _add by
@@ -214,11 +223,6 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 		o.ProgressEvery = 2 * time.Second
 	}
 	readFrom := ReadFrom(o.Since, o.SinceOverlap)
-	src, err := open(ctx, readFrom, true)
-	if err != nil {
-		return Result{}, err
-	}
-	defer src.Close()
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return Result{}, err
@@ -230,12 +234,29 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
 		return Result{}, err
 	}
+	// The class and what the plan cites, before the source is opened (the
+	// seal checks them again): an unknown class, or a money class without
+	// its contract, reads nothing.
+	var problem *string
+	if err := tx.QueryRow(ctx, "SELECT idem.entry_citation_problem('import', $1, $2, $3)", o.Class, o.Contract, o.Correction).
+		Scan(&problem); err != nil {
+		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
+	}
+	if problem != nil {
+		return Result{}, fmt.Errorf("plan import: %w: %s; nothing read", governance.ErrRefused, *problem)
+	}
+	src, err := open(ctx, readFrom, true)
+	if err != nil {
+		return Result{}, err
+	}
+	defer src.Close()
 	var hf *string
 	if o.HashFunction != "" {
 		hf = &o.HashFunction
 	}
 	var id int64
-	if err := tx.QueryRow(ctx, "SELECT (idem.import_plan_begin($1, $2, $3, $4)).id", src.Describe(), hf, o.Operator, o.Reason).Scan(&id); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT (idem.import_plan_begin($1, $2, $3, $4, $5, $6)).id", src.Describe(), hf, o.Operator, o.Reason,
+		o.Contract, o.Correction).Scan(&id); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
 	}
 	// On Citus a plan keeps an item a row; elsewhere one digest of them all.

@@ -71,6 +71,10 @@ GRANT SELECT, INSERT ON rocket.charge TO idemctl_test_effects;`
 // idem.execute: its effect writes a charge row.
 const rideCharge = "rides.charge"
 
+// ridesLedger is what an import of rideCharge cites as its --correction:
+// who wrote the effects of the operations it imports.
+const ridesLedger = "charges written by rocket-rides before the cutover"
+
 func rocketSetup(t *testing.T, f *fixture) {
 	dbtest.Admin(t, f.dsn, rocketRides)
 	dbtest.RegisterEffect(t, f.dsn, rideCharge, "forever", "ride_charge",
@@ -185,7 +189,7 @@ func TestImportRocketRides(t *testing.T) {
 	plan := func(since *importer.Cursor) importer.Result {
 		t.Helper()
 		ambiguous.Reset()
-		r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Operator: "alice",
+		r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice",
 			Reason: "adopt rocket-rides (MIG-1)", Since: since, BatchSize: 64}, importer.Sinks{Ambiguous: &ambiguous, Invalid: &invalid})
 		require.NoError(t, err)
 		return r
@@ -308,7 +312,7 @@ func TestImportRocketRides(t *testing.T) {
 	outcomes, err = importer.Outcomes(f.ctx, f.alice, again.Plan.ID)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"entered": 16, "skipped": 3}, outcomes, "the overlap's keys are in the inbox: skipped, not entered twice")
-	_, err = importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Operator: "alice",
+	_, err = importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice",
 		Reason: "adopt rocket-rides (MIG-1)", Since: again.Cursor, SinceOverlap: -1}, importer.Sinks{})
 	assert.ErrorIs(t, err, importer.ErrNothingToImport, "a rerun imports nothing twice")
 }

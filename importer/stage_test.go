@@ -35,7 +35,7 @@ func storeFile(t *testing.T, n int) string {
 
 // planFile plans and approves the import of a file, chunks of chunk rows.
 func planFile(t *testing.T, f *fixture, path string, chunk int) governance.EntryPlan {
-	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt",
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "adopt",
 		ChunkRows: chunk}, importer.Sinks{})
 	require.NoError(t, err)
 	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
@@ -168,7 +168,7 @@ func TestImportRunReadsTheSourceUpToTheCursor(t *testing.T) {
 		response_code, response_body, recovery_point, user_id, locked_at)
 		VALUES (now() + interval '1 day', 'future', 'POST', '{"amount":1}', '/charges', 201, '{}', 'finished', 1, NULL)`)
 	src := importer.PostgresSource{DSN: dbtest.SourceDSN(f.dsn), Query: rocketQuery, PasswordEnv: dbtest.SourcePasswordEnv}
-	r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt", ChunkRows: 7},
+	r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "adopt", ChunkRows: 7},
 		importer.Sinks{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Counts.Invalid, "the future row")

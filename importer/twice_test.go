@@ -35,7 +35,7 @@ func TestImportSourceWithAnIdentityTwiceEntersNothing(t *testing.T) {
 		return path
 	}
 	run := func(path string) error {
-		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+		r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice", Reason: "adopt"}, importer.Sinks{})
 		require.NoError(t, err)
 		_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
 		require.NoError(t, err)

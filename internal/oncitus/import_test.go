@@ -58,7 +58,7 @@ func TestImportOnTheCoordinator(t *testing.T) {
 		return importer.OpenNDJSON(file)
 	}
 
-	planned, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "adopt the old store"},
+	planned, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Correction: "the old store's own ledger", Operator: "alice", Reason: "adopt the old store"},
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
 	require.NoError(t, err)
 	require.Equal(t, len(tenants), planned.Plan.Items)
@@ -115,7 +115,7 @@ func TestImportOnTheCoordinator(t *testing.T) {
 
 	// A plan that will not run ends (no stage on Citus: its items are rows
 	// on the coordinator); its run is refused.
-	again, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Operator: "alice", Reason: "once more"},
+	again, err := importer.Plan(ctx, alice, open, importer.PlanOptions{Class: demo.Class, Correction: "the old store's own ledger", Operator: "alice", Reason: "once more"},
 		importer.Sinks{Ambiguous: &strings.Builder{}, Invalid: &strings.Builder{}})
 	require.NoError(t, err)
 	aborted, err := governance.AbortEntry(ctx, bob, again.Plan.ID, "bob", "imported already")

@@ -7,8 +7,10 @@
 -- come from and p_source_digest is its sha256; p_items is a JSON array of
 -- {tenant_id, operation_id, class, payload (canonical text), payload_hash,
 -- response, evidence}, at most 10000, each checked as idem.execute checks a
--- request (hash, limits, class). A money class needs p_contract, a class
--- with a SQL effect p_correction too (who writes its ledger rows), IX343.
+-- request (hash, limits, class); a response that is absent or JSON null is
+-- refused (IX343). A money class needs p_contract, a class with a SQL
+-- effect p_correction too (who writes its ledger rows), IX343
+-- (idem.entry_citation_problem).
 -- The plan keeps the counts and a sample; nothing enters until another
 -- person approves (idem.entry_plan_approve) and it runs (idem.entry_plan_run).
 -- The login must map to a person (IX313). Audited. Returns the plan.
@@ -24,8 +26,7 @@ DECLARE
     v_problem text := idem.decision_input_problem(p_operator, p_reason);
     v_item   jsonb;
     v_seq    integer := 0;
-    v_effect regprocedure;
-    v_money  boolean;
+    v_cite   text;
     v_p      idem.entry_plan;
 BEGIN
     IF v_problem IS NOT NULL THEN
@@ -49,21 +50,16 @@ BEGIN
     RETURNING * INTO v_p;
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
         v_seq := v_seq + 1;
-        v_effect := idem.check_request(v_item ->> 'tenant_id', v_item ->> 'operation_id', v_item ->> 'class',
-                                       v_item ->> 'payload', v_item ->> 'payload_hash', NULL);
-        SELECT money IS NOT NULL INTO v_money FROM idem.op_class WHERE name = v_item ->> 'class';
-        IF v_money AND v_p.contract IS NULL THEN
-            RAISE EXCEPTION 'entry plan: item % is of money class %: cite the business contract (--contract)', v_seq,
-                    v_item ->> 'class'
-                USING ERRCODE = 'IX343';
+        PERFORM idem.check_request(v_item ->> 'tenant_id', v_item ->> 'operation_id', v_item ->> 'class',
+                                v_item ->> 'payload', v_item ->> 'payload_hash', NULL);
+        v_cite := idem.entry_citation_problem('record', v_item ->> 'class', v_p.contract, v_p.correction);
+        IF v_cite IS NOT NULL THEN
+            RAISE EXCEPTION 'entry plan: item %: %', v_seq, v_cite USING ERRCODE = 'IX343';
         END IF;
-        IF v_effect IS NOT NULL AND v_p.correction IS NULL THEN
-            RAISE EXCEPTION 'entry plan: item %: class % has a SQL effect: its ledger rows are not written by recording; name the manual correction that writes them (--correction)',
-                    v_seq, v_item ->> 'class'
-                USING ERRCODE = 'IX343';
-        END IF;
-        IF v_item -> 'response' IS NULL OR idem.text_problem('evidence', v_item ->> 'evidence', 1024) IS NOT NULL THEN
-            RAISE EXCEPTION 'entry plan: item % needs a response and evidence (e.g. the provider''s reference)', v_seq
+        -- JSON null is no response: a retry would be answered already_applied with nothing.
+        IF v_item -> 'response' IS NULL OR jsonb_typeof(v_item -> 'response') = 'null'
+           OR idem.text_problem('evidence', v_item ->> 'evidence', 1024) IS NOT NULL THEN
+            RAISE EXCEPTION 'entry plan: item % needs a response (JSON null is none) and evidence (e.g. the provider''s reference)', v_seq
                 USING ERRCODE = 'IX343';
         END IF;
         INSERT INTO idem.entry_item (plan_id, seq, tenant_id, operation_id, op_class, payload, payload_hash, response, evidence)

@@ -8,7 +8,9 @@
 -- oldest and newest created_at) and a sample from the items it holds, and
 -- makes the plan 'planned': another person approves exactly these items
 -- (idem.entry_plan_approve), then it runs (idem.entry_plan_run). A plan with
--- no item is refused (IX343). Audited (entry.plan). Returns the plan.
+-- no item is refused (IX343), and so is one whose class needs what it does
+-- not cite (idem.entry_plan_class_check, IX343). Audited (entry.plan).
+-- Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_plan_seal(p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
@@ -44,9 +46,10 @@ BEGIN
                   FROM idem.entry_item e WHERE e.plan_id = p_id AND e.seq <= 5)
     WHERE id = p_id
     RETURNING * INTO v_p;
+    PERFORM idem.entry_plan_class_check(p_id); -- its class against what the plan cites (--contract, --correction)
     PERFORM idem.audit_write(v_p.planned_by, 'entry.plan', 'entry_plan:' || v_p.id,
         jsonb_build_object('kind', 'import', 'source', v_p.source, 'source_digest', p_source_digest, 'counts', v_counts,
-                           'cursor', p_cursor, 'hash_function', v_p.hash_function, 'reason', v_p.reason,
+                           'cursor', p_cursor, 'hash_function', v_p.hash_function, 'contract', v_p.contract, 'correction', v_p.correction, 'reason', v_p.reason,
                            'person', v_person)::text);
     RETURN v_p;
 END

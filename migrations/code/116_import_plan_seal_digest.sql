@@ -11,7 +11,8 @@
 -- source again in the same order and enters its rows only if their digest,
 -- counts and sample are these (idem.import_run_digest). Otherwise as
 -- idem.import_plan_seal: the source's digest and counts, the cursor,
--- 'planned', audited (entry.plan). Not on Citus (IX343: plan an item a row
+-- the class checked against what the plan cites, 'planned', audited
+-- (entry.plan). Not on Citus (IX343: plan an item a row
 -- there). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_plan_seal_digest(
     p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text, p_items_digest bytea, p_items jsonb, p_sample jsonb
@@ -71,10 +72,11 @@ BEGIN
         counts = v_counts, sample = v_sample, items_digest = p_items_digest
     WHERE id = p_id
     RETURNING * INTO v_p;
+    PERFORM idem.entry_plan_class_check(p_id); -- its class against what the plan cites (--contract, --correction)
     PERFORM idem.audit_write(v_p.planned_by, 'entry.plan', 'entry_plan:' || v_p.id,
         jsonb_build_object('kind', 'import', 'source', v_p.source, 'source_digest', p_source_digest, 'counts', v_counts,
                            'items_digest', encode(p_items_digest, 'hex'), 'cursor', p_cursor,
-                           'hash_function', v_p.hash_function, 'reason', v_p.reason, 'person', v_person)::text);
+                           'hash_function', v_p.hash_function, 'contract', v_p.contract, 'correction', v_p.correction, 'reason', v_p.reason, 'person', v_person)::text);
     RETURN v_p;
 END
 $$;

@@ -16,13 +16,16 @@
 --     created_at, the identities the rows hold more than once
 --     (identities_twice: such a plan is sealed for the record and its run
 --     refused), the rows a chunk of the run enters in one transaction
---     (chunk_rows: p_chunk_rows, 1 to 1000000); the sample: the first five
---     rows.
+--     (chunk_rows: p_chunk_rows, 1 to 1000000), for a money class what the
+--     rows add up to per currency (money: idem.import_stage_money); the
+--     sample: the first five rows.
 -- The plan becomes 'planned' with the source's digest and counts
 -- (p_source_counts, as idemctl read them) and the cursor: another person
 -- approves exactly the staged rows, which nobody but the schema owner can
 -- change, once the rows they read again from the source have the same
--- digest (idem.import_plan_approve). Audited (entry.plan). Returns the plan.
+-- digest (idem.import_plan_approve). A class that needs what the plan does
+-- not cite is refused (idem.entry_plan_class_check, IX343). Audited
+-- (entry.plan). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_plan_seal_stage(
     p_id bigint, p_source_digest text, p_source_counts jsonb, p_cursor text, p_class text, p_chunk_rows integer
 ) RETURNS idem.entry_plan
@@ -46,6 +49,7 @@ DECLARE
     v_tenants bigint;
     v_sample jsonb;
     v_counts jsonb;
+    v_money  jsonb;
 BEGIN
     IF to_regclass(v_t) IS NULL OR EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = p_id) THEN
         RAISE EXCEPTION 'import plan % has no stage (idem.import_plan_stage_open), or holds item rows', p_id USING ERRCODE = 'IX343';
@@ -119,15 +123,21 @@ BEGIN
                                    'oldest', v_c.oldest, 'newest', v_c.newest, 'classes', jsonb_build_object(p_class, v_n),
                                    'identities_twice', v_twice, 'chunk_rows', p_chunk_rows,
                                    'source', coalesce(p_source_counts, '{}'::jsonb));
+    -- A money class: what the rows add up to per currency, for the approver.
+    SELECT k.money INTO v_money FROM idem.op_class k WHERE k.name = p_class;
+    IF v_money IS NOT NULL THEN
+        v_counts := v_counts || jsonb_build_object('money', idem.import_stage_money(v_t, v_money));
+    END IF;
     UPDATE idem.entry_plan
     SET state = 'planned', source_digest = p_source_digest, cursor = p_cursor, items = v_n::integer,
         counts = v_counts, sample = v_sample, items_digest = v_c.digest, staged = true
     WHERE id = p_id
     RETURNING * INTO v_p;
+    PERFORM idem.entry_plan_class_check(p_id); -- its class against what the plan cites (--contract, --correction)
     PERFORM idem.audit_write(v_p.planned_by, 'entry.plan', 'entry_plan:' || v_p.id,
         jsonb_build_object('kind', 'import', 'source', v_p.source, 'source_digest', p_source_digest, 'counts', v_counts,
                            'items_digest', encode(v_c.digest, 'hex'), 'staged', true, 'cursor', p_cursor,
-                           'hash_function', v_p.hash_function, 'reason', v_p.reason, 'person', v_person)::text);
+                           'hash_function', v_p.hash_function, 'contract', v_p.contract, 'correction', v_p.correction, 'reason', v_p.reason, 'person', v_person)::text);
     RETURN v_p;
 END
 $$;

@@ -1,10 +1,11 @@
 -- object: function idem.import_stage_problem(text, text, text, text, jsonb, timestamptz, text, text)
 -- import_stage_problem says what is wrong with one staged row of an import
 -- plan (idem.import_plan_seal_stage), or NULL: the identity rules, a
--- created_at unknown or in the future, no response, either a payload (JSON
--- of at most 1 MiB and 64 levels, hashed jcs-sha256 over exactly its bytes)
--- or the store's own hash (64 lowercase hex) alone, and the evidence (as
--- entry_item's CHECK). The response is jsonb already (the stage's column:
+-- created_at unknown or in the future, no response (SQL NULL or JSON
+-- null: an operation without its saved response is not finished), either
+-- a payload (JSON of at most 1 MiB and 64 levels, hashed jcs-sha256 over
+-- exactly its bytes) or the store's own hash (64 lowercase hex) alone, and
+-- the evidence (as entry_item's CHECK). The response is jsonb already (the stage's column:
 -- the COPY parsed it). A payload that is not JSON raises (22P02). Cheap
 -- tests only: it runs once a row of a million-row import, in parallel
 -- workers when the database has them (PARALLEL SAFE). Internal: granted
@@ -21,7 +22,7 @@ AS $$
           OR p_operation_id ~ '[\x01-\x1f\x7f-\x9f]' THEN idem.identity_problem(p_tenant_id, p_operation_id)
         WHEN p_created_at IS NULL THEN 'created_at is unknown'
         WHEN p_created_at > now() THEN format('created_at %s is in the future', p_created_at)
-        WHEN p_response IS NULL THEN 'no response'
+        WHEN p_response IS NULL OR jsonb_typeof(p_response) = 'null' THEN 'no response (JSON null is none)'
         WHEN p_evidence IS NULL OR btrim(p_evidence) = '' OR octet_length(p_evidence) > 1024 OR p_evidence ~ '[\x01-\x1f\x7f-\x9f]'
             THEN 'its evidence is empty, too long or holds control characters'
         WHEN p_payload IS NULL AND p_payload_hash IS NULL THEN

@@ -4,10 +4,11 @@
 -- (idem.import_plan_seal_stage; IX341 otherwise): it refuses a plan whose
 -- rows hold an identity twice and a stage a crash of the database emptied
 -- (IX343: plan again), makes the body partitions of the rows' real ages,
--- and makes the plan 'running' (audited: entry.run.start). The rows then
--- enter chunk by chunk (idem.import_run_chunk), each chunk its own
--- transaction, and idem.import_run_finish closes the plan: unlike a plan
--- run in one transaction, a run stopped half way has entered the chunks
+-- and makes the plan 'running' (audited: entry.run.start); its class is
+-- checked again against what the plan cites (idem.entry_plan_class_check,
+-- IX343). The rows then enter chunk by chunk (idem.import_run_chunk),
+-- each chunk its own transaction, and idem.import_run_finish closes the
+-- plan: unlike a plan run in one transaction, a run stopped half way has entered the chunks
 -- that committed, and is resumed, not undone. A plan already running is
 -- returned as it is (a resumed run). The runner must be a person (IX313).
 -- Returns the plan.
@@ -36,6 +37,7 @@ BEGIN
     IF v_p.state = 'running' THEN
         RETURN v_p;
     END IF;
+    PERFORM idem.entry_plan_class_check(p_id); -- a class may have become money since the approval
     IF (v_p.counts ->> 'identities_twice')::bigint > 0 THEN
         RAISE EXCEPTION 'import plan %: the source holds an identity twice (one plan holds it once): nothing entered', p_id
             USING ERRCODE = 'IX343', HINT = 'deduplicate the source''s query (one row per tenant and key), then plan again';

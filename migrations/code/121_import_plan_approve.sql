@@ -5,7 +5,8 @@
 -- the plan's source into pg_temp.idem_import_check
 -- (idem.import_check_open), the plan is approved only if those rows are
 -- exactly what it will enter (idem.import_approve_check, IX341 or IX343:
--- nothing approved); then as every plan (idem.four_eyes_approve: another
+-- nothing approved) and its classes still need no citation it lacks
+-- (idem.entry_plan_class_check, IX343); then as every plan (idem.four_eyes_approve: another
 -- person than the planner's, IX342; a login with no person, IX313; only a
 -- planned plan, IX341). A record plan is approved by
 -- idem.entry_plan_approve (IX341 here, naming idemctl record approve).
@@ -24,6 +25,9 @@ BEGIN
         RAISE EXCEPTION 'entry plan % is a % plan, not an import: approve it with idemctl record approve %', p_id, v_p.kind, p_id
             USING ERRCODE = 'IX341';
     END IF;
+    -- The classes as they are now: what a record cites, an import cites
+    -- (idem.entry_plan_class_check, IX343).
+    PERFORM idem.entry_plan_class_check(p_id);
     -- The planner's own approval and a plan not planned are refused as
     -- such (below), before the source is compared.
     IF v_p.state = 'planned' AND v_person <> v_p.planned_person THEN

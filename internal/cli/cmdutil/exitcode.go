@@ -94,7 +94,8 @@ var exitWhy = map[string]map[int]string{
 	"horizon status":    {ExitNotFound: "no such plan"},
 	"class set":         {ExitInvalid: "unknown class, invalid policy or re-drive, a host not on the allow-list, a login with no person planning a forever class horizon or a lower min-age, or either without --reason"},
 	"quarantine export": {ExitUsage: "also a --file that exists (an export is never overwritten)", ExitNotFound: "no such record"},
-	"import plan":       {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan"},
+	"import plan":       {ExitInvalid: "some rows were invalid (the plan holds the others), or the source or a rule refused the plan; an unknown class, a money class without --contract, a class with a SQL effect without --correction and a login that is not an operator's are refused before the source is read"},
+	"record plan":       {ExitInvalid: "a bad line of the file (named: an unknown field, no identity, no response or a JSON null one, an identity on two lines), or a rule refused the plan (a money class without --contract, a class with a SQL effect without --correction, a login that is not an operator's or maps to no person): nothing planned"},
 	"import abort":      {ExitInvalid: "a plan running, done or aborted, a login with no person, or an invalid reason", ExitNotFound: "no such plan"},
 	"record abort":      {ExitInvalid: "a plan running, done or aborted, a login with no person, or an invalid reason", ExitNotFound: "no such plan"},
 	"corrections add":   {ExitInvalid: "invalid identity or reason"},
@@ -304,6 +305,10 @@ func GovernanceErr(err error) error {
 		return nil
 	case errors.Is(err, governance.ErrNotFound), errors.Is(err, governance.ErrSourceNotFound):
 		return WithCode(ExitNotFound, err)
+	case errors.Is(err, governance.ErrNotOperator):
+		// A service's or an auditor's login: say which role the command
+		// needs, not only the SQLSTATE.
+		return WithCode(ExitInvalid, fmt.Errorf("%w; this command needs an operator's login (granted the schema's operator role, idem_operator by default) mapped to a person: log in as one (idemctl person list names them)", err))
 	}
 	for _, refusal := range []error{governance.ErrState, governance.ErrSamePerson, governance.ErrStale, governance.ErrRefused,
 		governance.ErrNoPerson, governance.ErrUnknownClass, governance.ErrInvalidOperator} {

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -205,7 +206,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		for i := 0; i < n && i < len(r); i++ {
 			cw := cellWidth(r[i])
 			natural[i] = max(natural[i], cw)
-			word[i] = max(word[i], min(widestWord(r[i]), wholeWord))
+			word[i] = max(word[i], min(widestWord(r[i]), wholeWord), widestToken(r[i]))
 			if isIdentifierCell(header, r, i) {
 				floor[i] = max(floor[i], cw)
 			}
@@ -359,10 +360,22 @@ func printVertical(w io.Writer, header []string, rows [][]string, width int) err
 			case isIdentifierCell(header, r, i) || room < 12:
 				b.WriteString(strings.TrimRight(prefix, " ") + "\n" + v + "\n")
 			default:
-				// A word wider than the room (a DSN, a path) stands alone
-				// on its line, whole, for the terminal to fold: cut, it
-				// could not be copied.
-				b.WriteString(prefix + strings.ReplaceAll(wrapWholeWords(v, room), "\n", "\n"+indent) + "\n")
+				// A word wider than the room (a DSN, a path, a hash) stands
+				// alone on its line, whole, from the first column (indented,
+				// it would pass the width and the terminal would fold it):
+				// cut, it could not be copied.
+				for k, l := range strings.Split(wrapWholeWords(v, room), "\n") {
+					switch fits := ansi.StringWidth(l) <= room; {
+					case k == 0 && fits:
+						b.WriteString(prefix + l + "\n")
+					case k == 0:
+						b.WriteString(strings.TrimRight(prefix, " ") + "\n" + l + "\n")
+					case fits:
+						b.WriteString(indent + l + "\n")
+					default:
+						b.WriteString(l + "\n")
+					}
+				}
 			}
 		}
 	}
@@ -371,10 +384,27 @@ func printVertical(w io.Writer, header []string, rows [][]string, width int) err
 }
 
 // wholeWord is the widest word a column keeps whole: a DSN, a setting's
-// name, a short path. A longer one (a JSON document with no space, a hash
-// with its prefix) is cut at the column's edge as it wraps, so that the
-// table still fits the terminal.
+// name, a short path. A longer one (a JSON document with no space) is cut
+// at the column's edge as it wraps, so that the table still fits the
+// terminal; a token an operator copies (a hash with its algorithm) never
+// is (widestToken): a table that cannot hold it whole turns vertical.
 const wholeWord = 40
+
+// tokenRE is a word an operator copies and compares whole, however long: a
+// hash with its algorithm (jcs-sha256:<hex>, sha256:<hex>), as a sentence
+// may hold it (a comma or a parenthesis after it).
+var tokenRE = regexp.MustCompile(`^[(]?[a-z][a-z0-9-]*:[0-9a-f]{32,}[,.;:)]*$`)
+
+// widestToken is the width of the widest token of s (tokenRE), 0 when none.
+func widestToken(s string) int {
+	w := 0
+	for _, word := range strings.Fields(s) {
+		if tokenRE.MatchString(word) {
+			w = max(w, ansi.StringWidth(word))
+		}
+	}
+	return w
+}
 
 // widestWord is the width of the widest space-separated word of s.
 func widestWord(s string) int {

@@ -109,3 +109,30 @@ func TestWrapWordsKeepsIdentifiers(t *testing.T) {
 	assert.Equal(t, "東京\n決済", wrapWords("東京 決済", 4), "by cells, not bytes")
 	assert.Equal(t, "ab\nabcdefghijk\ncd", wrapWholeWords("ab abcdefghijk cd", 5), "a word wider than the line stands alone, whole")
 }
+
+// A hash in an explaining column (inspect --history's detail) is copied
+// whole: at 80 columns it is never cut across two lines, and the table
+// that cannot hold it turns vertical rather than hide the time; a JSON
+// document with no space is still cut to fit.
+func TestTableNeverCutsAHash(t *testing.T) {
+	hash := "jcs-sha256:e8b51fbb61cf7a34cbc58ed03066aca8f3fafd4788039c7940316d689e9f8bff"
+	header := []string{"at", "event", "detail", "record"}
+	rows := [][]string{
+		{"2026-12-01 20:31:35.535Z", "applied", "class demo.transfer, hash " + hash + ", no transport", "-"},
+		{"2026-12-01 20:32:01.120Z", "decision", "rejected by alice: the retry changed the amount", "audit 7"},
+	}
+	var out strings.Builder
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 80}}, header, rows))
+	s := out.String()
+	assert.LessOrEqual(t, maxLineWidth(s), 80, s)
+	assert.Contains(t, s, "\n"+hash+",\n", "the hash whole on a line of its own:\n%s", s)
+	assert.Contains(t, s, "at:     2026-12-01 20:31:35.535Z", "the time is not hidden")
+	assert.Contains(t, s, "record: audit 7")
+
+	var cut strings.Builder
+	doc := `{"amount":` + strings.Repeat("1", 70) + `}`
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &cut, Layout: TableLayout{Width: 80}}, []string{"id", "detail"},
+		[][]string{{"1", doc}}))
+	assert.LessOrEqual(t, maxLineWidth(cut.String()), 80, cut.String())
+	assert.Contains(t, cut.String(), "│ 1  │", "a long JSON document still fits in a table")
+}

@@ -35,12 +35,12 @@ later retry of it answers already_applied with the original response.
 
 One person plans, reading the source streaming (progress on stderr). Rows are
 sorted out while planning: finished rows are imported; unfinished, locked or
-response-less rows go to the --ambiguous file, in idemctl resolve's input
-format; rows with a NULL or future created_at, a payload over the limit or
-ids that break the identity rules are invalid lines with the reason. Off
-Citus the plan stages the canonical rows in the database, which checks them
-and seals the plan with its own digest of them; on Citus the plan keeps a
-fingerprint of each row instead of the row.
+response-less rows (a JSON null response is none) go to the --ambiguous file,
+in idemctl resolve's input format; rows with a NULL or future created_at, a
+payload over the limit or ids that break the identity rules are invalid lines
+with the reason. Off Citus the plan stages the canonical rows in the
+database, which checks them and seals the plan with its own digest of them;
+on Citus the plan keeps a fingerprint of each row instead of the row.
 
 Another person approves, reading the source again (import approve takes the
 same source flags): the database approves only if what it gives is exactly
@@ -52,6 +52,10 @@ again and enters the rows only if they are exactly the planned ones. At run
 time an identity the inbox already holds with the same payload is skipped,
 with another payload quarantined with both sides: nothing is overwritten.
 
+An import cites what a record of its class cites: --contract for a money
+class (the approval shows the money per currency), --correction for a class
+with a SQL effect (who wrote the imported operations' effects).
+
 The plan prints a cursor (the last created_at/tenant/operation read): run the
 import again with --since CURSOR right before the cutover to take only what
 came after. docs/import.md is the cutover, step by step.`,
@@ -60,7 +64,8 @@ came after. docs/import.md is the cutover, step by step.`,
       --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)" \
-      --ambiguous ambiguous.ndjson --reason "adopt rocket-rides (MIG-1)"
+      --ambiguous ambiguous.ndjson --contract "PSP-2024-7" \
+      --correction "charges posted by rocket-rides' own ledger" --reason "adopt rocket-rides (MIG-1)"
   idemctl import approve 4 --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)"     # another person
@@ -83,6 +88,8 @@ came after. docs/import.md is the cutover, step by step.`,
 // ImportPlanOptions are the flags of `idemctl import plan`.
 type ImportPlanOptions struct {
 	Class, Reason       string
+	Contract            string
+	Correction          string
 	FromPostgres, Query string
 	PasswordEnv         string
 	FromNDJSON          string
@@ -109,6 +116,14 @@ only its own hash of the request), response, created_at, status ('finished'
 for a completed operation) and optionally locked (boolean).
 --from-ndjson FILE: one JSON object a line with the same fields.
 
+An import lets identities in without their effect running, as a record
+does, and cites what a record cites (checked when it is planned, approved
+and run): a money class needs --contract, the business contract the
+approver checks the imported amounts against (the approval shows their
+totals per currency); a class with a SQL effect needs --correction, who
+wrote the effects of the imported operations (the import does not run
+them: the old service's ledger, say).
+
 --hash-function says how a hash-only store computed request_hash:
 sha256-raw (of the request body's bytes) or sha256-sorted-json (of the JSON
 with sorted keys and no whitespace, RFC 8785). Without it, every retry of
@@ -116,9 +131,11 @@ such an identity is a quarantined conflict "imported without its payload".
 
 Exit code 5 when some rows were invalid (the plan holds the others).`,
 		Example: `  idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous ambiguous.ndjson \
+      --contract "PSP-2024-7" --correction "charges posted by rocket-rides' own ledger" \
       --reason "adopt rocket-rides (MIG-1)"
   idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous late.ndjson \
-      --since 2026-11-30T23:59:58.123456Z/42/key-9001 --reason "cutover (MIG-1)"`,
+      --since 2026-11-30T23:59:58.123456Z/42/key-9001 --contract "PSP-2024-7" \
+      --correction "charges posted by rocket-rides' own ledger" --reason "cutover (MIG-1)"`,
 		Args: cmdutil.MaxArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -143,6 +160,8 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
 	fl.BoolVar(&o.OverwriteAmbiguous, "overwrite", false, "let --ambiguous and --invalid replace existing files")
 	fl.StringVar(&o.Invalid, "invalid", "", "write the invalid rows here, one JSON object a line (default: stderr)")
 	fl.StringVar(&o.Reason, "reason", "", "why (required)")
+	fl.StringVar(&o.Contract, "contract", "", "the business contract the approver checks the imported amounts against (required for a money class)")
+	fl.StringVar(&o.Correction, "correction", "", "who wrote the effects of the imported operations, which the import does not run (required for a class with a SQL effect)")
 	fl.DurationVar(&o.ProgressEvery, "progress", 2*time.Second, "how often a progress line is printed on stderr (0: never)")
 	return cmd
 }
@@ -211,6 +230,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		}
 	}
 	res, err := importer.Plan(ctx, pool, out.opened(o.opener()), importer.PlanOptions{Class: o.Class, Operator: f.Operator(), Reason: o.Reason,
+		Contract: o.Contract, Correction: o.Correction,
 		HashFunction: o.HashFunction, Since: since, SinceOverlap: o.SinceOverlap, Progress: progress, ProgressEvery: o.ProgressEvery}, importer.Sinks{Ambiguous: out.ambiguousSink(), Invalid: out.invalidSink()})
 	if errors.Is(err, importer.ErrNothingToImport) {
 		fmt.Fprintf(f.IO.ErrOut, "nothing to import: %d rows read (%d ambiguous, %d invalid); no plan stored\n",
@@ -219,6 +239,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 		return invalidExit(res.Counts)
 	}
 	if err != nil {
+		out.remove() // no plan stored: no --ambiguous or --invalid list of it either
 		return cmdutil.GovernanceErr(err)
 	}
 	if err := showImportPlan(f, res.Plan); err != nil {
@@ -285,6 +306,18 @@ func (p *planOutputs) close() {
 	}
 }
 
+// remove closes and deletes the files the plan made, when it stored no
+// plan: a rerun after the fix does not find them in its way.
+func (p *planOutputs) remove() {
+	p.close()
+	for _, f := range []*os.File{p.amb, p.inv} {
+		if f != nil {
+			_ = os.Remove(f.Name())
+		}
+	}
+	p.amb, p.inv = nil, nil
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
@@ -313,12 +346,13 @@ func (o *ImportPlanOptions) opener() importer.Opener {
 }
 
 // showImportPlan prints an import plan without reading its items (an
-// import may hold millions): its source, digest, counts, cursor and sample.
+// import may hold millions): its source, digest, counts, money totals,
+// cursor and sample.
 func showImportPlan(f *cmdutil.Factory, p governance.EntryPlan) error {
 	if f.JSON() {
 		return cmdutil.PrintJSONLine(f.IO.Out, p)
 	}
-	return record.PrintEntryReview(f.IO.Out, governance.EntryReview{EntryPlan: p}, 0)
+	return record.PrintEntryReview(f.IO.Out, governance.ReviewImport(p), 0)
 }
 
 func printCursorHint(f *cmdutil.Factory, res importer.Result) {

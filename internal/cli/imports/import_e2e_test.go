@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
@@ -37,6 +38,10 @@ SELECT now() - interval '90 days' * (1 - g / 31.0), 'key-' || g, CASE WHEN g % 1
        CASE g % 10 WHEN 0 THEN 'started' WHEN 1 THEN 'ride_created' ELSE 'finished' END, 7
 FROM generate_series(1, 30) g;`
 
+// ledger is what an import into demo.transfer (a class with a SQL effect)
+// cites: who wrote the effects of the operations it imports.
+const ledger = "postings written by rides before the cutover"
+
 const importQuery = `SELECT user_id AS tenant_id, idempotency_key AS operation_id, request_params AS payload,
   CASE WHEN response_code IS NOT NULL THEN jsonb_build_object('code', response_code, 'body', response_body) END AS response,
   created_at, recovery_point AS status, locked_at IS NOT NULL AS locked FROM rides.idempotency_keys`
@@ -52,9 +57,27 @@ func TestImportCommands(t *testing.T) {
 	dbtest.Admin(t, dsn, importStore)
 	dir := t.TempDir()
 	amb := filepath.Join(dir, "ambiguous.ndjson")
+	code, _, errOut := runQ(t, dsn, "class", "set", "demo.transfer", "--money", "/amount,/currency,minor", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	plan := []string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
 		"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", amb, "--reason", "MIG-1", "--operator", "alice"}
-	code, _, errOut := runQ(t, dsn, append(plan[:len(plan):len(plan)], "--password-env", "PGPASSWORD")...)
+	// What a record of the class cites, an import cites too, before it reads
+	// anything: nothing planned, no --ambiguous file.
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--correction", ledger}, "moves money: cite the business contract the approver checks the imported amounts against (--contract)"},
+		{[]string{"--contract", "PSP-7"}, "has a SQL effect, which an import does not run: name who wrote the imported operations' effects"},
+	} {
+		code, _, errOut = runQ(t, dsn, append(plan[:len(plan):len(plan)], c.flags...)...)
+		assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
+		assert.Contains(t, errOut, c.want)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
+		assert.NoFileExists(t, amb)
+	}
+	plan = append(plan, "--contract", "PSP-7", "--correction", ledger)
+	code, _, errOut = runQ(t, dsn, append(plan[:len(plan):len(plan)], "--password-env", "PGPASSWORD")...)
 	assert.Equal(t, cmdutil.ExitInvalid, code, "a source's password is read from IDEMCTL_SOURCE_* only")
 	assert.Contains(t, errOut, "IDEMCTL_SOURCE_")
 	code, out, errOut := runQ(t, dsn, append(plan, "-o", "table")...)
@@ -62,6 +85,9 @@ func TestImportCommands(t *testing.T) {
 	assert.Contains(t, errOut, "30 rows read: 24 to import (0 hash-only), 6 ambiguous")
 	assert.Contains(t, errOut, "import: 30 rows read: 24 to import, 6 ambiguous, 0 invalid", "the last progress line says what was read")
 	assert.Contains(t, out, "alice (idemctl_test_operator)")
+	// The 24 finished charges: amounts 102..129 cents less the tenths.
+	assert.Contains(t, out, "EUR 27.72 over 24 records", "the approver sees the money per currency")
+	assert.Regexp(t, `contract\s+│ PSP-7`, out)
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
 	require.Len(t, m, 2, errOut)
 	id := m[1]
@@ -74,9 +100,11 @@ func TestImportCommands(t *testing.T) {
 	code, _, errOut = run(t, bob, "", "record", "approve", id, "--operator", "bob", "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "record approves no import")
 	assert.Contains(t, errOut, "entry plan "+id+" is an import plan: approve it with idemctl import approve "+id+" and its source")
-	code, out, errOut = run(t, bob, "", append([]string{"import", "approve", id, "--operator", "bob", "--yes", "-o", "table"}, source...)...)
+	// bob, on a terminal, sees the money before he answers.
+	code, out, errOut = clitest.RunTTY(t, bob, "y\n", append([]string{"import", "approve", id, "--operator", "bob", "-o", "table"}, source...)...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	assert.Regexp(t, `items digest\s+│ [0-9a-f]{64}`, out, "the approval shows the stage's digest in hex")
+	assert.Contains(t, errOut, "enter without their effect, recording EUR 27.72 over 24 records?")
+	assert.Regexp(t, `items digest:?\s+(│ )?[0-9a-f]{64}`, out, "the approval shows the stage's digest in hex")
 	assert.Contains(t, errOut, "import plan "+id+" approved: the 24 rows its source gives are the plan's")
 	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "record runs no import")
@@ -147,7 +175,7 @@ func TestImportPlanWarnsOfAnIdentityTwice(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.ndjson")
 	line := `{"tenant_id":"7","operation_id":%q,"payload":{"amount":1},"response":{"ok":true},"created_at":"2026-01-02T03:04:05Z","status":"finished"}` + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(line, "a")+fmt.Sprintf(line, "b")+fmt.Sprintf(line, "a")), 0o600))
-	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-ndjson", path, "--reason", "MIG-2",
+	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--correction", ledger, "--from-ndjson", path, "--reason", "MIG-2",
 		"--ambiguous", filepath.Join(t.TempDir(), "ambiguous.ndjson"), "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "warning: identities the source holds more than once: 1; its run will be refused")
@@ -170,7 +198,7 @@ func TestImportAbortDropsTheStage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.ndjson")
 	line := `{"tenant_id":"7","operation_id":%q,"payload":{"amount":1},"response":{"ok":true},"created_at":"2026-01-02T03:04:05Z","status":"finished"}` + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(line, "a")+fmt.Sprintf(line, "b")), 0o600))
-	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-ndjson", path, "--reason", "MIG-3",
+	code, _, errOut := runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--correction", ledger, "--from-ndjson", path, "--reason", "MIG-3",
 		"--ambiguous", filepath.Join(t.TempDir(), "ambiguous.ndjson"), "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	m := regexp.MustCompile(`idemctl import approve (\d+)`).FindStringSubmatch(errOut)
@@ -222,7 +250,7 @@ func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
 	since := cursorAt.UTC().Format(time.RFC3339Nano) + "/7/key-x"
 	dir := t.TempDir()
 	plan := func(extra ...string) (int, string, string) {
-		args := append([]string{"import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+		args := append([]string{"import", "plan", "--class", "demo.transfer", "--correction", ledger, "--from-postgres", dbtest.SourceDSN(dsn),
 			"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", filepath.Join(dir, "amb.ndjson"),
 			"--overwrite", "--reason", "cutover", "--operator", "alice", "--since", since, "-o", "json"}, extra...)
 		return runQ(t, dsn, args...)
@@ -236,7 +264,7 @@ func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
 	assert.Contains(t, out, `"read_from":"`+cursorAt.Add(-72*time.Hour).UTC().Format(time.RFC3339Nano)+`//"`)
 
 	amb := filepath.Join(dir, "never.ndjson")
-	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--from-postgres", dbtest.SourceDSN(dsn),
+	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--correction", ledger, "--from-postgres", dbtest.SourceDSN(dsn),
 		"--password-env", "IDEMCTL_SOURCE_NOT_SET", "--query", importQuery, "--ambiguous", amb, "--reason", "x", "--since", since)
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "IDEMCTL_SOURCE_NOT_SET is not set")

@@ -2,13 +2,24 @@ package inspect_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/internal/cli/clitest"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // --history tells one identity's story in time order, each step with the
 // audit row that records it.
@@ -39,6 +50,15 @@ func TestInspectHistory(t *testing.T) {
 	code, out, _ = runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "story-1", "--history", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code)
 	assert.Contains(t, out, "refund REF-9 pending")
+	// At 80 columns every event keeps its time, and a hash stands whole on
+	// a line of its own: cut in two, it could not be copied.
+	code, out, _ = clitest.RunTTY(t, fx.DSN, "", "inspect", "--tenant", "acme", "--op", "story-1", "--history")
+	require.Equal(t, cmdutil.ExitOK, code)
+	assert.Equal(t, len(events), strings.Count(out, "\nat: ")+boolInt(strings.HasPrefix(out, "at: ")), out)
+	assert.Regexp(t, `(?m)^jcs-sha256:[0-9a-f]{64},?$`, out)
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(l), 80, "%q", l)
+	}
 
 	// The record itself labels quarantine ids as ids.
 	code, out, _ = runQ(t, fx.DSN, "inspect", "--tenant", "acme", "--op", "story-1", "-o", "table")

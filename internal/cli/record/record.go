@@ -102,6 +102,11 @@ func parseRecordLine(raw []byte) (recordLine, error) {
 		return l, fmt.Errorf("tenant_id is required (want %s)", recordFields)
 	case l.OperationID == "":
 		return l, fmt.Errorf("operation_id is required (want %s)", recordFields)
+	case len(bytes.TrimSpace(l.Response)) == 0 || string(bytes.TrimSpace(l.Response)) == "null":
+		// A null response recorded would answer every retry already_applied
+		// with nothing: the outcome is not known, it is resolved instead.
+		return l, fmt.Errorf("response is required, and JSON null is none: the service's saved response for %s/%s (an outcome not known is resolved: idemctl resolve)",
+			l.TenantID, l.OperationID)
 	}
 	return l, nil
 }
@@ -113,6 +118,7 @@ func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 		return nil, "", cmdutil.FileErr("--file: %w", err)
 	}
 	var items []governance.EntryItem
+	lineOf := map[idem.Identity]int{} // an identity twice is refused by the plan's key: name both lines first
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -123,9 +129,15 @@ func readRecordFile(path string) ([]governance.EntryItem, string, error) {
 		if err != nil {
 			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: %v; nothing planned", path, n, err))
 		}
+		id := idem.Identity{TenantID: l.TenantID, OperationID: l.OperationID}
+		if first, twice := lineOf[id]; twice {
+			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: %s/%s is on line %d too (a plan holds an identity once); nothing planned",
+				path, n, l.TenantID, l.OperationID, first))
+		}
+		lineOf[id] = n
 		canon, hash, err := idem.Canonicalize(l.Payload, idem.PayloadLimits{})
 		if err != nil {
-			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: payload: %v", path, n, err))
+			return nil, "", cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("%s line %d: payload: %v; nothing planned", path, n, err))
 		}
 		items = append(items, governance.EntryItem{TenantID: l.TenantID, OperationID: l.OperationID, Class: l.Class,
 			Payload: string(canon), PayloadHash: hash, Response: l.Response, Evidence: l.Evidence})
@@ -145,8 +157,10 @@ func newCmdRecordPlan(f *cmdutil.Factory) *cobra.Command {
 		Long: `Plan recording the identities of FILE, one JSON object a line with the fields
 tenant_id, operation_id, class, payload, response, evidence and note (for the
 reader, not planned; reconcile --emit-record writes such files); any other
-field, or a line without its identity, is refused with its line number and
-nothing is planned. Nothing enters until another person approves.`,
+field, a line without its identity or its response (JSON null is none: an
+outcome not known is resolved, not recorded), or an identity on two lines,
+is refused with its line number (exit code 5) and nothing is planned.
+Nothing enters until another person approves.`,
 		Example: `  idemctl record plan --file charges.ndjson --reason "PSP charged, never recorded (INC-9)" \
       --contract PSP-2024-7 --correction "ledger correction LC-12 by finance ops"`,
 		Args: cmdutil.MaxArgs(0),
@@ -257,7 +271,7 @@ func EntryStep(ctx context.Context, f *cmdutil.Factory, kind, step string, id in
 func confirmEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, id int64) error {
 	r, err := governance.ShowEntry(ctx, db, id)
 	if err != nil {
-		return cmdutil.GovernanceErr(err)
+		return cmdutil.GovernanceErr(governance.MapError(err)) // a service's login: the role approving needs
 	}
 	if err := PrintEntryReview(f.IO.ErrOut, r, cmdutil.PromptRecords); err != nil {
 		return err
@@ -370,7 +384,11 @@ func entryTotals(r governance.EntryReview) string {
 	for _, t := range r.Totals {
 		parts = append(parts, t.String())
 	}
-	if n := len(r.MoneyProblems); n > 0 {
+	n := 0
+	for _, p := range r.MoneyProblems {
+		n += max(p.Records, 1)
+	}
+	if n > 0 {
 		parts = append(parts, fmt.Sprintf("%d item(s) of a money class not in the totals", n))
 	}
 	if len(parts) == 0 {

@@ -115,6 +115,10 @@ var outcomeMeaning = map[recovery.Outcome]string{
 	recovery.Failed:         "not settled; the error says why (a failed effect wrote nothing)",
 }
 
+// dryAlreadyApplied is already_applied's meaning in a dry run, which
+// compares hashes and reads no saved response (-o json: "response": null).
+const dryAlreadyApplied = "was applied before; a real run returns its saved response (a dry run does not read it)"
+
 // conditionalMeaning is a would_apply's, which is always conditional (-o
 // json: "conditional": true): the dry run cannot run the effect's own checks.
 const conditionalMeaning = "absent; a real run would run the effect, whose own checks decide (applied, or error with nothing written)"
@@ -134,9 +138,14 @@ func failedMeaning(s recovery.RunSummary) string {
 	return m
 }
 
-// resultMeaning is the meaning of one operation's outcome.
-func resultMeaning(r recovery.Result) string {
+// resultMeaning is the meaning of one operation's outcome (dryRun: of a
+// dry run's answer, which carries no saved response).
+func resultMeaning(r recovery.Result, dryRun bool) string {
 	switch {
+	case dryRun && r.EntryPlan != 0:
+		return "entered before by an entry plan, without its effect; a real run returns its saved response (a dry run does not read it)"
+	case dryRun && r.Outcome == recovery.AlreadyApplied && r.Note == "":
+		return dryAlreadyApplied
 	case errors.Is(r.Err, recovery.ErrRedriveUnknown):
 		return "not settled; sent to its service with no usable answer: the outcome is unknown (resolve it again)"
 	case errors.Is(r.Err, recovery.ErrRedriveNotSent):
@@ -154,6 +163,9 @@ func printResolveSummary(w io.Writer, s recovery.RunSummary, attention []recover
 	for _, o := range recovery.Outcomes {
 		if n := s.Counts[o]; n > 0 {
 			meaning := outcomeMeaning[o]
+			if o == recovery.AlreadyApplied && s.DryRun {
+				meaning = dryAlreadyApplied
+			}
 			switch {
 			case o == recovery.Failed:
 				meaning = failedMeaning(s)
@@ -293,13 +305,17 @@ func shortHash(h string) string {
 	return h
 }
 
-func printResolveResult(w io.Writer, r recovery.Result) error {
+func printResolveResult(w io.Writer, r recovery.Result, dryRun bool) error {
+	response := cmdutil.OrDash(string(r.Response))
+	if dryRun && r.Response == nil && r.Outcome == recovery.AlreadyApplied {
+		response = "- (a dry run does not read it)"
+	}
 	rows := [][]string{
 		{"outcome", string(r.Outcome)},
 		{"tenant", escapeControl(r.Tenant)},
 		{"operation_id", escapeControl(r.OperationID)},
 		{"class", r.Class},
-		{"response", cmdutil.OrDash(string(r.Response))},
+		{"response", response},
 		{"incoming_hash", cmdutil.OrDash(r.IncomingHash)},
 		{"stored_hash", cmdutil.OrDash(r.StoredHash)},
 	}
@@ -322,7 +338,7 @@ func printResolveResult(w io.Writer, r recovery.Result) error {
 		rows = append(rows, []string{"re-drive", fmt.Sprintf("%s %s: %d attempt(s), replies %s, verified on the primary: %s",
 			d.Via, d.Target, d.Attempts, strings.Join(d.Replies, ", "), d.Verified)})
 	}
-	if meaning := resultMeaning(r); meaning != "" {
+	if meaning := resultMeaning(r, dryRun); meaning != "" {
 		rows = append(rows, []string{"meaning", meaning})
 	}
 	return cmdutil.PrintTable(w, []string{"field", "value"}, rows)

@@ -214,7 +214,7 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 	}
 	if !opts.JSON {
 		if single && only != nil {
-			if err := printResolveResult(opts.IO.Out, *only); err != nil {
+			if err := printResolveResult(opts.IO.Out, *only, sum.DryRun); err != nil {
 				return err
 			}
 		} else if !single {

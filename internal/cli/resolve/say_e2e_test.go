@@ -169,3 +169,39 @@ func TestResolveDryRunSaysConditionalAndErrorsShowWhole(t *testing.T) {
 	assert.Contains(t, flat, words[len(words)-1], "the reason's last word is on the screen:\n%s", out)
 	assert.NotContains(t, out, "...")
 }
+
+// A dry run compares hashes and reads no saved response: its JSON carries
+// "response": null for an already_applied line, so its table and a single
+// answer say a real run returns the saved response, not that it was
+// returned; the real run's JSON carries it.
+func TestResolveDryRunSaysItDoesNotReadTheResponse(t *testing.T) {
+	t.Parallel()
+	_, dsn := dbtest.NewPool(t, 2)
+	file := filepath.Join(t.TempDir(), "once.ndjson")
+	require.NoError(t, os.WriteFile(file, []byte(sayLine("shop", "paid-1", "alice", "bob", 100, "EUR")+"\n"), 0o600))
+	code, _, errOut := run(t, dsn, "", "resolve", "--file", file)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+
+	code, out, errOut := run(t, dsn, "", "resolve", "--file", file, "--dry-run", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	recs := rsvJSON(t, out)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "already_applied", recs[0]["outcome"])
+	assert.Nil(t, recs[0]["response"], "a dry run reads no response")
+	code, out, errOut = runTTY(t, dsn, "", "resolve", "--file", file, "--dry-run")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(out)), " ")
+	assert.Contains(t, flat, "a real run returns its saved response (a dry run does not read it)")
+	assert.NotContains(t, flat, "saved response returned")
+	code, out, errOut = runTTY(t, dsn, "", "resolve", "--tenant", "shop", "--op", "paid-1", "--class", "demo.transfer",
+		"--payload", `{"from":"alice","to":"bob","amount":100,"currency":"EUR"}`, "--dry-run")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "- (a dry run does not read it)")
+	assert.NotContains(t, out, "saved response returned")
+
+	code, out, errOut = run(t, dsn, "", "resolve", "--file", file, "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	recs = rsvJSON(t, out)
+	require.Len(t, recs, 1)
+	assert.NotNil(t, recs[0]["response"], "the real run returns the saved response")
+}
