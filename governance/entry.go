@@ -214,7 +214,7 @@ func CheckEntryKind(ctx context.Context, db DBTX, id int64, want, step string) e
 		return fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", ErrNotFound, id)
 	}
 	if err != nil {
-		return fmt.Errorf("load entry plan %d: %w", id, err)
+		return mapError(fmt.Errorf("load entry plan %d: %w", id, err)) // a login that may not read plans is not an operator
 	}
 	if kind != want {
 		return &KindError{ID: id, Kind: kind, Step: step}

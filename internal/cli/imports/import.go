@@ -216,7 +216,7 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	}
 	// The class first: an unknown one reads no row and creates no file.
 	if _, err := governance.ClassMoney(ctx, pool, o.Class); err != nil {
-		return cmdutil.GovernanceErr(fmt.Errorf("--class: %w (idemctl class list shows them); nothing read", err))
+		return cmdutil.GovernanceErr(governance.MapError(fmt.Errorf("--class: %w (idemctl class list shows them); nothing read", err)))
 	}
 	out := &planOutputs{o: o, invalid: f.IO.ErrOut}
 	defer out.close()

@@ -70,6 +70,10 @@ func TestEntryCommandsNameTheRoleTheyNeed(t *testing.T) {
 	require.NoError(t, os.WriteFile(store, []byte(`{"tenant_id":"7","operation_id":"a","payload":{"amount":1},"response":{"ok":true},"created_at":"2026-01-02T03:04:05Z","status":"finished"}`+"\n"), 0o600))
 	code, _, errOut := runQ(t, dsn, "record", "plan", "--file", file, "--reason", "INC-9", "--correction", "LC-12", "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	// Plan 2, an import: its approval and run read the source first.
+	code, _, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--correction", "old ledger", "--from-ndjson", store,
+		"--ambiguous", filepath.Join(dir, "planned-ambiguous.ndjson"), "--reason", "MIG", "--operator", "alice")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	var before int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.audit").Scan(&before))
 	amb := filepath.Join(dir, "ambiguous.ndjson")
@@ -79,8 +83,8 @@ func TestEntryCommandsNameTheRoleTheyNeed(t *testing.T) {
 			{"record", "approve", "1", "--yes"},
 			{"record", "run", "1"},
 			{"import", "plan", "--class", "demo.transfer", "--correction", "old ledger", "--from-ndjson", store, "--ambiguous", amb, "--reason", "MIG"},
-			{"import", "approve", "1", "--yes"},
-			{"import", "run", "1", "--from-ndjson", store},
+			{"import", "approve", "2", "--yes", "--from-ndjson", store},
+			{"import", "run", "2", "--from-ndjson", store},
 		} {
 			code, _, errOut := run(t, dbtest.As(dsn, login), "", append(args, "--operator", "someone")...)
 			assert.Equal(t, cmdutil.ExitInvalid, code, "%s %v: %s", login, args, errOut)
@@ -99,5 +103,5 @@ func TestEntryCommandsNameTheRoleTheyNeed(t *testing.T) {
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.audit").Scan(&after))
 	assert.Equal(t, before, after, "nothing audited, nothing done")
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.entry_plan").Scan(&plans))
-	assert.Equal(t, 1, plans)
+	assert.Equal(t, 2, plans, "alice's two plans, no other")
 }
