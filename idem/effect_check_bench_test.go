@@ -14,16 +14,15 @@ import (
 
 // BenchmarkEffectCheckCost prices the check idem.run_effect makes before
 // every call of an effect, in server time: three fresh databases in one run,
-// one as installed ("checked": pg_proc folded into the plan, the owner's
-// memberships and attributes read at every call), one whose
+// one as installed ("checked": the inline statement), one whose
 // idem.run_effect calls the effect without any check ("unchecked") and one
 // with the previous dispatcher, which called idem.effect_problem before
 // every call ("nested"), each given 5,000 new operations of demo.transfer as
 // the app login with track_functions = all. It reports the mean time per
 // call of idem.execute and idem.run_effect's time without the effect's from
 // pg_stat_user_functions; the check is the difference. It fails when the
-// installed dispatcher fell back to idem.effect_recheck for the demo effect
-// (the per-call check must accept a well-formed effect). b.N is ignored.
+// installed dispatcher fell back to idem.effect_problem for the demo effect
+// (the inline statement must accept a well-formed effect). b.N is ignored.
 //
 //	go test ./idem -run '^$' -bench BenchmarkEffectCheckCost -benchtime 1x -count 3
 func BenchmarkEffectCheckCost(b *testing.B) {
@@ -52,7 +51,7 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 		END $body$`)
 	type perCall struct {
 		execute, dispatch float64
-		slow              int64 // calls of idem.effect_recheck
+		slow              int64 // calls of idem.effect_problem
 	}
 	measure := func(dsn, name string) perCall {
 		dbtest.Admin(b, dsn, "ALTER DATABASE "+name+" SET track_functions = 'all'")
@@ -75,7 +74,7 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 			}
 			// run_effect's time without the effect's: the dispatch and the check.
 			if err := admin.QueryRow(ctx, `SELECT e.calls, e.total_time * 1000 / e.calls, (d.total_time - f.total_time) * 1000 / d.calls,
-				       (SELECT coalesce(sum(s.calls), 0) FROM pg_stat_user_functions s WHERE s.schemaname = 'idem' AND s.funcname = 'effect_recheck')
+				       (SELECT coalesce(sum(s.calls), 0) FROM pg_stat_user_functions s WHERE s.schemaname = 'idem' AND s.funcname = 'effect_problem')
 				FROM pg_stat_user_functions e, pg_stat_user_functions d, pg_stat_user_functions f
 				WHERE e.schemaname = 'idem' AND e.funcname = 'execute' AND d.schemaname = 'idem' AND d.funcname = 'run_effect'
 				  AND f.schemaname = 'demo' AND f.funcname = 'transfer_effect'`).
@@ -91,7 +90,7 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 		c := measure(checked, dbName(checked))
 		n := measure(nested, dbName(nested))
 		if c.slow != 0 {
-			b.Fatalf("the per-call check did not accept the demo effect %d times (idem.effect_recheck decided)", c.slow)
+			b.Fatalf("the inline check refused the demo effect %d times (idem.effect_problem decided)", c.slow)
 		}
 		b.ReportMetric(u.execute, "unchecked_execute_us/call")
 		b.ReportMetric(c.execute, "checked_execute_us/call")

@@ -6,18 +6,15 @@
 -- of the schema: owned by the schema owner, executable by nobody else, an
 -- internal helper that runs as its caller (idem.execute, the owner) with the
 -- caller's pinned search_path. Before every call it checks the effect again
--- (IX016): the function it calls by name must still pass the registration's
--- checks, whatever was done to it or its owner since. The check is split by
--- what can invalidate it. What pg_proc says (the function's shape, SECURITY
--- DEFINER, pinned search_path, owner, rights) is decided by
--- idem.effect_owner_at_plan, folded into the plan of the one expression that
--- also calls the effect, and PostgreSQL plans it again whenever the
--- effect's pg_proc row changes or the function is dropped: no catalogue
--- read a call. What no plan follows, the owner's memberships and attributes
--- (GRANT, ALTER ROLE), is read at every call: built-ins over the backend's
--- caches for the memberships, idem.role_is_plain for the attributes.
--- Whatever the expression does not accept goes to idem.effect_recheck,
--- which decides with idem.effect_problem and names the problem.
+-- (IX016): the function it calls by name must still be the one registered
+-- and still pass the registration's checks, whatever was done to it or its
+-- owner since. The check is one plain statement in the dispatcher (one probe
+-- of pg_proc, one of pg_authid through pg_roles, built-ins over the backend's
+-- caches with the roles and schema as constants), which accepts exactly what
+-- passes idem.effect_problem while the effect keeps the search_path it was
+-- registered with; anything it does not accept is decided by
+-- idem.effect_problem itself, which names the problem (and accepts an effect
+-- whose pinned search_path has merely changed).
 CREATE OR REPLACE FUNCTION idem.rebuild_dispatch()
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -30,7 +27,8 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('idem.rebuild_dispatch'));
     FOR r IN
         SELECT c.name, CASE WHEN p.oid IS NOT NULL THEN format('%I.%I', n.nspname, p.proname) END AS fn, n.nspname, p.proname, p.oid::regprocedure::text AS sig,
-               c.effect::oid::text AS oid
+               c.effect::oid::text AS oid,
+               (SELECT array_agg(s ORDER BY s) FROM unnest(p.proconfig) s WHERE s LIKE 'search\_path=%') AS pinned
         FROM idem.op_class c
         LEFT JOIN pg_proc p ON p.oid = c.effect
         LEFT JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -45,34 +43,46 @@ BEGIN
             CONTINUE;
         END IF;
         -- Names, not OIDs: the body is the same on every node of a cluster.
-        -- %2$s is the owner as of the plan (the folded constant); both
-        -- branches call the effect, so that the plan follows its pg_proc
-        -- row whichever branch the folding leaves.
+        -- The fast check is idem.effect_problem's conditions in one
+        -- statement: the argument types are the signature's (the literal
+        -- names them; a function dropped and created again under it may
+        -- return another type, so the result is checked), and the pinned
+        -- search_path is the one registered (an effect without one never
+        -- passes here: NULL).
         v_branches := v_branches || format(
             '    IF p_op_class = %1$L THEN' || chr(10) ||
-            '        RETURN CASE' || chr(10) ||
-            '            WHEN NOT (pg_catalog.pg_has_role(%2$s, current_user, ''MEMBER'')' || chr(10) ||
-            '                      OR pg_catalog.has_schema_privilege(%2$s, ''idem''::pg_catalog.regnamespace, ''USAGE, CREATE'')' || chr(10) ||
-            '                      OR pg_catalog.pg_has_role(%2$s, ''pg_write_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
-            '                      OR pg_catalog.pg_has_role(%2$s, ''pg_read_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
-            '                      OR pg_catalog.pg_has_role(%2$s, ''pg_execute_server_program''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
-            '                      OR pg_catalog.pg_has_role(%2$s, ''pg_write_server_files''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
-            '                      OR pg_catalog.pg_has_role(%2$s, ''pg_read_server_files''::pg_catalog.regrole, ''MEMBER''))' || chr(10) ||
-            '                 AND idem.role_is_plain(%2$s)' || chr(10) ||
-            '            THEN %3$s(p_tenant_id, p_operation_id, p_payload)' || chr(10) ||
-            '            WHEN idem.effect_recheck(p_op_class, %4$L, %5$L, %6$L)' || chr(10) ||
-            '            THEN %3$s(p_tenant_id, p_operation_id, p_payload)' || chr(10) ||
-            '        END;' || chr(10) ||
+            '        SELECT true INTO v_ok FROM pg_catalog.pg_proc p' || chr(10) ||
+            '        WHERE p.oid = %2$L::pg_catalog.regprocedure AND p.pronamespace = %3$L::pg_catalog.regnamespace AND p.proname = %4$L' || chr(10) ||
+            '          AND p.prorettype = ''pg_catalog.jsonb''::pg_catalog.regtype AND NOT p.proretset' || chr(10) ||
+            '          AND p.prosecdef AND p.proconfig OPERATOR(pg_catalog.@>) %5$L::text[]' || chr(10) ||
+            '          AND (SELECT NOT (r.rolsuper OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication) FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner)' || chr(10) ||
+            '          AND NOT (pg_catalog.pg_has_role(p.proowner, current_user, ''MEMBER'')' || chr(10) ||
+            '                   OR pg_catalog.has_schema_privilege(p.proowner, ''idem''::pg_catalog.regnamespace, ''USAGE, CREATE'')' || chr(10) ||
+            '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_write_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
+            '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_read_all_data''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
+            '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_execute_server_program''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
+            '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_write_server_files''::pg_catalog.regrole, ''MEMBER'')' || chr(10) ||
+            '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_read_server_files''::pg_catalog.regrole, ''MEMBER''))' || chr(10) ||
+            '          AND pg_catalog.has_function_privilege(p.oid, ''EXECUTE'');' || chr(10) ||
+            '        IF v_ok IS NULL THEN' || chr(10) ||
+            '            v_problem := idem.effect_problem(%2$L::pg_catalog.regprocedure, %3$L::pg_catalog.regnamespace, %4$L);' || chr(10) ||
+            '            IF v_problem IS NOT NULL THEN' || chr(10) ||
+            '                RAISE EXCEPTION ''class %%: effect %%: %%'', p_op_class, %2$L, v_problem USING ERRCODE = ''IX016'',' || chr(10) ||
+            '                    HINT = ''nothing ran; the schema owner checks it with idemctl doctor and registers it again once it passes'';' || chr(10) ||
+            '            END IF;' || chr(10) ||
+            '        END IF;' || chr(10) ||
+            '        RETURN %6$s(p_tenant_id, p_operation_id, p_payload);' || chr(10) ||
             '    END IF;' || chr(10),
-            r.name,
-            format('idem.effect_owner_at_plan(%L, %L, %L)', r.sig, quote_ident(r.nspname), r.proname),
-            r.fn, r.sig, quote_ident(r.nspname), r.proname);
+            r.name, r.sig, quote_ident(r.nspname), r.proname, r.pinned, r.fn);
     END LOOP;
     EXECUTE format($fn$
 CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $body$
+DECLARE
+    v_ok      boolean;
+    v_problem text;
 BEGIN
 %s    RAISE EXCEPTION 'class %% has no SQL effect', p_op_class USING ERRCODE = 'IX004';
 END
