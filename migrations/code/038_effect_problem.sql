@@ -11,9 +11,11 @@
 -- effect must not inherit the owner's rights, so it must be SECURITY DEFINER
 -- with a pinned search_path, owned by a role that is neither a superuser nor
 -- able to become one or the owner (CREATEROLE, BYPASSRLS, REPLICATION,
--- membership in the owner or in a role with rights on schema idem, or in a
--- predefined role that reaches every table or the server's files and
--- programs), and the owner must be allowed to execute it.
+-- membership in the owner, rights on schema idem held or inherited from a
+-- role, or membership in a predefined role that reaches every table or the
+-- server's files and programs), and the owner must be allowed to execute
+-- it. (A NOINHERIT member of an idem role holds none of its rights until it
+-- SETs ROLE, which a SECURITY DEFINER function may not do: accepted.)
 CREATE OR REPLACE FUNCTION idem.effect_problem(p_effect oid, p_nsp oid DEFAULT NULL, p_name name DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql STABLE
