@@ -30,14 +30,14 @@ func BenchmarkEffectCheckCost(b *testing.B) {
 	ctx := context.Background()
 	checked := dbtest.NewDatabase(b)
 	unchecked := dbtest.NewDatabase(b)
-	dbtest.Admin(b, unchecked, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+	dbtest.Admin(b, unchecked, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb, p_effect oid)
 		RETURNS jsonb LANGUAGE plpgsql AS $body$
 		BEGIN
 		    IF p_op_class = 'demo.transfer' THEN RETURN demo.transfer_effect(p_tenant_id, p_operation_id, p_payload); END IF;
 		    RAISE EXCEPTION 'class % has no SQL effect', p_op_class USING ERRCODE = 'IX004';
 		END $body$`)
 	nested := dbtest.NewDatabase(b)
-	dbtest.Admin(b, nested, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+	dbtest.Admin(b, nested, `SET ROLE idem_owner; CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb, p_effect oid)
 		RETURNS jsonb LANGUAGE plpgsql AS $body$
 		DECLARE
 		    v_problem text;

@@ -11,7 +11,7 @@ import (
 
 // generated are the functions the code package generates rather than holds.
 var generated = map[string]bool{
-	"function idem.run_effect(text,text,text,jsonb)":                    true,
+	"function idem.run_effect(text,text,text,jsonb,oid)":                true,
 	"function idem.inbox_body_read(text,text,timestamp with time zone)": true,
 }
 

@@ -39,7 +39,7 @@ dsn="host=$dir port=5498 user=postgres dbname=x"
 CREATE SCHEMA instr AUTHORIZATION idem_owner;
 SET ROLE idem_owner;
 -- idem.execute calling the effect with no check: the check's price.
-CREATE FUNCTION instr.run_unchecked(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+CREATE FUNCTION instr.run_unchecked(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb, p_effect oid)
 RETURNS jsonb LANGUAGE plpgsql AS $b$
 BEGIN
     IF p_op_class = 'demo.transfer' THEN RETURN demo.transfer_effect(p_tenant_id, p_operation_id, p_payload); END IF;

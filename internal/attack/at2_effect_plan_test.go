@@ -166,6 +166,61 @@ func TestAt2DefaultArgumentRunsAtPlanTimeAsSchemaOwner(t *testing.T) {
 	assert.NotContains(t, msg, "ran as "+migrations.DefaultRoles().Owner, "code of the effect's owner ran as the schema owner")
 }
 
+// Name and OID: the dispatcher calls the effect by name and checks that the
+// function holding the name is the registered one (its OID, from the
+// class), so a function that is not the registered one is refused even when
+// it passes every other check, as idem.effect_drift names it. Two ways:
+// the owner drops its effect and creates another; or the effect's schema is
+// renamed (which resets every plan) and a schema of the old name, owned by
+// another plain role, holds its own fx.
+func TestAnotherFunctionUnderTheEffectsNameIsRefused(t *testing.T) {
+	t.Parallel()
+	owner := clusterRole(t, "at2name", "NOLOGIN")
+	other := clusterRole(t, "at2other", "NOLOGIN")
+	w := setup(t)
+	idemOwner := migrations.DefaultRoles().Owner
+	fn := effectOwner(t, w, owner, "fx.name")
+	a := newAppConn(t, w)
+	a.warm(t, "fx.name", owner)
+	valid := `CREATE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
+		SECURITY DEFINER SET search_path = pg_catalog, %[1]s, pg_temp
+		AS $$ SELECT jsonb_build_object('ran_as', current_user::text, 'which', 'new') $$;
+		GRANT EXECUTE ON FUNCTION %[1]s.fx(text,text,jsonb) TO %[2]s`
+
+	t.Run("drop and create", func(t *testing.T) {
+		dbtest.Admin(t, w.dsn, "SET ROLE "+owner+"; DROP FUNCTION "+fn+"; "+fmt.Sprintf(valid, owner, idemOwner))
+		refused, msg, ranAs := a.call("fx.name")
+		t.Logf("refusal %q %s, ran as %q", refused, msg, ranAs)
+		drift := dbtest.Column[string](t, w.auditor, "SELECT problem FROM idem.effect_drift() WHERE op_class = 'fx.name'")
+		t.Logf("effect_drift: %v", drift)
+		assert.Equal(t, "IX016", refused, "a function that is not the registered effect is refused")
+	})
+	t.Run("schema renamed, another takes the name", func(t *testing.T) {
+		dbtest.Admin(t, w.dsn, fmt.Sprintf(`GRANT CREATE ON DATABASE %[3]s TO %[1]s, %[2]s`, owner, other,
+			pgx.Identifier{dbName(t, w)}.Sanitize()))
+		dbtest.Admin(t, w.dsn, fmt.Sprintf(`SET ROLE %[1]s; ALTER SCHEMA %[1]s RENAME TO %[1]s_old`, owner))
+		dbtest.Admin(t, w.dsn, fmt.Sprintf(`SET ROLE %[2]s; CREATE SCHEMA %[1]s; GRANT USAGE ON SCHEMA %[1]s TO %[3]s;
+			CREATE FUNCTION %[1]s.fx(t text, o text, p jsonb) RETURNS jsonb LANGUAGE sql
+			SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+			AS $$ SELECT jsonb_build_object('ran_as', current_user::text, 'which', 'other') $$;
+			GRANT EXECUTE ON FUNCTION %[1]s.fx(text,text,jsonb) TO %[3]s`, owner, other, idemOwner))
+		refused, msg, ranAs := a.call("fx.name")
+		t.Logf("refusal %q %s, ran as %q", refused, msg, ranAs)
+		drift := dbtest.Column[string](t, w.auditor, "SELECT problem FROM idem.effect_drift() WHERE op_class = 'fx.name'")
+		t.Logf("effect_drift: %v", drift)
+		assert.Equal(t, "IX016", refused, "a function of another role in another schema is refused (it ran as %q)", ranAs)
+		dbtest.Admin(t, w.dsn, fmt.Sprintf(`DROP SCHEMA %[1]s CASCADE; DROP SCHEMA %[1]s_old CASCADE;
+			REVOKE CREATE ON DATABASE %[3]s FROM %[1]s, %[2]s`, owner, other, pgx.Identifier{dbName(t, w)}.Sanitize()))
+	})
+}
+
+func dbName(t *testing.T, w *world) string {
+	t.Helper()
+	var n string
+	require.NoError(t, w.auditor.QueryRow(w.ctx, "SELECT current_database()").Scan(&n))
+	return n
+}
+
 // Inside one transaction of the app's: the app calls, the effect's owner
 // commits ALTER FUNCTION ... SECURITY INVOKER on another connection, and
 // the app calls again in the same transaction. docs/security.md: "A change

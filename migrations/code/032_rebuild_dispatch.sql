@@ -7,8 +7,12 @@
 -- internal helper that runs as its caller (idem.execute, the owner) with the
 -- caller's pinned search_path. Before every call it checks the effect again
 -- (IX016): the function it calls by name must still be the one registered
--- and still pass the registration's checks, whatever was done to it or its
--- owner since. The check is one plain statement in the dispatcher (one probe
+-- (p_effect, the OID idem.execute read from the class: a function dropped
+-- and created again, or another in its place after its schema was renamed,
+-- is not) and still pass the registration's checks, whatever was done to it
+-- or its owner since. The check is a statement of its own that runs before
+-- the call is planned: planning a call of the effect can run its owner's
+-- code (an inlined SQL body, a DEFAULT argument) as the schema owner. The check is one plain statement in the dispatcher (one probe
 -- of pg_proc, one of pg_authid through pg_roles, built-ins over the backend's
 -- caches with the roles and schema as constants), which accepts exactly what
 -- passes idem.effect_problem while the effect keeps the search_path it was
@@ -52,7 +56,7 @@ BEGIN
         v_branches := v_branches || format(
             '    IF p_op_class = %1$L THEN' || chr(10) ||
             '        SELECT true INTO v_ok FROM pg_catalog.pg_proc p' || chr(10) ||
-            '        WHERE p.oid = %2$L::pg_catalog.regprocedure AND p.pronamespace = %3$L::pg_catalog.regnamespace AND p.proname = %4$L' || chr(10) ||
+            '        WHERE p.oid = p_effect AND p.oid = %2$L::pg_catalog.regprocedure AND p.pronamespace = %3$L::pg_catalog.regnamespace AND p.proname = %4$L' || chr(10) ||
             '          AND p.prorettype = ''pg_catalog.jsonb''::pg_catalog.regtype AND NOT p.proretset' || chr(10) ||
             '          AND p.prosecdef AND p.proconfig OPERATOR(pg_catalog.@>) %5$L::text[]' || chr(10) ||
             '          AND (SELECT NOT (r.rolsuper OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication) FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner)' || chr(10) ||
@@ -65,7 +69,10 @@ BEGIN
             '                   OR pg_catalog.pg_has_role(p.proowner, ''pg_read_server_files''::pg_catalog.regrole, ''MEMBER''))' || chr(10) ||
             '          AND pg_catalog.has_function_privilege(p.oid, ''EXECUTE'');' || chr(10) ||
             '        IF v_ok IS NULL THEN' || chr(10) ||
-            '            v_problem := idem.effect_problem(%2$L::pg_catalog.regprocedure, %3$L::pg_catalog.regnamespace, %4$L);' || chr(10) ||
+            '            v_problem := idem.effect_problem(p_effect, pg_catalog.to_regnamespace(%3$L), %4$L);' || chr(10) ||
+            '            IF v_problem IS NULL AND pg_catalog.to_regprocedure(%2$L) IS DISTINCT FROM p_effect THEN' || chr(10) ||
+            '                v_problem := ''was dropped and created again, or another function took its name, since it was registered: register the class again'';' || chr(10) ||
+            '            END IF;' || chr(10) ||
             '            IF v_problem IS NOT NULL THEN' || chr(10) ||
             '                RAISE EXCEPTION ''class %%: effect %%: %%'', p_op_class, %2$L, v_problem USING ERRCODE = ''IX016'',' || chr(10) ||
             '                    HINT = ''nothing ran; the schema owner checks it with idemctl doctor and registers it again once it passes'';' || chr(10) ||
@@ -75,8 +82,10 @@ BEGIN
             '    END IF;' || chr(10),
             r.name, r.sig, quote_ident(r.nspname), r.proname, r.pinned, r.fn);
     END LOOP;
+    -- (Before 2026-12: run_effect took no p_effect.)
+    DROP FUNCTION IF EXISTS idem.run_effect(text, text, text, jsonb);
     EXECUTE format($fn$
-CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+CREATE OR REPLACE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb, p_effect oid)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $body$
@@ -87,6 +96,6 @@ BEGIN
 %s    RAISE EXCEPTION 'class %% has no SQL effect', p_op_class USING ERRCODE = 'IX004';
 END
 $body$$fn$, v_branches);
-    REVOKE ALL ON FUNCTION idem.run_effect(text, text, text, jsonb) FROM PUBLIC;
+    REVOKE ALL ON FUNCTION idem.run_effect(text, text, text, jsonb, oid) FROM PUBLIC;
 END
 $rebuild$;

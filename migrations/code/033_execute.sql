@@ -121,7 +121,7 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    response := coalesce(idem.run_effect(op_class, tenant_id, operation_id, payload::jsonb), 'null'::jsonb);
+    response := coalesce(idem.run_effect(op_class, tenant_id, operation_id, payload::jsonb, v_effect), 'null'::jsonb);
     INSERT INTO idem.inbox_body (tenant_id, operation_id, created_at, op_class, payload, response, transport)
     VALUES (execute.tenant_id, execute.operation_id, now(), execute.op_class, execute.payload, execute.response,
             execute.transport);
