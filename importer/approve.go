@@ -26,14 +26,11 @@ var checkColumns = []string{"tenant_id", "operation_id", "payload", "payload_has
 // naming its first differing row) and nothing is approved. Streaming: the
 // rows go to the database as they are read.
 func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
-	tx, err := db.Begin(ctx)
+	tx, rollback, err := beginReading(ctx, db)
 	if err != nil {
 		return governance.EntryPlan{}, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
-		return governance.EntryPlan{}, err
-	}
+	defer rollback()
 	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_check_open($1) p", id))
 	if errors.Is(err, governance.ErrNotFound) {
 		return governance.EntryPlan{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", governance.ErrNotFound, id)

@@ -182,6 +182,24 @@ type TxBeginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
+// beginReading starts a transaction that lasts as long as a read of the
+// source (a plan, an approval, a run that reads it again): it waits on the
+// source between batches (a sort of a million rows before the first), so
+// neither statement_timeout nor idle_in_transaction_session_timeout applies
+// to it. The caller defers the returned rollback.
+func beginReading(ctx context.Context, db TxBeginner) (pgx.Tx, func(), error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rollback := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+		rollback()
+		return nil, nil, err
+	}
+	return tx, rollback, nil
+}
+
 // ambiguousLine is a line of idemctl resolve's input.
 type ambiguousLine struct {
 	Tenant         string          `json:"tenant"`
@@ -223,17 +241,13 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 		o.ProgressEvery = 2 * time.Second
 	}
 	readFrom := ReadFrom(o.Since, o.SinceOverlap)
-	tx, err := db.Begin(ctx)
+	// The plan's transaction lasts as long as the source's read (and its
+	// seal counts every item).
+	tx, rollback, err := beginReading(ctx, db)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The plan's transaction lasts as long as the source's read: it waits
-	// on the source between batches (a sort of a million rows before the
-	// first) and its seal counts every item.
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
-		return Result{}, err
-	}
+	defer rollback()
 	// The class and what the plan cites, before the source is opened (the
 	// seal checks them again): an unknown class, or a money class without
 	// its contract, reads nothing.

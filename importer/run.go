@@ -111,14 +111,11 @@ func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Ope
 // one digest of its items (sealed before staged plans): it reads the
 // source again and stages it in a temporary table, in one transaction.
 func runReading(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
-	tx, err := db.Begin(ctx)
+	tx, rollback, err := beginReading(ctx, db)
 	if err != nil {
 		return governance.EntryPlan{}, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
-		return governance.EntryPlan{}, err
-	}
+	defer rollback()
 	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_stage_open($1) p", id))
 	if err != nil {
 		return governance.EntryPlan{}, err
