@@ -377,7 +377,7 @@ func (m *Model) header(w int) string {
 			st.Header.Render("idemctl tui") + "  " + as + "  " + dbPart,
 			st.Header.Render("idemctl") + "  " + as + "  " + dbPart,
 			as + "  " + dbPart,
-			who + "  " + dbPart,
+			as + "  " + db,
 		}
 	} else {
 		variants = []string{

@@ -99,7 +99,7 @@ func (v *View) Back() (bool, tea.Cmd) {
 // listHeight is the rows of the list: the body minus the title, the chain
 // line and the column line, and the details pane when open.
 func (v *View) listHeight() int {
-	h := v.c.BodyHeight() - 3
+	h := v.c.BodyHeight() - 2 - len(v.chainLines(v.c.Width))
 	if v.details {
 		h -= v.detailsHeight()
 	}
@@ -166,19 +166,26 @@ func (v *View) KeyMap() help.KeyMap {
 	}
 }
 
-func (v *View) chainLine() string {
+// chainLines is the chain's state in w cells. The head's hash is what
+// `idemctl audit verify --anchor ID:HASH` needs, so it is never cut: when the
+// line does not fit, the hash goes whole on a line of its own.
+func (v *View) chainLines(w int) []string {
 	st := v.c.Styles
 	switch {
 	case v.verifying && v.report == nil:
-		return st.Muted.Render("verifying the chain…")
+		return []string{st.Muted.Render("verifying the chain…")}
 	case v.verifyErr != nil:
-		return st.Error.Render("chain: could not verify (" + view.OneLine(v.verifyErr.Error()) + ")")
+		return []string{st.Error.Render("chain: could not verify (" + view.OneLine(v.verifyErr.Error()) + ")")}
 	case v.report == nil:
-		return ""
+		return []string{""}
 	case v.report.Intact:
-		return st.Success.Render("chain intact") + fmt.Sprintf(": %d rows, head #%d %s", v.report.Rows, v.report.LastID, v.report.LastHash)
+		head := st.Success.Render("chain intact") + fmt.Sprintf(": %d rows, head #%d", v.report.Rows, v.report.LastID)
+		if lipgloss.Width(head)+1+lipgloss.Width(v.report.LastHash) <= w {
+			return []string{head + " " + v.report.LastHash}
+		}
+		return []string{head, "  " + v.report.LastHash}
 	}
-	return st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem
+	return []string{st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem}
 }
 
 // Render implements view.View.
@@ -231,8 +238,9 @@ func (v *View) Render(w, h int) string {
 		}
 		return view.Pad(s, atW) + " "
 	}
-	lines := []string{title, v.chainLine(),
-		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + at("AT") + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW))}
+	chain := v.chainLines(w)
+	lines := append(append([]string{title}, chain...),
+		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + at("AT") + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW)))
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
@@ -249,7 +257,7 @@ func (v *View) Render(w, h int) string {
 		return row
 	})...)
 	if v.details && v.nav.Cursor < len(v.rows) {
-		lines = view.FitSlice(lines, 3+rows)
+		lines = view.FitSlice(lines, 2+len(chain)+rows)
 		lines = append(lines, v.detailLines(v.rows[v.nav.Cursor], w, v.detailsHeight())...)
 	}
 	return view.FitLines(lines, w, h)
