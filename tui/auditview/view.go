@@ -240,7 +240,7 @@ func (v *View) Render(w, h int) string {
 	}
 	chain := v.chainLines(w)
 	lines := append(append([]string{title}, chain...),
-		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + at("AT") + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW)))
+		st.Column.Render("  "+view.PadLeft("ID", idW)+" "+at("AT")+view.Pad("ACTOR", actorW)+" "+view.Pad("ACTION", actionW)+" "+view.Pad("TARGET", targetW)))
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
