@@ -97,7 +97,7 @@ func (v *View) Back() (bool, tea.Cmd) {
 }
 
 // listHeight is the rows of the list: the body minus the title, the chain
-// line and the column line, and the details pane when open.
+// lines and the column line, and the details pane when open.
 func (v *View) listHeight() int {
 	h := v.c.BodyHeight() - 2 - len(v.chainLines(v.c.Width))
 	if v.details {
@@ -185,7 +185,12 @@ func (v *View) chainLines(w int) []string {
 		}
 		return []string{head, "  " + v.report.LastHash}
 	}
-	return []string{st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem}
+	// What moved names hashes too: wrapped, never cut.
+	broken := st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ":"
+	if lipgloss.Width(broken)+1+lipgloss.Width(v.report.Problem) <= w {
+		return []string{broken + " " + v.report.Problem}
+	}
+	return append([]string{broken}, view.Indent("  ", view.Wrap(v.report.Problem, max(10, w-2)))...)
 }
 
 // Render implements view.View.

@@ -1,0 +1,131 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/idemctl/idemctl/tui/styles"
+)
+
+// assertFits checks that no line of the screen passes w cells (FitLines
+// would cut it: what is asserted whole must be whole within the width).
+func assertFits(t *testing.T, v string, w int) {
+	t.Helper()
+	for i, l := range strings.Split(v, "\n") {
+		assert.LessOrEqual(t, lipgloss.Width(l), w, "line %d: %q", i+1, l)
+	}
+}
+
+// The header names the person the session maps to, with the login, at
+// every width; the --operator label (only a label) only when there is room,
+// and never in the person's place.
+func TestHeaderShowsPersonWithLogin(t *testing.T) {
+	t.Parallel()
+	for _, w := range []int{80, 120} {
+		h := fixtureHarness(t, goldenSetup{operator: "root"}, w, 24)
+		first := strings.Split(h.view(), "\n")[0]
+		assert.Contains(t, first, "as alice (op1)", "at %d columns", w)
+		assert.Contains(t, first, fixedDB, "at %d columns", w)
+		assertFits(t, first, w)
+		if w == 80 {
+			assert.NotContains(t, first, "root", "no room: the label goes, the person stays")
+		} else {
+			assert.Contains(t, first, "operator root")
+		}
+	}
+	// The person unknown (a schema problem): the label, as before.
+	st := styles.Ascii()
+	m := New(Options{Services: Services{Audit: fixedAudit{}}, Operator: "root", Database: fixedDB,
+		Now: func() time.Time { return fixedNow }, Styles: &st, Refresh: -1})
+	h := &harness{t: t, m: m}
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 24})
+	first := strings.Split(h.view(), "\n")[0]
+	assert.Contains(t, first, "operator root")
+	assert.NotContains(t, first, "as ")
+}
+
+// The audit chain's head hash is what `audit verify --anchor ID:HASH`
+// takes: whole at 80 columns, on a line of its own, and the list below it
+// still shows every row.
+func TestAuditChainHeadHashWhole(t *testing.T) {
+	t.Parallel()
+	head := fmt.Sprintf("sha256:%064x", 30)
+	for _, w := range []int{80, 120} {
+		h := fixtureHarness(t, goldenSetup{}, w, 24)
+		h.keys("4")
+		v := h.view()
+		assert.Contains(t, v, head, "at %d columns", w)
+		assert.Contains(t, v, "head #30")
+		assert.Contains(t, v, "#28", "the list keeps its rows")
+		assertFits(t, v, w)
+	}
+}
+
+// A reconcile run names its report's hash with its algorithm and its class
+// whole at 80 columns, and every finding's identity.
+func TestReconcileReportHashAndClassWhole(t *testing.T) {
+	t.Parallel()
+	for _, w := range []int{80, 120} {
+		h := fixtureHarness(t, goldenSetup{}, w, 24)
+		h.keys("5", "enter")
+		v := h.view()
+		assert.Contains(t, v, "sha256:3f7a9c0d5e1b2a4c6d8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e", "at %d columns", w)
+		assert.Contains(t, v, "class demo.transfer")
+		for _, id := range []string{"acme/p-2", "acme/x-9", "globex/p-5"} {
+			assert.Contains(t, v, id)
+		}
+		assert.NotContains(t, v, "3f7a9c0d5e1b…")
+		assertFits(t, v, w)
+	}
+}
+
+// The horizon's source names and plan scopes are whole at 80 columns: the
+// columns that give way are named, and the footer names the selected plan's
+// planner with the login; at 120 nothing is hidden and the plans table shows
+// persons with their logins.
+func TestHorizonSourceNamesAndScopesWhole(t *testing.T) {
+	t.Parallel()
+	for _, w := range []int{80, 120} {
+		hz := newFixedHorizon()
+		hz.plans[2].Scope = "initech/bets.settlement-revision"
+		h := fixtureHarness(t, goldenSetup{horizon: hz}, w, 24)
+		h.keys("3")
+		v := h.view()
+		for _, s := range []string{"kafka:payments.commands", "kafka:payments.dlq", "s3://replays",
+			"acme/demo.transfer", "globex/*", "initech/bets.settlement-revision"} {
+			assert.Contains(t, v, s, "at %d columns", w)
+		}
+		assertFits(t, v, w)
+		if w == 80 {
+			assert.Contains(t, v, "hidden: planned, approved")
+			assert.Contains(t, v, "planned alice (op1)", "the footer names the planner with the login")
+		} else {
+			assert.NotContains(t, v, "hidden:")
+			assert.Contains(t, v, "carol (carol)")
+			assert.Contains(t, v, "bob (bob)")
+		}
+	}
+}
+
+// A source name too wide for the rest: KIND, then PROBED give way, named,
+// and the name stays whole.
+func TestHorizonLongSourceNameDropsColumns(t *testing.T) {
+	t.Parallel()
+	const longSource = "kafka:payments.commands.settlement-revisions.eu-west-1"
+	hz := newFixedHorizon()
+	hz.firstSource = longSource
+	h := fixtureHarness(t, goldenSetup{horizon: hz}, 80, 24)
+	h.keys("3")
+	v := h.view()
+	assert.Contains(t, v, longSource)
+	assert.Contains(t, v, "hidden: kind")
+	assert.NotContains(t, v, "KIND")
+	assert.Contains(t, v, "RESULT")
+	assertFits(t, v, 80)
+}
