@@ -129,3 +129,36 @@ func TestHorizonLongSourceNameDropsColumns(t *testing.T) {
 	assert.Contains(t, v, "RESULT")
 	assertFits(t, v, 80)
 }
+
+// Every confirmation names the person the decision is recorded for, with
+// the login, beside the --operator label (here another name: root).
+func TestConfirmationsNamePersonWithLogin(t *testing.T) {
+	t.Parallel()
+	h := fixtureHarness(t, goldenSetup{operator: "root"}, 80, 24)
+	h.keys("3", "a")
+	v := h.view()
+	assert.Contains(t, v, "Four eyes")
+	assert.Contains(t, v, "decided by  alice (op1)")
+	assert.Contains(t, v, "operator    root")
+
+	h = fixtureHarness(t, goldenSetup{operator: "root"}, 80, 24)
+	h.keys("2", "d", "e")
+	h.typ("acme")
+	h.keys("tab")
+	h.typ("charge-42")
+	h.keys("tab")
+	h.typ("demo.transfer")
+	h.keys("tab", "tab")
+	h.typ(incomingPayload)
+	h.keys("esc", "enter")
+	v = h.view()
+	assert.Contains(t, v, "Confirm a REAL run")
+	assert.Contains(t, v, "run by        alice (op1)")
+
+	h = fixtureHarness(t, goldenSetup{operator: "root"}, 80, 24)
+	h.keys("5", "enter", "down", "p")
+	v = h.view()
+	assert.Contains(t, v, "Confirm: pin")
+	assert.Contains(t, v, "by      alice (op1)")
+	assert.Contains(t, v, "label   root")
+}

@@ -181,7 +181,7 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 		case msg.err != nil:
 			v.ban = view.ErrorBanner(fmt.Errorf("approve %s plan #%d: %w", msg.kind, msg.id, msg.err))
 		default:
-			v.ban = view.SuccessBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Operator)
+			v.ban = view.SuccessBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Decider())
 		}
 		return v.load()
 	case tea.KeyMsg:

@@ -277,6 +277,9 @@ func (v *View) renderConfirm(w, h int) string {
 	if len(p.Proof) == 0 {
 		row("proof", "-")
 	}
+	if v.c.Who != "" {
+		row("decided by", v.c.Who) // the person four eyes compare, not the label
+	}
 	row("operator", v.c.Operator)
 	lines = append(lines, "")
 	if v.confirm == horizonApprove {

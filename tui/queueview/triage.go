@@ -514,6 +514,9 @@ func (v *View) renderBulk(w, h int) string {
 	if p.Filter != nil {
 		row("filter", p.Filter.Describe())
 	}
+	if v.c.Who != "" {
+		row("decided by", v.c.Who) // who the database records, not the label
+	}
 	row("operator", v.c.Operator)
 	row("reason", strings.TrimSpace(v.reason.Value()))
 	lines = append(lines, "", st.Label.Render(fmt.Sprintf("  sample (%d of %s)", len(p.Sample), humanInt(p.Open))))

@@ -137,7 +137,7 @@ func (v *View) renderConfirm(w, h int) string {
 	}
 	lines := []string{st.Warning.Render("Confirm: pin " + identityText(*f) + " as a pending manual correction"), "",
 		st.Label.Render("reason  ") + reconcile.PinReason(*f, v.run.Summary.Report),
-		st.Label.Render("by      ") + v.c.Operator, "",
+		st.Label.Render("by      ") + v.c.Decider(), st.Label.Render("label   ") + v.c.Operator, "",
 		"While it is pending, no purge removes this identity's evidence (the manual",
 		"replay source pins it). Mark it done with idemctl corrections done ID.", "",
 		st.Focused.Render("y") + " confirm   " + st.Focused.Render("n/esc") + " cancel"}
