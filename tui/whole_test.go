@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/tui/styles"
 )
 
@@ -161,4 +164,32 @@ func TestConfirmationsNamePersonWithLogin(t *testing.T) {
 	assert.Contains(t, v, "Confirm: pin")
 	assert.Contains(t, v, "by      alice (op1)")
 	assert.Contains(t, v, "label   root")
+}
+
+type reportTarget struct{ fixedAudit }
+
+const reportTargetText = "report:sha256:3f7a9c0d5e1b2a4c6d8e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e"
+
+func (reportTarget) List(context.Context, audit.Filter) ([]audit.Record, error) {
+	return []audit.Record{{ID: 7, At: fixedNow, Actor: "alice", Person: "alice", DBUser: "op1", Action: "reconcile.run",
+		Target: reportTargetText, Details: json.RawMessage(`{}`)}}, nil
+}
+
+// An audit target wider than the list's row (a report's hash) is shown
+// whole in the details pane, and the title says where.
+func TestAuditTargetWholeInDetails(t *testing.T) {
+	t.Parallel()
+	st := styles.Ascii()
+	m := New(Options{Services: Services{Audit: reportTarget{}}, Operator: "alice", Database: fixedDB,
+		Now: func() time.Time { return fixedNow }, Styles: &st, Refresh: -1})
+	h := &harness{t: t, m: m}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.keys("4")
+	v := h.view()
+	assert.NotContains(t, v, reportTargetText, "the list cannot hold it at 80 columns")
+	assert.Contains(t, v, "TARGET whole: enter")
+	h.keys("enter")
+	v = h.view()
+	assert.Contains(t, v, "target\n  "+reportTargetText, "on a line of its own")
+	assertFits(t, v, 80)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -196,12 +197,15 @@ func (v *View) chainLines(w int) []string {
 // Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
-	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")
+	title := st.Title.Render("Audit log")
+	// What the list leaves out comes first in the title, before the prose.
+	var notes []string
+	title2 := st.Muted.Render("  read-only, newest first, hash-chained")
 	if v.list.Loaded {
-		title += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
+		title2 += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
 	}
 	if v.list.Loading {
-		title += "  " + st.Muted.Render("loading…")
+		title2 += "  " + st.Muted.Render("loading…")
 	}
 	atW := 20
 	ids := make([]int64, len(v.rows))
@@ -228,7 +232,7 @@ func (v *View) Render(w, h int) string {
 	}
 	if room-targetW-actionW < actorW {
 		atW, room = 0, room+21
-		title += "  " + st.Muted.Render("(AT hidden: enter)")
+		notes = append(notes, "AT hidden")
 		if room-targetW-actionW >= actorFull {
 			actorW, who = actorFull, audit.Record.Who
 		}
@@ -236,7 +240,17 @@ func (v *View) Render(w, h int) string {
 	if avail := room - targetW - actionW; avail < actorW {
 		actorW = max(5, avail)
 	}
+	widestTarget := targetW
 	targetW = max(8, room-actorW-actionW)
+	if targetW < widestTarget {
+		// A target wider than the row (a report's hash): the details pane
+		// shows it whole, and the title says so.
+		notes = append(notes, "TARGET whole")
+	}
+	if len(notes) > 0 {
+		title += "  " + st.Muted.Render("("+strings.Join(notes, ", ")+": enter)")
+	}
+	title += title2
 	at := func(s string) string {
 		if atW == 0 {
 			return ""
@@ -283,9 +297,12 @@ func (v *View) detailLines(r audit.Record, w, h int) []string {
 	lines := []string{
 		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  at ") + view.Stamp(r.At) + st.Label.Render("  by ") + r.Who() +
 			st.Label.Render("  operator ") + r.Actor,
-		st.Label.Render("hash ") + r.Hash,
-		st.Label.Render("prev ") + r.PrevHash,
 	}
+	lines = append(lines, view.Labelled("target", st.Label, view.OrDash(r.Target), w, 2)...)
+	lines = append(lines,
+		st.Label.Render("hash ")+r.Hash,
+		st.Label.Render("prev ")+r.PrevHash,
+	)
 	lines = append(lines, view.Wrap(st.Label.Render("details ")+view.OneLine(string(r.Details)), w)...)
 	if len(lines) <= h {
 		v.dtop = 0
