@@ -193,3 +193,20 @@ func TestAuditTargetWholeInDetails(t *testing.T) {
 	assert.Contains(t, v, "target\n  "+reportTargetText, "on a line of its own")
 	assertFits(t, v, 80)
 }
+
+// A contract reference too long for the footer's line wraps whole; the plan
+// list gives up the rows it takes and keeps the selected plan in view.
+func TestHorizonFooterKeepsContractWhole(t *testing.T) {
+	t.Parallel()
+	const contract = "FIN-2026-114/payments-eu/settlement-revision-approval-board"
+	hz := newFixedHorizon()
+	hz.plans[0].Contract = contract
+	h := fixtureHarness(t, goldenSetup{horizon: hz}, 80, 24)
+	h.keys("3")
+	v := h.view()
+	assert.Contains(t, v, contract)
+	assert.Contains(t, v, "> ")
+	assert.Contains(t, v, "#3 acme/demo.transfer")
+	assert.Contains(t, v, "planned alice (op1)")
+	assertFits(t, v, 80)
+}

@@ -130,8 +130,9 @@ func (v *View) Render(w, h int) string {
 		return marker + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.Scope, scopeW) + optCell(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
 			state + optCellLeft(strconv.FormatInt(p.Identities, 10), countW) + optCell(p.PlannedBy.String(), byW) + optCell(p.ApprovedBy.String(), byW)
 	})...)
-	lines = view.FitSlice(lines, h-4)
-	lines = append(lines, v.footer(w)...)
+	footer := v.footer(w)
+	lines = view.FitSlice(lines, h-len(footer))
+	lines = append(lines, footer...)
 	return view.FitLines(lines, w, h)
 }
 
@@ -238,9 +239,11 @@ func (v *View) footer(w int) []string {
 	}
 	if bar != "" {
 		// The purge just ran: its bar, then where the plan ended.
-		return []string{view.Trunc(bar, w), view.Trunc(l1, w), view.Trunc(l3, w), view.Trunc(l4, w)}
+		return append([]string{view.Trunc(bar, w)}, view.WrapAll([]string{l1, l3, l4}, w)...)
 	}
-	return []string{view.Trunc(l1, w), view.Trunc(l2, w), view.Trunc(l3, w), view.Trunc(l4, w)}
+	// Wrapped, not cut: a contract reference and the logins stay whole (the
+	// plan list gives up the rows the footer takes beyond its four).
+	return view.WrapAll([]string{l1, l2, l3, l4}, w)
 }
 
 func (v *View) renderConfirm(w, h int) string {

@@ -242,7 +242,7 @@ func (v *View) sourceRows() int {
 }
 
 func (v *View) planRows() int {
-	return max(1, v.c.BodyHeight()-10-v.sourceRows())
+	return max(1, v.c.BodyHeight()-6-v.sourceRows()-len(v.footer(v.c.Width)))
 }
 
 func (v *View) selected() *PurgePlan { return view.At(v.plans, v.nav.Cursor) }
