@@ -184,7 +184,7 @@ func (v *View) chainLines(w int) []string {
 		if lipgloss.Width(head)+1+lipgloss.Width(v.report.LastHash) <= w {
 			return []string{head + " " + v.report.LastHash}
 		}
-		return []string{head, "  " + v.report.LastHash}
+		return append([]string{head}, view.Indent("  ", view.Wrap(v.report.LastHash, max(10, w-2)))...)
 	}
 	// What moved names hashes too: wrapped, never cut.
 	broken := st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ":"
