@@ -210,3 +210,26 @@ func TestHorizonFooterKeepsContractWhole(t *testing.T) {
 	assert.Contains(t, v, "planned alice (op1)")
 	assertFits(t, v, 80)
 }
+
+// The groups view keeps a class (what class: searches) whole at 80 columns,
+// even one that changed between the stored and the incoming record; CHANGED
+// gives way, and FIRST and LAST go, named, when it must.
+func TestQueueGroupsKeepClassWhole(t *testing.T) {
+	t.Parallel()
+	q := newFixedQuarantine()
+	r := q.records[11]
+	r.Class, r.IncomingClass = "payments.card_capture", "payments.card_capture_v2"
+	q.records[11] = r
+	h := fixtureHarness(t, goldenSetup{quarantine: q}, 80, 24)
+	h.keys("v")
+	v := h.view()
+	assert.Contains(t, v, "payments.card_capture→payments.card_capture_v2")
+	assert.Contains(t, v, "hidden: first, last")
+	assertFits(t, v, 80)
+
+	h = fixtureHarness(t, goldenSetup{}, 80, 24)
+	h.keys("v")
+	v = h.view()
+	assert.NotContains(t, v, "hidden:", "room for every column")
+	assert.Contains(t, v, "FIRST")
+}
