@@ -78,7 +78,8 @@ func TestApprovalsViewShowsChangesAndMoneyTotals(t *testing.T) {
 	s := approvalsScreen(t, pool, "alice")
 	s.waitFor("6 Approvals")
 	s.keys("6")
-	s.waitForAll(want["EUR"], "EUR 9.00 over 1 record")
+	// PLANNED is the person with the login, whole (the column was 10 wide).
+	s.waitForAll(want["EUR"], "EUR 9.00 over 1 record", dbtest.PersonOperator+" ("+string(dbtest.Operator)+")")
 	s.keys("enter")
 	s.waitForAll("/amount: 1 -> 100001", `/currency: "EUR" -> "USD"`, "e-00003-rev2", want["USD"])
 	s.keys("esc", "a")

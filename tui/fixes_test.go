@@ -229,17 +229,17 @@ func TestAuditWhoAndDetailsScroll(t *testing.T) {
 	h.keys("down", "enter")
 	v = h.view()
 	assert.Contains(t, v, "Row #29  at 2026-11-30 11:40:00Z  by alice (op1)  operator root")
-	assert.Contains(t, v, "lines 1-7 of 20")
+	assert.Contains(t, v, "lines 1-7 of 21")
 	assert.NotContains(t, v, "charge-last-of-the-run")
 	for range 20 {
 		h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'J'}})
 	}
 	v = h.view()
-	assert.Contains(t, v, "lines 14-20 of 20", "scrolled to the end, and no further")
+	assert.Contains(t, v, "lines 15-21 of 21", "scrolled to the end, and no further")
 	assert.Contains(t, v, "charge-last-of-the-run")
 	assert.NotContains(t, v, "Row #29")
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'K'}})
-	assert.Contains(t, h.view(), "lines 13-19 of 20")
+	assert.Contains(t, h.view(), "lines 14-20 of 21")
 	h.keys("up")
 	assert.Contains(t, h.view(), "Row #30", "another row's details start at the top")
 }

@@ -342,6 +342,8 @@ type fixedHorizon struct {
 	plans []horizonview.PurgePlan
 	// failLoad, when set, is the error Plans returns.
 	failLoad error
+	// firstSource, when set, is the first source's name.
+	firstSource string
 }
 
 func newFixedHorizon() *fixedHorizon {
@@ -359,14 +361,18 @@ func newFixedHorizon() *fixedHorizon {
 }
 
 func (h *fixedHorizon) Sources(context.Context) ([]horizonview.HorizonSource, error) {
-	return []horizonview.HorizonSource{
+	src := []horizonview.HorizonSource{
 		{Name: "kafka:payments.commands", Kind: "topic", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
 			Detail: "retention 7d, oldest offset 2026-11-23"},
 		{Name: "kafka:payments.dlq", Kind: "dlq", ProbedAt: fixedNow.Add(-2 * time.Minute), Result: "closed", Proven: true,
 			Detail: "empty"},
 		{Name: "s3://replays", Kind: "archive", ProbedAt: fixedNow.Add(-3 * time.Hour), Result: "unreachable",
 			Detail: "timeout after 10s"},
-	}, nil
+	}
+	if h.firstSource != "" {
+		src[0].Name = h.firstSource
+	}
+	return src, nil
 }
 
 func (h *fixedHorizon) Plans(context.Context) ([]horizonview.PurgePlan, error) {

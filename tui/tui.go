@@ -53,12 +53,14 @@ const (
 // Options configure the console.
 type Options struct {
 	Services Services
-	// Operator and Database are shown in the header; Operator is recorded
-	// with every decision.
+	// Database is shown in the header; Operator (a label) is recorded with
+	// every decision, and shown in the header when Who is unknown or there
+	// is room.
 	Operator string
 	Database string
 	// Who is the person the database records for this login, with the
-	// login ("alice (pay_alice)"), shown where a decision is confirmed.
+	// login ("alice (pay_alice)"), shown in the header and where a decision
+	// is confirmed.
 	Who string
 	// Now is the display clock; time.Now when nil.
 	Now func() time.Time
@@ -356,21 +358,36 @@ func (m *Model) problemView(w int) string {
 		view.Trunc("q quit", w)}, "\n")
 }
 
-// header names the console, the operator and the database. The database's
-// identity is what tells a primary from a look-alike, so it is never cut:
-// the other parts shorten, then go, first (only an identity wider than the
-// terminal itself is shortened, in the middle).
+// header names the console, the person the database records for the
+// session's login (with the login, as the confirmations do; the --operator
+// label only when there is room, and alone only when the person is unknown)
+// and the database. The database's identity is what tells a primary from a
+// look-alike, so it is never cut: the other parts shorten, then go, first
+// (only an identity wider than the terminal itself is shortened, in the
+// middle); the person goes only after every label.
 func (m *Model) header(w int) string {
 	st := m.ctx.Styles
-	db, op := m.ctx.Database, m.ctx.Operator
-	for _, h := range []string{
-		st.Header.Render("idemctl tui") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
-		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("operator ") + op + "  " + st.HeaderKey.Render("db ") + db,
-		st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
-		st.HeaderKey.Render("op ") + op + "  " + st.HeaderKey.Render("db ") + db,
-		st.HeaderKey.Render("db ") + db,
-		db,
-	} {
+	db, op, who := m.ctx.Database, m.ctx.Operator, m.ctx.Who
+	dbPart := st.HeaderKey.Render("db ") + db
+	var variants []string
+	if who != "" {
+		as := st.HeaderKey.Render("as ") + who
+		variants = []string{
+			st.Header.Render("idemctl tui") + "  " + as + "  " + st.HeaderKey.Render("operator ") + op + "  " + dbPart,
+			st.Header.Render("idemctl tui") + "  " + as + "  " + dbPart,
+			st.Header.Render("idemctl") + "  " + as + "  " + dbPart,
+			as + "  " + dbPart,
+			as + "  " + db,
+		}
+	} else {
+		variants = []string{
+			st.Header.Render("idemctl tui") + "  " + st.HeaderKey.Render("operator ") + op + "  " + dbPart,
+			st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("operator ") + op + "  " + dbPart,
+			st.Header.Render("idemctl") + "  " + st.HeaderKey.Render("op ") + op + "  " + dbPart,
+			st.HeaderKey.Render("op ") + op + "  " + dbPart,
+		}
+	}
+	for _, h := range append(variants, dbPart, db) {
 		if lipgloss.Width(h) <= w {
 			return h
 		}

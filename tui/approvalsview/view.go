@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/idemctl/idemctl/tui/keys"
 	"github.com/idemctl/idemctl/tui/view"
@@ -181,7 +182,7 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 		case msg.err != nil:
 			v.ban = view.ErrorBanner(fmt.Errorf("approve %s plan #%d: %w", msg.kind, msg.id, msg.err))
 		default:
-			v.ban = view.SuccessBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Operator)
+			v.ban = view.SuccessBanner("%s plan #%d approved by %s; it can now run", msg.kind, msg.id, v.c.Decider())
 		}
 		return v.load()
 	case tea.KeyMsg:
@@ -295,11 +296,22 @@ func (v *View) Render(w, h int) string {
 	for i, p := range v.plans {
 		ids[i] = p.ID
 	}
-	const kindW, stateW, byW = 13, 9, 10
+	// PLANNED and APPROVED are persons with their logins (four eyes compare
+	// persons), whole; WILL APPLY (whole when the plan opens) gives way.
+	const kindW, stateW = 13, 9
+	plW, apW := len("PLANNED"), len("APPROVED")
+	for _, p := range v.plans {
+		plW = max(plW, lipgloss.Width(view.OrDash(p.Planned)))
+		apW = max(apW, lipgloss.Width(view.OrDash(p.Approved)))
+	}
 	idW := view.IDWidth(ids...)
-	totW := max(10, w-2-kindW-idW-stateW-2*byW-5)
+	totW := w - 2 - kindW - idW - stateW - plW - apW - 5
+	if totW < 10 {
+		totW = 0
+		title += "  " + st.Warning.Render("hidden: will apply (enter)")
+	}
 	lines := []string{title, "", st.Column.Render("  " + view.Pad("KIND", kindW) + " " + view.PadLeft("ID", idW) + " " + view.Pad("STATE", stateW) + " " +
-		view.Pad("PLANNED", byW) + " " + view.Pad("APPROVED", byW) + " " + view.Pad("WILL APPLY", totW))}
+		view.Pad("PLANNED", plW) + " " + view.Pad("APPROVED", apW) + totCell("WILL APPLY", totW))}
 	if v.list.Loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no plan (idemctl quarantine accept-as-new --rule ..., idemctl record plan make them)"))
 	}
@@ -307,10 +319,19 @@ func (v *View) Render(w, h int) string {
 	lines = append(lines, v.nav.Rows(len(v.plans), rows, st.Selected, func(i int, marker string) string {
 		p := v.plans[i]
 		row := marker + view.Pad(string(p.Kind), kindW) + " " + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.State, stateW) + " " +
-			view.Pad(view.OrDash(p.Planned), byW) + " " + view.Pad(view.OrDash(p.Approved), byW) + " " + view.Pad(willApplyLine(p), totW)
+			view.Pad(view.OrDash(p.Planned), plW) + " " + view.Pad(view.OrDash(p.Approved), apW) + totCell(willApplyLine(p), totW)
 		return row
 	})...)
 	return view.FitLines(lines, w, h)
+}
+
+// totCell is the WILL APPLY cell with its separator, or nothing when the
+// column is hidden (w 0).
+func totCell(s string, w int) string {
+	if w == 0 {
+		return ""
+	}
+	return " " + view.Pad(s, w)
 }
 
 // willApplyLine is a plan's totals on one line.

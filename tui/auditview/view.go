@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -97,9 +98,9 @@ func (v *View) Back() (bool, tea.Cmd) {
 }
 
 // listHeight is the rows of the list: the body minus the title, the chain
-// line and the column line, and the details pane when open.
+// lines and the column line, and the details pane when open.
 func (v *View) listHeight() int {
-	h := v.c.BodyHeight() - 3
+	h := v.c.BodyHeight() - 2 - len(v.chainLines(v.c.Width))
 	if v.details {
 		h -= v.detailsHeight()
 	}
@@ -166,30 +167,45 @@ func (v *View) KeyMap() help.KeyMap {
 	}
 }
 
-func (v *View) chainLine() string {
+// chainLines is the chain's state in w cells. The head's hash is what
+// `idemctl audit verify --anchor ID:HASH` needs, so it is never cut: when the
+// line does not fit, the hash goes whole on a line of its own.
+func (v *View) chainLines(w int) []string {
 	st := v.c.Styles
 	switch {
 	case v.verifying && v.report == nil:
-		return st.Muted.Render("verifying the chain…")
+		return []string{st.Muted.Render("verifying the chain…")}
 	case v.verifyErr != nil:
-		return st.Error.Render("chain: could not verify (" + view.OneLine(v.verifyErr.Error()) + ")")
+		return []string{st.Error.Render("chain: could not verify (" + view.OneLine(v.verifyErr.Error()) + ")")}
 	case v.report == nil:
-		return ""
+		return []string{""}
 	case v.report.Intact:
-		return st.Success.Render("chain intact") + fmt.Sprintf(": %d rows, head #%d %s", v.report.Rows, v.report.LastID, v.report.LastHash)
+		head := st.Success.Render("chain intact") + fmt.Sprintf(": %d rows, head #%d", v.report.Rows, v.report.LastID)
+		if lipgloss.Width(head)+1+lipgloss.Width(v.report.LastHash) <= w {
+			return []string{head + " " + v.report.LastHash}
+		}
+		return append([]string{head}, view.Indent("  ", view.Wrap(v.report.LastHash, max(10, w-2)))...)
 	}
-	return st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ": " + v.report.Problem
+	// What moved names hashes too: wrapped, never cut.
+	broken := st.Error.Render(fmt.Sprintf("CHAIN BROKEN at row %d", v.report.BrokenAt)) + ":"
+	if lipgloss.Width(broken)+1+lipgloss.Width(v.report.Problem) <= w {
+		return []string{broken + " " + v.report.Problem}
+	}
+	return append([]string{broken}, view.Indent("  ", view.Wrap(v.report.Problem, max(10, w-2)))...)
 }
 
 // Render implements view.View.
 func (v *View) Render(w, h int) string {
 	st := v.c.Styles
-	title := st.Title.Render("Audit log") + st.Muted.Render("  read-only, newest first, hash-chained")
+	title := st.Title.Render("Audit log")
+	// What the list leaves out comes first in the title, before the prose.
+	var notes []string
+	title2 := st.Muted.Render("  read-only, newest first, hash-chained")
 	if v.list.Loaded {
-		title += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
+		title2 += "  " + st.Muted.Render(fmt.Sprintf("latest %d", len(v.rows)))
 	}
 	if v.list.Loading {
-		title += "  " + st.Muted.Render("loading…")
+		title2 += "  " + st.Muted.Render("loading…")
 	}
 	atW := 20
 	ids := make([]int64, len(v.rows))
@@ -216,7 +232,7 @@ func (v *View) Render(w, h int) string {
 	}
 	if room-targetW-actionW < actorW {
 		atW, room = 0, room+21
-		title += "  " + st.Muted.Render("(AT hidden: enter)")
+		notes = append(notes, "AT hidden")
 		if room-targetW-actionW >= actorFull {
 			actorW, who = actorFull, audit.Record.Who
 		}
@@ -224,15 +240,26 @@ func (v *View) Render(w, h int) string {
 	if avail := room - targetW - actionW; avail < actorW {
 		actorW = max(5, avail)
 	}
+	widestTarget := targetW
 	targetW = max(8, room-actorW-actionW)
+	if targetW < widestTarget {
+		// A target wider than the row (a report's hash): the details pane
+		// shows it whole, and the title says so.
+		notes = append(notes, "TARGET whole")
+	}
+	if len(notes) > 0 {
+		title += "  " + st.Muted.Render("("+strings.Join(notes, ", ")+": enter)")
+	}
+	title += title2
 	at := func(s string) string {
 		if atW == 0 {
 			return ""
 		}
 		return view.Pad(s, atW) + " "
 	}
-	lines := []string{title, v.chainLine(),
-		st.Column.Render("  " + view.PadLeft("ID", idW) + " " + at("AT") + view.Pad("ACTOR", actorW) + " " + view.Pad("ACTION", actionW) + " " + view.Pad("TARGET", targetW))}
+	chain := v.chainLines(w)
+	lines := append(append([]string{title}, chain...),
+		st.Column.Render("  "+view.PadLeft("ID", idW)+" "+at("AT")+view.Pad("ACTOR", actorW)+" "+view.Pad("ACTION", actionW)+" "+view.Pad("TARGET", targetW)))
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The audit service is not available."))
@@ -249,7 +276,7 @@ func (v *View) Render(w, h int) string {
 		return row
 	})...)
 	if v.details && v.nav.Cursor < len(v.rows) {
-		lines = view.FitSlice(lines, 3+rows)
+		lines = view.FitSlice(lines, 2+len(chain)+rows)
 		lines = append(lines, v.detailLines(v.rows[v.nav.Cursor], w, v.detailsHeight())...)
 	}
 	return view.FitLines(lines, w, h)
@@ -270,9 +297,12 @@ func (v *View) detailLines(r audit.Record, w, h int) []string {
 	lines := []string{
 		st.Title.Render(fmt.Sprintf("Row #%d", r.ID)) + st.Label.Render("  at ") + view.Stamp(r.At) + st.Label.Render("  by ") + r.Who() +
 			st.Label.Render("  operator ") + r.Actor,
-		st.Label.Render("hash ") + r.Hash,
-		st.Label.Render("prev ") + r.PrevHash,
 	}
+	lines = append(lines, view.Labelled("target", st.Label, view.OrDash(r.Target), w, 2)...)
+	lines = append(lines,
+		st.Label.Render("hash ")+r.Hash,
+		st.Label.Render("prev ")+r.PrevHash,
+	)
 	lines = append(lines, view.Wrap(st.Label.Render("details ")+view.OneLine(string(r.Details)), w)...)
 	if len(lines) <= h {
 		v.dtop = 0

@@ -6,6 +6,7 @@ package horizonview
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 
@@ -51,11 +52,23 @@ func (v *View) Render(w, h int) string {
 	if v.list.Loading {
 		title += st.Muted.Render("  loading…")
 	}
-	lines := []string{title, st.Label.Render("Sources") + st.Muted.Render(" (an unprobed or unreachable source proves nothing)")}
-	const kindW, probeW, resW = 8, 9, 12
-	nameW := max(10, min(28, (w-kindW-probeW-resW-6)/2))
-	detW := max(5, w-2-nameW-kindW-probeW-resW-4)
-	lines = append(lines, st.Column.Render("  "+view.Pad("NAME", nameW)+" "+view.Pad("KIND", kindW)+" "+view.Pad("PROBED", probeW)+" "+view.Pad("RESULT", resW)+" "+view.Pad("DETAIL", detW)))
+	// A source's name is what `idemctl horizon` commands take: never cut.
+	// Its column is as wide as the widest name; KIND, then PROBED, then
+	// DETAIL give way, named.
+	const resW = 12
+	kindW, probeW, detW := 8, 9, 12
+	nameW := len("NAME")
+	for _, s := range v.sources {
+		nameW = max(nameW, lipgloss.Width(s.Name))
+	}
+	hidden := dropColumns(w-2-nameW-1-resW, []column{{"kind", &kindW}, {"probed", &probeW}, {"detail", &detW}})
+	if detW > 0 {
+		detW = w - 2 - nameW - resW - 1 - optWidth(kindW) - optWidth(probeW) - 1
+	}
+	lines := []string{title, st.Label.Render("Sources") + hiddenNote(st.Warning, hidden) +
+		st.Muted.Render(" (an unprobed or unreachable source proves nothing)")}
+	lines = append(lines, st.Column.Render("  "+view.Pad("NAME", nameW)+optCell("KIND", kindW)+optCell("PROBED", probeW)+" "+
+		view.Pad("RESULT", resW)+optCell("DETAIL", detW)))
 	if v.list.Loaded && len(v.sources) == 0 {
 		lines = append(lines, st.Warning.Render("  no replay source is registered: nothing can be proven"))
 	}
@@ -73,23 +86,33 @@ func (v *View) Render(w, h int) string {
 		if !s.ProbedAt.IsZero() {
 			probed = view.Ago(now, s.ProbedAt)
 		}
-		lines = append(lines, mark+view.Pad(s.Name, nameW)+" "+view.Pad(s.Kind, kindW)+" "+view.Pad(probed, probeW)+" "+
-			style.Render(view.Pad(view.OrDash(s.Result), resW))+" "+view.Pad(s.Detail, detW))
+		lines = append(lines, mark+view.Pad(s.Name, nameW)+optCell(s.Kind, kindW)+optCell(probed, probeW)+" "+
+			style.Render(view.Pad(view.OrDash(s.Result), resW))+optCell(s.Detail, detW))
 	}
-	lines = append(lines, "", st.Label.Render("Plans"))
-	const stateW, countW = 9, 10
+	const stateW = 9
 	ids := make([]int64, len(v.plans))
 	for i, p := range v.plans {
 		ids[i] = p.ID
 	}
 	idW := view.IDWidth(ids...)
-	beforeW := 17
-	// PLANNED and APPROVED show the person and the login when the scope
-	// still fits whole beside them, else the persons (the footer and the
-	// confirmation name the logins too).
-	who, byW, scopeW := v.whoColumns(w - 2 - idW - beforeW - stateW - countW - 6)
-	lines = append(lines, st.Column.Render("  "+view.PadLeft("ID", idW)+" "+view.Pad("SCOPE", scopeW)+" "+view.Pad("BEFORE", beforeW)+" "+
-		view.Pad("STATE", stateW)+" "+view.PadLeft("IDENTITIES", countW)+" "+view.Pad("PLANNED", byW)+" "+view.Pad("APPROVED", byW)))
+	// SCOPE is what the plan covers, whole. PLANNED and APPROVED show the
+	// person and the login; when the row cannot hold them they go (the
+	// footer names both for the selected plan), then IDENTITIES and BEFORE
+	// (the footer has the horizon), named.
+	scopeW, byW := len("SCOPE"), len("APPROVED")
+	for _, p := range v.plans {
+		scopeW = max(scopeW, lipgloss.Width(p.Scope))
+		byW = max(byW, lipgloss.Width(p.PlannedBy.String()), lipgloss.Width(p.ApprovedBy.String()))
+	}
+	beforeW, countW, byW2 := 17, 10, 2*byW+1
+	phidden := dropColumns(w-2-idW-1-scopeW-1-stateW, []column{{"planned, approved (below)", &byW2}, {"identities", &countW}, {"before", &beforeW}})
+	if byW2 == 0 {
+		byW = 0
+	}
+	scopeW = w - 2 - idW - 1 - stateW - optWidth(beforeW) - optWidth(countW) - 2*optWidth(byW) - 1
+	lines = append(lines, "", st.Label.Render("Plans")+hiddenNote(st.Warning, phidden))
+	lines = append(lines, st.Column.Render("  "+view.PadLeft("ID", idW)+" "+view.Pad("SCOPE", scopeW)+optCell("BEFORE", beforeW)+" "+
+		view.Pad("STATE", stateW)+optCellLeft("IDENTITIES", countW)+optCell("PLANNED", byW)+optCell("APPROVED", byW)))
 	if v.list.Loaded && len(v.plans) == 0 {
 		lines = append(lines, st.Muted.Render("  no purge plan (idemctl horizon plan creates one)"))
 	}
@@ -104,33 +127,70 @@ func (v *View) Render(w, h int) string {
 		if i != v.nav.Cursor {
 			state = v.planStyle(st8).Render(state)
 		}
-		row := marker + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.Scope, scopeW) + " " + view.Pad(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
-			state + " " + view.PadLeft(strconv.FormatInt(p.Identities, 10), countW) + " " +
-			view.Pad(who(p.PlannedBy), byW) + " " + view.Pad(who(p.ApprovedBy), byW)
-		return row
+		return marker + view.PadLeft("#"+strconv.FormatInt(p.ID, 10), idW) + " " + view.Pad(p.Scope, scopeW) + optCell(p.Before.UTC().Format("2006-01-02 15:04Z"), beforeW) + " " +
+			state + optCellLeft(strconv.FormatInt(p.Identities, 10), countW) + optCell(p.PlannedBy.String(), byW) + optCell(p.ApprovedBy.String(), byW)
 	})...)
-	lines = view.FitSlice(lines, h-4)
-	lines = append(lines, v.footer(w)...)
+	footer := v.footer(w)
+	lines = view.FitSlice(lines, h-len(footer))
+	lines = append(lines, footer...)
 	return view.FitLines(lines, w, h)
 }
 
-// whoColumns sizes the plan list's PLANNED and APPROVED columns in room
-// (what the other columns leave): the person and the login when the widest
-// scope still fits whole, else the persons alone. It returns how to show a
-// Who, the columns' width and the scope's.
-func (v *View) whoColumns(room int) (func(Who) string, int, int) {
-	scopeNeed, full, short := len("SCOPE"), len("APPROVED"), len("APPROVED")
-	for _, p := range v.plans {
-		scopeNeed = max(scopeNeed, lipgloss.Width(p.Scope))
-		for _, w := range []Who{p.PlannedBy, p.ApprovedBy} {
-			full = max(full, lipgloss.Width(w.String()))
-			short = max(short, lipgloss.Width(w.short()))
+// column is a table column that may give way: its name and its width (0
+// once hidden).
+type column struct {
+	name  string
+	width *int
+}
+
+// dropColumns hides cols, in order, until the shown ones (each with its
+// separator) fit in room, and returns the names of the hidden ones.
+func dropColumns(room int, cols []column) []string {
+	var hidden []string
+	for _, c := range cols {
+		need := 0
+		for _, c := range cols {
+			need += optWidth(*c.width)
 		}
+		if need <= room {
+			break
+		}
+		*c.width = 0
+		hidden = append(hidden, c.name)
 	}
-	if room-2*full >= scopeNeed {
-		return Who.String, full, room - 2*full
+	return hidden
+}
+
+// optWidth is a column's width with its separator, 0 when hidden.
+func optWidth(w int) int {
+	if w == 0 {
+		return 0
 	}
-	return Who.short, short, max(8, room-2*short)
+	return w + 1
+}
+
+// optCell is a column's separator and s padded to w, or nothing when the
+// column is hidden (w 0); optCellLeft pads on the left.
+func optCell(s string, w int) string {
+	if w == 0 {
+		return ""
+	}
+	return " " + view.Pad(s, w)
+}
+
+func optCellLeft(s string, w int) string {
+	if w == 0 {
+		return ""
+	}
+	return " " + view.PadLeft(s, w)
+}
+
+// hiddenNote names the columns a wider terminal shows.
+func hiddenNote(style lipgloss.Style, hidden []string) string {
+	if len(hidden) == 0 {
+		return ""
+	}
+	return "  " + style.Render("hidden: "+strings.Join(hidden, ", "))
 }
 
 // footer is the selected plan's detail, or the purge's progress.
@@ -179,9 +239,11 @@ func (v *View) footer(w int) []string {
 	}
 	if bar != "" {
 		// The purge just ran: its bar, then where the plan ended.
-		return []string{view.Trunc(bar, w), view.Trunc(l1, w), view.Trunc(l3, w), view.Trunc(l4, w)}
+		return append([]string{view.Trunc(bar, w)}, view.WrapAll([]string{l1, l3, l4}, w)...)
 	}
-	return []string{view.Trunc(l1, w), view.Trunc(l2, w), view.Trunc(l3, w), view.Trunc(l4, w)}
+	// Wrapped, not cut: a contract reference and the logins stay whole (the
+	// plan list gives up the rows the footer takes beyond its four).
+	return view.WrapAll([]string{l1, l2, l3, l4}, w)
 }
 
 func (v *View) renderConfirm(w, h int) string {
@@ -217,6 +279,9 @@ func (v *View) renderConfirm(w, h int) string {
 	}
 	if len(p.Proof) == 0 {
 		row("proof", "-")
+	}
+	if v.c.Who != "" {
+		row("decided by", v.c.Who) // the person four eyes compare, not the label
 	}
 	row("operator", v.c.Operator)
 	lines = append(lines, "")

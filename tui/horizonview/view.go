@@ -104,14 +104,6 @@ type Who struct {
 // String is "alice (op1)", "(no person) op1", or "-" for nobody yet.
 func (w Who) String() string { return audit.Who(w.Person, w.Login) }
 
-// short is the person alone, or the login when it maps to no person.
-func (w Who) short() string {
-	if w.Person != "" {
-		return w.Person
-	}
-	return w.String()
-}
-
 func (w Who) zero() bool { return w.Person == "" && w.Login == "" }
 
 // PurgeResult is what a purge did.
@@ -242,7 +234,7 @@ func (v *View) sourceRows() int {
 }
 
 func (v *View) planRows() int {
-	return max(1, v.c.BodyHeight()-10-v.sourceRows())
+	return max(1, v.c.BodyHeight()-6-v.sourceRows()-len(v.footer(v.c.Width)))
 }
 
 func (v *View) selected() *PurgePlan { return view.At(v.plans, v.nav.Cursor) }

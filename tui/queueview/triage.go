@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/idemctl/idemctl/quarantine"
 	"github.com/idemctl/idemctl/tui/keys"
@@ -451,17 +452,28 @@ func (v *View) renderGroups(w, h int) string {
 	for _, g := range gs {
 		total += g.Count
 	}
-	title := st.Title.Render("Open records by cause") + "  " +
-		st.Muted.Render(fmt.Sprintf("%s in %s", plural(int(total), "record"), plural(len(gs), "group")))
+	counts := "  " + st.Muted.Render(fmt.Sprintf("%s in %s", plural(int(total), "record"), plural(len(gs), "group")))
 	if v.query != "" {
-		title += "  " + st.Label.Render("search ") + v.query
+		counts += "  " + st.Label.Render("search ") + v.query
 	}
-	const countW, seenW = 7, 9
-	clsW := min(24, max(12, w/5))
-	srcW := 10
-	fieldsW := max(10, w-2-countW-clsW-srcW-seenW*2-5)
+	title := st.Title.Render("Open records by cause")
+	// The class and the source (what class: and source: search) are never
+	// cut: as wide as the widest; CHANGED gives way, then FIRST and LAST go,
+	// named.
+	const countW = 7
+	seenW, clsW, srcW := 9, len("CLASS"), len("SOURCE")
+	for _, g := range gs {
+		clsW = max(clsW, lipgloss.Width(groupClass(g)))
+		srcW = max(srcW, lipgloss.Width(groupSource(g)))
+	}
+	fieldsW := w - 2 - countW - clsW - srcW - seenW*2 - 5
+	if fieldsW < 10 {
+		seenW, fieldsW = 0, max(10, w-2-countW-clsW-srcW-3)
+		title += "  " + st.Warning.Render("hidden: first, last")
+	}
+	title += counts
 	header := st.Column.Render("  " + view.PadLeft("COUNT", countW) + " " + view.Pad("CLASS", clsW) + " " + view.Pad("CHANGED", fieldsW) + " " +
-		view.Pad("SOURCE", srcW) + " " + view.PadLeft("FIRST", seenW) + " " + view.PadLeft("LAST", seenW))
+		view.Pad("SOURCE", srcW) + optCol(" ", view.PadLeft("FIRST", seenW), seenW) + optCol(" ", view.PadLeft("LAST", seenW), seenW))
 	lines := []string{view.Trunc(title, w), st.Muted.Render("enter: list a group's records · x: reject a group · y: copy its id"), header}
 	switch {
 	case v.tri.gloading && len(gs) == 0:
@@ -473,20 +485,28 @@ func (v *View) renderGroups(w, h int) string {
 	nav := v.tri.gnav
 	lines = append(lines, nav.Rows(len(gs), v.listHeight(), st.Selected, func(i int, marker string) string {
 		g := gs[i]
-		class := g.Class
-		if g.IncomingClass != g.Class {
-			class += "→" + g.IncomingClass
-		}
-		fields := g.Changed()
-		src := "-"
-		if g.Source != nil && *g.Source != "" {
-			src = *g.Source
-		}
-		row := marker + view.PadLeft(humanInt(g.Count), countW) + " " + view.Pad(class, clsW) + " " + view.Pad(fields, fieldsW) + " " +
-			view.Pad(src, srcW) + " " + view.PadLeft(view.Ago(now, g.FirstSeen), seenW) + " " + view.PadLeft(view.Ago(now, g.LastSeen), seenW)
-		return row
+		return marker + view.PadLeft(humanInt(g.Count), countW) + " " + view.Pad(groupClass(g), clsW) + " " + view.Pad(g.Changed(), fieldsW) + " " +
+			view.Pad(groupSource(g), srcW) + optCol(" ", view.PadLeft(view.Ago(now, g.FirstSeen), seenW), seenW) +
+			optCol(" ", view.PadLeft(view.Ago(now, g.LastSeen), seenW), seenW)
 	})...)
 	return view.FitLines(lines, w, h)
+}
+
+// groupClass is a group's class as shown: the stored one, and the incoming
+// one when it differs.
+func groupClass(g quarantine.Group) string {
+	if g.IncomingClass != g.Class {
+		return g.Class + "→" + g.IncomingClass
+	}
+	return g.Class
+}
+
+// groupSource is a group's source, or "-".
+func groupSource(g quarantine.Group) string {
+	if g.Source != nil && *g.Source != "" {
+		return *g.Source
+	}
+	return "-"
 }
 
 func (v *View) renderBulk(w, h int) string {
@@ -513,6 +533,9 @@ func (v *View) renderBulk(w, h int) string {
 	}
 	if p.Filter != nil {
 		row("filter", p.Filter.Describe())
+	}
+	if v.c.Who != "" {
+		row("decided by", v.c.Who) // who the database records, not the label
 	}
 	row("operator", v.c.Operator)
 	row("reason", strings.TrimSpace(v.reason.Value()))

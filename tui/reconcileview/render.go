@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/charmbracelet/lipgloss"
+
 	"github.com/idemctl/idemctl/reconcile"
 	"github.com/idemctl/idemctl/tui/view"
 )
@@ -12,17 +14,20 @@ import (
 // and the findings that are not matched.
 func (v *View) renderResults(w, h int) string {
 	st := v.c.Styles
-	s := v.run.Summary
-	title := st.Title.Render("Reconcile "+v.run.Name) + st.Muted.Render(fmt.Sprintf("  %s · %d lines · sha256 %.12s… · %s",
-		s.Report.Name, s.Report.Lines, s.Report.SHA256, s.Class))
-	lines := []string{title, st.Column.Render("  " + view.Pad("STATUS", 18) + " " + view.PadLeft("COUNT", 9) + "  AMOUNTS (inbox/report)")}
+	lines := append(v.headLines(w), st.Column.Render("  "+view.Pad("STATUS", 18)+" "+view.PadLeft("COUNT", 9)+"  AMOUNTS (inbox/report)"))
 	lines = append(lines, v.summaryRows()...)
 	shown := fmt.Sprintf("%d", len(v.run.Findings))
 	if v.run.More > 0 {
 		shown = fmt.Sprintf("first %d of %d", len(v.run.Findings), int64(len(v.run.Findings))+v.run.More)
 	}
 	lines = append(lines, "", st.Label.Render("Discrepancies and invalid lines")+st.Muted.Render(" ("+shown+")"))
-	const lineW, statusW, idW = 6, 17, 22
+	// The identity an operator types next is never cut: its column is as
+	// wide as the widest shown; DETAIL (whole when the finding opens) gives way.
+	const lineW, statusW = 6, 17
+	idW := len("IDENTITY")
+	for _, f := range v.run.Findings {
+		idW = max(idW, lipgloss.Width(identityText(f)))
+	}
 	detailW := max(8, w-2-lineW-statusW-idW-3)
 	lines = append(lines, st.Column.Render("  "+view.PadLeft("LINE", lineW)+" "+view.Pad("STATUS", statusW)+" "+view.Pad("IDENTITY", idW)+" "+view.Pad("DETAIL", detailW)))
 	if len(v.run.Findings) == 0 {
@@ -42,6 +47,25 @@ func (v *View) renderResults(w, h int) string {
 		return row
 	})...)
 	return view.FitLines(lines, w, h)
+}
+
+// headLines names the run, its report and its class, and the report's hash
+// with its algorithm: what the audit row's target and a pin's reason cite, so
+// it is never cut (it goes whole on a line of its own, as do the report's
+// name and the class when the title line cannot hold them).
+func (v *View) headLines(w int) []string {
+	st := v.c.Styles
+	s := v.run.Summary
+	title := "Reconcile " + v.run.Name
+	info := fmt.Sprintf("%s · %d lines · class %s", s.Report.Name, s.Report.Lines, s.Class)
+	lines := []string{st.Title.Render(title) + st.Muted.Render("  "+info)}
+	if lipgloss.Width(title)+2+lipgloss.Width(info) > w {
+		lines = []string{st.Title.Render(title)}
+		for _, l := range view.Wrap(info, w) {
+			lines = append(lines, st.Muted.Render(l))
+		}
+	}
+	return append(lines, view.Labelled("report", st.Label, "sha256:"+s.Report.SHA256, w, 2)...)
 }
 
 func lineText(n int64) string {
@@ -113,7 +137,7 @@ func (v *View) renderConfirm(w, h int) string {
 	}
 	lines := []string{st.Warning.Render("Confirm: pin " + identityText(*f) + " as a pending manual correction"), "",
 		st.Label.Render("reason  ") + reconcile.PinReason(*f, v.run.Summary.Report),
-		st.Label.Render("by      ") + v.c.Operator, "",
+		st.Label.Render("by      ") + v.c.Decider(), st.Label.Render("label   ") + v.c.Operator, "",
 		"While it is pending, no purge removes this identity's evidence (the manual",
 		"replay source pins it). Mark it done with idemctl corrections done ID.", "",
 		st.Focused.Render("y") + " confirm   " + st.Focused.Render("n/esc") + " cancel"}

@@ -284,7 +284,7 @@ func (v *View) summaryRows() []string {
 
 // findingRows is how many findings fit under the summary.
 func (v *View) findingRows() int {
-	return max(1, v.c.BodyHeight()-6-len(v.summaryRows()))
+	return max(1, v.c.BodyHeight()-5-len(v.headLines(v.c.Width))-len(v.summaryRows()))
 }
 
 // Render implements view.View.

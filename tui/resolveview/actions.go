@@ -247,6 +247,9 @@ func (v *View) renderConfirm(w, h int) string {
 	row("identity", p.TenantID+"/"+p.OperationID)
 	row("class", p.Class)
 	lines = append(lines, view.Labelled("  "+view.Pad("payload hash", 14), st.Label, st.HashIncoming.Render(p.Hash), w, 4)...)
+	if v.c.Who != "" {
+		row("run by", v.c.Who) // who the database records, not the label
+	}
 	row("operator", v.c.Operator)
 	lines = append(lines, "",
 		"If the identity is absent the operation executes now (its effect commits);",

@@ -46,6 +46,15 @@ type Context struct {
 	Disconnected bool
 }
 
+// Decider is who a decision is recorded for: the person with the login
+// (Who), or the --operator label when the person is unknown.
+func (c *Context) Decider() string {
+	if c.Who != "" {
+		return c.Who
+	}
+	return c.Operator
+}
+
 // Unreachable reports whether err says the database could not be reached
 // (refused, reset, timed out, the connection lost), as opposed to a refusal
 // by the database.

@@ -129,7 +129,7 @@ func TestTUIInAPseudoTerminal(t *testing.T) {
 
 	at := screen.waitFor(t, 0, contains("acme/charge-42"), "the seeded conflict in the queue")
 	txt := screen.text()
-	assert.Contains(t, txt, "operator alice")
+	assert.Contains(t, txt, "as "+dbtest.PersonOperator+" ("+string(dbtest.Operator)+")", "the header names the person the login maps to, with the login")
 	assert.NotRegexp(t, `\x1b\[[0-9;]*3[0-9;]*m`, screen.raw(), "NO_COLOR: no colour sequence")
 
 	// Resized to 120x40, the list is drawn again with wider columns.
