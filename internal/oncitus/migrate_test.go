@@ -205,3 +205,47 @@ func TestIdentityRowValidUpgradeOnTheCluster(t *testing.T) {
 	_, err = conn.Exec(ctx, "RESET ROLE")
 	require.NoError(t, err)
 }
+
+// TestRunEffectUpgradeOnTheCluster: a cluster migrated before the
+// dispatcher took the effect's OID holds idem.run_effect(text, text, text,
+// jsonb), created on every node. Migrate drops it everywhere and leaves the
+// one that takes the OID on every node, and the executor still runs the
+// effect on the node that holds the tenant.
+func TestRunEffectUpgradeOnTheCluster(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	conn := e.superuser(t)
+	const old = "idem.run_effect(text,text,text,jsonb)"
+	for _, sql := range []string{
+		`CREATE FUNCTION idem.run_effect(p_op_class text, p_tenant_id text, p_operation_id text, p_payload jsonb)
+		 RETURNS jsonb LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'the old dispatcher ran'; END$$`,
+		"ALTER FUNCTION " + old + " OWNER TO idem_owner",
+		"REVOKE ALL ON FUNCTION " + old + " FROM PUBLIC",
+		"SELECT create_distributed_function('" + old + "')",
+	} {
+		_, err := conn.Exec(ctx, sql)
+		require.NoError(t, err, sql)
+	}
+	onEveryNode := func(sig string) int64 {
+		return count(t, conn, `SELECT count(*) FROM run_command_on_workers($$SELECT to_regprocedure('`+sig+`') IS NOT NULL$$)
+			WHERE success AND result = 't'`)
+	}
+	workers := count(t, conn, "SELECT count(*) FROM run_command_on_workers($$SELECT 1$$) WHERE success")
+	require.Equal(t, workers, onEveryNode(old), "the old dispatcher is on every worker before the upgrade")
+
+	_, err := migrations.Apply(ctx, conn, migrations.Options{})
+	require.NoError(t, err)
+	var left bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", old).Scan(&left))
+	assert.False(t, left, "the old dispatcher is gone from the coordinator")
+	assert.Zero(t, onEveryNode(old), "the old dispatcher is gone from every worker")
+	assert.Equal(t, workers, onEveryNode("idem.run_effect(text,text,text,jsonb,oid)"), "the new one is on every worker")
+
+	app := e.conn(t, loginApp)
+	for _, w := range e.c.Workers()[:2] {
+		tenant := tenantsOn(t, conn, "runeffect-up", w.Port, 1)[0]
+		res, err := idem.Execute(ctx, app, transfer(tenant, "op-1", 3))
+		require.NoError(t, err, "a tenant on %s", w.Name)
+		assert.Equal(t, idem.Applied, res.Outcome, "a tenant on %s", w.Name)
+	}
+}
