@@ -171,6 +171,7 @@ type stager struct {
 	class       string
 	now         time.Time
 	vals        []any
+	values      func(Verdict) []any // stageValues unless set
 	err         error
 	chunk       []Row
 	verdicts    []Verdict
@@ -213,7 +214,11 @@ func (s *stager) Next() bool {
 			i := s.next
 			s.next++
 			if v := s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
-				s.vals = stageValues(v)
+				if s.values != nil {
+					s.vals = s.values(v)
+				} else {
+					s.vals = stageValues(v)
+				}
 				return true
 			}
 		}
@@ -265,6 +270,17 @@ func stageValues(v Verdict) []any {
 	}
 	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash,
 		v.Item.Evidence}
+}
+
+// checkValues are stageValues without the payload (checkColumns).
+func checkValues(v Verdict) []any {
+	var payloadHash, storeHash *string
+	if v.StoreHash != "" {
+		storeHash = &v.StoreHash
+	} else {
+		payloadHash = &v.Item.PayloadHash
+	}
+	return []any{v.Item.TenantID, v.Item.OperationID, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash, v.Item.Evidence}
 }
 
 func (s *stager) Values() ([]any, error) { return s.vals, nil }
