@@ -194,6 +194,10 @@ type KindError struct {
 }
 
 func (e *KindError) Error() string {
+	if e.Kind == EntryImport && e.Step == "run" {
+		return fmt.Sprintf("entry plan %d is an import plan: run it with idemctl import run %d (on Citus with its source: --from-ndjson FILE or --from-postgres DSN --query SQL)",
+			e.ID, e.ID)
+	}
 	if e.Kind == EntryImport {
 		return fmt.Sprintf("entry plan %d is an import plan: %s it with idemctl import %s %d and its source (--from-ndjson FILE or --from-postgres DSN --query SQL)",
 			e.ID, e.Step, e.Step, e.ID)

@@ -11,8 +11,10 @@ import (
 )
 
 // checkColumns are the columns of pg_temp.idem_import_check the approver's
-// read of the source fills (the run's stage's).
-var checkColumns = []string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash", "evidence"}
+// read of the source fills: the run's stage's but the payload, which its
+// canonical hash stands for (the seal checked each staged payload against
+// its hash).
+var checkColumns = []string{"tenant_id", "operation_id", "payload_hash", "response", "created_at", "store_hash", "evidence"}
 
 // Approve is the second person's approval of import plan id, bound to its
 // source: in one transaction it reads the source again (open, after the
@@ -47,7 +49,7 @@ func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing approved", id, err)
 	}
 	defer src.Close()
-	st.src = src
+	st.src, st.values = src, checkValues
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_check"}, checkColumns, st); err != nil {
 		if st.err != nil {
 			err = st.err

@@ -291,23 +291,26 @@ func TestImportRocketRides(t *testing.T) {
 	again := plan(r.Cursor)
 	assert.Equal(t, importer.Counts{Read: 24, ToImport: 19, Ambiguous: 5, Since: r.Cursor.String(),
 		ReadFrom: importer.ReadFrom(r.Cursor, 0).String()}, again.Counts)
-	_, err = importer.Approve(f.ctx, f.bob, again.Plan.ID, "bob", reopen)
-	require.NoError(t, err)
-	// A planned row that changed before the run: nothing enters.
+	// A planned row that changed before the approval: nothing is approved,
+	// so nothing can enter.
 	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body || '{"tampered":true}'
 		WHERE id = (SELECT min(id) FROM rocket.idempotency_keys WHERE idempotency_key LIKE 'late-%' AND recovery_point = 'finished' AND locked_at IS NULL)`)
-	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", reopen)
+	_, err = importer.Approve(f.ctx, f.bob, again.Plan.ID, "bob", reopen)
 	assert.ErrorIs(t, err, governance.ErrRefused)
-	assert.ErrorContains(t, err, "the source changed since the plan")
+	assert.ErrorContains(t, err, "differs from the source's")
+	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", reopen)
+	assert.ErrorIs(t, err, governance.ErrState, "an import not approved does not run")
 	var entered int
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", again.Plan.ID).Scan(&entered))
-	assert.Zero(t, entered, "nothing half-entered")
+	assert.Zero(t, entered, "nothing entered")
 	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body - 'tampered' WHERE response_body ? 'tampered'`)
+	_, err = importer.Approve(f.ctx, f.bob, again.Plan.ID, "bob", reopen)
+	require.NoError(t, err)
+	// The run enters the stage the approval compared with the source: it
+	// does not read the source (one that cannot be read changes nothing).
 	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
-		return nil, errors.New("connection refused")
+		return nil, errors.New("the run of a staged plan reads no source")
 	})
-	assert.ErrorContains(t, err, "the source cannot be read again: connection refused; nothing entered")
-	_, err = importer.Run(f.ctx, f.alice, again.Plan.ID, "alice", reopen)
 	require.NoError(t, err)
 	outcomes, err = importer.Outcomes(f.ctx, f.alice, again.Plan.ID)
 	require.NoError(t, err)

@@ -52,10 +52,15 @@ func (v Verdict) Fingerprint() [32]byte {
 	return Fingerprint(v.Item.TenantID, v.Item.OperationID, v.Item.PayloadHash, v.StoreHash, v.Item.Response, v.CreatedAt)
 }
 
-// ErrSourceChanged: the source read again is not the one planned (a file
-// whose digest differs). The database refuses any other difference itself
-// (IX343: a row not planned, different, or missing).
+// ErrSourceChanged: the source a run on Citus reads again is not the one
+// planned (a file whose digest differs, an identity read twice). The
+// database refuses any other difference itself (IX343: a row not planned,
+// different, or missing).
 var ErrSourceChanged = errors.New("the source changed since the plan")
+
+// ErrNoSource: the run of a plan that is not staged (on Citus) reads its
+// source again, and none was given.
+var ErrNoSource = errors.New("the run of this plan reads its source again")
 
 // Opener opens an import's source, reading after since (nil: from its
 // start): Plan opens it where ReadFrom says, Run again where the plan read
@@ -87,10 +92,11 @@ func (p PostgresSource) Opener() Opener {
 // opened, or a file that is not the planned one, enters nothing.
 //
 // A staged plan (idem.import_plan_seal_stage, every plan made off Citus)
-// runs from its stage instead (runStaged): the source is read again only
-// to see that it did not change, and the rows enter by chunks, each its
-// own transaction, on up to as many connections of a pool as the machine
-// has cores; a run that stopped resumes where it stopped.
+// runs from its stage instead (runStaged) and open is not called (it may
+// be nil): its approval compared the source with the stage, and the stage
+// is what enters. The rows enter by chunks, each its own transaction, on
+// up to as many connections of a pool as the machine has cores; a run
+// that stopped resumes where it stopped.
 func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
 	plan, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
 		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE p.id = $1", id))
@@ -102,7 +108,11 @@ func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Ope
 		return governance.EntryPlan{}, err
 	}
 	if plan.Staged {
-		return runStaged(ctx, db, plan, operator, open, runtime.GOMAXPROCS(0))
+		return runStaged(ctx, db, plan, operator, runtime.GOMAXPROCS(0))
+	}
+	if open == nil {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w (it keeps a fingerprint an item, on Citus): give its source as planned; nothing entered",
+			id, ErrNoSource)
 	}
 	return runReading(ctx, db, id, operator, open)
 }
@@ -161,6 +171,7 @@ type stager struct {
 	class       string
 	now         time.Time
 	vals        []any
+	values      func(Verdict) []any // stageValues unless set
 	err         error
 	chunk       []Row
 	verdicts    []Verdict
@@ -203,7 +214,11 @@ func (s *stager) Next() bool {
 			i := s.next
 			s.next++
 			if v := s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
-				s.vals = stageValues(v)
+				if s.values != nil {
+					s.vals = s.values(v)
+				} else {
+					s.vals = stageValues(v)
+				}
 				return true
 			}
 		}
@@ -255,6 +270,17 @@ func stageValues(v Verdict) []any {
 	}
 	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash,
 		v.Item.Evidence}
+}
+
+// checkValues are stageValues without the payload (checkColumns).
+func checkValues(v Verdict) []any {
+	var payloadHash, storeHash *string
+	if v.StoreHash != "" {
+		storeHash = &v.StoreHash
+	} else {
+		payloadHash = &v.Item.PayloadHash
+	}
+	return []any{v.Item.TenantID, v.Item.OperationID, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash, v.Item.Evidence}
 }
 
 func (s *stager) Values() ([]any, error) { return s.vals, nil }

@@ -1,12 +1,9 @@
 package importer
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -94,18 +91,28 @@ func (s *stageSource) Values() ([]any, error) { return s.vals, nil }
 func (s *stageSource) Err() error { return s.err }
 
 // runStaged runs a staged plan (idem.import_plan_seal_stage) from its
-// stage: the source is read again only to see that it did not change up
-// to the plan's cursor (nothing enters otherwise), while the body
-// partitions are made; then idem.import_run_begin, the chunks
-// (idem.import_run_chunk), each its own transaction, on as many
-// connections as the pool allows up to workers, and idem.import_run_finish.
-// A plan already running (a run that stopped) resumes: the source is not
-// read again and the chunks that committed are not entered twice.
-func runStaged(ctx context.Context, db TxBeginner, plan governance.EntryPlan, operator string, open Opener, workers int) (governance.EntryPlan, error) {
+// stage: the body partitions of the plan's ages are made, then
+// idem.import_run_begin, the chunks (idem.import_run_chunk), each its own
+// transaction, on as many connections as the pool allows up to workers,
+// and idem.import_run_finish. The source is not read again: what enters is
+// the stage, which the approver's read of the source was compared with
+// (idem.import_plan_approve; idem.import_run_begin refuses a plan approved
+// without that check). A plan already running (a run that stopped)
+// resumes: the chunks that committed are not entered twice.
+func runStaged(ctx context.Context, db TxBeginner, plan governance.EntryPlan, operator string, workers int) (governance.EntryPlan, error) {
 	id := plan.ID
 	if plan.State == "approved" {
-		if err := verifySource(ctx, db, plan, open); err != nil {
-			return governance.EntryPlan{}, err
+		var counts struct {
+			Oldest time.Time `json:"oldest"`
+			Newest time.Time `json:"newest"`
+		}
+		if err := json.Unmarshal(plan.Counts, &counts); err != nil {
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: its counts: %w", id, err)
+		}
+		// In transactions of at most 400 days, before the run's own
+		// (which then finds them made).
+		if err := ensurePartitions(ctx, db, counts.Oldest, counts.Newest); err != nil {
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w; nothing entered", id, err)
 		}
 	}
 	p, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
@@ -188,91 +195,6 @@ func inTx[T any](ctx context.Context, db TxBeginner, f func(pgx.Tx) (T, error)) 
 		return zero, err
 	}
 	return v, tx.Commit(context.WithoutCancel(ctx))
-}
-
-// verifySource reads the plan's source again, without classifying it, to
-// see that its rows up to the plan's cursor are the ones planned (their
-// digest): a source that cannot be read or that changed enters nothing.
-// The body partitions of the plan's ages are made meanwhile.
-func verifySource(ctx context.Context, db TxBeginner, plan governance.EntryPlan, open Opener) error {
-	id := plan.ID
-	var counts struct {
-		Oldest time.Time    `json:"oldest"`
-		Newest time.Time    `json:"newest"`
-		Source sourceCounts `json:"source"`
-	}
-	if err := json.Unmarshal(plan.Counts, &counts); err != nil {
-		return fmt.Errorf("import plan %d: its counts: %w", id, err)
-	}
-	var since, upto *Cursor
-	if from := cmp.Or(counts.Source.ReadFrom, counts.Source.Since); from != "" {
-		c, err := ParseCursor(from)
-		if err != nil {
-			return fmt.Errorf("import plan %d: its --since: %w", id, err)
-		}
-		since = &c
-	}
-	if plan.Cursor != nil {
-		c, err := ParseCursor(*plan.Cursor)
-		if err != nil {
-			return fmt.Errorf("import plan %d: its cursor: %w", id, err)
-		}
-		upto = &c
-	}
-	parts := make(chan error, 1)
-	go func() {
-		parts <- ensurePartitions(ctx, db, counts.Oldest, counts.Newest)
-	}()
-	src, err := open(ctx, since, true)
-	if err != nil {
-		<-parts
-		return fmt.Errorf("import plan %d: the source cannot be read again: %w; nothing entered", id, err)
-	}
-	defer src.Close()
-	got, want, err := digestThrough(ctx, src, upto)
-	if perr := <-parts; err == nil {
-		err = perr
-	}
-	if err != nil {
-		return fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, err)
-	}
-	if want == "" {
-		want = counts.Source.Through
-	}
-	if want == "" {
-		want = plan.SourceDigest
-	}
-	if got != want {
-		return fmt.Errorf("import plan %d: %w: %w: its rows up to the plan's cursor have the digest %s, the plan's %s; nothing entered",
-			id, governance.ErrRefused, ErrSourceChanged, got, want)
-	}
-	return nil
-}
-
-// digestThrough reads src to the first row after upto (a file: to its
-// end) and returns the digest of what came before it; want, when not
-// empty, is the digest to compare with instead of the plan's record of it.
-func digestThrough(ctx context.Context, src Source, upto *Cursor) (got, want string, err error) {
-	if f, ok := src.(*ndjsonSource); ok {
-		if _, err := io.Copy(io.Discard, f.r); err != nil {
-			return "", "", err
-		}
-		return f.Digest(), "", nil
-	}
-	marker, _ := src.(interface{ digestBeforeLast() string })
-	for {
-		r, err := src.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return src.Digest(), "", nil
-		}
-		if err != nil {
-			return "", "", err
-		}
-		if marker != nil && upto != nil && r.CreatedAt != nil &&
-			upto.Before(Cursor{At: *r.CreatedAt, Tenant: r.Tenant, OperationID: r.OperationID}) {
-			return marker.digestBeforeLast(), "", nil
-		}
-	}
 }
 
 // ensurePartitions makes the body partitions of the days from oldest to

@@ -185,3 +185,30 @@ func TestImportRunReadsTheSourceUpToTheCursor(t *testing.T) {
 	assert.Equal(t, 24, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", r.Plan.ID))
 	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE operation_id LIKE 'late-%' OR operation_id = 'future'"))
 }
+
+// The run does not read the source again: it enters the stage its approval
+// compared with the source. A plan approved without that comparison (before
+// approvals read the source: here by hand) does not run.
+func TestImportRunRefusesAPlanApprovedWithoutItsSource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	path := storeFile(t, 5)
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger,
+		Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+	require.NoError(t, err)
+	dbtest.Admin(t, f.dsn, "UPDATE idem.entry_plan SET state = 'approved', approved_person = 'bob', approved_by = 'bob', approved_at = now() WHERE id = $1",
+		r.Plan.ID)
+	_, err = importer.Run(f.ctx, f.alice, r.Plan.ID, "alice", nil)
+	assert.ErrorIs(t, err, governance.ErrState)
+	assert.ErrorContains(t, err, "was approved without its source read again")
+	assert.Zero(t, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE entry_plan = $1", r.Plan.ID), "nothing entered")
+	assert.Equal(t, "approved", stateOf(t, f, r.Plan.ID), "the run did not start")
+}
+
+func stateOf(t *testing.T, f *fixture, id int64) string {
+	t.Helper()
+	var s string
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT state FROM idem.entry_plan WHERE id = $1", id).Scan(&s))
+	return s
+}

@@ -88,8 +88,8 @@ func TestAnImportCitesWhatARecordCites(t *testing.T) {
 		if _, err := tx.Exec(w.ctx, "SELECT idem.import_check_open($1)", id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(w.ctx, `INSERT INTO pg_temp.idem_import_check (tenant_id, operation_id, payload, payload_hash, response, created_at, evidence)
-			VALUES ('t1', 'cite-' || $3, $1, $2, '{"ok":true}', $4, 'row 1')`, payload, hashOf(payload), fmt.Sprint(id), at[id])
+		_, err = tx.Exec(w.ctx, `INSERT INTO pg_temp.idem_import_check (tenant_id, operation_id, payload_hash, response, created_at, evidence)
+			VALUES ('t1', 'cite-' || $2, $1, '{"ok":true}', $3, 'row 1')`, hashOf(payload), fmt.Sprint(id), at[id])
 		require.NoError(t, err)
 		if _, err := tx.Exec(w.ctx, "SELECT idem.import_plan_approve($1, 'bob')", id); err != nil {
 			return err

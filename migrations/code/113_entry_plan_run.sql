@@ -31,7 +31,7 @@ BEGIN
     -- again into pg_temp.idem_import_stage, idem.import_stage_open), or a
     -- staged plan from its stage by chunks: never by idemctl record run.
     IF v_p.kind = 'import' AND (v_p.staged OR to_regclass('pg_temp.idem_import_stage') IS NULL) THEN
-        RAISE EXCEPTION 'entry plan % is an import plan: run it with idemctl import run % and its source (--from-ndjson FILE or --from-postgres DSN --query SQL)',
+        RAISE EXCEPTION 'entry plan % is an import plan: run it with idemctl import run % (on Citus with its source: --from-ndjson FILE or --from-postgres DSN --query SQL)',
                 p_id, p_id
             USING ERRCODE = 'IX341';
     END IF;

@@ -1,7 +1,11 @@
 -- object: function idem.import_run_begin(bigint, text)
 -- grant: operator
 -- import_run_begin starts the run of an approved staged import plan
--- (idem.import_plan_seal_stage; IX341 otherwise): it refuses a plan whose
+-- (idem.import_plan_seal_stage; IX341 otherwise) whose approval read its
+-- source again (idem.import_plan_approve; its audit row says
+-- checked_against_source, IX341 otherwise): the stage that approval
+-- compared is what enters, so the source is not read again here. It
+-- refuses a plan whose
 -- rows hold an identity twice and a stage a crash of the database emptied
 -- (IX343: plan again), makes the body partitions of the rows' real ages,
 -- and makes the plan 'running' (audited: entry.run.start); its class is
@@ -36,6 +40,18 @@ BEGIN
     END IF;
     IF v_p.state = 'running' THEN
         RETURN v_p;
+    END IF;
+    -- What enters is the stage, and the stage is what the approver's read
+    -- of the source gave (idem.import_plan_approve): the run does not read
+    -- the source again. A plan approved before approvals read the source
+    -- (its audit row does not say so) is refused: plan it again.
+    IF NOT EXISTS (SELECT 1 FROM idem.audit a
+                   WHERE a.target = 'entry_plan:' || p_id AND a.action = 'entry.approve'
+                     AND CASE WHEN a.action = 'entry.approve'
+                              THEN (a.details::jsonb ->> 'checked_against_source') = 'true' END) THEN
+        RAISE EXCEPTION 'import plan % was approved without its source read again: it does not run', p_id
+            USING ERRCODE = 'IX341',
+                  HINT = 'abort it (idemctl import abort ' || p_id || ' --reason TEXT) and plan it again; idemctl import approve reads the source';
     END IF;
     PERFORM idem.entry_plan_class_check(p_id); -- a class may have become money since the approval
     IF (v_p.counts ->> 'identities_twice')::bigint > 0 THEN

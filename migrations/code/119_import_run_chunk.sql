@@ -37,6 +37,7 @@ DECLARE
     v_n      bigint;
     v_i      record;
     v_id     idem.identity;
+    v_ins    text;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
     SELECT * INTO p_p FROM idem.entry_plan WHERE id = p_id FOR SHARE;
@@ -79,13 +80,22 @@ BEGIN
                idem.import_fingerprint(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response::text, s.created_at),
                'refused'
         FROM %s s
-        WHERE s.n BETWEEN $4 AND $5
-          AND (EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = s.tenant_id AND c.operation_id = s.operation_id)
-               OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = s.tenant_id AND q.operation_id = s.operation_id
-                          AND q.status = 'open'))$q$, v_t)
+        -- One join with the (usually few) pending claims and open records,
+        -- hashed once, not two EXISTS probes a row.
+        JOIN (SELECT c.tenant_id, c.operation_id FROM idem.pending_claim c
+              UNION
+              SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status = 'open') b
+          ON b.tenant_id = s.tenant_id AND b.operation_id = s.operation_id
+        WHERE s.n BETWEEN $4 AND $5$q$, v_t)
     USING p_id, v_class, p_p.hash_function, v_lo, v_hi;
     GET DIAGNOSTICS v_left = ROW_COUNT;
-    EXECUTE format($q$
+    -- The identities: first a plain INSERT (no speculative insertion: one
+    -- descent of the key a row, not two, and no confirmation record); the
+    -- key still settles a race. If the inbox holds one of the chunk's
+    -- identities already (or a concurrent caller commits one), the unique
+    -- violation undoes the attempt and the chunk's identities go in again
+    -- with ON CONFLICT DO NOTHING, leaving the inbox's rows alone (below).
+    v_ins := format($q$
         INSERT INTO idem.identity (tenant_id, operation_id, op_class, payload_digest, created_at, entry_plan)
         SELECT s.tenant_id, s.operation_id, $1,
                CASE WHEN s.payload IS NOT NULL THEN decode(substr(s.payload_hash, 12), 'hex')
@@ -96,10 +106,15 @@ BEGIN
         FROM %s s
         WHERE s.n BETWEEN $4 AND $5
           AND ($6 = 0 OR NOT EXISTS (SELECT 1 FROM idem.entry_item e WHERE e.plan_id = $3 AND e.tenant_id = s.tenant_id
-                                     AND e.operation_id = s.operation_id))
-        ON CONFLICT (tenant_id, operation_id) DO NOTHING$q$, v_t)
-    USING v_class, p_p.hash_function, p_id, v_lo, v_hi, v_left;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+                                     AND e.operation_id = s.operation_id))$q$, v_t);
+    BEGIN
+        EXECUTE v_ins USING v_class, p_p.hash_function, p_id, v_lo, v_hi, v_left;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+    EXCEPTION WHEN unique_violation THEN
+        EXECUTE v_ins || ' ON CONFLICT (tenant_id, operation_id) DO NOTHING'
+        USING v_class, p_p.hash_function, p_id, v_lo, v_hi, v_left;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+    END;
     -- The bodies (and a hash-only store's hashes) of the identities this
     -- chunk wrote: every row not refused when none was there before.
     EXECUTE format($q$

@@ -57,8 +57,8 @@ BEGIN
                         ELSE 'differs from the source''s' END AS why
             FROM %s s FULL JOIN pg_temp.idem_import_check c ON c.n = s.n
             WHERE s.n IS NULL OR c.n IS NULL
-               OR (s.tenant_id, s.operation_id, s.payload, s.payload_hash, s.store_hash, s.response, s.created_at, s.evidence)
-                  IS DISTINCT FROM (c.tenant_id, c.operation_id, c.payload, c.payload_hash, c.store_hash, c.response::jsonb,
+               OR (s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response, s.created_at, s.evidence)
+                  IS DISTINCT FROM (c.tenant_id, c.operation_id, c.payload_hash, c.store_hash, c.response::jsonb,
                                     c.created_at, c.evidence)
             ORDER BY 1 LIMIT 1$q$, v_t) INTO v_bad;
         IF v_bad.n IS NULL THEN

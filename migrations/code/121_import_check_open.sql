@@ -7,7 +7,10 @@
 -- that lives until the end of the transaction, owned by the schema owner;
 -- the caller's login may only INSERT (COPY) into it, so it can neither give
 -- it triggers, policies or rules nor swap it for a view. Its columns are
--- the run's stage's (idem.import_stage_open); n numbers the rows in the
+-- the run's stage's (idem.import_stage_open) but the payload: its hash
+-- stands for it (the seal checked that each staged payload hashes to its
+-- payload_hash, so equal hashes mean equal canonical text; the text would
+-- be a third of what the approver copies); n numbers the rows in the
 -- order they were copied. The table names its plan (its comment, which
 -- only the schema owner can change): the approval refuses another plan's.
 -- The plan must be an import plan (a record plan: IX341, naming idemctl
@@ -37,7 +40,6 @@ BEGIN
     CREATE TEMPORARY TABLE idem_import_check (
         tenant_id    text,
         operation_id text,
-        payload      text,
         payload_hash text,
         response     text,
         created_at   timestamptz,

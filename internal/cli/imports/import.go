@@ -46,9 +46,10 @@ Another person approves, reading the source again (import approve takes the
 same source flags): the database approves only if what it gives is exactly
 the plan (the staged rows' digest, or each fingerprint), so a plan its source
 does not give is never approved. Then it runs as the schema owner's
-functions: a staged plan enters its stage by chunks, after reading the
-source again to see it did not change; on Citus the run reads the source
-again and enters the rows only if they are exactly the planned ones. At run
+functions: a staged plan enters its stage by chunks, without reading the
+source (the approval compared it with the stage: what enters is what was
+approved); on Citus the run reads the source again (the same flags) and
+enters the rows only if they are exactly the planned ones. At run
 time an identity the inbox already holds with the same payload is skipped,
 with another payload quarantined with both sides: nothing is overwritten.
 
@@ -70,9 +71,7 @@ came after. docs/import.md is the cutover, step by step.`,
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)"     # another person
   idemctl import abort 4 --reason "wrong source"   # or: end it, its stage dropped
-  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
-      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
-      --query "$(cat rides-import.sql)"`,
+  idemctl import run 4                # on Citus: with the source flags`,
 	}
 	cmd.AddCommand(NewCmdImportPlan(f, nil), newCmdImportStep(f, "approve"), newCmdImportStep(f, "run"),
 		record.NewCmdEntryAbort(f, "import", func(p governance.EntryPlan) error {

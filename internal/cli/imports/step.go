@@ -36,43 +36,55 @@ approve.`
 const runLong = `Enter an approved import plan's identities, without running their effects.
 
 Off Citus the plan staged its rows in the database, checked and sealed
-there, and its approver compared them with the source: the run enters that
-stage, by chunks, each its own transaction, on two connections. It reads
-the source again (the same --from-postgres, --query and --password-env, or
-the same --from-ndjson file, as the plan) only to see that its rows up to
-the plan's cursor did not change. A source that cannot be read, a file that
-is not the planned one (its digest), or a row that changed, appeared or
-went missing since the plan: nothing enters (exit code 5); plan again. A
-run that stopped half way has entered the chunks that committed: run it
-again to resume (the source is not read again, no chunk enters twice). On
-Citus the plan keeps a fingerprint of each item and the run reads the
-source again and enters the rows, in one transaction, only if they are
-exactly the planned items.
+there, and its approver's read of the source was compared with them: the
+run enters that stage and does not read the source again (no source flag
+is needed; one given is not read). What enters is what the approval
+checked: a source that changes after the approval changes nothing the run
+enters (rows written after the plan's cursor are the next import's
+--since). A plan approved before approvals read the source does not run
+(exit code 5): abort it and plan again. The rows enter by chunks, each its
+own transaction, on two connections. A run that stopped half way has
+entered the chunks that committed: run it again to resume (no chunk enters
+twice). On Citus the plan keeps a fingerprint of each item and the run
+reads the source again (the same --from-postgres, --query and
+--password-env, or the same --from-ndjson file, as the plan) and enters the
+rows, in one transaction, only if they are exactly the planned items.
 
 The run prints each outcome's count (entered, skipped, quarantined, refused;
 with -o json in the plan's object as "outcomes") and the cursor for the next
 import's --since. A record plan is run by idemctl record run.`
 
-// newCmdImportStep builds `idemctl import approve` and `idemctl import
-// run`: both read the plan's source again.
+// newCmdImportStep builds `idemctl import approve`, which reads the plan's
+// source again, and `idemctl import run`, which reads it again only on
+// Citus.
 func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 	var yes bool
 	src := &importRunSource{}
 	use := step + " ID (--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE)"
 	short, long := "Enter an approved import plan's identities, without running their effects", runLong
-	if step == "approve" {
-		short, long = "Approve an import plan another person made (four eyes), checking it against its source", approveLong
-	}
-	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Long:  long,
-		Example: `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
-  idemctl import ` + step + ` 4 --from-postgres "postgres://reader@db1/rides" \
+	example := `  idemctl import run 4
+  # on Citus, with the plan's source:
+  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
+  idemctl import run 4 --from-postgres "postgres://reader@db1/rides" \
       --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
       --query "$(cat rides-import.sql)"
-  idemctl import ` + step + ` 5 --from-ndjson keys.ndjson`,
-		Args: cmdutil.MaxArgs(1),
+  idemctl import run 5 --from-ndjson keys.ndjson`
+	if step == "approve" {
+		short, long = "Approve an import plan another person made (four eyes), checking it against its source", approveLong
+		example = `  export IDEMCTL_SOURCE_RIDES_PASSWORD=...
+  idemctl import approve 4 --from-postgres "postgres://reader@db1/rides" \
+      --password-env IDEMCTL_SOURCE_RIDES_PASSWORD \
+      --query "$(cat rides-import.sql)"
+  idemctl import approve 5 --from-ndjson keys.ndjson`
+	} else {
+		use = step + " ID [--from-postgres DSN --query SQL [--password-env VAR] | --from-ndjson FILE]"
+	}
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cmdutil.MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := cmdutil.ParseID(args, "an import plan")
 			if err != nil {
@@ -87,6 +99,9 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 					act = importer.Approve
 				}
 				p, err := act(ctx, db, id, f.Operator(), src.opener())
+				if errors.Is(err, importer.ErrNoSource) {
+					return p, cmdutil.WithCode(cmdutil.ExitUsage, err)
+				}
 				if err != nil && !errors.Is(err, governance.ErrNotFound) {
 					// a source unreachable or changed, or a refusal: nothing done
 					return p, cmdutil.WithCode(cmdutil.ExitInvalid, err)
@@ -103,6 +118,9 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 				fmt.Fprintf(f.IO.ErrOut, "import plan %d approved: the %d rows its source gives are the plan's (items digest %s); idemctl import run %d enters them\n",
 					p.ID, p.Items, hexDigest(p.ItemsDigest), p.ID)
 				return nil
+			}
+			if p.Staged && src.given() {
+				fmt.Fprintf(f.IO.ErrOut, "import plan %d: the source was not read: the run entered the stage its approval compared with the source\n", p.ID)
 			}
 			return showImportRun(cmd.Context(), f, pool, p)
 		},
@@ -160,13 +178,21 @@ func showImportRun(ctx context.Context, f *cmdutil.Factory, pool *pgxpool.Pool, 
 	return nil
 }
 
-// importRunSource is the source `idemctl import approve` and `run` read again.
+// importRunSource is the source `idemctl import approve` reads again, and
+// `run` on Citus.
 type importRunSource struct {
 	FromPostgres, Query, PasswordEnv, FromNDJSON string
 }
 
+func (s *importRunSource) given() bool {
+	return s.FromPostgres != "" || s.FromNDJSON != "" || s.Query != "" || s.PasswordEnv != ""
+}
+
 func (s *importRunSource) validate(step string) error {
 	pg, file := s.FromPostgres != "", s.FromNDJSON != ""
+	if step == "run" && !s.given() {
+		return nil // a staged plan's run reads no source; on Citus importer.Run says it needs one
+	}
 	if pg == file {
 		return cmdutil.UsageErr("the %s reads the plan's source again: give --from-postgres DSN --query SQL, or --from-ndjson FILE",
 			map[string]string{"approve": "approval", "run": "run"}[step])
@@ -181,6 +207,9 @@ func (s *importRunSource) validate(step string) error {
 }
 
 func (s *importRunSource) opener() importer.Opener {
+	if !s.given() {
+		return nil
+	}
 	if s.FromNDJSON != "" {
 		return importer.File(s.FromNDJSON)
 	}
