@@ -38,7 +38,11 @@ type EntryLine struct {
 // alone or refused by a run).
 type EntryReview struct {
 	EntryPlan
+	// Entries are a record plan's identities; an import plan's (ShowEntry)
+	// are its rows that did not enter, with their outcomes, the first
+	// NotEnteredShown of NotEntered.
 	Entries       []EntryLine    `json:"entries"`
+	NotEntered    int            `json:"not_entered,omitempty"`
 	Totals        []Total        `json:"totals"`
 	MoneyProblems []MoneyProblem `json:"money_problems"`
 }
@@ -82,7 +86,37 @@ func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
 	if err != nil {
 		return EntryReview{}, err
 	}
-	return ReviewEntry(ctx, db, p)
+	r, err := ReviewEntry(ctx, db, p)
+	if err != nil || p.Kind != EntryImport {
+		return r, err
+	}
+	return notEntered(ctx, db, r)
+}
+
+// NotEnteredShown is how many of an import's rows that did not enter
+// ShowEntry loads (a rerun of a whole store skips all of them).
+const NotEnteredShown = 1000
+
+// notEntered adds an import plan's rows that did not enter, with their
+// outcomes (skipped, quarantined, refused, conflict_hash_only), in the
+// plan's order: the first NotEnteredShown, and how many there are.
+func notEntered(ctx context.Context, db DBTX, r EntryReview) (EntryReview, error) {
+	rows, err := db.Query(ctx, `SELECT i.seq, i.tenant_id, i.operation_id, i.op_class, coalesce(i.evidence, ''), i.outcome,
+			count(*) OVER ()
+		FROM idem.entry_item i WHERE i.plan_id = $1 AND i.outcome IS NOT NULL ORDER BY i.seq LIMIT $2`, r.ID, NotEnteredShown)
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load import plan %d's rows that did not enter: %w", r.ID, err)
+	}
+	var l EntryLine
+	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &r.NotEntered},
+		func() error {
+			r.Entries = append(r.Entries, l)
+			return nil
+		})
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load import plan %d's rows that did not enter: %w", r.ID, err)
+	}
+	return r, nil
 }
 
 // ReviewEntry adds an entry plan's identities and money totals to it. An

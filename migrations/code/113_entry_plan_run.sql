@@ -85,18 +85,20 @@ BEGIN
     SELECT CASE WHEN v_p.kind = 'import' THEN v_p.items - count(outcome) ELSE count(*) FILTER (WHERE outcome = 'entered') END
                AS n_entered,
            count(*) FILTER (WHERE outcome = 'exists') AS n_exists, count(*) FILTER (WHERE outcome = 'refused') AS n_refused,
-           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined
+           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined,
+           count(*) FILTER (WHERE outcome = 'conflict_hash_only') AS n_conflict_hash_only
     INTO v_c
     FROM idem.entry_item WHERE plan_id = p_id;
     UPDATE idem.entry_plan
     SET state = 'done', started_at = now(), finished_at = now(),
-        entered = v_c.n_entered, left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined
+        entered = v_c.n_entered,
+        left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined + v_c.n_conflict_hash_only
     WHERE id = p_id
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
         jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone,
                            'exists', v_c.n_exists, 'refused', v_c.n_refused, 'skipped', v_c.n_skipped,
-                           'quarantined', v_c.n_quarantined,
+                           'quarantined', v_c.n_quarantined, 'conflict_hash_only', v_c.n_conflict_hash_only,
                            'source_digest', v_p.source_digest, 'counts', v_p.counts, 'cursor', v_p.cursor,
                            'person', v_person)::text);
     RETURN v_p;

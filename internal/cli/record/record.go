@@ -386,7 +386,10 @@ func newCmdRecordShow(f *cmdutil.Factory) *cobra.Command {
 		Short: "Show a record plan: its identities, evidence and money totals",
 		Long: `Show a plan of identities that enter without their effect: who planned and
 approved it, each identity with its class, evidence and amount, and for
-money classes the totals per currency it records.`,
+money classes the totals per currency it records. Of an import plan (whose
+rows are not listed: a store's whole history), the rows that did not enter
+with their outcomes (skipped, quarantined, refused, conflict_hash_only; the
+first 1000, and how many).`,
 		Example: `  idemctl record show 3
   idemctl record show 3 -o json`,
 		Args: cmdutil.MaxArgs(1),
@@ -496,7 +499,13 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	if items > 0 && len(shown) > items {
 		shown = shown[:items]
 	}
-	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
+	total := len(r.Entries)
+	if r.Kind == governance.EntryImport {
+		total = r.NotEntered
+		fmt.Fprintf(w, "\nRows that did not enter (%d of %d):\n", len(shown), total)
+	} else {
+		fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), total)
+	}
 	table := make([][]string, 0, len(shown))
 	for _, e := range shown {
 		outcome := cmdutil.OrDash(e.Outcome)
@@ -510,7 +519,11 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		return err
 	}
 	if len(shown) < len(r.Entries) {
-		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", len(r.Entries)-len(shown), r.ID)
+		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", total-len(shown), r.ID)
+		return err
+	}
+	if len(shown) < total {
+		_, err := fmt.Fprintf(w, "and %d more, not listed: the plan's item rows (idem.entry_item, outcome not null) hold them all\n", total-len(shown))
 		return err
 	}
 	return nil
