@@ -16,7 +16,9 @@ type fixedApprovals struct {
 	approved int
 }
 
-func (f *fixedApprovals) Plans(context.Context) ([]approvalsview.ApprovalPlan, error) { return f.plans, nil }
+func (f *fixedApprovals) Plans(context.Context) ([]approvalsview.ApprovalPlan, error) {
+	return f.plans, nil
+}
 func (f *fixedApprovals) Approve(context.Context, approvalsview.PlanKind, int64, string) error {
 	f.approved++
 	return nil
