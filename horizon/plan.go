@@ -147,10 +147,10 @@ type Plan struct {
 	// PinnedWithoutBody counts, of a purge plan's Pinned, the identities
 	// with no body left (a tombstone, purged before): Candidates counts
 	// bodies, so the bodies the plan keeps are Pinned less these.
-	PinnedWithoutBody int64 `json:"pinned_without_body"`
-	Purged            int64 `json:"purged"`
-	Batches  int         `json:"batches"`
-	Proof    []Evidence  `json:"proof,omitempty"`
+	PinnedWithoutBody int64      `json:"pinned_without_body"`
+	Purged            int64      `json:"purged"`
+	Batches           int        `json:"batches"`
+	Proof             []Evidence `json:"proof,omitempty"`
 	// ExpiresAt is when the plan can no longer be approved or started (nil:
 	// a plan made before plans expired).
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
