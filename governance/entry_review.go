@@ -17,8 +17,15 @@ type EntryLine struct {
 	OperationID string `json:"operation_id"`
 	Class       string `json:"class"`
 	Evidence    string `json:"evidence"`
-	// Outcome is empty before the run; then entered, exists or refused.
+	// Outcome is empty before the run; then entered, exists (the inbox
+	// held it with the same payload), quarantined (with another payload:
+	// a conflict, its evidence in the quarantine) or refused.
 	Outcome string `json:"outcome,omitempty"`
+	// Held, before the run, says the inbox already holds the identity:
+	// "same payload" (the run leaves it alone) or "another payload" (the
+	// run quarantines the conflict): either way the item does not enter,
+	// and its amount is not in what the plan records.
+	Held string `json:"held,omitempty"`
 	// Money: the class moves money; Amount is then "EUR 9.00", or empty
 	// when the payload's amount cannot be read (named in the review's
 	// MoneyProblems).
@@ -31,7 +38,11 @@ type EntryLine struct {
 // alone or refused by a run).
 type EntryReview struct {
 	EntryPlan
+	// Entries are a record plan's identities; an import plan's (ShowEntry)
+	// are its rows that did not enter, with their outcomes, the first
+	// NotEnteredShown of NotEntered.
 	Entries       []EntryLine    `json:"entries"`
+	NotEntered    int            `json:"not_entered,omitempty"`
 	Totals        []Total        `json:"totals"`
 	MoneyProblems []MoneyProblem `json:"money_problems"`
 }
@@ -75,7 +86,37 @@ func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
 	if err != nil {
 		return EntryReview{}, err
 	}
-	return ReviewEntry(ctx, db, p)
+	r, err := ReviewEntry(ctx, db, p)
+	if err != nil || p.Kind != EntryImport {
+		return r, err
+	}
+	return notEntered(ctx, db, r)
+}
+
+// NotEnteredShown is how many of an import's rows that did not enter
+// ShowEntry loads (a rerun of a whole store skips all of them).
+const NotEnteredShown = 1000
+
+// notEntered adds an import plan's rows that did not enter, with their
+// outcomes (skipped, quarantined, refused, conflict_hash_only), in the
+// plan's order: the first NotEnteredShown, and how many there are.
+func notEntered(ctx context.Context, db DBTX, r EntryReview) (EntryReview, error) {
+	rows, err := db.Query(ctx, `SELECT i.seq, i.tenant_id, i.operation_id, i.op_class, coalesce(i.evidence, ''), i.outcome,
+			count(*) OVER ()
+		FROM idem.entry_item i WHERE i.plan_id = $1 AND i.outcome IS NOT NULL ORDER BY i.seq LIMIT $2`, r.ID, NotEnteredShown)
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load import plan %d's rows that did not enter: %w", r.ID, err)
+	}
+	var l EntryLine
+	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &r.NotEntered},
+		func() error {
+			r.Entries = append(r.Entries, l)
+			return nil
+		})
+	if err != nil {
+		return EntryReview{}, fmt.Errorf("load import plan %d's rows that did not enter: %w", r.ID, err)
+	}
+	return r, nil
 }
 
 // ReviewEntry adds an entry plan's identities and money totals to it. An
@@ -88,8 +129,12 @@ func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error)
 		return reviewImport(ctx, db, r)
 	}
 	rows, err := db.Query(ctx, `SELECT i.seq, i.tenant_id, i.operation_id, i.op_class, i.evidence, coalesce(i.outcome, ''),
+			CASE WHEN i.outcome IS NOT NULL OR h.tenant_id IS NULL THEN ''
+			     WHEN h.op_class = i.op_class AND h.payload_digest = decode(substr(i.payload_hash, 12), 'hex') THEN 'same payload'
+			     ELSE 'another payload' END,
 			i.payload, c.money
 		FROM idem.entry_item i LEFT JOIN idem.op_class c ON c.name = i.op_class
+		LEFT JOIN idem.identity h ON h.tenant_id = i.tenant_id AND h.operation_id = i.operation_id
 		WHERE i.plan_id = $1 ORDER BY i.seq`, p.ID)
 	if err != nil {
 		return EntryReview{}, fmt.Errorf("load entry plan %d's items: %w", p.ID, err)
@@ -98,7 +143,7 @@ func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error)
 	var l EntryLine
 	var payload string
 	var money *Money
-	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &payload, &money},
+	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &l.Held, &payload, &money},
 		func() error {
 			line := l
 			line.Money = money != nil
@@ -107,7 +152,7 @@ func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error)
 					line.Amount = cur + " " + groupThousands(formatMajor(amount, cur))
 				}
 			}
-			if line.Outcome == "" || line.Outcome == "entered" {
+			if (line.Outcome == "" && line.Held == "") || line.Outcome == "entered" {
 				totals.Add("item "+strconv.Itoa(l.Seq)+" ("+l.TenantID+"/"+l.OperationID+")", money, []byte(payload))
 			}
 			r.Entries = append(r.Entries, line)

@@ -28,8 +28,7 @@ type importMoney struct {
 // reviewImport adds an import plan's money totals, per currency, from
 // what its seal added up of the rows it holds (an import's rows are not
 // loaded: a store's whole history). A plan of a money class sealed without
-// them (an item a fingerprint, on Citus, or by an older idemctl) says so as
-// a problem.
+// them says why as a problem (noImportTotals).
 func reviewImport(ctx context.Context, db DBTX, r EntryReview) (EntryReview, error) {
 	counts, err := importCounts(r.EntryPlan)
 	if err != nil {
@@ -51,9 +50,25 @@ func reviewImport(ctx context.Context, db DBTX, r EntryReview) (EntryReview, err
 	}
 	if money > 0 {
 		r.MoneyProblems = append(r.MoneyProblems, MoneyProblem{Ref: "its " + fmt.Sprint(r.Items) + " items", Records: r.Items,
-			Problem: "a money class, and the plan holds no payloads to add up (sealed with a fingerprint an item, on Citus, or by an older idemctl): check the amounts in the source"})
+			Problem: noImportTotals(r.EntryPlan)})
 	}
 	return r, nil
+}
+
+// noImportTotals says why an import plan of a money class has no totals.
+// A staged plan's seal (idem.import_plan_seal_stage) added up the amounts
+// when its class was money then: the class became one after the seal. A
+// plan with one items digest and no stage was sealed by an older idemctl,
+// before seals added amounts up; any other (on Citus) keeps a fingerprint
+// an item, and no payloads to add up.
+func noImportTotals(p EntryPlan) string {
+	switch {
+	case p.Staged:
+		return "a money class now, not when the plan was sealed (the seal adds up the amounts of a class that is money then): check the amounts in the source"
+	case p.ItemsDigest != nil:
+		return "a money class, and the plan was sealed by an older idemctl, whose seal added up no amounts: check the amounts in the source"
+	}
+	return "a money class, and the plan keeps a fingerprint an item (sealed on Citus), no payloads to add up: check the amounts in the source"
 }
 
 type importPlanCounts struct {

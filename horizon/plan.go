@@ -144,9 +144,13 @@ type Plan struct {
 	// "quarantine" (an open or rejected quarantine record). A source's own
 	// pins in the proof count every identity it listed, shared or not.
 	PinnedBy []PinHolder `json:"pinned_by"`
-	Purged   int64       `json:"purged"`
-	Batches  int         `json:"batches"`
-	Proof    []Evidence  `json:"proof,omitempty"`
+	// PinnedWithoutBody counts, of a purge plan's Pinned, the identities
+	// with no body left (a tombstone, purged before): Candidates counts
+	// bodies, so the bodies the plan keeps are Pinned less these.
+	PinnedWithoutBody int64      `json:"pinned_without_body"`
+	Purged            int64      `json:"purged"`
+	Batches           int        `json:"batches"`
+	Proof             []Evidence `json:"proof,omitempty"`
 	// ExpiresAt is when the plan can no longer be approved or started (nil:
 	// a plan made before plans expired).
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -189,6 +193,16 @@ func GetPlan(ctx context.Context, q DBTX, id int64) (Plan, error) {
 	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("read plan %d: %w", id, err)
+	}
+	if p.Action == "purge" && p.Pinned > 0 {
+		// Distributed identity and body joined on the tenant, the pins (a
+		// reference table on Citus) joined to them: no correlated subquery.
+		if err := q.QueryRow(ctx, `SELECT count(*) FROM idem.identity i
+			JOIN idem.horizon_pin x ON x.tenant_id = i.tenant_id AND x.operation_id = i.operation_id
+			LEFT JOIN idem.inbox_body b ON b.tenant_id = i.tenant_id AND b.operation_id = i.operation_id AND b.created_at = i.created_at
+			WHERE x.plan_id = $1 AND b.tenant_id IS NULL`, p.ID).Scan(&p.PinnedWithoutBody); err != nil {
+			return Plan{}, fmt.Errorf("read plan %d: its pins without a body: %w", id, err)
+		}
 	}
 	var since time.Time
 	if err := q.QueryRow(ctx, `SELECT coalesce(max(finished_at), 'epoch') FROM idem.horizon_plan

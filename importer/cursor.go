@@ -17,26 +17,31 @@ type Cursor struct {
 }
 
 // DefaultSinceOverlap is how far before a --since cursor a plan reads the
-// store again by default: a row whose transaction committed later than
-// that after its created_at was stamped would be missed.
+// store again when --since-overlap is not given: a row whose transaction
+// committed later than that after its created_at was stamped would be
+// missed.
 const DefaultSinceOverlap = 24 * time.Hour
 
-// ReadFrom is where a plan given --since reads from: overlap before it
-// (DefaultSinceOverlap when 0, none when negative), so that a row stamped
-// before the cursor that committed after the earlier import read the
-// store is read now. nil for nil.
+// ReadFrom is where a plan given --since reads from: overlap before it, so
+// that a row stamped before the cursor that committed after the earlier
+// import read the store is read now. An overlap of 0 (or less) reads from
+// the cursor itself: the default is the caller's to apply (the flag's
+// default is DefaultSinceOverlap), never a stand-in for 0. nil for nil.
 func ReadFrom(since *Cursor, overlap time.Duration) *Cursor {
 	if since == nil {
 		return nil
 	}
-	if overlap == 0 {
-		overlap = DefaultSinceOverlap
-	}
-	if overlap < 0 {
+	if overlap <= 0 {
 		c := *since
 		return &c
 	}
 	return &Cursor{At: since.At.Add(-overlap)}
+}
+
+// Rereads reports whether a plan given --since since with this overlap
+// reads the row at again: it comes after ReadFrom(since, overlap).
+func Rereads(since Cursor, overlap time.Duration, at Cursor) bool {
+	return ReadFrom(&since, overlap).Before(at)
 }
 
 // String is the cursor as printed and taken by --since:

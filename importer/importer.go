@@ -139,8 +139,9 @@ type PlanOptions struct {
 	// opens the source after that ReadFrom (Counts.ReadFrom is what the run
 	// opens it with again).
 	Since *Cursor
-	// SinceOverlap is how far before Since the plan reads again
-	// (DefaultSinceOverlap when 0; negative: not at all).
+	// SinceOverlap is how far before Since the plan reads again: 0 (or
+	// less) not at all; DefaultSinceOverlap is the CLI flag's default,
+	// which a caller passes itself.
 	SinceOverlap time.Duration
 	// BatchSize is how many items a call sends (default 10000; on Citus).
 	BatchSize int
@@ -168,10 +169,14 @@ type Result struct {
 	Counts Counts
 	// Cursor is the last row read (nil when none had a usable created_at).
 	Cursor *Cursor
-	// AmbiguousBeforeCursor counts the ambiguous rows a rerun with --since
-	// Cursor will not read again.
-	AmbiguousBeforeCursor int
-	Digest                string
+	// AmbiguousBeforeCursor counts the ambiguous rows at or before Cursor;
+	// a rerun with --since Cursor reads again those within its overlap
+	// (AmbiguousRereadByDefault of them with DefaultSinceOverlap; all with
+	// an overlap of AmbiguousOverlapForAll or more).
+	AmbiguousBeforeCursor    int
+	AmbiguousRereadByDefault int
+	AmbiguousOverlapForAll   time.Duration
+	Digest                   string
 }
 
 // ErrNothingToImport: the source held no row to import (after --since).
@@ -293,8 +298,15 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	}
 	res := Result{Counts: p.counts, Cursor: p.cursor, Digest: src.Digest()}
 	for _, at := range p.ambiguousAt {
-		if res.Cursor != nil && !res.Cursor.Before(at) {
-			res.AmbiguousBeforeCursor++
+		if res.Cursor == nil || res.Cursor.Before(at) {
+			continue
+		}
+		res.AmbiguousBeforeCursor++
+		if Rereads(*res.Cursor, DefaultSinceOverlap, at) {
+			res.AmbiguousRereadByDefault++
+		}
+		if d := overlapToReread(*res.Cursor, at); d > res.AmbiguousOverlapForAll {
+			res.AmbiguousOverlapForAll = d
 		}
 	}
 	if p.counts.ToImport == 0 {
@@ -323,6 +335,14 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	}
 	res.Plan = plan
 	return res, nil
+}
+
+// overlapToReread is the least whole minute of --since-overlap after which
+// a rerun from cursor reads the row at again (a minute more than the gap,
+// so that the row at the boundary is in).
+func overlapToReread(cursor, at Cursor) time.Duration {
+	d := cursor.At.Sub(at.At)
+	return (d/time.Minute + 1) * time.Minute
 }
 
 func oneEntry(rows pgx.Rows, err error) (governance.EntryPlan, error) {

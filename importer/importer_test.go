@@ -190,7 +190,7 @@ func TestImportRocketRides(t *testing.T) {
 		t.Helper()
 		ambiguous.Reset()
 		r, err := importer.Plan(f.ctx, f.alice, src.Opener(), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger, Operator: "alice",
-			Reason: "adopt rocket-rides (MIG-1)", Since: since, BatchSize: 64}, importer.Sinks{Ambiguous: &ambiguous, Invalid: &invalid})
+			Reason: "adopt rocket-rides (MIG-1)", Since: since, SinceOverlap: importer.DefaultSinceOverlap, BatchSize: 64}, importer.Sinks{Ambiguous: &ambiguous, Invalid: &invalid})
 		require.NoError(t, err)
 		return r
 	}
@@ -290,7 +290,7 @@ func TestImportRocketRides(t *testing.T) {
 	fillRocket(t, f.dsn, "late-", 20, time.Minute, 0)
 	again := plan(r.Cursor)
 	assert.Equal(t, importer.Counts{Read: 24, ToImport: 19, Ambiguous: 5, Since: r.Cursor.String(),
-		ReadFrom: importer.ReadFrom(r.Cursor, 0).String()}, again.Counts)
+		ReadFrom: importer.ReadFrom(r.Cursor, importer.DefaultSinceOverlap).String()}, again.Counts)
 	// A planned row that changed before the approval: nothing is approved,
 	// so nothing can enter.
 	dbtest.Admin(t, f.dsn, `UPDATE rocket.idempotency_keys SET response_body = response_body || '{"tampered":true}'

@@ -19,6 +19,7 @@ type item struct {
 	inInbox        bool
 	fromReport     bool
 	payload, trans []byte // missing_in_report: the stored payload and transport
+	notCompared    bool   // in both, but the inbox's body was purged: no field compared
 }
 
 // merger walks the sorted report and the inbox stream side by side, one
@@ -298,14 +299,14 @@ func (m *merger) resolve(cand *item, s *stored) item {
 	case s.purged && cand.revOnly:
 		created := s.createdAt
 		it := item{inInbox: true, f: Finding{Status: Matched, Line: rec.line, Tenant: rec.tenant, OperationID: rec.op,
-			Class: p.Class, CreatedAt: &created, Note: "purged: only the identity's tombstone is left"}}
+			Class: p.Class, CreatedAt: &created, Note: "purged: only the identity's tombstone is left"}, notCompared: true}
 		m.reversed(&it, cand.revs)
 		return it
 	case s.purged:
 		created := s.createdAt
 		it := item{inInbox: true, fromReport: true, report: m.cmp.reportSide(rec), f: Finding{Status: Matched,
 			Line: rec.line, Tenant: rec.tenant, OperationID: rec.op, Class: p.Class, CreatedAt: &created,
-			Note: "purged: only the identity's tombstone is left, its fields were not compared"}}
+			Note: "purged: only the identity's tombstone is left, its fields were not compared"}, notCompared: true}
 		m.reversed(&it, cand.revs)
 		return it
 	}

@@ -19,6 +19,9 @@ const maxReasonBytes = 4096
 func (r *run) deliver(it *item) error {
 	f := &it.f
 	r.sum.Counts[f.Status]++
+	if it.notCompared {
+		r.sum.NotCompared++
+	}
 	if it.inInbox {
 		r.totals.add(f.Status, it.inbox, false)
 	}

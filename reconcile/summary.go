@@ -99,6 +99,10 @@ type Summary struct {
 	Until  *time.Time `json:"until,omitempty"`
 	// Counts per status.
 	Counts map[Status]int64 `json:"counts"`
+	// NotCompared counts the findings of Counts (matched, or refunded) of
+	// an identity whose body was purged: the inbox holds its tombstone, so
+	// no field was compared.
+	NotCompared int64 `json:"not_compared"`
 	// Amounts per status, then per currency ("" when unknown).
 	Amounts map[Status]map[string]Totals `json:"amounts"`
 	// EmitFile and Emitted: the resolve batch written (--emit-resolve).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemctl/idemctl/internal/dbtest"
 	"github.com/idemctl/idemctl/quarantine"
+	"github.com/idemctl/idemctl/tui/approvalsview"
 	"github.com/idemctl/idemctl/tui/resolveview"
 	"github.com/idemctl/idemctl/tui/styles"
 )
@@ -41,7 +42,8 @@ type goldenSetup struct {
 	horizon    *fixedHorizon
 	reconcile  *fixedReconcile
 	stepper    fixedStepper
-	operator   string // alice when empty
+	approvals  approvalsview.ApprovalService // none when nil
+	operator   string                        // alice when empty
 }
 
 func goldenModel(s goldenSetup) *Model {
@@ -60,7 +62,7 @@ func goldenModel(s goldenSetup) *Model {
 	}
 	return New(Options{
 		Services: Services{Quarantine: s.quarantine, Audit: fixedAudit{}, Resolve: s.stepper, Horizon: s.horizon,
-			Reconcile: s.reconcile},
+			Reconcile: s.reconcile, Approvals: s.approvals},
 		Operator: s.operator, Who: "alice (op1)", Database: fixedDB,
 		Now: func() time.Time { return fixedNow }, Styles: &st,
 		Refresh: -1, StepDelay: -1, Timeout: 5 * time.Second,

@@ -36,7 +36,7 @@ func TestAt2SinceOverlapTakesALateCommit(t *testing.T) {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
 		file := importer.File(path)
-		r, err := importer.Plan(w.ctx, w.operator, file, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt", Since: since}, importer.Sinks{})
+		r, err := importer.Plan(w.ctx, w.operator, file, importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "adopt", Since: since, SinceOverlap: importer.DefaultSinceOverlap}, importer.Sinks{})
 		require.NoError(t, err)
 		_, err = importer.Approve(w.ctx, w.second, r.Plan.ID, "bob", file)
 		require.NoError(t, err)

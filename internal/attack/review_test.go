@@ -329,7 +329,7 @@ func TestImportSinceTakesARowThatCommittedLateBeforeTheCursor(t *testing.T) {
 		return path
 	}
 	importFile := func(path string, since *importer.Cursor) importer.Result {
-		r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "cutover", Since: since},
+		r, err := importer.Plan(w.ctx, w.operator, importer.File(path), importer.PlanOptions{Class: projClass, Operator: "alice", Reason: "cutover", Since: since, SinceOverlap: importer.DefaultSinceOverlap},
 			importer.Sinks{})
 		require.NoError(t, err)
 		_, err = importer.Approve(w.ctx, w.second, r.Plan.ID, "bob", importer.File(path))

@@ -183,7 +183,7 @@ func TestWritersRefuseAReadOnlySession(t *testing.T) {
 		"quarantine bulk abort":    {"quarantine", "bulk", "abort", "1", "--reason", "x"},
 		"horizon source add":       {"horizon", "source", "add", "arch", "--kind", "archive", "--dir", dir},
 		"horizon source remove":    {"horizon", "source", "remove", "arch", "--reason", "x"},
-		"change approve":           {"change", "approve", "1"},
+		"change approve":           {"change", "approve", "1", "--yes"},
 		"change abort":             {"change", "abort", "1", "--reason", "x"},
 		"record plan":              {"record", "plan", "--file", filepath.Join(dir, "none.ndjson"), "--reason", "x"},
 		"record approve":           {"record", "approve", "1", "--yes"},

@@ -79,7 +79,7 @@ func TestREADMERunbook(t *testing.T) {
 	dbtest.Seed(t, fx.DSN, "proj.view", "t1", "op-", 8, 40*24*time.Hour, time.Hour)
 	code, _, errOut = runQ(t, fx.DSN, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--reason", "a projection", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
-	code, _, errOut = runQ(t, bob, "change", "approve", "1", "--operator", "bob") // planned: bob applies it
+	code, _, errOut = runQ(t, bob, "change", "approve", "1", "--operator", "bob", "--yes") // planned: bob applies it
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	archive := t.TempDir()
 	code, _, errOut = runQ(t, fx.DSN, "horizon", "source", "add", "archive", "--kind", "archive", "--dir", archive)

@@ -90,7 +90,7 @@ func TestEveryTableFitsTheTerminal(t *testing.T) {
 	dbtest.Seed(t, dsn, "proj.view", tableTenant, "op-", 4, 10*24*time.Hour, time.Hour)
 	// Making it horizon is planned; bob's approval applies it.
 	set := jsonLines(t, mustRun(dsn, "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--reason", tableCJKText, "--yes", "-o", "json"))[0]
-	mustRun(bob, "change", "approve", fmt.Sprint(set["change_id"]), "--operator", "bob")
+	mustRun(bob, "change", "approve", fmt.Sprint(set["change_id"]), "--operator", "bob", "--yes")
 	mustRun(dsn, "corrections", "add", "--tenant", tableTenant, "--op", tableLongOp, "--reason", tableCJKText)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.ndjson"),

@@ -4,8 +4,12 @@
 -- one transaction, each with its payload and response, marked with the plan
 -- (identity.entry_plan) and its transport naming the plan, the evidence and
 -- both persons; the effect is not run. The unique key settles a race: an
--- identity that appeared meanwhile is left alone ('exists'); one with a
--- pending claim or an open quarantine record is refused ('refused'). The
+-- identity the inbox holds (before, or written meanwhile) is left alone:
+-- 'exists' when it holds the same payload hash and class, else quarantined
+-- with both sides ('quarantined', idem.record_conflict, as an import's
+-- conflict is: same identity, another payload is a conflict, never a
+-- silent success); one with a pending claim or an open quarantine record
+-- is refused ('refused'). The
 -- runner must be a person (IX313). An import plan runs its own way
 -- (idem.import_run: original created_at kept, same payload skipped, another
 -- payload quarantined), from the rows idemctl import run staged in this
@@ -25,6 +29,7 @@ DECLARE
     v_out    text;
     v_n      integer;
     v_c      record;
+    v_id     idem.identity;
 BEGIN
     PERFORM idem.check_operator(p_operator, 'run');
     -- An import runs from what idemctl import run stages (its source read
@@ -59,7 +64,18 @@ BEGIN
                                            'planned_person', v_p.planned_person, 'approved_person', v_p.approved_person));
                 v_out := 'entered';
             ELSE
-                v_out := 'exists';
+                SELECT * INTO v_id FROM idem.identity i
+                WHERE i.tenant_id = v_i.tenant_id AND i.operation_id = v_i.operation_id;
+                IF v_id.op_class = v_i.op_class AND v_id.payload_digest = decode(substr(v_i.payload_hash, 12), 'hex') THEN
+                    v_out := 'exists';
+                ELSIF idem.record_conflict(v_id, v_i.op_class, v_i.payload, v_i.payload_hash,
+                          jsonb_build_object('entered_by', v_p.kind, 'entry_plan', p_id, 'evidence', v_i.evidence,
+                                             'planned_person', v_p.planned_person, 'approved_person', v_p.approved_person,
+                                             'run_by', p_operator)) IS NOT NULL THEN
+                    v_out := 'quarantined';
+                ELSE
+                    v_out := 'refused'; -- the identity vanished meanwhile (a purge): nothing entered
+                END IF;
             END IF;
         END IF;
         UPDATE idem.entry_item SET outcome = v_out WHERE plan_id = p_id AND seq = v_i.seq;
@@ -69,18 +85,20 @@ BEGIN
     SELECT CASE WHEN v_p.kind = 'import' THEN v_p.items - count(outcome) ELSE count(*) FILTER (WHERE outcome = 'entered') END
                AS n_entered,
            count(*) FILTER (WHERE outcome = 'exists') AS n_exists, count(*) FILTER (WHERE outcome = 'refused') AS n_refused,
-           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined
+           count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped, count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined,
+           count(*) FILTER (WHERE outcome = 'conflict_hash_only') AS n_conflict_hash_only
     INTO v_c
     FROM idem.entry_item WHERE plan_id = p_id;
     UPDATE idem.entry_plan
     SET state = 'done', started_at = now(), finished_at = now(),
-        entered = v_c.n_entered, left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined
+        entered = v_c.n_entered,
+        left_alone = v_c.n_exists + v_c.n_refused + v_c.n_skipped + v_c.n_quarantined + v_c.n_conflict_hash_only
     WHERE id = p_id
     RETURNING * INTO v_p;
     PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
         jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone,
                            'exists', v_c.n_exists, 'refused', v_c.n_refused, 'skipped', v_c.n_skipped,
-                           'quarantined', v_c.n_quarantined,
+                           'quarantined', v_c.n_quarantined, 'conflict_hash_only', v_c.n_conflict_hash_only,
                            'source_digest', v_p.source_digest, 'counts', v_p.counts, 'cursor', v_p.cursor,
                            'person', v_person)::text);
     RETURN v_p;

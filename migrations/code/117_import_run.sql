@@ -21,13 +21,15 @@
 -- is refused. An identity the inbox already holds (before, or written by a
 -- concurrent caller meanwhile: the unique key settles it) is left alone:
 -- skipped when it holds the same payload hash and class, quarantined with
--- both sides (idem.record_conflict) otherwise; nothing is overwritten. An
+-- both sides (idem.record_conflict) otherwise (conflict_hash_only for an
+-- item of a hash-only store, which has no payload to quarantine); nothing
+-- is overwritten. An
 -- item of a hash-only store enters with the store's hash as its digest when
 -- the hash function was declared (a request whose payload bytes hash to it
 -- is the same request), else with a digest no payload text can have, and is
 -- listed in idem.imported_hash: a retry that does not match is a conflict
 -- "imported without its payload". Only the items not entered get an
--- outcome written (refused, skipped, quarantined).
+-- outcome written (refused, skipped, quarantined, conflict_hash_only).
 -- Internal: granted to nobody.
 CREATE OR REPLACE FUNCTION idem.import_run(p_id bigint, p_operator text)
 RETURNS void
@@ -263,8 +265,12 @@ BEGIN
               AND idem.record_conflict(v_id, v_i.op_class, v_i.payload, v_i.payload_hash,
                                        v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator)) IS NOT NULL THEN
             UPDATE idem.entry_item SET outcome = 'quarantined' WHERE plan_id = p_p.id AND seq = v_i.seq;
+        ELSIF v_i.payload IS NULL THEN
+            -- a hash-only item has no payload for a quarantine record's
+            -- incoming side: its own outcome, its item row the evidence
+            UPDATE idem.entry_item SET outcome = 'conflict_hash_only' WHERE plan_id = p_p.id AND seq = v_i.seq;
         ELSE
-            -- a hash-only item cannot be shown as a conflict's incoming side
+            -- the identity vanished meanwhile (a purge): nothing entered
             UPDATE idem.entry_item SET outcome = 'refused' WHERE plan_id = p_p.id AND seq = v_i.seq;
         END IF;
     END LOOP;

@@ -12,8 +12,9 @@
 --      the bodies, each with one INSERT ... SELECT.
 -- A staged row whose identity has a pending claim or an open quarantine
 -- record is refused; one whose identity the inbox holds already is skipped
--- (same class and payload hash) or quarantined with both sides, nothing
--- overwritten (as idem.import_run). Only the items not entered get an
+-- (same class and payload hash) or quarantined with both sides
+-- (conflict_hash_only for a hash-only row, which has no payload to
+-- quarantine), nothing overwritten (as idem.import_run). Only the items not entered get an
 -- item row (seq: their place in the plan, n; a runner who forges n twice
 -- makes that insert fail, and nothing enters), with their outcome and
 -- fingerprint. An identity staged twice enters nothing (IX343, or the
@@ -172,7 +173,9 @@ BEGIN
                           AND idem.record_conflict(v_id, v_class, v_i.payload, v_i.payload_hash,
                                                    v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator)) IS NOT NULL
                          THEN 'quarantined'
-                     -- a hash-only item cannot be shown as a conflict's incoming side
+                     -- a hash-only row has no payload for a quarantine record's
+                     -- incoming side: its own outcome, this item row the evidence
+                     WHEN v_i.payload IS NULL THEN 'conflict_hash_only'
                      ELSE 'refused' END);
         v_left := v_left + 1;
     END LOOP;

@@ -12,7 +12,8 @@
 -- here the live state decides, as in a run in one transaction: an identity
 -- with a pending claim or an open quarantine record is refused, one the
 -- inbox already holds is skipped (same class and payload hash) or
--- quarantined with both sides (idem.record_conflict), nothing overwritten;
+-- quarantined with both sides (idem.record_conflict), nothing overwritten
+-- (a hash-only row, which has no payload to quarantine: conflict_hash_only);
 -- the others enter with their original created_at, payload and response
 -- (or a hash-only store's hash, idem.imported_hash), marked with the plan;
 -- the effect is not run. Only the rows not entered get an item row. The
@@ -168,7 +169,9 @@ BEGIN
                                                        v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator))
                                   IS NOT NULL
                              THEN 'quarantined'
-                         -- a hash-only item cannot be shown as a conflict's incoming side
+                         -- a hash-only row has no payload for a quarantine record's
+                         -- incoming side: its own outcome, this item row the evidence
+                         WHEN v_i.payload IS NULL THEN 'conflict_hash_only'
                          ELSE 'refused' END);
             v_left := v_left + 1;
         END LOOP;

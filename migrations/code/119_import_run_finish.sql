@@ -33,7 +33,8 @@ BEGIN
             USING ERRCODE = 'IX341';
     END IF;
     SELECT count(*) FILTER (WHERE outcome = 'refused') AS n_refused, count(*) FILTER (WHERE outcome = 'skipped') AS n_skipped,
-           count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined, count(outcome) AS n_left
+           count(*) FILTER (WHERE outcome = 'quarantined') AS n_quarantined,
+           count(*) FILTER (WHERE outcome = 'conflict_hash_only') AS n_conflict_hash_only, count(outcome) AS n_left
     INTO v_c
     FROM idem.entry_item WHERE plan_id = p_id;
     IF v_done.entered + v_done.left_alone <> v_p.items OR v_c.n_left <> v_done.left_alone THEN
@@ -48,6 +49,7 @@ BEGIN
     PERFORM idem.audit_write(p_operator, 'entry.run', 'entry_plan:' || p_id,
         jsonb_build_object('kind', v_p.kind, 'entered', v_p.entered, 'left_alone', v_p.left_alone, 'exists', 0,
                            'refused', v_c.n_refused, 'skipped', v_c.n_skipped, 'quarantined', v_c.n_quarantined,
+                           'conflict_hash_only', v_c.n_conflict_hash_only,
                            'source_digest', v_p.source_digest, 'items_digest', encode(v_p.items_digest, 'hex'),
                            'counts', v_p.counts, 'cursor', v_p.cursor,
                            'chunks', v_chunks, 'chunk_persons', to_jsonb(v_done.persons), 'started_at', v_p.started_at,

@@ -93,8 +93,18 @@ func EntryApproval(r governance.EntryReview) ApprovalPlan {
 	if r.Kind == governance.EntryImport {
 		kind = KindImport
 	}
+	held := 0
+	for _, e := range r.Entries {
+		if e.Held != "" {
+			held++
+		}
+	}
+	what := fmt.Sprintf("%d identit(ies) enter without their effect, from %s", r.Items-held, r.Source)
+	if held > 0 {
+		what += fmt.Sprintf("; %d already in the inbox do not enter (named below)", held)
+	}
 	p := ApprovalPlan{Kind: kind, ID: r.ID, State: r.State, Planned: personAt(r.PlannedPerson, r.PlannedDBUser),
-		Reason: r.Reason, What: fmt.Sprintf("%d identit(ies) enter without their effect, from %s", r.Items, r.Source)}
+		Reason: r.Reason, What: what}
 	if r.ApprovedPerson != nil {
 		login := ""
 		if r.ApprovedDBUser != nil {
@@ -115,6 +125,12 @@ func EntryApproval(r governance.EntryReview) ApprovalPlan {
 		}
 		if e.Outcome != "" {
 			line += "; " + e.Outcome
+		}
+		switch e.Held {
+		case "another payload":
+			line += "; already in the inbox with another payload: not entered, quarantined at the run"
+		case "same payload":
+			line += "; already in the inbox with the same payload: not entered, left alone"
 		}
 		p.Items = append(p.Items, ApprovalItem{Ref: "item " + strconv.Itoa(e.Seq), Identity: e.TenantID + "/" + e.OperationID,
 			Target: e.Class, Lines: []string{line}})

@@ -232,6 +232,9 @@ func (v *View) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Approve):
 		switch {
 		case p == nil || v.busy:
+		case p.Kind == KindImport:
+			// Not offered (KeyMap): the approval reads the source again.
+			v.ban = view.InfoBanner("%s", importApproveHint(p.ID))
 		case !p.planned():
 			v.ban = view.WarningBanner("%s plan #%d is %s: only a planned plan can be approved", p.Kind, p.ID, p.State)
 		default:
@@ -263,13 +266,26 @@ func (v *View) KeyMap() help.KeyMap {
 		return keys.Bindings{}
 	case v.confirm:
 		return keys.Bindings{Short: []key.Binding{v.c.Keys.Confirm.Yes, v.c.Keys.Confirm.No}}
-	case v.open:
-		return keys.Bindings{Short: []key.Binding{k.Approve, k.Down, k.Up, v.c.Keys.Global.Back}}
+	}
+	// An import plan is not approved here (importApproveHint): no "a approve".
+	approve := []key.Binding{k.Approve}
+	if p := v.selected(); p != nil && p.Kind == KindImport {
+		approve = nil
+	}
+	if v.open {
+		return keys.Bindings{Short: append(approve, k.Down, k.Up, v.c.Keys.Global.Back)}
 	}
 	return keys.Bindings{
-		Short: []key.Binding{k.Open, k.Approve, k.Refresh, k.Down},
-		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Open, k.Approve, k.Refresh}},
+		Short: append(append([]key.Binding{k.Open}, approve...), k.Refresh, k.Down),
+		Full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, append(append([]key.Binding{k.Open}, approve...), k.Refresh)},
 	}
+}
+
+// importApproveHint says how an import plan is approved: by idemctl import
+// approve, which reads the plan's source again (the console holds no
+// source), so the approver's check is against the store as it is.
+func importApproveHint(id int64) string {
+	return fmt.Sprintf("import plan #%d is approved with idemctl import approve %d and its source (--from-ndjson FILE, or --from-postgres DSN --query SQL): the approval reads the source again, which the console does not", id, id)
 }
 
 // Render implements view.View.
@@ -362,6 +378,9 @@ func (v *View) renderPlan(p ApprovalPlan, w, h int) string {
 	row("planned by", view.OrDash(p.Planned))
 	row("approved by", view.OrDash(p.Approved))
 	row("reason", p.Reason)
+	if p.Kind == KindImport && p.planned() {
+		row("approve", importApproveHint(p.ID))
+	}
 	if len(p.Totals) == 0 && len(p.Problems) == 0 {
 		row("will apply", "no money class")
 	}

@@ -64,8 +64,16 @@ func (v *View) detailLines(w int) []string {
 	add := func(l ...string) { lines = append(lines, l...) }
 	label := func(s string) string { return st.Label.Render(s) }
 
-	add(st.Title.Render(fmt.Sprintf("#%d  %s/%s", r.ID, r.Tenant, r.OperationID)) + "  " +
-		v.statusStyle(r.Status).Render(strings.ToUpper(string(r.Status))))
+	status := v.statusStyle(r.Status).Render(strings.ToUpper(string(r.Status)))
+	if first := fmt.Sprintf("#%d  %s/%s", r.ID, r.Tenant, r.OperationID); lipgloss.Width(first)+2+len(r.Status) <= w {
+		add(st.Title.Render(first) + "  " + status)
+	} else {
+		// Too wide for the line: the identity, never cut, on lines of its own.
+		add(st.Title.Render(fmt.Sprintf("#%d", r.ID)) + "  " + status)
+		for _, l := range identityLines(r.Tenant, r.OperationID, w-2) {
+			add("  " + st.Title.Render(l))
+		}
+	}
 	cls := label("class ") + r.Class
 	if r.IncomingClass != r.Class {
 		cls = st.DiffPath.Render("! class differs: ") + st.DiffStored.Render("stored "+r.Class) + ", " +

@@ -32,7 +32,7 @@ func (v *View) searchKey(msg tea.KeyMsg) tea.Cmd {
 func (v *View) listKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys.Queue
 	vis := v.visible()
-	if v.nav.Handle(k.List, msg, len(vis), v.listHeight()) {
+	if v.nav.Handle(k.List, msg, len(vis), v.recordRows()) {
 		return nil
 	}
 	switch {
@@ -119,44 +119,31 @@ func (v *View) renderList(w, h int) string {
 		searchLine += st.Muted.Render("/ op id prefix, or tenant: class: changed:/amount source:")
 	}
 
-	// The identity and the class an operator types next are never cut: their
-	// columns take the width of the widest one shown, and the columns that
-	// no command needs (last seen, seen, status) give way, named.
-	statusW, seenW, lastW := 8, 5, 9
-	ids := make([]int64, len(vis))
-	identW, clsW := ansi.StringWidth("IDENTITY (tenant/operation)"), ansi.StringWidth("CLASS")
-	for i, s := range vis {
-		ids[i] = s.ID
-		identW = max(identW, ansi.StringWidth(s.Tenant+"/"+s.OperationID))
-		clsW = max(clsW, ansi.StringWidth(queueClass(s)))
-	}
-	idW := view.IDWidth(ids...)
-	var hidden []string
-	for _, c := range []struct {
-		name  string
-		width *int
-	}{{"last seen", &lastW}, {"seen", &seenW}, {"status", &statusW}} {
-		if 2+idW+1+identW+1+clsW+(statusW+1)*sign(statusW)+(seenW+1)*sign(seenW)+(lastW+1)*sign(lastW) <= w {
-			break
-		}
-		*c.width = 0
-		hidden = append(hidden, c.name)
-	}
-	if len(hidden) == 0 {
-		// Room to spare goes to the identity.
-		identW = max(identW, w-2-idW-clsW-statusW-seenW-lastW-5)
+	lay := newListLayout(vis, w)
+	if len(lay.hidden) == 0 && !lay.wide {
 		title += count + updated + loading
 	} else {
 		// First, before the counts, in the place of the refresh time: what a
-		// wider terminal shows.
-		title += "  " + st.Warning.Render("hidden: "+strings.Join(hidden, ", ")) + count + loading
+		// wider terminal shows, and where an identity too wide for a row is.
+		notes := []string{}
+		if len(lay.hidden) > 0 {
+			notes = append(notes, "hidden: "+strings.Join(lay.hidden, ", "))
+		}
+		if lay.wide {
+			notes = append(notes, "identity below each row")
+		}
+		title += "  " + st.Warning.Render(strings.Join(notes, "; ")) + count + loading
 	}
-	header := st.Column.Render("  " + view.PadLeft("ID", idW) + " " + view.Pad("IDENTITY (tenant/operation)", identW) + " " +
-		view.Pad("CLASS", clsW) + optCol(" ", view.Pad("STATUS", statusW), statusW) + optCol(" ", view.PadLeft("SEEN", seenW), seenW) +
-		optCol(" ", view.PadLeft("LAST SEEN", lastW), lastW))
+	identCol := " " + view.Pad("IDENTITY (tenant/operation)", lay.identW)
+	if lay.wide {
+		identCol = ""
+	}
+	header := st.Column.Render("  " + view.PadLeft("ID", lay.idW) + identCol + " " +
+		view.Pad("CLASS", lay.clsW) + optCol(" ", view.Pad("STATUS", lay.statusW), lay.statusW) + optCol(" ", view.PadLeft("SEEN", lay.seenW), lay.seenW) +
+		optCol(" ", view.PadLeft("LAST SEEN", lay.lastW), lay.lastW))
 	lines := []string{view.Trunc(title, w), view.Trunc(searchLine, w), header}
 
-	rows := v.listHeight()
+	rows := v.recordRows()
 	switch {
 	case v.svc == nil:
 		lines = append(lines, "", st.Warning.Render("  The quarantine service is not available."))
@@ -178,20 +165,120 @@ func (v *View) renderList(w, h int) string {
 		if v.selected[s.ID] {
 			marker = marker[:1] + "*"
 		}
-		status := view.Pad(string(s.Status), statusW)
+		status := view.Pad(string(s.Status), lay.statusW)
 		if i != v.nav.Cursor {
 			// Inside the selected row a nested style would end its background.
 			status = v.statusStyle(s.Status).Render(status)
 		}
-		row := marker + view.PadLeft("#"+strconv.FormatInt(s.ID, 10), idW) + " " + view.Pad(s.Tenant+"/"+s.OperationID, identW) + " " +
-			view.Pad(class, clsW) + optCol(" ", status, statusW) + optCol(" ", view.PadLeft(strconv.FormatInt(s.Occurrences, 10), seenW), seenW) +
-			optCol(" ", view.PadLeft(view.Ago(now, s.LastSeen), lastW), lastW)
-		if i == v.nav.Cursor {
-			row = st.Selected.Render(row)
+		identCell := " " + view.Pad(s.Tenant+"/"+s.OperationID, lay.identW)
+		if lay.wide {
+			identCell = ""
 		}
-		lines = append(lines, row)
+		row := []string{marker + view.PadLeft("#"+strconv.FormatInt(s.ID, 10), lay.idW) + identCell + " " +
+			view.Pad(class, lay.clsW) + optCol(" ", status, lay.statusW) + optCol(" ", view.PadLeft(strconv.FormatInt(s.Occurrences, 10), lay.seenW), lay.seenW) +
+			optCol(" ", view.PadLeft(view.Ago(now, s.LastSeen), lay.lastW), lay.lastW)}
+		if lay.wide {
+			indent := strings.Repeat(" ", lay.indent())
+			for _, l := range identityLines(s.Tenant, s.OperationID, w-lay.indent()) {
+				row = append(row, indent+view.Pad(l, w-lay.indent()))
+			}
+		}
+		for _, l := range row {
+			if i == v.nav.Cursor {
+				l = st.Selected.Render(l)
+			}
+			lines = append(lines, l)
+		}
 	}
 	return view.FitLines(lines, w, h)
+}
+
+// listLayout is the queue list's columns at a width. The identity and the
+// class an operator types next are never cut: their columns take the width
+// of the widest one shown, and the columns that no command needs (last
+// seen, seen, status) give way, named. An identity too wide for its row
+// even then (wide) goes on the lines below its row, whole, split after the
+// tenant's "/" (and a part wider than the line, wrapped): each row then
+// takes perRow lines.
+type listLayout struct {
+	idW, identW, clsW, statusW, seenW, lastW int
+	hidden                                   []string
+	wide                                     bool
+	perRow                                   int
+}
+
+func newListLayout(vis []quarantine.Summary, w int) listLayout {
+	l := listLayout{statusW: 8, seenW: 5, lastW: 9, perRow: 1}
+	ids := make([]int64, len(vis))
+	l.identW, l.clsW = ansi.StringWidth("IDENTITY (tenant/operation)"), ansi.StringWidth("CLASS")
+	for i, s := range vis {
+		ids[i] = s.ID
+		l.identW = max(l.identW, ansi.StringWidth(s.Tenant+"/"+s.OperationID))
+		l.clsW = max(l.clsW, ansi.StringWidth(queueClass(s)))
+	}
+	l.idW = view.IDWidth(ids...)
+	l.wide = 2+l.idW+1+l.identW+1+l.clsW > w
+	ident := l.identW + 1
+	if l.wide {
+		ident = 0
+	}
+	for _, c := range []struct {
+		name  string
+		width *int
+	}{{"last seen", &l.lastW}, {"seen", &l.seenW}, {"status", &l.statusW}} {
+		if 2+l.idW+ident+1+l.clsW+(l.statusW+1)*sign(l.statusW)+(l.seenW+1)*sign(l.seenW)+(l.lastW+1)*sign(l.lastW) <= w {
+			break
+		}
+		*c.width = 0
+		l.hidden = append(l.hidden, c.name)
+	}
+	switch {
+	case l.wide:
+		for _, s := range vis {
+			l.perRow = max(l.perRow, 1+len(identityLines(s.Tenant, s.OperationID, w-l.indent())))
+		}
+	case len(l.hidden) == 0:
+		// Room to spare goes to the identity.
+		l.identW = max(l.identW, w-2-l.idW-l.clsW-l.statusW-l.seenW-l.lastW-5)
+	}
+	return l
+}
+
+// indent is where a wide layout's identity lines start: under the record's
+// id, past the marker.
+func (l listLayout) indent() int { return 2 + l.idW + 1 }
+
+// recordRows is how many records the list shows at once: its lines, less
+// the title, search and column lines, over the lines a record takes.
+func (v *View) recordRows() int {
+	return max(1, v.listHeight()/newListLayout(v.visible(), v.c.Width).perRow)
+}
+
+// identityLines is an identity in lines of at most w cells, never cut: one
+// line when it fits, else the tenant with its "/" and the operation id each
+// on lines of their own (a part wider than w wrapped at w).
+func identityLines(tenant, op string, w int) []string {
+	whole := tenant + "/" + op
+	if w <= 0 || ansi.StringWidth(whole) <= w {
+		return []string{whole}
+	}
+	return append(hardWrap(tenant+"/", w), hardWrap(op, w)...)
+}
+
+// hardWrap splits s into pieces of at most w cells.
+func hardWrap(s string, w int) []string {
+	var out []string
+	line, lineW := "", 0
+	for _, r := range s {
+		rw := ansi.StringWidth(string(r))
+		if lineW+rw > w && line != "" {
+			out = append(out, line)
+			line, lineW = "", 0
+		}
+		line += string(r)
+		lineW += rw
+	}
+	return append(out, line)
 }
 
 // queueClass is a record's class as the queue shows it: the stored one, and

@@ -191,7 +191,7 @@ func (v *View) toggleSelect() tea.Cmd {
 	} else {
 		v.selected[s.ID] = true
 	}
-	v.nav.Handle(v.c.Keys.Queue.List, tea.KeyMsg{Type: tea.KeyDown}, len(vis), v.listHeight())
+	v.nav.Handle(v.c.Keys.Queue.List, tea.KeyMsg{Type: tea.KeyDown}, len(vis), v.recordRows())
 	return nil
 }
 

@@ -278,7 +278,7 @@ func (v *View) loadedPage(msg queueLoadedMsg) tea.Cmd {
 			break
 		}
 	}
-	v.nav.Clamp(len(vis), v.listHeight())
+	v.nav.Clamp(len(vis), v.recordRows())
 	return next
 }
 

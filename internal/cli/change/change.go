@@ -4,7 +4,9 @@ package change
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -132,7 +134,11 @@ func showChange(f *cmdutil.Factory, c governance.Change) error {
 	if f.JSON() {
 		return cmdutil.PrintJSONLine(f.IO.Out, c)
 	}
-	w := f.IO.Out
+	printChange(f.IO.Out, c)
+	return nil
+}
+
+func printChange(w io.Writer, c governance.Change) {
 	fmt.Fprintf(w, "change %d: %s %s (%s)\n", c.ID, c.Kind, c.Target, c.State)
 	fmt.Fprintf(w, "  before:   %s\n  after:    %s\n", jsonOrNone(c.Before), jsonOrNone(c.After))
 	fmt.Fprintf(w, "  reason:   %s\n", c.Reason)
@@ -143,27 +149,56 @@ func showChange(f *cmdutil.Factory, c governance.Change) error {
 	if c.AbortReason != nil {
 		fmt.Fprintf(w, "  aborted:  %s\n", *c.AbortReason)
 	}
-	return nil
 }
 
 func newCmdChangeApprove(f *cmdutil.Factory) *cobra.Command {
-	return &cobra.Command{
+	var yes bool
+	cmd := &cobra.Command{
 		Use:   "approve ID",
 		Short: "Approve (and so apply) a governed change another person planned",
 		Long: `Approve a governed change: the second pair of eyes. The approval applies it in
-the same transaction. Your login must map to a person other than the planner's.`,
-		Example: `  idemctl change show 4 && idemctl change approve 4`,
-		Args:    cmdutil.MaxArgs(1),
+the same transaction (a money declaration changed or removed, a replay source
+removed, a class made horizon, a min-age lowered, a correction marked
+applied). Your login must map to a person other than the planner's.
+
+On a terminal it shows the change (before, after, reason, who planned it)
+and asks first; --yes skips the question and is required without one
+(exit code 2 otherwise, nothing done).`,
+		Example: `  idemctl change show 4 && idemctl change approve 4
+  idemctl change approve 4 --yes   # in a script, after reading idemctl change show 4`,
+		Args: cmdutil.MaxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := cmdutil.ParseID(args, "a change")
 			if err != nil {
 				return err
 			}
+			if err := cmdutil.NeedYes(f.IO, yes, "change approve applies the change"); err != nil {
+				return err
+			}
 			return changeDecide(cmd.Context(), f, func(pool governance.DBTX) (governance.Change, error) {
+				if !yes {
+					if err := confirmChange(cmd.Context(), f, pool, id); err != nil {
+						return governance.Change{}, err
+					}
+				}
 				return governance.ApproveChange(cmd.Context(), pool, id, f.Operator())
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not show the change and ask on a terminal")
+	return cmd
+}
+
+// confirmChange shows a governed change on the terminal (stderr) and asks
+// whether to approve it; no ends the command with exit 1, nothing done.
+func confirmChange(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, id int64) error {
+	c, err := governance.GetChange(ctx, db, id)
+	if err != nil {
+		return err
+	}
+	printChange(f.IO.ErrOut, c)
+	return cmdutil.Confirm(f.IO, false, fmt.Sprintf("Approve change %d (%s), planned by %s, and apply it now?", c.ID, changeSummary(c),
+		audit.Who(c.PlannedPerson, c.PlannedDBUser)), "nothing done")
 }
 
 func newCmdChangeAbort(f *cmdutil.Factory) *cobra.Command {
@@ -197,6 +232,10 @@ func changeDecide(ctx context.Context, f *cmdutil.Factory, decide func(governanc
 		return err
 	}
 	c, err := decide(pool)
+	var silent cmdutil.SilentExit
+	if errors.As(err, &silent) {
+		return err // declined on the terminal: said so already
+	}
 	if err != nil {
 		return cmdutil.GovernanceErr(err)
 	}

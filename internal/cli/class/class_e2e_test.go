@@ -133,11 +133,11 @@ func TestClassSetLoweringMinAgeIsPlanned(t *testing.T) {
 	code, out, errOut = clitest.Run(t, alice, "", "change", "list", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "class_min_age")
-	code, _, errOut = clitest.Run(t, alice, "", "change", "approve", "1", "--operator", "alice")
+	code, _, errOut = clitest.Run(t, alice, "", "change", "approve", "1", "--operator", "alice", "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "the planner approves nothing")
 	assert.Contains(t, errOut, "another person must approve")
 	assert.Contains(t, list(), `"min_age_seconds":2592000`)
-	code, _, errOut = clitest.Run(t, bob, "", "change", "approve", "1", "--operator", "bob")
+	code, _, errOut = clitest.Run(t, bob, "", "change", "approve", "1", "--operator", "bob", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, list(), `"min_age_seconds":86400`)
 }

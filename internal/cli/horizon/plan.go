@@ -270,7 +270,22 @@ func pinnedLine(p horizon.Plan) string {
 	for i, h := range p.PinnedBy {
 		parts[i] = h.HeldBy + " " + cmdutil.HumanCount(h.Identities)
 	}
-	return cmdutil.HumanCount(p.Pinned) + " (held by " + strings.Join(parts, ", ") + ")"
+	line := cmdutil.HumanCount(p.Pinned) + " identities (held by " + strings.Join(parts, ", ") + ")"
+	if p.PinnedWithoutBody > 0 {
+		// candidates counts bodies: say how many of the pins keep one
+		line += fmt.Sprintf("; %s of them with a body it keeps, %s a tombstone only (no body left)",
+			cmdutil.HumanCount(p.Pinned-p.PinnedWithoutBody), cmdutil.HumanCount(p.PinnedWithoutBody))
+	}
+	return line
+}
+
+// candidatesLine says what a plan's candidates are: bodies for a purge,
+// tombstones for drop_tombstones.
+func candidatesLine(p horizon.Plan) string {
+	if p.Action == "purge" {
+		return cmdutil.HumanCount(p.Candidates) + " bodies it removes (not pinned, not held by quarantine evidence)"
+	}
+	return cmdutil.HumanCount(p.Candidates) + " tombstones it drops (not pinned, not held)"
 }
 
 // printPlan renders one plan and its proof.
@@ -281,7 +296,7 @@ func printPlan(io *cmdutil.IOStreams, p horizon.Plan) error {
 		{"action", p.Action},
 		{"state", string(p.State)},
 		{"cutoff", cmdutil.FormatStamp(p.Cutoff)},
-		{"candidates", cmdutil.HumanCount(p.Candidates)},
+		{"candidates", candidatesLine(p)},
 		{"pinned", pinnedLine(p)},
 		{"purged", cmdutil.HumanCount(p.Purged)},
 		{"planned", audit.Who(p.PlannedPerson, p.PlannedDBUser) + " at " + cmdutil.FormatStamp(p.PlannedAt)},

@@ -128,6 +128,10 @@ sha256-raw (of the request body's bytes) or sha256-sorted-json (of the JSON
 with sorted keys and no whitespace, RFC 8785). Without it, every retry of
 such an identity is a quarantined conflict "imported without its payload".
 
+--since CURSOR (printed by the last import) reads the rows after it and
+again those stamped up to --since-overlap before it: 24h when the flag is
+not given, none with --since-overlap 0.
+
 Exit code 5 when some rows were invalid (the plan holds the others).`,
 		Example: `  idemctl import plan --class rides.charge --from-ndjson keys.ndjson --ambiguous ambiguous.ndjson \
       --contract "PSP-2024-7" --correction "charges posted by rocket-rides' own ledger" \
@@ -153,7 +157,7 @@ Exit code 5 when some rows were invalid (the plan holds the others).`,
 	fl.StringVar(&o.PasswordEnv, "password-env", "", "with --from-postgres: the environment variable (IDEMCTL_SOURCE_...) holding the password")
 	fl.StringVar(&o.FromNDJSON, "from-ndjson", "", "an NDJSON export of the store")
 	fl.StringVar(&o.Since, "since", "", "the cursor a previous import printed: read only the rows after it, less --since-overlap")
-	fl.DurationVar(&o.SinceOverlap, "since-overlap", importer.DefaultSinceOverlap, "with --since, read again the rows stamped this long before the cursor (a row that committed late is not lost; what the inbox holds is skipped)")
+	fl.DurationVar(&o.SinceOverlap, "since-overlap", importer.DefaultSinceOverlap, "with --since, read again the rows stamped this long before the cursor (a row that committed late is not lost; what the inbox holds is skipped); 0: none")
 	fl.StringVar(&o.HashFunction, "hash-function", "", "how a hash-only store hashed its requests: sha256-raw or sha256-sorted-json")
 	fl.StringVar(&o.Ambiguous, "ambiguous", "", "write the unfinished rows here, in idemctl resolve's input format (required)")
 	fl.BoolVar(&o.OverwriteAmbiguous, "overwrite", false, "let --ambiguous and --invalid replace existing files")
@@ -186,6 +190,9 @@ func (o *ImportPlanOptions) validate() error {
 		if _, err := importer.ParseCursor(o.Since); err != nil {
 			return cmdutil.UsageErr("--since: %v", err)
 		}
+	}
+	if o.SinceOverlap < 0 {
+		return cmdutil.UsageErr("--since-overlap %s: want 0 (read from the cursor) or more", o.SinceOverlap)
 	}
 	return nil
 }
@@ -359,9 +366,10 @@ func printCursorHint(f *cmdutil.Factory, res importer.Result) {
 		return
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", res.Cursor, res.Cursor)
-	if res.AmbiguousBeforeCursor > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "note: %d ambiguous rows lie before the cursor: a run with --since does not read them again; once the old writers stopped, import them by a query of their keys (docs/import.md)\n",
-			res.AmbiguousBeforeCursor)
+	if n := res.AmbiguousBeforeCursor; n > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %d ambiguous rows lie before the cursor: a plan with --since %s reads again those stamped within --since-overlap of it "+
+			"(%d of them with the default %s; all %d with --since-overlap %s or more); once the old writers stopped, import the others by a query of their keys (docs/import.md)\n",
+			n, res.Cursor, res.AmbiguousRereadByDefault, importer.DefaultSinceOverlap, n, res.AmbiguousOverlapForAll)
 	}
 }
 

@@ -50,9 +50,16 @@ reads the source again (the same --from-postgres, --query and
 --password-env, or the same --from-ndjson file, as the plan) and enters the
 rows, in one transaction, only if they are exactly the planned items.
 
-The run prints each outcome's count (entered, skipped, quarantined, refused;
-with -o json in the plan's object as "outcomes") and the cursor for the next
-import's --since. A record plan is run by idemctl record run.`
+The run prints each outcome's count (entered, skipped, quarantined, refused,
+conflict_hash_only; with -o json in the plan's object as "outcomes"), names
+the rows that did not enter for another reason than being in the inbox
+already (refused: a pending claim or an open quarantine record holds the
+identity; quarantined: the inbox holds another payload, both sides kept;
+conflict_hash_only: a hash-only store's row for an identity the inbox holds
+with another request, not entered, the plan's item row keeps the store's
+side), and the cursor for the next import's --since. idemctl record show ID
+lists the rows that did not enter with their outcomes (-o json too). A
+record plan is run by idemctl record run.`
 
 // newCmdImportStep builds `idemctl import approve`, which reads the plan's
 // source again, and `idemctl import run`, which reads it again only on
@@ -153,7 +160,8 @@ type importRun struct {
 }
 
 // showImportRun prints a run's plan and each outcome's count (entered,
-// skipped, quarantined, refused), and the cursor for the next --since.
+// skipped, quarantined, refused, conflict_hash_only), names the rows that
+// did not enter, and the cursor for the next --since.
 func showImportRun(ctx context.Context, f *cmdutil.Factory, pool *pgxpool.Pool, p governance.EntryPlan) error {
 	outcomes, err := importer.Outcomes(ctx, pool, p.ID)
 	if err != nil {
@@ -172,9 +180,47 @@ func showImportRun(ctx context.Context, f *cmdutil.Factory, pool *pgxpool.Pool, 
 	}
 	sort.Strings(keys)
 	fmt.Fprintf(f.IO.ErrOut, "outcomes: %s\n", strings.Join(keys, ", "))
+	if err := nameNotEntered(ctx, f, pool, p.ID, outcomes); err != nil {
+		return err
+	}
 	if p.Cursor != nil {
 		fmt.Fprintf(f.IO.ErrOut, "cursor: %s (the next import takes --since %s)\n", *p.Cursor, *p.Cursor)
 	}
+	return nil
+}
+
+// outcomeMeaning says what each outcome of a row that did not enter means.
+var outcomeMeaning = map[string]string{
+	"refused":            "a pending claim or an open quarantine record holds the identity",
+	"quarantined":        "the inbox holds it with another payload: quarantined with both sides",
+	"conflict_hash_only": "the inbox holds it with another request than the store's hash: not entered, the plan's item row keeps the store's side",
+}
+
+// nameNotEntered names, on stderr, the rows of a run that did not enter
+// for a reason other than being in the inbox already (skipped): up to 10,
+// each with its outcome and what it means, then where all are listed.
+func nameNotEntered(ctx context.Context, f *cmdutil.Factory, pool *pgxpool.Pool, id int64, outcomes map[string]int) error {
+	n := outcomes["refused"] + outcomes["quarantined"] + outcomes["conflict_hash_only"]
+	if n == 0 {
+		return nil
+	}
+	r, err := governance.ShowEntry(ctx, pool, id)
+	if err != nil {
+		return cmdutil.GovernanceErr(err)
+	}
+	named := 0
+	for _, e := range r.Entries {
+		meaning, ok := outcomeMeaning[e.Outcome]
+		if !ok {
+			continue
+		}
+		if named == 10 {
+			break
+		}
+		fmt.Fprintf(f.IO.ErrOut, "not entered: %s/%s (row %d): %s: %s\n", e.TenantID, e.OperationID, e.Seq, e.Outcome, meaning)
+		named++
+	}
+	fmt.Fprintf(f.IO.ErrOut, "idemctl record show %d lists the rows that did not enter, with their outcomes (-o json too)\n", id)
 	return nil
 }
 

@@ -329,6 +329,10 @@ func printReconcile(opts *ReconcileOptions, sum reconcile.Summary, shown []recon
 	if err := cmdutil.PrintTable(w, []string{"status", "count", "currency", "inbox amount", "report amount"}, reconcileRows(sum)); err != nil {
 		return err
 	}
+	if sum.NotCompared > 0 {
+		fmt.Fprintf(w, "Not compared: %s counted above (matched or refunded) had their bodies purged: only the identity's tombstone is left, no field was compared (-o json or --all names them).\n",
+			cmdutil.CountOf(sum.NotCompared, "operation"))
+	}
 	if len(shown) > 0 {
 		fmt.Fprintln(w, "Discrepancies and invalid lines:")
 		rows := make([][]string, 0, len(shown))
@@ -410,6 +414,9 @@ func reconcileLine(sum reconcile.Summary) string {
 	line := fmt.Sprintf("%s (%s lines, sha256 %.16s…) against %s%s", sum.Report.Name, cmdutil.HumanCount(int64(sum.Report.Lines)), sum.Report.SHA256, sum.Class, window)
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
+	}
+	if sum.NotCompared > 0 {
+		line += fmt.Sprintf(" (of which %s not compared: body purged)", cmdutil.HumanCount(sum.NotCompared))
 	}
 	if sum.Interrupted {
 		line += "; did not finish"

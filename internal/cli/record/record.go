@@ -40,9 +40,11 @@ reconcile --emit-record writes one from a report's missing_in_inbox lines), anot
 person approves, then it runs. The plan keeps the file's sha256, the counts
 and a sample. A money class needs --contract; a class with a SQL effect needs
 --correction too (its ledger rows are not written by recording: say who writes
-them). At run time an identity that appeared meanwhile is left alone and
-reported, and one with a pending claim or an open quarantine record is
-refused. idemctl inspect (and --history) shows where an identity came from.
+them). An identity the inbox already holds does not enter: with the same
+payload it is left alone ("exists"), with another payload the conflict is
+quarantined with both sides ("quarantined", as an import's is); the approval
+names them (held) and leaves their amounts out of what it records. One with
+a pending claim or an open quarantine record is refused. idemctl inspect (and --history) shows where an identity came from.
 
 list and show (and the approval's question) show each plan's identities with
 their evidence and, for money classes, the totals per currency it records
@@ -181,7 +183,7 @@ Nothing enters until another person approves.`,
 			if err != nil {
 				return cmdutil.GovernanceErr(err)
 			}
-			if err := showEntry(cmd.Context(), f, pool, p); err != nil {
+			if err := showEntry(cmd.Context(), f, pool, p, 0); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IO.ErrOut, "nothing entered yet: another person approves it with idemctl record approve %d\n", p.ID)
@@ -225,7 +227,11 @@ func newCmdRecordStep(f *cmdutil.Factory, step string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return showEntry(cmd.Context(), f, pool, p)
+			items := 0
+			if step == "run" && p.LeftAlone > 0 {
+				items = -1 // each identity's outcome: which did not enter, and why
+			}
+			return showEntry(cmd.Context(), f, pool, p, items)
 		},
 	}
 	if step == "approve" {
@@ -280,10 +286,50 @@ func confirmEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, i
 	if len(r.Totals) > 0 || len(r.MoneyProblems) > 0 {
 		money = ", recording " + entryTotals(r)
 	}
-	if err := cmdutil.Confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s?", r.ID, r.Items, money), "nothing done"); err != nil {
+	held := heldNow(r)
+	if err := cmdutil.Confirm(f.IO, false, fmt.Sprintf("Approve entry plan %d: %d identit(ies) enter without their effect%s%s?",
+		r.ID, r.Items-len(held), money, heldClause(held)), "nothing done"); err != nil {
 		return err
 	}
 	return nil
+}
+
+// heldNow lists the plan's identities the inbox already holds (before its
+// run): they do not enter, and their amounts are not in what it records.
+func heldNow(r governance.EntryReview) []governance.EntryLine {
+	var held []governance.EntryLine
+	for _, e := range r.Entries {
+		if e.Held != "" {
+			held = append(held, e)
+		}
+	}
+	return held
+}
+
+// heldClause names the identities the inbox already holds, whole, and what
+// the run does with each: "; already in the inbox, not entered: t1/ext-1
+// (another payload: quarantined at the run)". The first 5; then how many
+// more, and where they are listed.
+func heldClause(held []governance.EntryLine) string {
+	if len(held) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, 6)
+	for i, e := range held {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more (the table's held column)", len(held)-5))
+			break
+		}
+		parts = append(parts, e.TenantID+"/"+e.OperationID+" ("+heldFate(e.Held)+")")
+	}
+	return "; already in the inbox, not entered: " + strings.Join(parts, ", ")
+}
+
+func heldFate(held string) string {
+	if held == "another payload" {
+		return "another payload: quarantined at the run"
+	}
+	return "same payload: left alone"
 }
 
 func newCmdRecordList(f *cmdutil.Factory) *cobra.Command {
@@ -340,7 +386,10 @@ func newCmdRecordShow(f *cmdutil.Factory) *cobra.Command {
 		Short: "Show a record plan: its identities, evidence and money totals",
 		Long: `Show a plan of identities that enter without their effect: who planned and
 approved it, each identity with its class, evidence and amount, and for
-money classes the totals per currency it records.`,
+money classes the totals per currency it records. Of an import plan (whose
+rows are not listed: a store's whole history), the rows that did not enter
+with their outcomes (skipped, quarantined, refused, conflict_hash_only; the
+first 1000, and how many).`,
 		Example: `  idemctl record show 3
   idemctl record show 3 -o json`,
 		Args: cmdutil.MaxArgs(1),
@@ -365,8 +414,9 @@ money classes the totals per currency it records.`,
 	}
 }
 
-// showEntry prints an entry plan with its money totals.
-func showEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, p governance.EntryPlan) error {
+// showEntry prints an entry plan with its money totals, and its identities
+// as PrintEntryReview does (0: its sample).
+func showEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, p governance.EntryPlan, items int) error {
 	r, err := governance.ReviewEntry(ctx, db, p)
 	if err != nil {
 		return cmdutil.GovernanceErr(err)
@@ -374,7 +424,7 @@ func showEntry(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, p go
 	if f.JSON() {
 		return cmdutil.PrintJSONLine(f.IO.Out, r)
 	}
-	return PrintEntryReview(f.IO.Out, r, 0)
+	return PrintEntryReview(f.IO.Out, r, items)
 }
 
 // entryTotals says what a plan records in money: "EUR 9.00 over 1
@@ -417,7 +467,7 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		{"correction", derefOr(r.Correction)},
 		{"planned by", audit.Who(r.PlannedPerson, r.PlannedDBUser)},
 		{"approved by", approved},
-		{"entered", fmt.Sprintf("%d (%d left alone or refused)", r.Entered, r.LeftAlone)},
+		{"entered", fmt.Sprintf("%d (%d not entered: left alone, quarantined or refused)", r.Entered, r.LeftAlone)},
 		{"money", entryTotals(r)},
 	}
 	if r.AbortReason != nil {
@@ -449,17 +499,31 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	if items > 0 && len(shown) > items {
 		shown = shown[:items]
 	}
-	fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), len(r.Entries))
+	total := len(r.Entries)
+	if r.Kind == governance.EntryImport {
+		total = r.NotEntered
+		fmt.Fprintf(w, "\nRows that did not enter (%d of %d):\n", len(shown), total)
+	} else {
+		fmt.Fprintf(w, "\nIdentities (%d of %d):\n", len(shown), total)
+	}
 	table := make([][]string, 0, len(shown))
 	for _, e := range shown {
+		outcome := cmdutil.OrDash(e.Outcome)
+		if e.Held != "" {
+			outcome = "held: " + heldFate(e.Held)
+		}
 		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, cmdutil.OrDash(e.Amount),
-			e.Evidence, cmdutil.OrDash(e.Outcome)})
+			e.Evidence, outcome})
 	}
 	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
 		return err
 	}
 	if len(shown) < len(r.Entries) {
-		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", len(r.Entries)-len(shown), r.ID)
+		_, err := fmt.Fprintf(w, "and %d more: idemctl record show %d lists them all (-o json too)\n", total-len(shown), r.ID)
+		return err
+	}
+	if len(shown) < total {
+		_, err := fmt.Fprintf(w, "and %d more, not listed: the plan's item rows (idem.entry_item, outcome not null) hold them all\n", total-len(shown))
 		return err
 	}
 	return nil

@@ -1,0 +1,45 @@
+package governance_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/idem"
+)
+
+// rv finding: `record` of an identity the inbox holds with ANOTHER payload
+// (the PSP charged 50.00 under ext-1, the inbox applied 41.00) ends as
+// outcome "exists", counted "left alone", exactly as the same payload
+// would: no quarantine record, no evidence of the conflict, and the
+// approval's question counted it in what it "records" (EUR 51.00 over 2
+// records; the run recorded EUR 1.00). docs/import.md quarantines the same
+// case for an import ("quarantined with both sides"); BRIEF rule 6: same
+// identity, different payload is a conflict, never a silent success.
+func TestRVRecordOfAnIdentityHeldWithAnotherPayloadIsAConflict(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	held := item(t, "t1", "ext-1", 4100)
+	res, err := idem.Execute(f.ctx, f.app, idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "ext-1"},
+		Class: "demo.transfer", Payload: []byte(held.Payload)})
+	require.NoError(t, err)
+	require.Equal(t, idem.Applied, res.Outcome)
+
+	o := governance.EntryOptions{Kind: governance.EntryRecord, Source: "psp report", SourceDigest: governance.DigestOf([]byte("x")),
+		Operator: "alice", Reason: "PSP charged", Correction: "LC-1"}
+	p, err := governance.PlanEntry(f.ctx, f.alice, o, []governance.EntryItem{item(t, "t1", "ext-1", 5000)})
+	require.NoError(t, err)
+	_, err = governance.ApproveEntry(f.ctx, f.bob, p.ID, "bob")
+	require.NoError(t, err)
+	done, err := governance.RunEntry(f.ctx, f.alice, p.ID, "alice")
+	require.NoError(t, err)
+	outcomes, err := governance.EntryOutcomes(f.ctx, f.alice, p.ID)
+	require.NoError(t, err)
+	t.Logf("entered %d, left alone %d, outcomes %v", done.Entered, done.LeftAlone, outcomes)
+	assert.NotEqual(t, "exists", outcomes["t1/ext-1"], "another payload is not the identity 'existing': it is a conflict")
+	var q int
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.quarantine WHERE tenant_id = 't1' AND operation_id = 'ext-1'").Scan(&q))
+	assert.Equal(t, 1, q, "the conflicting outcome known from outside is quarantined with both sides, as an import's is")
+}
