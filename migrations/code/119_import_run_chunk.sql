@@ -12,7 +12,8 @@
 -- here the live state decides, as in a run in one transaction: an identity
 -- with a pending claim or an open quarantine record is refused, one the
 -- inbox already holds is skipped (same class and payload hash) or
--- quarantined with both sides (idem.record_conflict), nothing overwritten;
+-- quarantined with both sides (idem.record_conflict; the old store's
+-- answer in the incoming transport, old_store_response), nothing overwritten;
 -- the others enter with their original created_at, payload and response
 -- (or a hash-only store's hash, idem.imported_hash), marked with the plan;
 -- the effect is not run. Only the rows not entered get an item row. The
@@ -150,7 +151,8 @@ BEGIN
                              THEN 'skipped'
                          WHEN v_i.payload IS NOT NULL
                               AND idem.record_conflict(v_id, v_class, v_i.payload, v_i.payload_hash,
-                                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator))
+                                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator,
+                                                                                     'old_store_response', v_i.response))
                                   IS NOT NULL
                              THEN 'quarantined'
                          -- a hash-only item cannot be shown as a conflict's incoming side
