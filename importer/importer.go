@@ -454,6 +454,7 @@ func (p *planner) classified() *classifier {
 			chunk := classifiedChunk{rows: make([]Row, 0, chunkRows)}
 			for len(chunk.rows) < chunkRows {
 				r, err := p.src.Next(p.ctx)
+				err = sourceErr(p.src, err)
 				if err == io.EOF {
 					eof = true
 					break

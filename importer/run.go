@@ -133,7 +133,8 @@ func runReading(ctx context.Context, db TxBeginner, id int64, operator string, o
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_stage"},
 		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash", "evidence"}, st); err != nil {
 		if st.err != nil {
-			err = st.err
+			// the source's error, named: not the idem database's
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, st.err)
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -222,6 +223,7 @@ func (s *stager) fill() {
 	}
 	for len(s.chunk) < chunkRows {
 		r, err := s.src.Next(s.ctx)
+		err = sourceErr(s.src, err)
 		if err == io.EOF {
 			s.eof = true
 			break
