@@ -218,9 +218,9 @@ type invalidLine struct {
 	Reason      string `json:"reason"`
 }
 
-// Plan asks the database first whether the class needs what the plan does
-// not cite (idem.entry_citation_problem: ErrRefused, the source not
-// opened), then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
+// Plan asks the database first, in one round trip, whether the class
+// exists (ErrUnknownClass) and needs what the plan does not cite
+// (idem.entry_citation_problem: ErrRefused), the source not opened; then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
 // the one place that decides where a plan reads from; the opener's error
 // as it is when it cannot), reads it to its end and stores an import plan of its
 // finished rows, in one transaction (idem.import_plan_begin, _add by
@@ -252,9 +252,14 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	// seal checks them again): an unknown class, or a money class without
 	// its contract, reads nothing.
 	var problem *string
-	if err := tx.QueryRow(ctx, "SELECT idem.entry_citation_problem('import', $1, $2, $3)", o.Class, o.Contract, o.Correction).
-		Scan(&problem); err != nil {
+	var unknown bool
+	if err := tx.QueryRow(ctx, `SELECT idem.entry_citation_problem('import', $1, $2, $3),
+		NOT EXISTS (SELECT 1 FROM idem.op_class WHERE name = $1)`, o.Class, o.Contract, o.Correction).
+		Scan(&problem, &unknown); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
+	}
+	if unknown {
+		return Result{}, fmt.Errorf("plan import: --class: %w: %s (idemctl class list shows them); nothing read", governance.ErrUnknownClass, o.Class)
 	}
 	if problem != nil {
 		return Result{}, fmt.Errorf("plan import: %w: %s; nothing read", governance.ErrRefused, *problem)
