@@ -5,7 +5,9 @@
 -- (identity.entry_plan) and its transport naming the plan, the evidence and
 -- both persons; the effect is not run. The unique key settles a race: an
 -- identity that appeared meanwhile is left alone ('exists'); one with a
--- pending claim or an open quarantine record is refused ('refused'). The
+-- pending claim or an open quarantine record, or whose response is JSON
+-- null (no response: a plan made before idem.entry_plan_create refused
+-- it), is refused ('refused'). The
 -- runner must be a person (IX313). An import plan runs its own way
 -- (idem.import_run: original created_at kept, same payload skipped, another
 -- payload quarantined), from the rows idemctl import run staged in this
@@ -43,7 +45,10 @@ BEGIN
         PERFORM idem.import_run(v_p.id, p_operator);
     END IF;
     FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id AND v_p.kind = 'record' ORDER BY seq LOOP
-        IF EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
+        -- JSON null is no response: an item of a plan made before that
+        -- rule would be answered already_applied with nothing.
+        IF v_i.response IS NULL OR jsonb_typeof(v_i.response) = 'null'
+           OR EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
            OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = v_i.tenant_id
                       AND q.operation_id = v_i.operation_id AND q.status = 'open') THEN
             v_out := 'refused';

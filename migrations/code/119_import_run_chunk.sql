@@ -10,7 +10,8 @@
 -- chunk's rows (IX343 when a crash emptied it: plan again; what entered
 -- stays, and a new plan skips it). The rows were checked at the seal;
 -- here the live state decides, as in a run in one transaction: an identity
--- with a pending claim or an open quarantine record is refused, one the
+-- with a pending claim or an open quarantine record is refused, and so is
+-- a row whose response is JSON null (a plan sealed before that rule), one the
 -- inbox already holds is skipped (same class and payload hash) or
 -- quarantined with both sides (idem.record_conflict; the old store's
 -- answer in the incoming transport, old_store_response), nothing overwritten;
@@ -71,7 +72,9 @@ BEGIN
     SELECT min(k) INTO v_class FROM jsonb_object_keys(p_p.counts -> 'classes') k;
     v_trans := jsonb_build_object('entered_by', 'import', 'entry_plan', p_p.id, 'planned_person', p_p.planned_person,
                                   'approved_person', p_p.approved_person);
-    -- Refused: an identity with a pending claim or an open quarantine record.
+    -- Refused: an identity with a pending claim or an open quarantine
+    -- record, and a row whose response is JSON null (no response: the
+    -- operation is not finished; a plan sealed before that rule holds it).
     EXECUTE format($q$
         INSERT INTO idem.entry_item (plan_id, seq, tenant_id, operation_id, op_class, evidence, created_at, store_hash,
                                      hash_function, fingerprint, outcome)
@@ -81,7 +84,8 @@ BEGIN
                'refused'
         FROM %s s
         WHERE s.n BETWEEN $4 AND $5
-          AND (EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = s.tenant_id AND c.operation_id = s.operation_id)
+          AND (s.response IS NULL OR jsonb_typeof(s.response) = 'null'
+               OR EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = s.tenant_id AND c.operation_id = s.operation_id)
                OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = s.tenant_id AND q.operation_id = s.operation_id
                           AND q.status = 'open'))$q$, v_t)
     USING p_id, v_class, p_p.hash_function, v_lo, v_hi;
