@@ -102,8 +102,8 @@ func roleOf(header string) columnRole {
 // borders included: columns are hidden in their declared order and named
 // on a last line ("2 columns hidden (...): -o wide"), the explaining
 // columns wrap, and an identifier is never shortened; when an identifier
-// cannot fit even so, the rows are printed vertically, one "field: value"
-// line each. -o wide and a pipe have no width limit.
+// cannot fit even so, or a word that cannot wrap (a hash) would cost a
+// column, the rows are printed vertically, one "field: value" line each. -o wide and a pipe have no width limit.
 func PrintTable(w io.Writer, header []string, rows [][]string) error {
 	if lw, ok := w.(*LayoutWriter); ok && lw.Seen != nil {
 		var b strings.Builder
@@ -212,12 +212,15 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 			}
 		}
 	}
+	relaxed := make([]int, n) // wrapTo if no word were unbreakable
 	for i, h := range header {
 		role := roleOf(h)
 		switch {
 		case role.identifier:
 			floor[i], wrapTo[i] = natural[i], natural[i]
+			relaxed[i] = wrapTo[i]
 		case role.explains:
+			relaxed[i] = min(natural[i], max(min(natural[i], max(floor[i], 12)), 30))
 			// A DSN, a setting or a path in a sentence is one word: the
 			// column is at least as wide (else the table turns vertical).
 			floor[i] = max(min(natural[i], max(floor[i], 12)), word[i])
@@ -225,6 +228,7 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		default:
 			// a time, an age, a count: whole, or hidden
 			floor[i], wrapTo[i] = natural[i], natural[i]
+			relaxed[i] = wrapTo[i]
 		}
 	}
 	kept := make([]bool, n)
@@ -258,14 +262,27 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		}
 		return b - a
 	})
-	var hidden []int
-	for _, i := range order {
-		if sum(wrapTo) <= width {
-			break
+	hide := func(ws []int) []int {
+		for i := range kept {
+			kept[i] = true
 		}
-		kept[i] = false
-		hidden = append(hidden, i)
+		var hidden []int
+		for _, i := range order {
+			if sum(ws) <= width {
+				break
+			}
+			kept[i] = false
+			hidden = append(hidden, i)
+		}
+		return hidden
 	}
+	// A whole word that cannot wrap (a hash, a DSN) never costs a column:
+	// when it would, the rows are printed vertically, where every field
+	// stays.
+	if len(hide(relaxed)) < len(hide(wrapTo)) {
+		return fittedTable{}, false
+	}
+	hidden := hide(wrapTo)
 	if sum(floor) > width {
 		return fittedTable{}, false
 	}
