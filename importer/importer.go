@@ -112,7 +112,11 @@ type Counts struct {
 	HashOnly  int `json:"hash_only"`
 	Ambiguous int `json:"ambiguous"`
 	Invalid   int `json:"invalid"`
-	// NotAfterSince counts rows at or before --since (a file is read whole).
+	// NotAfterSince counts the rows at or before ReadFrom (--since less
+	// --since-overlap), which the plan skips: the rows before the cursor
+	// less the overlap. A file is read whole, so they are counted here; a
+	// store's query starts after ReadFrom, so it gives none. The overlap's
+	// rows are read again (Read), and what the inbox holds is skipped.
 	NotAfterSince int `json:"not_after_since,omitempty"`
 	// Since is the plan's --since.
 	Since string `json:"since,omitempty"`
