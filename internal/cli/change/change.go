@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
@@ -110,7 +111,7 @@ func classPolicy(b []byte) string {
 	}
 	age := "none"
 	if p.MinAgeSec != nil && *p.MinAgeSec > 0 {
-		age = cmdutil.FormatAge(time.Duration(*p.MinAgeSec * float64(time.Second)))
+		age = horizon.FormatAge(time.Duration(*p.MinAgeSec * float64(time.Second)))
 	}
 	return "retention " + p.Retention + ", min age " + age
 }

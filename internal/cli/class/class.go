@@ -104,7 +104,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		if c.Money != nil {
 			money = c.Money.String()
 		}
-		rows = append(rows, []string{c.Name, string(c.Retention), cmdutil.FormatAge(c.MinAge), effect, money, c.Description})
+		rows = append(rows, []string{c.Name, string(c.Retention), horizon.FormatAge(c.MinAge), effect, money, c.Description})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
@@ -342,14 +342,14 @@ func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool
 	if change != 0 {
 		act := "removing its min age"
 		if opts.MinAge != nil && *opts.MinAge > 0 {
-			act = "lowering its min age to " + cmdutil.FormatAge(*opts.MinAge)
+			act = "lowering its min age to " + horizon.FormatAge(*opts.MinAge)
 		}
 		say(opts, "class %s: %s is planned as change %d; it stays %s (retention %s) until then",
-			pol.Name, act, change, cmdutil.FormatAge(pol.MinAge), pol.Retention)
+			pol.Name, act, change, horizon.FormatAge(pol.MinAge), pol.Retention)
 		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", change)
 		return nil
 	}
-	say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, cmdutil.FormatAge(pol.MinAge))
+	say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, horizon.FormatAge(pol.MinAge))
 	return nil
 }
 
@@ -423,12 +423,12 @@ func confirmWeakening(ctx context.Context, opts *ClassSetOptions, db horizon.DBT
 	case opts.MinAge != nil && *opts.MinAge < cur.MinAge:
 		to := "removing it"
 		if *opts.MinAge > 0 {
-			to = "lowering it to " + cmdutil.FormatAge(*opts.MinAge)
+			to = "lowering it to " + horizon.FormatAge(*opts.MinAge)
 		}
 		what = fmt.Sprintf("class %s has a min age of %s: %s lets purges reach identities it protected", opts.Name,
-			cmdutil.FormatAge(cur.MinAge), to)
+			horizon.FormatAge(cur.MinAge), to)
 		q = fmt.Sprintf("Class %s: nothing younger than %s is ever purged. Plan %s (once another person approves)?", opts.Name,
-			cmdutil.FormatAge(cur.MinAge), to)
+			horizon.FormatAge(cur.MinAge), to)
 	default:
 		return nil
 	}

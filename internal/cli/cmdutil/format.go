@@ -1,7 +1,6 @@
 package cmdutil
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -48,15 +47,3 @@ const MaxAttentionRows = 50
 // PromptRecords is how many records an approval prompt lists before it
 // says how many more there are and where to see them all.
 const PromptRecords = 200
-
-// FormatAge renders a class's min age as an operator types it: whole days
-// as 30d, else as Go prints a duration (36h0m0s); "-" for none.
-func FormatAge(d time.Duration) string {
-	if d == 0 {
-		return "-"
-	}
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
-}
