@@ -30,7 +30,7 @@ BEGIN
             USING ERRCODE = 'IX104', HINT = 'pass --reason and --operator (or set IDEMCTL_OPERATOR)';
     END IF;
     v_q := idem.quarantine_lock_open(p_id);
-    v_refusal := idem.quarantine_import_refusal(v_q);
+    v_refusal := idem.quarantine_import_refusal(v_q.incoming_transport);
     IF v_refusal IS NOT NULL THEN
         RAISE EXCEPTION 'quarantine record %: %', p_id, v_refusal
             USING ERRCODE = 'IX128',

@@ -21,7 +21,7 @@ DECLARE
     v_outcome  text;
     v_response jsonb;
     v_audit    idem.audit;
-    v_refusal  text := idem.quarantine_import_refusal(p_q);
+    v_refusal  text := idem.quarantine_import_refusal(p_q.incoming_transport);
 BEGIN
     IF v_refusal IS NOT NULL THEN
         RAISE EXCEPTION 'quarantine record %: %', p_q.id, v_refusal

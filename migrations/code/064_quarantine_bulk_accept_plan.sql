@@ -44,12 +44,12 @@ BEGIN
             USING ERRCODE = 'IX124', HINT = 'narrow the selection, or raise --max after checking what runs';
     END IF;
     -- A record an import brought never runs as new (IX128).
-    SELECT q.id, idem.quarantine_import_refusal(q) AS refusal, count(*) OVER () AS n INTO v_bad
+    SELECT min(q.id) AS id, count(*) AS n INTO v_bad
     FROM idem.quarantine q
-    WHERE q.id = ANY (v_ids) AND q.incoming_transport ->> 'entered_by' = 'import'
-    ORDER BY q.id LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'bulk accept-as-new: record % %', v_bad.id, v_bad.refusal ||
+    WHERE q.id = ANY (v_ids) AND q.incoming_transport ->> 'entered_by' = 'import';
+    IF v_bad.n > 0 THEN
+        RAISE EXCEPTION 'bulk accept-as-new: record % %', v_bad.id,
+                idem.quarantine_import_refusal((SELECT q.incoming_transport FROM idem.quarantine q WHERE q.id = v_bad.id)) ||
                 CASE WHEN v_bad.n > 1 THEN format(' (and %s more record(s) an import brought)', v_bad.n - 1) ELSE '' END
             USING ERRCODE = 'IX128',
                   HINT = 'reject such records (idemctl quarantine reject ID --reason TEXT), or leave them out (ids on stdin: idemctl quarantine accept-as-new -); a really new operation is recorded by hand (idemctl record plan); nothing was planned';
