@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemctl/idemctl/internal/pgerr"
 )
@@ -32,9 +34,11 @@ var (
 	ErrSourceNotFound = errors.New("no such replay source")
 	// ErrInvalidOperator: an unusable --operator label (IX015).
 	ErrInvalidOperator = errors.New("invalid operator label")
-	// ErrNotOperator: the login may not call the function (42501): it is
-	// not granted the schema's operator role (a service's or an
-	// auditor's login).
+	// ErrNotOperator: PostgreSQL refused the login a function of schema
+	// idem, or the schema or one of its tables (42501, "permission denied
+	// for function|schema|table ..."): it is not granted the schema's
+	// operator role (a service's or an auditor's login). Another 42501 (a
+	// parameter, an owner's act) keeps its own message.
 	ErrNotOperator = errors.New("this login is not an operator")
 )
 
@@ -48,15 +52,38 @@ var codes = pgerr.Table{Named: true, Codes: map[string]error{
 	"IX003": ErrUnknownClass,
 	"IX308": ErrSourceNotFound,
 	"IX015": ErrInvalidOperator,
-	"42501": ErrNotOperator,
 }}
+
+var notOperator = pgerr.Table{Named: true, Codes: map[string]error{"42501": ErrNotOperator}}
 
 // mapError maps the database's refusal to its sentinel, keeping the message.
 // MapError maps a database error of a four-eyes function to this
 // package's sentinels (ErrNotFound, ErrState, ErrSamePerson, ErrRefused).
 func MapError(err error) error { return mapError(err) }
 
-func mapError(err error) error { return codes.Map(err) }
+func mapError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+		if notGranted(pgErr.Message) {
+			return notOperator.Map(err)
+		}
+		return err
+	}
+	return codes.Map(err)
+}
+
+// notGranted tells PostgreSQL's own refusal of an object to a login not
+// granted it (the only 42501 an idem call on an operator's path raises
+// for a login without the operator role) from any other 42501.
+func notGranted(msg string) bool {
+	for _, p := range []string{"permission denied for function ", "permission denied for procedure ",
+		"permission denied for table ", "permission denied for view "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return msg == "permission denied for schema idem"
+}
 
 // Kinds of governed change.
 const (

@@ -137,6 +137,19 @@ func SetClass(ctx context.Context, pool *pgxpool.Pool, name string, retention Re
 	return pol, changeID, err
 }
 
+// FormatAge renders a class's min age as an operator types it (what
+// ParseDuration reads): whole days as 30d, else as Go prints a duration
+// (36h0m0s); "-" for none.
+func FormatAge(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
 // ParseDuration reads a duration as an operator types it: Go's form (90m,
 // 12h, 1h30m) or whole days (30d, also 30d12h).
 func ParseDuration(s string) (time.Duration, error) {

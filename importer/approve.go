@@ -52,7 +52,8 @@ func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open
 	st.src, st.values = src, checkValues
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_check"}, checkColumns, st); err != nil {
 		if st.err != nil {
-			err = st.err
+			// the source's error, named: not the idem database's
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing approved", id, st.err)
 		}
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing approved", id, governance.MapError(err))
 	}

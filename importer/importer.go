@@ -112,7 +112,11 @@ type Counts struct {
 	HashOnly  int `json:"hash_only"`
 	Ambiguous int `json:"ambiguous"`
 	Invalid   int `json:"invalid"`
-	// NotAfterSince counts rows at or before --since (a file is read whole).
+	// NotAfterSince counts the rows at or before ReadFrom (--since less
+	// --since-overlap), which the plan skips: the rows before the cursor
+	// less the overlap. A file is read whole, so they are counted here; a
+	// store's query starts after ReadFrom, so it gives none. The overlap's
+	// rows are read again (Read), and what the inbox holds is skipped.
 	NotAfterSince int `json:"not_after_since,omitempty"`
 	// Since is the plan's --since.
 	Since string `json:"since,omitempty"`
@@ -223,9 +227,9 @@ type invalidLine struct {
 	Reason      string `json:"reason"`
 }
 
-// Plan asks the database first whether the class needs what the plan does
-// not cite (idem.entry_citation_problem: ErrRefused, the source not
-// opened), then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
+// Plan asks the database first, in one round trip, whether the class
+// exists (ErrUnknownClass) and needs what the plan does not cite
+// (idem.entry_citation_problem: ErrRefused), the source not opened; then opens the source (open, after ReadFrom(o.Since, o.SinceOverlap):
 // the one place that decides where a plan reads from; the opener's error
 // as it is when it cannot), reads it to its end and stores an import plan of its
 // finished rows, in one transaction (idem.import_plan_begin, _add by
@@ -257,9 +261,14 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	// seal checks them again): an unknown class, or a money class without
 	// its contract, reads nothing.
 	var problem *string
-	if err := tx.QueryRow(ctx, "SELECT idem.entry_citation_problem('import', $1, $2, $3)", o.Class, o.Contract, o.Correction).
-		Scan(&problem); err != nil {
+	var unknown bool
+	if err := tx.QueryRow(ctx, `SELECT idem.entry_citation_problem('import', $1, $2, $3),
+		NOT EXISTS (SELECT 1 FROM idem.op_class WHERE name = $1)`, o.Class, o.Contract, o.Correction).
+		Scan(&problem, &unknown); err != nil {
 		return Result{}, fmt.Errorf("plan import: %w", governance.MapError(err))
+	}
+	if unknown {
+		return Result{}, fmt.Errorf("plan import: --class: %w: %s (idemctl class list shows them); nothing read", governance.ErrUnknownClass, o.Class)
 	}
 	if problem != nil {
 		return Result{}, fmt.Errorf("plan import: %w: %s; nothing read", governance.ErrRefused, *problem)
@@ -474,6 +483,7 @@ func (p *planner) classified() *classifier {
 			chunk := classifiedChunk{rows: make([]Row, 0, chunkRows)}
 			for len(chunk.rows) < chunkRows {
 				r, err := p.src.Next(p.ctx)
+				err = sourceErr(p.src, err)
 				if err == io.EOF {
 					eof = true
 					break

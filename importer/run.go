@@ -89,7 +89,9 @@ func (p PostgresSource) Opener() Opener {
 // --since), copies the rows the plan imports into the stage
 // idem.import_stage_open made, and calls idem.entry_plan_run, which enters
 // them only if they are exactly the planned items. A source that cannot be
-// opened, or a file that is not the planned one, enters nothing.
+// opened, or a file that is not the planned one, enters nothing. The
+// login, the plan's kind and its state are checked before the source is
+// read (idem.import_plan_ready).
 //
 // A staged plan (idem.import_plan_seal_stage, every plan made off Citus)
 // runs from its stage instead (runStaged) and open is not called (it may
@@ -98,12 +100,11 @@ func (p PostgresSource) Opener() Opener {
 // up to as many connections of a pool as the machine has cores; a run
 // that stopped resumes where it stopped.
 func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Opener) (governance.EntryPlan, error) {
+	// The login's right, the plan's kind and state, before the source is
+	// read (idem.import_plan_ready; the run's functions check again).
 	plan, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
-		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE p.id = $1", id))
+		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_ready($1, 'run') p", id))
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = fmt.Errorf("%w: no entry plan %d", governance.ErrNotFound, id)
-	}
 	if err != nil {
 		return governance.EntryPlan{}, err
 	}
@@ -143,7 +144,8 @@ func runReading(ctx context.Context, db TxBeginner, id int64, operator string, o
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "idem_import_stage"},
 		[]string{"tenant_id", "operation_id", "payload", "payload_hash", "response", "created_at", "store_hash", "evidence"}, st); err != nil {
 		if st.err != nil {
-			err = st.err
+			// the source's error, named: not the idem database's
+			return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, st.err)
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -237,6 +239,7 @@ func (s *stager) fill() {
 	}
 	for len(s.chunk) < chunkRows {
 		r, err := s.src.Next(s.ctx)
+		err = sourceErr(s.src, err)
 		if err == io.EOF {
 			s.eof = true
 			break

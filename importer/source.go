@@ -342,3 +342,29 @@ func (s *postgresSource) Close() error {
 	}
 	return s.conn.Close(context.Background())
 }
+
+// SourceError is an error of the store being read (its file, its database
+// or its query), named by the source (Source.Describe): never one of the
+// idem database's refusals, whatever its SQLSTATE (a 42501 of the store
+// is the store's login, not the operator's).
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string { return "the source " + e.Source + ": " + e.Err.Error() }
+
+// Unwrap returns the source's own error.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// sourceErr names src in err (io.EOF and nil pass through).
+func sourceErr(src Source, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var se *SourceError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &SourceError{Source: src.Describe(), Err: err}
+}

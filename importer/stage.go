@@ -33,7 +33,8 @@ func (p *planner) stage() error {
 	defer cs.chunks.stop()
 	if _, err := p.tx.CopyFrom(p.ctx, pgx.Identifier{"idem", "import_stage_" + strconv.FormatInt(p.id, 10)}, stageColumns, cs); err != nil {
 		if cs.err != nil {
-			err = cs.err
+			// the source's error (named) or a list's: not the idem database's
+			return fmt.Errorf("plan import: stage the rows: %w", cs.err)
 		}
 		return fmt.Errorf("plan import: stage the rows: %w", governance.MapError(err))
 	}

@@ -212,3 +212,27 @@ func stateOf(t *testing.T, f *fixture, id int64) string {
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT state FROM idem.entry_plan WHERE id = $1", id).Scan(&s))
 	return s
 }
+
+// A staged plan sealed before "a JSON null response is no response" that
+// holds one still runs, but that row is refused (not entered), as its plan
+// would now send it to the ambiguous list.
+func TestImportRunRefusesAStagedRowWithANullResponse(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	path := storeFile(t, 12)
+	plan := planFile(t, f, path, 5)
+	// What an older seal let in.
+	dbtest.Admin(t, f.dsn, fmt.Sprintf("UPDATE idem.import_stage_%d SET response = 'null' WHERE operation_id IN ('k-003', 'k-007')", plan.ID))
+	done, err := importer.Run(f.ctx, f.alice, plan.ID, "alice", func(context.Context, *importer.Cursor, bool) (importer.Source, error) {
+		return importer.OpenNDJSON(path)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", done.State)
+	assert.Equal(t, 10, done.Entered)
+	outcomes, err := importer.Outcomes(f.ctx, f.alice, plan.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"entered": 10, "refused": 2}, outcomes)
+	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE operation_id IN ('k-003', 'k-007')"))
+	assert.Equal(t, 10, countIn(t, f, "SELECT count(*) FROM idem.inbox_body WHERE tenant_id = '7'"))
+}

@@ -72,6 +72,11 @@ var (
 	// ErrProviderAnswer: a provider's answer was refused as a record (IX127):
 	// the inbox holds the identity, or the answer is not a 4xx with a body.
 	ErrProviderAnswer = errors.New("the provider's answer cannot be recorded")
+	// ErrImportedFinished: accept-as-new refused (IX128) for a record whose
+	// incoming side an import brought: the old store finished that
+	// operation, so running it again would repeat it. Reject the record; a
+	// really new operation is recorded by hand (idemctl record).
+	ErrImportedFinished = errors.New("the old store finished this operation: it cannot run again as new")
 )
 
 // Stored sides: what a record holds as the other side of the conflict.
@@ -174,9 +179,40 @@ type Record struct {
 	IncomingPayload   json.RawMessage `json:"incoming_payload"`
 	IncomingTransport json.RawMessage `json:"incoming_transport"`
 
+	// Imported is set when the incoming side came from an import: the old
+	// store's finished operation (accept-as-new refuses it: IX128).
+	Imported *ImportedSide `json:"imported,omitempty"`
+
 	Diff     []Change  `json:"diff"`
 	Detected Detection `json:"detected"`
 	Decision *Decision `json:"decision"`
+}
+
+// ImportedSide is what an import kept of the old store's operation that
+// became a conflict's incoming side (in its transport): the plan that
+// brought it and the old store's answer.
+type ImportedSide struct {
+	EntryPlan int64 `json:"entry_plan"`
+	// OldStoreResponse is the answer the old store saved when it finished
+	// the operation (null for a record made before it was kept).
+	OldStoreResponse json.RawMessage `json:"old_store_response"`
+}
+
+// importedSide reads ImportedSide from an incoming transport written by
+// idem.import_run or idem.import_run_chunk (entered_by import); nil otherwise.
+func importedSide(transport []byte) *ImportedSide {
+	var t struct {
+		EnteredBy string          `json:"entered_by"`
+		EntryPlan int64           `json:"entry_plan"`
+		Response  json.RawMessage `json:"old_store_response"`
+	}
+	if len(transport) == 0 || json.Unmarshal(transport, &t) != nil || t.EnteredBy != "import" {
+		return nil
+	}
+	if len(t.Response) == 0 {
+		t.Response = json.RawMessage("null")
+	}
+	return &ImportedSide{EntryPlan: t.EntryPlan, OldStoreResponse: t.Response}
 }
 
 // Identity is the conflicting request's identity.
@@ -235,6 +271,7 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 	if r.Diff == nil {
 		r.Diff = []Change{}
 	}
+	r.Imported = importedSide(r.IncomingTransport)
 	r.Detected = Detection{ApplicationName: deref(app), DBUser: deref(user), Operator: deref(op)}
 	if decidedAt != nil {
 		r.Decision = &Decision{
@@ -371,6 +408,7 @@ var decisionErrors = pgerr.Table{Codes: map[string]error{
 	"IX108": ErrInvalidFilter,
 	"IX125": ErrNeedsSecondPerson,
 	"IX127": ErrProviderAnswer,
+	"IX128": ErrImportedFinished,
 }}
 
 func mapError(err error) error { return decisionErrors.Map(err) }

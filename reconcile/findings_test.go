@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestEmitPinAndAudit(t *testing.T) {
 	require.NoError(t, rows.Err())
 	sha := fileSHA(t, report)
 	require.Len(t, reasons, 4)
-	assert.Equal(t, "reconcile settlement.csv line 3: mismatch: /amount: inbox 2000, report 1999; 2000 EUR; report sha256:"+sha[:16], reasons["p-2"])
+	assert.Equal(t, "reconcile settlement.csv line 3: mismatch: /amount: inbox 2000, report 1999; 2000 EUR; report sha256:"+sha, reasons["p-2"], "the whole hash")
 	assert.Contains(t, reasons["x-9"], "settlement.csv line 6: missing_in_inbox: 5 EUR; the report settled an operation the inbox never recorded")
 	assert.Contains(t, reasons["p-5"], "settlement.csv: missing_in_report: recorded ")
 
@@ -322,4 +323,17 @@ func TestFixedTenantReadsOnlyThatTenant(t *testing.T) {
 	assert.Equal(t, "shop1/p-3", reqs[0].Tenant+"/"+reqs[0].OperationID)
 	assert.EqualValues(t, 0, f.count("SELECT count(*) FROM idem.horizon_correction WHERE tenant_id <> 'shop1'"))
 	assert.EqualValues(t, 1, f.count("SELECT count(*) FROM idem.horizon_correction WHERE tenant_id = 'shop1' AND operation_id = 'p-3'"))
+}
+
+// A pin's reason keeps the report's whole SHA-256, even when its detail is
+// longer than the database takes: the detail gives way.
+func TestPinReasonKeepsTheWholeHash(t *testing.T) {
+	t.Parallel()
+	sha := strings.Repeat("0123456789abcdef", 4)
+	rep := reconcile.ReportInfo{Name: "settlement.csv", SHA256: sha}
+	short := reconcile.PinReason(reconcile.Finding{Status: reconcile.Invalid, Line: 4, Reason: "bad amount"}, rep)
+	assert.Equal(t, "reconcile settlement.csv line 4: invalid: bad amount; report sha256:"+sha, short)
+	long := reconcile.PinReason(reconcile.Finding{Status: reconcile.Invalid, Line: 4, Reason: strings.Repeat("much detail ", 1000)}, rep)
+	assert.LessOrEqual(t, len(long), 4096)
+	assert.True(t, strings.HasSuffix(long, "…; report sha256:"+sha), long[len(long)-100:])
 }

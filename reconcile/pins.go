@@ -64,19 +64,18 @@ func (r *run) deliver(it *item) error {
 
 // PinReason is the reason of the manual correction that pins a discrepancy:
 // the report's name and line, the finding and its detail, and the report's
-// SHA-256 (its first 16 hex digits). Control characters from the report are
-// escaped and white space folded: a reason is shown on operators' terminals.
+// whole SHA-256 (an operator checks it against the file). Control
+// characters from the report are escaped and white space folded: a reason
+// is shown on operators' terminals. A reason longer than the database
+// takes loses the end of its detail, never the hash.
 func PinReason(f Finding, rep ReportInfo) string {
 	where := rep.Name
 	if f.Line > 0 {
 		where += fmt.Sprintf(" line %d", f.Line)
 	}
-	sha := rep.SHA256
-	if len(sha) > 16 {
-		sha = sha[:16]
-	}
-	reason := fmt.Sprintf("reconcile %s: %s: %s; report sha256:%s", where, f.Status, f.Detail(), sha)
-	return truncate(strings.Join(strings.Fields(term.Escape(reason)), " "), maxReasonBytes)
+	fold := func(s string) string { return strings.Join(strings.Fields(term.Escape(s)), " ") }
+	tail := fold("; report sha256:" + rep.SHA256)
+	return truncate(fold(fmt.Sprintf("reconcile %s: %s: %s", where, f.Status, f.Detail())), maxReasonBytes-len(tail)) + tail
 }
 
 // truncate cuts s to at most max bytes at a character boundary, ending

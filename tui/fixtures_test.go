@@ -351,7 +351,8 @@ func newFixedHorizon() *fixedHorizon {
 	return &fixedHorizon{plans: []horizonview.PurgePlan{
 		{ID: 3, Scope: "acme/demo.transfer", Before: day(2026, 10, 1), State: horizonview.PlanPlanned, Identities: 12840,
 			PlannedBy: horizonview.Who{Person: "alice", Login: "op1"}, PlannedAt: fixedNow.Add(-time.Hour), Contract: "FIN-2026-114",
-			Proof: []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"}},
+			Proof:    []string{"kafka:payments.commands: closed, retention 7d", "dlq:payments: closed, nothing to replay"},
+			HeldBack: "3: quarantine 3 (open or rejected records)"},
 		{ID: 2, Scope: "globex/*", Before: day(2026, 9, 1), State: horizonview.PlanApproved, Identities: 5000,
 			PlannedBy: horizonview.Who{Person: "carol", Login: "carol"}, PlannedAt: fixedNow.Add(-26 * time.Hour), ApprovedBy: horizonview.Who{Person: "alice", Login: "op1"}},
 		{ID: 1, Scope: "initech/bets.settle", Before: day(2026, 8, 1), State: horizonview.PlanAborted, Identities: 700,

@@ -19,6 +19,7 @@ import (
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/importer"
+	"github.com/idemctl/idemctl/quarantine"
 )
 
 // TestImportOnTheCoordinator: an existing store's NDJSON export, with
@@ -99,6 +100,19 @@ func TestImportOnTheCoordinator(t *testing.T) {
 	assert.Equal(t, map[string]int{"entered": len(tenants) - 2, "skipped": 1, "quarantined": 1}, outcomes)
 	assert.EqualValues(t, 1, count(t, e.superuser(t), `SELECT count(*) FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = 'old-1'
 		AND status = 'open'`, tenants[1]), "another payload is quarantined with both sides")
+	// That record keeps the old store's answer, and is never accepted as
+	// new (the old store finished it): refused on the coordinator, nothing run.
+	var qid int64
+	require.NoError(t, alice.QueryRow(ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = $1 AND operation_id = 'old-1'", tenants[1]).Scan(&qid))
+	rec, err := quarantine.Show(ctx, alice, qid)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Imported)
+	assert.JSONEq(t, `{"posting_id":"legacy-1"}`, string(rec.Imported.OldStoreResponse))
+	_, err = quarantine.AcceptAsNew(ctx, alice, qid, "old-1-rev2", "alice", "looks new")
+	assert.ErrorIs(t, err, quarantine.ErrImportedFinished)
+	_, err = quarantine.PlanAccept(ctx, alice, quarantine.Selection{IDs: []int64{qid}}, qid, "{operation_id}-rev2", 10, "alice", "bulk")
+	assert.ErrorIs(t, err, quarantine.ErrImportedFinished)
+	assert.EqualValues(t, 0, count(t, e.superuser(t), "SELECT count(*) FROM idem.identity WHERE operation_id LIKE 'old-1-rev%'"))
 
 	for i, tenant := range tenants[2:] {
 		i += 2

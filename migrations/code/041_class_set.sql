@@ -40,7 +40,8 @@ BEGIN
         RAISE EXCEPTION 'unknown operation class %', quote_literal(p_name)
             USING ERRCODE = 'IX003', HINT = 'idemctl class list shows them';
     END IF;
-    v_min := CASE WHEN p_set_min_age THEN p_min_age ELSE v_old.min_age END;
+    -- as days and hours (1 day, not 24:00:00), as psql and the audit show it
+    v_min := CASE WHEN p_set_min_age THEN justify_hours(p_min_age) ELSE v_old.min_age END;
     v_kind := CASE WHEN v_old.retention = 'forever' AND p_retention = 'horizon' THEN 'class_retention'
                    WHEN coalesce(v_min, interval '0') < coalesce(v_old.min_age, interval '0') THEN 'class_min_age' END;
     IF v_kind = 'class_retention' AND idem.text_problem('a reason', p_reason, 4096) IS NOT NULL THEN

@@ -7,6 +7,7 @@
 --   already_applied  the new identity already held this very payload: linked, not re-run;
 --   NEW holds another payload: refused (IX106), and the caller's whole
 --   transaction rolls back: no decision, no audit row, nothing run.
+-- A record an import brought is refused (IX128, idem.quarantine_import_refusal).
 -- Internal: granted to nobody, called by quarantine_accept_as_new and
 -- quarantine_bulk_accept_run only.
 CREATE OR REPLACE FUNCTION idem.quarantine_accept_record(
@@ -20,7 +21,13 @@ DECLARE
     v_outcome  text;
     v_response jsonb;
     v_audit    idem.audit;
+    v_refusal  text := idem.quarantine_import_refusal(p_q.incoming_transport);
 BEGIN
+    IF v_refusal IS NOT NULL THEN
+        RAISE EXCEPTION 'quarantine record %: %', p_q.id, v_refusal
+            USING ERRCODE = 'IX128',
+                  HINT = format('reject it (idemctl quarantine reject %s --reason TEXT); if it really is a new operation, record it by hand (idemctl record plan)', p_q.id);
+    END IF;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'invalid new operation id: %', v_problem
             USING ERRCODE = 'IX105', HINT = 'operation_id: 1-256 bytes without control characters';

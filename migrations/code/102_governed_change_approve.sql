@@ -44,7 +44,7 @@ BEGIN
         END IF;
         UPDATE idem.op_class
         SET retention = v_c.after ->> 'retention',
-            min_age = make_interval(secs => (v_c.after ->> 'min_age_seconds')::float8)
+            min_age = justify_hours(make_interval(secs => (v_c.after ->> 'min_age_seconds')::float8)) -- 1 day, not 24:00:00
         WHERE name = v_c.target;
         PERFORM idem.audit_write(p_operator, 'horizon.class.set', 'class:' || v_c.target,
             jsonb_build_object('before', v_c.before, 'after', v_c.after, 'reason', v_c.reason, 'change', v_c.id,

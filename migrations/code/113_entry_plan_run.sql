@@ -8,8 +8,9 @@
 -- 'exists' when it holds the same payload hash and class, else quarantined
 -- with both sides ('quarantined', idem.record_conflict, as an import's
 -- conflict is: same identity, another payload is a conflict, never a
--- silent success); one with a pending claim or an open quarantine record
--- is refused ('refused'). The
+-- silent success); one with a pending claim or an open quarantine record,
+-- or whose response is JSON null (no response: a plan made before
+-- idem.entry_plan_create refused it), is refused ('refused'). The
 -- runner must be a person (IX313). An import plan runs its own way
 -- (idem.import_run: original created_at kept, same payload skipped, another
 -- payload quarantined), from the rows idemctl import run staged in this
@@ -48,7 +49,10 @@ BEGIN
         PERFORM idem.import_run(v_p.id, p_operator);
     END IF;
     FOR v_i IN SELECT * FROM idem.entry_item WHERE plan_id = p_id AND v_p.kind = 'record' ORDER BY seq LOOP
-        IF EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
+        -- JSON null is no response: an item of a plan made before that
+        -- rule would be answered already_applied with nothing.
+        IF v_i.response IS NULL OR jsonb_typeof(v_i.response) = 'null'
+           OR EXISTS (SELECT 1 FROM idem.pending_claim c WHERE c.tenant_id = v_i.tenant_id AND c.operation_id = v_i.operation_id)
            OR EXISTS (SELECT 1 FROM idem.quarantine q WHERE q.tenant_id = v_i.tenant_id
                       AND q.operation_id = v_i.operation_id AND q.status = 'open') THEN
             v_out := 'refused';

@@ -13,8 +13,9 @@
 -- key the size of a million-row stage, inserted in no order, would not fit
 -- the session's temporary buffers. idemctl import run copies the rows it read again into it, then
 -- calls idem.entry_plan_run in the same transaction; idem.import_run enters
--- them only if they are exactly the planned items. The plan must be an
--- approved import (IX341) and the caller a person (IX313). The stage names
+-- them only if they are exactly the planned items. The plan is checked,
+-- and locked, by idem.import_plan_ready(p_id, 'run'): an approved import
+-- not staged (IX341), the caller a person (IX313). The stage names
 -- its plan (its comment); a run refuses another plan's. Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_stage_open(p_id bigint)
 RETURNS idem.entry_plan
@@ -22,19 +23,10 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_person text := idem.require_person('stage an import');
-    v_p      idem.entry_plan;
+    v_p idem.entry_plan := idem.import_plan_ready(p_id, 'run');
 BEGIN
-    SELECT * INTO v_p FROM idem.entry_plan WHERE id = p_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'entry plan % does not exist', p_id USING ERRCODE = 'IX340';
-    END IF;
-    IF v_p.kind <> 'import' THEN
-        RAISE EXCEPTION 'entry plan % is a % plan, not an import: run it with idemctl record run %', p_id, v_p.kind, p_id
-            USING ERRCODE = 'IX341';
-    END IF;
-    IF v_p.state <> 'approved' THEN
-        RAISE EXCEPTION 'entry plan % is % (%): only an approved import plan is staged', p_id, v_p.state, v_p.kind
+    IF v_p.staged THEN
+        RAISE EXCEPTION 'import plan % is staged: it runs from its stage by chunks (idemctl import run %)', p_id, p_id
             USING ERRCODE = 'IX341';
     END IF;
     CREATE TEMPORARY TABLE idem_import_stage (

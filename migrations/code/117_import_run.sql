@@ -21,9 +21,10 @@
 -- is refused. An identity the inbox already holds (before, or written by a
 -- concurrent caller meanwhile: the unique key settles it) is left alone:
 -- skipped when it holds the same payload hash and class, quarantined with
--- both sides (idem.record_conflict) otherwise (conflict_hash_only for an
--- item of a hash-only store, which has no payload to quarantine); nothing
--- is overwritten. An
+-- both sides (idem.record_conflict, the old store's answer in the incoming
+-- side's transport: old_store_response) otherwise (conflict_hash_only for
+-- an item of a hash-only store, which has no payload to quarantine);
+-- nothing is overwritten. An
 -- item of a hash-only store enters with the store's hash as its digest when
 -- the hash function was declared (a request whose payload bytes hash to it
 -- is the same request), else with a digest no payload text can have, and is
@@ -240,14 +241,14 @@ BEGIN
     -- one there (ON CONFLICT): the inbox held it before.
     IF v_citus THEN
         OPEN v_cur FOR
-            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
+            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash, s.response
             FROM pg_temp.idem_import_stage s
             JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
             WHERE e.outcome IS NULL AND (s.tenant_id, s.operation_id) NOT IN (SELECT * FROM unnest(v_ts, v_os))
             ORDER BY e.seq;
     ELSE
         OPEN v_cur FOR
-            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash
+            SELECT e.seq, e.tenant_id, e.operation_id, e.op_class, e.evidence, e.store_hash, s.payload, s.payload_hash, s.response
             FROM pg_temp.idem_import_stage s
             JOIN idem.entry_item e ON e.plan_id = p_p.id AND e.tenant_id = s.tenant_id AND e.operation_id = s.operation_id
             JOIN idem.identity i ON i.tenant_id = s.tenant_id AND i.operation_id = s.operation_id
@@ -263,7 +264,8 @@ BEGIN
             UPDATE idem.entry_item SET outcome = 'skipped' WHERE plan_id = p_p.id AND seq = v_i.seq;
         ELSIF v_i.payload IS NOT NULL
               AND idem.record_conflict(v_id, v_i.op_class, v_i.payload, v_i.payload_hash,
-                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator)) IS NOT NULL THEN
+                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator,
+                                                                     'old_store_response', v_i.response::jsonb)) IS NOT NULL THEN
             UPDATE idem.entry_item SET outcome = 'quarantined' WHERE plan_id = p_p.id AND seq = v_i.seq;
         ELSIF v_i.payload IS NULL THEN
             -- a hash-only item has no payload for a quarantine record's

@@ -10,10 +10,13 @@
 -- chunk's rows (IX343 when a crash emptied it: plan again; what entered
 -- stays, and a new plan skips it). The rows were checked at the seal;
 -- here the live state decides, as in a run in one transaction: an identity
--- with a pending claim or an open quarantine record is refused, one the
+-- with a pending claim or an open quarantine record is refused, and so is
+-- a row whose response is JSON null (a plan sealed before that rule), one the
 -- inbox already holds is skipped (same class and payload hash) or
--- quarantined with both sides (idem.record_conflict), nothing overwritten
--- (a hash-only row, which has no payload to quarantine: conflict_hash_only);
+-- quarantined with both sides (idem.record_conflict; the old store's
+-- answer in the incoming transport, old_store_response), nothing
+-- overwritten (a hash-only row, which has no payload to quarantine:
+-- conflict_hash_only);
 -- the others enter with their original created_at, payload and response
 -- (or a hash-only store's hash, idem.imported_hash), marked with the plan;
 -- the effect is not run. Only the rows not entered get an item row. The
@@ -72,7 +75,9 @@ BEGIN
     SELECT min(k) INTO v_class FROM jsonb_object_keys(p_p.counts -> 'classes') k;
     v_trans := jsonb_build_object('entered_by', 'import', 'entry_plan', p_p.id, 'planned_person', p_p.planned_person,
                                   'approved_person', p_p.approved_person);
-    -- Refused: an identity with a pending claim or an open quarantine record.
+    -- Refused: an identity with a pending claim or an open quarantine
+    -- record, and a row whose response is JSON null (no response: the
+    -- operation is not finished; a plan sealed before that rule holds it).
     EXECUTE format($q$
         INSERT INTO idem.entry_item (plan_id, seq, tenant_id, operation_id, op_class, evidence, created_at, store_hash,
                                      hash_function, fingerprint, outcome)
@@ -81,13 +86,14 @@ BEGIN
                idem.import_fingerprint(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash, s.response::text, s.created_at),
                'refused'
         FROM %s s
-        -- One join with the (usually few) pending claims and open records,
-        -- hashed once, not two EXISTS probes a row.
-        JOIN (SELECT c.tenant_id, c.operation_id FROM idem.pending_claim c
-              UNION
-              SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status = 'open') b
-          ON b.tenant_id = s.tenant_id AND b.operation_id = s.operation_id
-        WHERE s.n BETWEEN $4 AND $5$q$, v_t)
+        -- The (usually few) pending claims and open records are read once
+        -- into a hashed subplan, not probed twice a row.
+        WHERE s.n BETWEEN $4 AND $5
+          AND (s.response IS NULL OR jsonb_typeof(s.response) = 'null'
+               OR (s.tenant_id, s.operation_id) IN (
+                   SELECT c.tenant_id, c.operation_id FROM idem.pending_claim c
+                   UNION ALL
+                   SELECT q.tenant_id, q.operation_id FROM idem.quarantine q WHERE q.status = 'open'))$q$, v_t)
     USING p_id, v_class, p_p.hash_function, v_lo, v_hi;
     GET DIAGNOSTICS v_left = ROW_COUNT;
     -- The identities: first a plain INSERT (no speculative insertion: one
@@ -166,7 +172,8 @@ BEGIN
                              THEN 'skipped'
                          WHEN v_i.payload IS NOT NULL
                               AND idem.record_conflict(v_id, v_class, v_i.payload, v_i.payload_hash,
-                                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator))
+                                                       v_trans || jsonb_build_object('evidence', v_i.evidence, 'run_by', p_operator,
+                                                                                     'old_store_response', v_i.response))
                                   IS NOT NULL
                              THEN 'quarantined'
                          -- a hash-only row has no payload for a quarantine record's

@@ -13,30 +13,18 @@
 -- be a third of what the approver copies); n numbers the rows in the
 -- order they were copied. The table names its plan (its comment, which
 -- only the schema owner can change): the approval refuses another plan's.
--- The plan must be an import plan (a record plan: IX341, naming idemctl
--- record approve) that is planned (IX341), and the caller a person
--- (IX313). Returns the plan.
+-- The plan is checked, and locked, by idem.import_plan_ready(p_id,
+-- 'approve'): an import plan (a record plan: IX341, naming idemctl record
+-- approve), planned (IX341), of another person than the caller (IX342),
+-- who is a person (IX313). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.import_check_open(p_id bigint)
 RETURNS idem.entry_plan
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, idem, pg_temp
 AS $$
 DECLARE
-    v_person text := idem.require_person('check an import plan against its source');
-    v_p      idem.entry_plan;
+    v_p idem.entry_plan := idem.import_plan_ready(p_id, 'approve');
 BEGIN
-    SELECT * INTO v_p FROM idem.entry_plan WHERE id = p_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no entry plan %', coalesce(p_id::text, 'NULL')
-            USING ERRCODE = 'IX340', HINT = 'idemctl record list shows them';
-    END IF;
-    IF v_p.kind <> 'import' THEN
-        RAISE EXCEPTION 'entry plan % is a % plan, not an import: approve it with idemctl record approve %', p_id, v_p.kind, p_id
-            USING ERRCODE = 'IX341';
-    END IF;
-    IF v_p.state <> 'planned' THEN
-        RAISE EXCEPTION 'import plan % is %, not planned', p_id, v_p.state USING ERRCODE = 'IX341';
-    END IF;
     CREATE TEMPORARY TABLE idem_import_check (
         tenant_id    text,
         operation_id text,

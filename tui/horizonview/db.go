@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -85,6 +86,28 @@ func proofLines(p horizon.Plan) []string {
 	return out
 }
 
+// heldBack says what holds a plan's pinned identities out of its purge,
+// each holder with its count (they add up to the total): a replay source,
+// the pending manual corrections, or the quarantine records that keep
+// their evidence.
+func heldBack(p horizon.Plan) string {
+	if p.Pinned == 0 && len(p.PinnedBy) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(p.PinnedBy))
+	for _, h := range p.PinnedBy {
+		part := fmt.Sprintf("%s %d", h.HeldBy, h.Identities)
+		switch h.HeldBy {
+		case "quarantine":
+			part += " (open or rejected records)"
+		case "manual":
+			part += " (pending corrections)"
+		}
+		parts = append(parts, part)
+	}
+	return fmt.Sprintf("%d: %s", p.Pinned, strings.Join(parts, ", "))
+}
+
 // Plans lists the purge plans, newest first.
 func (h HorizonDB) Plans(ctx context.Context) ([]PurgePlan, error) {
 	return view.Cleaned(h.plans(ctx))
@@ -105,7 +128,7 @@ func (h HorizonDB) plans(ctx context.Context) ([]PurgePlan, error) {
 			ID: p.ID, Scope: scope, Before: p.Cutoff, State: PlanState(p.State), Identities: p.Candidates, Purged: p.Purged,
 			PlannedBy: Who{p.PlannedPerson, p.PlannedDBUser}, PlannedAt: p.PlannedAt,
 			ApprovedBy: Who{p.ApprovedPerson, p.ApprovedDBUser}, RanBy: Who{p.RanPerson, p.RanDBUser}, Contract: p.Contract,
-			AbortReason: p.AbortReason, Proof: proofLines(p),
+			AbortReason: p.AbortReason, Proof: proofLines(p), HeldBack: heldBack(p),
 		})
 	}
 	return out, nil

@@ -218,6 +218,11 @@ func (v *View) footer(w int) []string {
 	if p.Contract != "" {
 		l1 += st.Label.Render("  contract ") + p.Contract
 	}
+	if p.HeldBack != "" {
+		// Who holds a purge back, on the plan's first line: the quarantine
+		// records keep their evidence, a source can still replay.
+		l1 += st.Label.Render("  held back ") + p.HeldBack
+	}
 	// Who planned, approved and ran it: persons with their logins, one
 	// line for the planner and one for the rest, so that none is cut.
 	l2 := st.Label.Render("planned ") + p.PlannedBy.String() + " " + view.Stamp(p.PlannedAt)
@@ -270,6 +275,7 @@ func (v *View) renderConfirm(w, h int) string {
 		row("ran by", p.RanBy.String())
 	}
 	row("contract", view.OrDash(p.Contract))
+	row("held back", view.OrDash(p.HeldBack))
 	for i, line := range p.Proof {
 		k := ""
 		if i == 0 {

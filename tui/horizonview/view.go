@@ -90,6 +90,10 @@ type PurgePlan struct {
 	Contract string
 	// Proof is the plan's evidence, one line a source: what each probe found.
 	Proof []string
+	// HeldBack says which of the covered identities the purge leaves, and
+	// who holds them back, adding up to the total: "5: quarantine 4 (open or
+	// rejected records), manual 1"; "" when nothing does.
+	HeldBack string
 	// AbortReason says why an aborted plan stopped.
 	AbortReason string
 }

@@ -157,6 +157,8 @@ func (v *View) detailLines(w int) []string {
 		if d.NewOperationID != "" {
 			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
 		}
+	} else if r.Imported != nil {
+		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject (the old store finished it: it never runs as new)"))
 	} else {
 		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject · a accept as new"))
 	}
@@ -165,6 +167,13 @@ func (v *View) detailLines(w int) []string {
 	block := func(title string, raw []byte) {
 		add(st.Title.Render(title))
 		add(view.Indent("  ", view.Wrap(view.PrettyJSON(raw), max(10, w-2)))...)
+	}
+	if im := r.Imported; im != nil {
+		add(st.Title.Render("The old store's answer") + st.Muted.Render(" (it finished the incoming operation)"))
+		for _, l := range view.Wrap(fmt.Sprintf("imported by entry plan %d: accept-as-new is refused", im.EntryPlan), max(10, w-2)) {
+			add("  " + st.Muted.Render(l))
+		}
+		add(view.Indent("  ", view.Wrap(view.PrettyJSON(im.OldStoreResponse), max(10, w-2)))...)
 	}
 	block("Saved response (of the stored operation)", r.StoredResponse)
 	block("Stored payload", r.StoredPayload)

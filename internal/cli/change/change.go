@@ -5,14 +5,17 @@ package change
 import (
 	"context"
 	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/governance"
+	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
@@ -91,11 +94,37 @@ func changeSummary(c governance.Change) string {
 	case governance.KindSourceRemove:
 		return "remove source " + c.Target
 	case governance.KindClassRetention, governance.KindClassMinAge:
-		return "retention and min-age " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
+		return classPolicy(c.Before) + " -> " + classPolicy(c.After)
 	case governance.KindCorrectionDone:
 		return "correction " + c.Target + " applied: it stops pinning"
 	}
 	return "money " + jsonOrNone(c.Before) + " -> " + jsonOrNone(c.After)
+}
+
+// classPolicy renders a class change's side ({"retention", "min_age_seconds"})
+// as an operator types it: "retention horizon, min age 1d".
+func classPolicy(b []byte) string {
+	var p struct {
+		Retention string   `json:"retention"`
+		MinAgeSec *float64 `json:"min_age_seconds"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil || p.Retention == "" {
+		return jsonOrNone(b)
+	}
+	age := "none"
+	if p.MinAgeSec != nil && *p.MinAgeSec > 0 {
+		age = horizon.FormatAge(time.Duration(*p.MinAgeSec * float64(time.Second)))
+	}
+	return "retention " + p.Retention + ", min age " + age
+}
+
+// changeSide is one side of a change as show prints it: a class's policy
+// readable, anything else as its JSON.
+func changeSide(c governance.Change, b []byte) string {
+	if c.Kind == governance.KindClassRetention || c.Kind == governance.KindClassMinAge {
+		return classPolicy(b)
+	}
+	return jsonOrNone(b)
 }
 
 func jsonOrNone(b []byte) string {
@@ -140,7 +169,7 @@ func showChange(f *cmdutil.Factory, c governance.Change) error {
 
 func printChange(w io.Writer, c governance.Change) {
 	fmt.Fprintf(w, "change %d: %s %s (%s)\n", c.ID, c.Kind, c.Target, c.State)
-	fmt.Fprintf(w, "  before:   %s\n  after:    %s\n", jsonOrNone(c.Before), jsonOrNone(c.After))
+	fmt.Fprintf(w, "  before:   %s\n  after:    %s\n", changeSide(c, c.Before), changeSide(c, c.After))
 	fmt.Fprintf(w, "  reason:   %s\n", c.Reason)
 	fmt.Fprintf(w, "  planned:  %s at %s\n", audit.Who(c.PlannedPerson, c.PlannedDBUser), c.PlannedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	if c.ApprovedPerson != nil {

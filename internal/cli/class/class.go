@@ -104,7 +104,7 @@ func classListRun(ctx context.Context, opts *ClassListOptions) error {
 		if c.Money != nil {
 			money = c.Money.String()
 		}
-		rows = append(rows, []string{c.Name, string(c.Retention), formatAge(c.MinAge), effect, money, c.Description})
+		rows = append(rows, []string{c.Name, string(c.Retention), horizon.FormatAge(c.MinAge), effect, money, c.Description})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no operation classes registered")
@@ -159,8 +159,9 @@ a contract: it needs --reason and a confirmation (asked on a terminal, --yes
 without one), and it is not applied at once: it plans a change that another
 person approves (idemctl change approve ID), which applies it with the min-age
 asked for. Lowering or removing the min-age lets purges reach identities the
-floor protected: it needs --reason too and is planned the same way (raising
-it applies at once). A login mapped to no person cannot plan either.
+floor protected: it needs --reason and a confirmation too (--yes without a
+terminal) and is planned the same way (raising it applies at once). A login
+mapped to no person cannot plan either.
 
 --money /amount,/currency,minor declares that the class moves money: JSON
 Pointers to the amount and the currency in the payload, and whether amounts
@@ -251,7 +252,7 @@ after a crash between that call and its commit cannot charge twice.
 	cmd.Flags().StringVar(&money, "money", "", "the class moves money: AMOUNT_POINTER,CURRENCY_POINTER,minor|major (none: it does not)")
 	cmd.Flags().StringVar(&repeats, "payloads-repeat", "", "yes: the class's payloads legitimately repeat, idemctl suspects leaves it out unless named (needs --reason); no: it does not")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required to make a forever class horizon, to lower its min-age, to change a money declaration, or with --payloads-repeat)")
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before making a forever class horizon or lowering its min age")
 	rd.register(cmd)
 	return cmd
 }
@@ -261,8 +262,8 @@ func classSetRun(ctx context.Context, opts *ClassSetOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Retention == horizon.Horizon && !opts.Yes {
-		if err := confirmForeverToHorizon(ctx, opts, pool); err != nil {
+	if opts.Retention != "" && !opts.Yes {
+		if err := confirmWeakening(ctx, opts, pool); err != nil {
 			return err
 		}
 	}
@@ -341,14 +342,14 @@ func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool
 	if change != 0 {
 		act := "removing its min age"
 		if opts.MinAge != nil && *opts.MinAge > 0 {
-			act = "lowering its min age to " + formatAge(*opts.MinAge)
+			act = "lowering its min age to " + horizon.FormatAge(*opts.MinAge)
 		}
 		say(opts, "class %s: %s is planned as change %d; it stays %s (retention %s) until then",
-			pol.Name, act, change, formatAge(pol.MinAge), pol.Retention)
+			pol.Name, act, change, horizon.FormatAge(pol.MinAge), pol.Retention)
 		fmt.Fprintf(opts.IO.Out, "  another person approves it: idemctl change approve %d\n", change)
 		return nil
 	}
-	say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, formatAge(pol.MinAge))
+	say(opts, "class %s: retention %s, min age %s", pol.Name, pol.Retention, horizon.FormatAge(pol.MinAge))
 	return nil
 }
 
@@ -402,33 +403,37 @@ func classRepeatsRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool.P
 	return nil
 }
 
-// confirmForeverToHorizon asks before a forever class (money) becomes
-// purgeable by horizon alone; without a terminal it needs --yes.
-func confirmForeverToHorizon(ctx context.Context, opts *ClassSetOptions, db horizon.DBTX) error {
+// confirmWeakening asks before the class is made purgeable sooner: a
+// forever class (money) made horizon, or its min age lowered or removed
+// (both planned, for another person to approve); without a terminal it
+// needs --yes.
+func confirmWeakening(ctx context.Context, opts *ClassSetOptions, db horizon.DBTX) error {
 	cur, err := horizon.GetClass(ctx, db, opts.Name)
-	if err != nil || cur.Retention != horizon.Forever {
+	if err != nil {
 		return nil // SetClass names an unknown class
 	}
 	if strings.TrimSpace(opts.Reason) == "" {
 		return nil // SetClass refuses it: a reason first
 	}
-	if err := cmdutil.NeedYes(opts.IO, false, fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)); err != nil {
+	var what, q string
+	switch {
+	case cur.Retention == horizon.Forever && opts.Retention == horizon.Horizon:
+		what = fmt.Sprintf("class %s is forever (money): making it horizon lets purges remove it without a contract", opts.Name)
+		q = fmt.Sprintf("Class %s is forever: purges need a business contract. Plan making it horizon (purgeable on the replay proof alone, once another person approves)?", opts.Name)
+	case opts.MinAge != nil && *opts.MinAge < cur.MinAge:
+		to := "removing it"
+		if *opts.MinAge > 0 {
+			to = "lowering it to " + horizon.FormatAge(*opts.MinAge)
+		}
+		what = fmt.Sprintf("class %s has a min age of %s: %s lets purges reach identities it protected", opts.Name,
+			horizon.FormatAge(cur.MinAge), to)
+		q = fmt.Sprintf("Class %s: nothing younger than %s is ever purged. Plan %s (once another person approves)?", opts.Name,
+			horizon.FormatAge(cur.MinAge), to)
+	default:
+		return nil
+	}
+	if err := cmdutil.NeedYes(opts.IO, false, what); err != nil {
 		return err
 	}
-	q := fmt.Sprintf("Class %s is forever: purges need a business contract. Plan making it horizon (purgeable on the replay proof alone, once another person approves)?", opts.Name)
-	if err := cmdutil.Confirm(opts.IO, false, q, "nothing changed"); err != nil {
-		return err
-	}
-	return nil
-}
-
-// formatAge renders a duration in days when it is whole days.
-func formatAge(d time.Duration) string {
-	if d == 0 {
-		return "-"
-	}
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
+	return cmdutil.Confirm(opts.IO, false, q, "nothing changed")
 }

@@ -1,10 +1,12 @@
 package class_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -122,8 +124,20 @@ func TestClassSetLoweringMinAgeIsPlanned(t *testing.T) {
 	assert.Contains(t, errOut, "needs a reason")
 	assert.Contains(t, list(), `"min_age_seconds":2592000`)
 
-	code, out, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
-		"--reason", "rebuilt daily now (CHG-140)", "--operator", "alice", "-o", "table")
+	// Asked first, as making a forever class horizon: --yes without a
+	// terminal, and a "no" on one plans nothing.
+	lower := []string{"class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
+		"--reason", "rebuilt daily now (CHG-140)", "--operator", "alice", "-o", "table"}
+	code, _, errOut = clitest.Run(t, alice, "", lower...)
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut, "class proj.view has a min age of 30d: lowering it to 1d lets purges reach identities it protected")
+	code, _, errOut = clitest.RunTTY(t, alice, "n\n", lower...)
+	assert.Equal(t, cmdutil.ExitFailure, code)
+	assert.Contains(t, errOut, "nothing younger than 30d is ever purged. Plan lowering it to 1d")
+	code, out, errOut = clitest.Run(t, alice, "", "change", "list", "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Empty(t, strings.TrimSpace(out), "nothing planned")
+	code, out, errOut = clitest.Run(t, alice, "", append(lower, "--yes")...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, strings.Join(strings.Fields(out), " "),
 		"class proj.view: lowering its min age to 1d is planned as change 1; it stays 30d (retention horizon) until then")
@@ -140,4 +154,17 @@ func TestClassSetLoweringMinAgeIsPlanned(t *testing.T) {
 	code, _, errOut = clitest.Run(t, bob, "", "change", "approve", "1", "--operator", "bob", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, list(), `"min_age_seconds":86400`)
+	// As typed, not in seconds; and as a readable interval in the table.
+	code, out, errOut = clitest.Run(t, alice, "", "change", "show", "1", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, "  before:   retention horizon, min age 30d\n  after:    retention horizon, min age 1d\n")
+	code, out, errOut = clitest.Run(t, alice, "", "change", "list", "--all", "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "retention horizon, min age 30d -> retention horizon, min age 1d")
+	conn, err := pgx.Connect(context.Background(), alice)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var minAge string
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT min_age::text FROM idem.op_class WHERE name = 'proj.view'").Scan(&minAge))
+	assert.Equal(t, "1 day", minAge)
 }

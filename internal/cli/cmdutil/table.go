@@ -97,13 +97,13 @@ func roleOf(header string) columnRole {
 	return ident
 }
 
-// PrintTable renders rows under header. On a terminal (the output carries
-// a width, LayoutWriter) the table is never wider than the terminal,
-// borders included: columns are hidden in their declared order and named
-// on a last line ("2 columns hidden (...): -o wide"), the explaining
-// columns wrap, and an identifier is never shortened; when an identifier
-// cannot fit even so, the rows are printed vertically, one "field: value"
-// line each. -o wide and a pipe have no width limit.
+// PrintTable renders rows under header. On a terminal (the output carries a
+// width, LayoutWriter) the table is never wider than the terminal, borders
+// included: columns are hidden in their declared order and named on a last
+// line ("2 columns hidden (...): -o wide"), the explaining columns wrap, and
+// an identifier is never shortened; when an identifier cannot fit even so,
+// or a word that cannot wrap (a hash) would cost a column, the rows print
+// vertically, one "field: value" line each. -o wide and a pipe: no limit.
 func PrintTable(w io.Writer, header []string, rows [][]string) error {
 	if lw, ok := w.(*LayoutWriter); ok && lw.Seen != nil {
 		var b strings.Builder
@@ -126,12 +126,9 @@ func PrintTable(w io.Writer, header []string, rows [][]string) error {
 	if err := renderTable(w, fit.header, fit.rows, l.NoHeaders); err != nil {
 		return err
 	}
-	if len(fit.hidden) > 0 {
-		noun := "columns"
-		if len(fit.hidden) == 1 {
-			noun = "column"
-		}
-		line := fmt.Sprintf("%d %s hidden (%s): -o wide", len(fit.hidden), noun, strings.Join(fit.hidden, ", "))
+	if n := len(fit.hidden); n > 0 {
+		noun := map[bool]string{true: "column", false: "columns"}[n == 1]
+		line := fmt.Sprintf("%d %s hidden (%s): -o wide", n, noun, strings.Join(fit.hidden, ", "))
 		_, err := fmt.Fprintln(w, wrapWords(line, l.Width))
 		return err
 	}
@@ -212,19 +209,21 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 			}
 		}
 	}
+	relaxed := make([]int, n) // wrapTo, were every word free to break
 	for i, h := range header {
 		role := roleOf(h)
 		switch {
 		case role.identifier:
-			floor[i], wrapTo[i] = natural[i], natural[i]
+			floor[i], wrapTo[i], relaxed[i] = natural[i], natural[i], natural[i]
 		case role.explains:
+			relaxed[i] = min(natural[i], max(min(natural[i], max(floor[i], 12)), 30))
 			// A DSN, a setting or a path in a sentence is one word: the
 			// column is at least as wide (else the table turns vertical).
 			floor[i] = max(min(natural[i], max(floor[i], 12)), word[i])
 			wrapTo[i] = min(natural[i], max(floor[i], 30))
 		default:
 			// a time, an age, a count: whole, or hidden
-			floor[i], wrapTo[i] = natural[i], natural[i]
+			floor[i], wrapTo[i], relaxed[i] = natural[i], natural[i], natural[i]
 		}
 	}
 	kept := make([]bool, n)
@@ -265,6 +264,13 @@ func fitTable(header []string, rows [][]string, width int) (fittedTable, bool) {
 		}
 		kept[i] = false
 		hidden = append(hidden, i)
+	}
+	// A word that cannot wrap (a hash) never costs a column: vertical keeps it.
+	if k := len(hidden); k > 0 {
+		if kept[hidden[k-1]] = true; sum(relaxed) <= width {
+			return fittedTable{}, false
+		}
+		kept[hidden[k-1]] = false
 	}
 	if sum(floor) > width {
 		return fittedTable{}, false

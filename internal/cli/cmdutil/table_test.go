@@ -136,3 +136,33 @@ func TestTableNeverCutsAHash(t *testing.T) {
 	assert.LessOrEqual(t, maxLineWidth(cut.String()), 80, cut.String())
 	assert.Contains(t, cut.String(), "│ 1  │", "a long JSON document still fits in a table")
 }
+
+// A word that cannot wrap (a whole hash) never costs a column: inspect
+// --history at 120 columns turns vertical and keeps every event's time, as
+// at 80; a sentence that only needs room still hides the time, named.
+func TestTableTurnsVerticalRatherThanHideForAHash(t *testing.T) {
+	t.Parallel()
+	header := []string{"at", "event", "detail", "record"}
+	hash := "jcs-sha256:" + strings.Repeat("0123456789abcdef", 4)
+	rows := [][]string{
+		{"2026-11-30 03:12:09.123Z", "applied", "class demo.transfer, hash " + hash + ", stored response", "-"},
+		{"2026-11-30 03:14:41.456Z", "conflict", "quarantine id 7, incoming hash " + hash, "-"},
+	}
+	for _, width := range []int{80, 120} {
+		var out bytes.Buffer
+		require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: width}}, header, rows))
+		s := out.String()
+		assert.NotContains(t, s, "hidden", "width %d", width)
+		assert.Contains(t, s, "at:     2026-11-30 03:12:09.123Z\n", "width %d: vertical, every time kept", width)
+		assert.Contains(t, s, hash, "width %d", width)
+	}
+	var out bytes.Buffer
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 200}}, header, rows))
+	assert.Contains(t, out.String(), "│ 2026-11-30 03:12:09.123Z │", "wide enough: a table")
+
+	prose := strings.Repeat("a long explanation of what happened ", 4)
+	rows = [][]string{{"2026-11-30 03:12:09.123Z", "applied", prose + prose, "-"}}
+	out.Reset()
+	require.NoError(t, PrintTable(&LayoutWriter{Writer: &out, Layout: TableLayout{Width: 60}}, header, rows))
+	assert.Contains(t, out.String(), "1 column hidden (at): -o wide", "prose wraps; the time gives way")
+}

@@ -220,10 +220,8 @@ func importPlanRun(cmd *cobra.Command, f *cmdutil.Factory, o *ImportPlanOptions)
 	if err != nil {
 		return err
 	}
-	// The class first: an unknown one reads no row and creates no file.
-	if _, err := governance.ClassMoney(ctx, pool, o.Class); err != nil {
-		return cmdutil.GovernanceErr(governance.MapError(fmt.Errorf("--class: %w (idemctl class list shows them); nothing read", err)))
-	}
+	// importer.Plan asks for the class (unknown, or lacking a citation)
+	// before it opens the source: no row read, no file created.
 	out := &planOutputs{o: o, invalid: f.IO.ErrOut}
 	defer out.close()
 	start := time.Now()

@@ -167,6 +167,11 @@ func printQuarantineRecord(io *cmdutil.IOStreams, rec quarantine.Record) error {
 	case quarantine.StoredTombstone:
 		rows = append(rows[:7], append([][]string{{"stored side", "a tombstone: the stored payload and response were purged"}}, rows[7:]...)...)
 	}
+	if im := rec.Imported; im != nil {
+		rows = append(rows,
+			[]string{"incoming side", fmt.Sprintf("imported (entry plan %d): the old store finished it; accept-as-new is refused (reject it)", im.EntryPlan)},
+			[]string{"old store's answer", string(im.OldStoreResponse)})
+	}
 	if d := rec.Decision; d != nil {
 		rows = append(rows,
 			[]string{"decided", fmt.Sprintf("%s by %s at %s (operator %s), audit row %d", rec.Status, audit.Who(d.Person, d.DBUser), cmdutil.FormatStamp(d.At), d.By, d.AuditID)},
@@ -238,6 +243,11 @@ came from; the record names NEW.
     nothing is written: no decision, no audit row, no conflict record.
   - The old identity keeps refusing the conflicting payload and answering the
     original one.
+
+A record whose incoming side an import brought (quarantine show: incoming
+side imported) is refused (exit 5): the old store finished that operation,
+and running it again would charge twice. Reject it; if it really is a new
+operation, record it by hand (idemctl record plan).
 
 Only classes with a SQL effect can be run by idemctl; for a class whose effect
 is application code, have the owning service submit the payload under NEW, then
@@ -483,7 +493,8 @@ func quarantineErr(err error, notFound int) error {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	case errors.Is(err, quarantine.ErrAlreadyDecided), errors.Is(err, quarantine.ErrDecisionInput),
 		errors.Is(err, quarantine.ErrInvalidNewOperation), errors.Is(err, quarantine.ErrNewOperationConflict),
-		errors.Is(err, quarantine.ErrCannotExecute), errors.Is(err, quarantine.ErrEvidenceImmutable):
+		errors.Is(err, quarantine.ErrCannotExecute), errors.Is(err, quarantine.ErrEvidenceImmutable),
+		errors.Is(err, quarantine.ErrImportedFinished):
 		return cmdutil.WithCode(cmdutil.ExitInvalid, err)
 	}
 	var effect interface{ SQLState() string }
