@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/idem"
+	"github.com/idemctl/idemctl/quarantine"
 )
 
 // rv finding: `record` of an identity the inbox holds with ANOTHER payload
@@ -42,4 +43,24 @@ func TestRVRecordOfAnIdentityHeldWithAnotherPayloadIsAConflict(t *testing.T) {
 	var q int
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM idem.quarantine WHERE tenant_id = 't1' AND operation_id = 'ext-1'").Scan(&q))
 	assert.Equal(t, 1, q, "the conflicting outcome known from outside is quarantined with both sides, as an import's is")
+
+	// That operation is done (the record says so): it never runs again as
+	// new, and the record keeps its answer.
+	var qid int64
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = 't1' AND operation_id = 'ext-1'").Scan(&qid))
+	rec, err := quarantine.Show(f.ctx, f.alice, qid)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Imported, "the record says how its incoming side came")
+	assert.Equal(t, "record", rec.Imported.By)
+	assert.Equal(t, p.ID, rec.Imported.EntryPlan)
+	var postings int
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM demo.posting").Scan(&postings))
+	_, err = quarantine.AcceptAsNew(f.ctx, f.alice, qid, "ext-1-rev2", "alice", "looks new")
+	require.ErrorIs(t, err, quarantine.ErrImportedFinished)
+	assert.Contains(t, err.Error(), "recorded by hand as done")
+	_, err = quarantine.PlanAcceptOne(f.ctx, f.alice, qid, "ext-1-rev2", "alice", "looks new")
+	require.ErrorIs(t, err, quarantine.ErrImportedFinished, "nor as a plan another person would approve")
+	var after int
+	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM demo.posting").Scan(&after))
+	assert.Equal(t, postings, after, "no effect ran")
 }

@@ -188,31 +188,44 @@ type Record struct {
 	Decision *Decision `json:"decision"`
 }
 
-// ImportedSide is what an import kept of the old store's operation that
-// became a conflict's incoming side (in its transport): the plan that
-// brought it and the old store's answer.
+// ImportedSide is what an import, or a record of an outcome known from
+// outside, kept of the operation that became a conflict's incoming side (in
+// its transport): how it came (By: "import" or "record"), the plan that
+// brought it and the answer. That operation is done: accept-as-new is
+// refused for it (IX128).
 type ImportedSide struct {
-	EntryPlan int64 `json:"entry_plan"`
+	By        string `json:"by"`
+	EntryPlan int64  `json:"entry_plan"`
 	// OldStoreResponse is the answer the old store saved when it finished
-	// the operation (null for a record made before it was kept).
+	// the operation, or the one recorded by hand (null for a record made
+	// before it was kept).
 	OldStoreResponse json.RawMessage `json:"old_store_response"`
 }
 
+// How says in words how the incoming side came and why it never runs.
+func (s ImportedSide) How() string {
+	if s.By == "record" {
+		return fmt.Sprintf("recorded by hand as done (entry plan %d)", s.EntryPlan)
+	}
+	return fmt.Sprintf("imported (entry plan %d): the old store finished it", s.EntryPlan)
+}
+
 // importedSide reads ImportedSide from an incoming transport written by
-// idem.import_run or idem.import_run_chunk (entered_by import); nil otherwise.
+// idem.import_run or idem.import_run_chunk (entered_by import) or by
+// idem.entry_plan_run (entered_by record); nil otherwise.
 func importedSide(transport []byte) *ImportedSide {
 	var t struct {
 		EnteredBy string          `json:"entered_by"`
 		EntryPlan int64           `json:"entry_plan"`
 		Response  json.RawMessage `json:"old_store_response"`
 	}
-	if len(transport) == 0 || json.Unmarshal(transport, &t) != nil || t.EnteredBy != "import" {
+	if len(transport) == 0 || json.Unmarshal(transport, &t) != nil || (t.EnteredBy != "import" && t.EnteredBy != "record") {
 		return nil
 	}
 	if len(t.Response) == 0 {
 		t.Response = json.RawMessage("null")
 	}
-	return &ImportedSide{EntryPlan: t.EntryPlan, OldStoreResponse: t.Response}
+	return &ImportedSide{By: t.EnteredBy, EntryPlan: t.EntryPlan, OldStoreResponse: t.Response}
 }
 
 // Identity is the conflicting request's identity.

@@ -6,7 +6,7 @@
 -- resulting id must be valid, differ from the conflicting one and be free
 -- for the record's payload: idem.quarantine_accept_clashes; a plan of
 -- one record may name its new operation outright, as the single
--- accept-as-new of a money class does; none an import brought: IX128,
+-- accept-as-new of a money class does; none an import or a record brought: IX128,
 -- idem.quarantine_import_refusal), one
 -- reason, and p_selection (how the records were chosen, for the record). The
 -- planner must be a person (IX313); nothing runs until another person
@@ -43,14 +43,14 @@ BEGIN
         RAISE EXCEPTION 'bulk accept-as-new: % record(s), the cap is %', coalesce(cardinality(v_ids), 0), p_max
             USING ERRCODE = 'IX124', HINT = 'narrow the selection, or raise --max after checking what runs';
     END IF;
-    -- A record an import brought never runs as new (IX128).
+    -- A record an import or a record plan brought never runs as new (IX128).
     SELECT min(q.id) AS id, count(*) AS n INTO v_bad
     FROM idem.quarantine q
-    WHERE q.id = ANY (v_ids) AND q.incoming_transport ->> 'entered_by' = 'import';
+    WHERE q.id = ANY (v_ids) AND idem.quarantine_import_refusal(q.incoming_transport) IS NOT NULL;
     IF v_bad.n > 0 THEN
         RAISE EXCEPTION 'bulk accept-as-new: record % %', v_bad.id,
                 idem.quarantine_import_refusal((SELECT q.incoming_transport FROM idem.quarantine q WHERE q.id = v_bad.id)) ||
-                CASE WHEN v_bad.n > 1 THEN format(' (and %s more record(s) an import brought)', v_bad.n - 1) ELSE '' END
+                CASE WHEN v_bad.n > 1 THEN format(' (and %s more record(s) an import or a record brought)', v_bad.n - 1) ELSE '' END
             USING ERRCODE = 'IX128',
                   HINT = 'reject such records (idemctl quarantine reject ID --reason TEXT), or leave them out (ids on stdin: idemctl quarantine accept-as-new -); a really new operation is recorded by hand (idemctl record plan); nothing was planned';
     END IF;

@@ -8,7 +8,8 @@
 -- 'exists' when it holds the same payload hash and class, else quarantined
 -- with both sides ('quarantined', idem.record_conflict, as an import's
 -- conflict is: same identity, another payload is a conflict, never a
--- silent success); one with a pending claim or an open quarantine record,
+-- silent success; the answer known from outside kept as the incoming
+-- side's old_store_response, and accept-as-new refused for it, IX128); one with a pending claim or an open quarantine record,
 -- or whose response is JSON null (no response: a plan made before
 -- idem.entry_plan_create refused it), is refused ('refused'). The
 -- runner must be a person (IX313). An import plan runs its own way
@@ -75,7 +76,7 @@ BEGIN
                 ELSIF idem.record_conflict(v_id, v_i.op_class, v_i.payload, v_i.payload_hash,
                           jsonb_build_object('entered_by', v_p.kind, 'entry_plan', p_id, 'evidence', v_i.evidence,
                                              'planned_person', v_p.planned_person, 'approved_person', v_p.approved_person,
-                                             'run_by', p_operator)) IS NOT NULL THEN
+                                             'run_by', p_operator, 'old_store_response', v_i.response)) IS NOT NULL THEN
                     v_out := 'quarantined';
                 ELSE
                     v_out := 'refused'; -- the identity vanished meanwhile (a purge): nothing entered

@@ -158,7 +158,7 @@ func (v *View) detailLines(w int) []string {
 			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
 		}
 	} else if r.Imported != nil {
-		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject (the old store finished it: it never runs as new)"))
+		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject (it is done: it never runs as new)"))
 	} else {
 		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject · a accept as new"))
 	}
@@ -169,8 +169,8 @@ func (v *View) detailLines(w int) []string {
 		add(view.Indent("  ", view.Wrap(view.PrettyJSON(raw), max(10, w-2)))...)
 	}
 	if im := r.Imported; im != nil {
-		add(st.Title.Render("The old store's answer") + st.Muted.Render(" (it finished the incoming operation)"))
-		for _, l := range view.Wrap(fmt.Sprintf("imported by entry plan %d: accept-as-new is refused", im.EntryPlan), max(10, w-2)) {
+		add(st.Title.Render("Its answer") + st.Muted.Render(" (the incoming operation is done)"))
+		for _, l := range view.Wrap(im.How()+": accept-as-new is refused", max(10, w-2)) {
 			add("  " + st.Muted.Render(l))
 		}
 		add(view.Indent("  ", view.Wrap(view.PrettyJSON(im.OldStoreResponse), max(10, w-2)))...)

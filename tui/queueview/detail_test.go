@@ -39,12 +39,12 @@ func TestImportedRecordShowsTheOldStoresAnswer(t *testing.T) {
 		StoredResponse: []byte(`{"charged":5}`), IncomingPayload: []byte(`{"amount":900}`),
 		Imported: &quarantine.ImportedSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
 	text := strings.Join(v.detailLines(80), "\n")
-	assert.Contains(t, text, "The old store's answer")
-	assert.Contains(t, text, "imported by entry plan 12: accept-as-new is refused")
+	assert.Contains(t, text, "Its answer")
+	assert.Contains(t, text, "imported (entry plan 12): the old store finished it: accept-as-new is refused")
 	assert.Contains(t, text, `"charge": "ch_old"`)
 	assert.NotContains(t, text, "a accept as new")
 	v.rec.Imported = nil
 	text = strings.Join(v.detailLines(80), "\n")
-	assert.NotContains(t, text, "old store")
+	assert.NotContains(t, text, "Its answer")
 	assert.Contains(t, text, "a accept as new")
 }

@@ -169,8 +169,8 @@ func printQuarantineRecord(io *cmdutil.IOStreams, rec quarantine.Record) error {
 	}
 	if im := rec.Imported; im != nil {
 		rows = append(rows,
-			[]string{"incoming side", fmt.Sprintf("imported (entry plan %d): the old store finished it; accept-as-new is refused (reject it)", im.EntryPlan)},
-			[]string{"old store's answer", string(im.OldStoreResponse)})
+			[]string{"incoming side", im.How() + "; accept-as-new is refused (reject it)"},
+			[]string{"its answer", string(im.OldStoreResponse)})
 	}
 	if d := rec.Decision; d != nil {
 		rows = append(rows,

@@ -109,9 +109,13 @@ func TestQuarantineShowImportedSide(t *testing.T) {
 		Imported: &quarantine.ImportedSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
 	require.NoError(t, printQuarantineRecord(ios, rec))
 	assert.Contains(t, out.String(), "imported (entry plan 12): the old store finished it; accept-as-new is refused (reject it)")
-	assert.Regexp(t, `old store.s answer\s+│\s+\{"charge":"ch_old"\}`, out.String())
+	assert.Regexp(t, `its answer\s+│\s+\{"charge":"ch_old"\}`, out.String())
+	out.Reset()
+	rec.Imported = &quarantine.ImportedSide{By: "record", EntryPlan: 4, OldStoreResponse: []byte(`{"posting_id":"p9"}`)}
+	require.NoError(t, printQuarantineRecord(ios, rec))
+	assert.Contains(t, out.String(), "recorded by hand as done (entry plan 4); accept-as-new is refused (reject it)")
 	out.Reset()
 	rec.Imported = nil
 	require.NoError(t, printQuarantineRecord(ios, rec))
-	assert.NotContains(t, out.String(), "old store")
+	assert.NotContains(t, out.String(), "accept-as-new is refused")
 }
