@@ -34,7 +34,7 @@ func TestChangeApproveAsksFirst(t *testing.T) {
 	code, _, errOut := clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "30d", "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d",
-		"--reason", "rebuilt daily now (CHG-140)", "--operator", "alice")
+		"--reason", "rebuilt daily now (CHG-140)", "--operator", "alice", "--yes")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	require.Contains(t, minAge(), `"min_age_seconds":2592000`)
 
@@ -48,7 +48,7 @@ func TestChangeApproveAsksFirst(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitFailure, code, out)
 	assert.Contains(t, errOut, "change 1: class_min_age proj.view (planned)")
 	assert.Contains(t, errOut, "reason:   rebuilt daily now (CHG-140)")
-	assert.Contains(t, errOut, "Approve change 1 (retention and min-age")
+	assert.Contains(t, errOut, "Approve change 1 (retention horizon, min age 30d -> retention horizon, min age 1d)")
 	assert.Contains(t, errOut, "planned by alice (idemctl_test_operator), and apply it now? [y/N]")
 	assert.Contains(t, errOut, "nothing done")
 	assert.Contains(t, minAge(), `"min_age_seconds":2592000`, "declined: nothing applied")
