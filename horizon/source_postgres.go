@@ -23,7 +23,7 @@ import (
 //
 // Anything else is nonsense and fails the proof.
 func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
-	o := db.Options{NoEnvPassword: true}
+	o := db.Options{NoEnvPassword: true, Origin: "DSN of replay source " + s.Name}
 	if env := s.Config.PasswordEnv; env != "" {
 		if !passwordEnvRE.MatchString(env) {
 			return observation{}, fmt.Errorf("the source's password variable %s is refused: only variables named %s... are read for a source", env, PasswordEnvPrefix)

@@ -174,7 +174,7 @@ func (p PostgresSource) Open(ctx context.Context) (Source, error) {
 	if err := src.Validate(); err != nil {
 		return nil, err
 	}
-	o := db.Options{NoEnvPassword: true}
+	o := db.Options{NoEnvPassword: true, Origin: "DSN from --from-postgres"}
 	if p.PasswordEnv != "" {
 		pw, ok := os.LookupEnv(p.PasswordEnv)
 		if !ok {
@@ -184,7 +184,9 @@ func (p PostgresSource) Open(ctx context.Context) (Source, error) {
 	}
 	conn, err := db.Connect(ctx, p.DSN, o)
 	if err != nil {
-		return nil, errors.New(db.Scrub(p.DSN, strings.ReplaceAll(err.Error(), nonEmpty(o.Password), "********")))
+		return nil, db.Reword(err, func(msg string) string {
+			return db.Scrub(p.DSN, strings.ReplaceAll(msg, nonEmpty(o.Password), "********"))
+		})
 	}
 	s := &postgresSource{cfg: p, conn: conn, sum: sha256.New()}
 	if err := s.start(ctx); err != nil {

@@ -66,6 +66,10 @@ type Options struct {
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration
 	MaxConns         int32
+	// Origin says where the DSN came from in a connect error ("DSN from
+	// --from-postgres", "replay source NAME"); empty: idemctl's own database
+	// (DSNOrigin: --dsn, IDEMCTL_DSN, DATABASE_URL or libpq's variables).
+	Origin string
 }
 
 // Config parses dsn into a pool config carrying idemctl's session settings.
@@ -116,11 +120,11 @@ func Open(ctx context.Context, dsn string, o Options) (*pgxpool.Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, connectError(dsn, err)
+		return nil, connectError(dsn, o.Origin, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, connectError(dsn, err)
+		return nil, connectError(dsn, o.Origin, err)
 	}
 	return pool, nil
 }
@@ -133,7 +137,7 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return nil, connectError(dsn, err)
+		return nil, connectError(dsn, o.Origin, err)
 	}
 	return conn, nil
 }
@@ -143,13 +147,16 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 // db1:5432", then where the DSN came from and what to check. The TLS
 // attempt libpq's sslmode=prefer makes first is left out, and an unknown
 // host is named once.
-func connectError(dsn string, err error) error {
+func connectError(dsn, origin string, err error) error {
 	cause, hint := connectCause(err)
+	if origin == "" {
+		origin = DSNOrigin(dsn)
+	}
 	where := "?"
 	if cfg, perr := pgx.ParseConfig(dsn); perr == nil {
 		where = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
 	}
-	msg := fmt.Sprintf("%s at %s (%s: %s; %s)", cause, where, DSNOrigin(dsn), Describe(dsn), hint)
+	msg := fmt.Sprintf("%s at %s (%s: %s; %s)", cause, where, origin, Describe(dsn), hint)
 	return &ConnectError{msg: Scrub(dsn, msg), err: err}
 }
 
@@ -163,6 +170,16 @@ type ConnectError struct {
 func (e *ConnectError) Error() string        { return e.msg }
 func (e *ConnectError) Unwrap() error        { return e.err }
 func (e *ConnectError) Is(target error) bool { return target == ErrConnect }
+
+// Reword returns err's text passed through f (a secret masked), still
+// matching ErrConnect when err did; the driver's error behind it is dropped
+// with its text.
+func Reword(err error, f func(string) string) error {
+	if errors.Is(err, ErrConnect) {
+		return &ConnectError{msg: f(err.Error())}
+	}
+	return errors.New(f(err.Error()))
+}
 
 // connectCause finds the cause in pgx's error (which joins one error per
 // host and TLS attempt) and what to check about it.

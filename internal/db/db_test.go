@@ -185,6 +185,15 @@ func TestConnectErrorLeadsWithTheCause(t *testing.T) {
 	assert.NotContains(t, msg, "tls")
 	assert.NotContains(t, msg, "wrong")
 	assert.ErrorIs(t, err, db.ErrConnect)
+	// A DSN someone else chose (an import's source, a replay source) is
+	// named as such, not as --dsn; reworded, it still says it did not connect.
+	_, err = db.Connect(ctx, "postgres://alice:wrong@"+addr+"/payments", db.Options{Origin: "DSN from --from-postgres"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(DSN from --from-postgres: alice@"+addr+"/payments;")
+	assert.NotContains(t, err.Error(), "--dsn")
+	err = db.Reword(err, func(m string) string { return strings.ReplaceAll(m, "alice", "a****") })
+	assert.ErrorIs(t, err, db.ErrConnect)
+	assert.NotContains(t, err.Error(), "alice")
 
 	_, err = db.Open(ctx, "postgres://alice@no-such-host.invalid:5432/payments?connect_timeout=3", db.Options{})
 	require.Error(t, err)

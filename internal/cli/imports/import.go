@@ -18,6 +18,7 @@ import (
 	"github.com/idemctl/idemctl/importer"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/cli/record"
+	"github.com/idemctl/idemctl/internal/db"
 )
 
 // NewCmdImport builds `idemctl import` (plan, approve, run): an existing
@@ -342,6 +343,10 @@ func (o *ImportPlanOptions) opener() importer.Opener {
 	pg := importer.PostgresSource{DSN: o.FromPostgres, Query: o.Query, PasswordEnv: o.PasswordEnv}.Opener()
 	return func(ctx context.Context, since *importer.Cursor, ordered bool) (importer.Source, error) {
 		src, err := pg(ctx, since, ordered)
+		if errors.Is(err, db.ErrConnect) {
+			// unreachable, or its login refused: as an unreachable database
+			return nil, cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("source: %w", err))
+		}
 		if err != nil {
 			return nil, cmdutil.WithCode(cmdutil.ExitInvalid, fmt.Errorf("source: %w", err))
 		}

@@ -268,6 +268,22 @@ func TestImportPlanSinceReadsFromTheOverlap(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitInvalid, code, errOut)
 	assert.Contains(t, errOut, "IDEMCTL_SOURCE_NOT_SET is not set")
 	assert.NoFileExists(t, amb, "a store that cannot be read leaves no file")
+
+	// An unreachable source: exit 1 (docs/exit-codes.md), one line naming
+	// the source without its password, nothing planned, no file.
+	secret := os.Getenv(dbtest.SourcePasswordEnv)
+	require.NotEmpty(t, secret)
+	code, out, errOut = runQ(t, dsn, "import", "plan", "--class", "demo.transfer", "--correction", ledger,
+		"--from-postgres", "postgres://reader@127.0.0.1:1/store?sslmode=disable&connect_timeout=2",
+		"--password-env", dbtest.SourcePasswordEnv, "--query", importQuery, "--ambiguous", amb, "--reason", "x", "--since", since)
+	assert.Equal(t, cmdutil.ExitFailure, code, errOut)
+	assert.Contains(t, errOut, "idemctl: source: connection refused at 127.0.0.1:1 (DSN from --from-postgres: reader@127.0.0.1:1/store;")
+	assert.Equal(t, 1, strings.Count(strings.TrimSuffix(errOut, "\n"), "\n")+1, "one line: %q", errOut)
+	assert.NotContains(t, out+errOut, secret)
+	assert.NoFileExists(t, amb)
+	var plans int
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM idem.entry_plan WHERE reason = 'x'").Scan(&plans))
+	assert.Zero(t, plans, "nothing planned")
 }
 
 // A record plan is not approved or run by idemctl import (exit 5, naming
