@@ -100,6 +100,11 @@ func TestImportCommands(t *testing.T) {
 	code, _, errOut = run(t, bob, "", "record", "approve", id, "--operator", "bob", "--yes")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "record approves no import")
 	assert.Contains(t, errOut, "entry plan "+id+" is an import plan: approve it with idemctl import approve "+id+" and its source")
+	// An unreachable source: nothing approved, exit 1, the source named.
+	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes", "--from-postgres",
+		"postgres://reader@127.0.0.1:1/store?sslmode=disable&connect_timeout=2", "--query", importQuery)
+	assert.Equal(t, cmdutil.ExitFailure, code, errOut)
+	assert.Contains(t, errOut, "connection refused at 127.0.0.1:1 (DSN from --from-postgres")
 	// bob, on a terminal, sees the money before he answers.
 	code, out, errOut = clitest.RunTTY(t, bob, "y\n", append([]string{"import", "approve", id, "--operator", "bob", "-o", "table"}, source...)...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)

@@ -14,6 +14,7 @@ import (
 	"github.com/idemctl/idemctl/importer"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 	"github.com/idemctl/idemctl/internal/cli/record"
+	"github.com/idemctl/idemctl/internal/db"
 )
 
 const approveLong = `Approve an import plan another person made (four eyes), bound to its source.
@@ -100,17 +101,21 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 			if err := src.validate(step); err != nil {
 				return err
 			}
-			p, pool, err := record.EntryStep(cmd.Context(), f, governance.EntryImport, step, id, yes, func(ctx context.Context, db *pgxpool.Pool) (governance.EntryPlan, error) {
+			p, pool, err := record.EntryStep(cmd.Context(), f, governance.EntryImport, step, id, yes, func(ctx context.Context, dbp *pgxpool.Pool) (governance.EntryPlan, error) {
 				act := importer.Run
 				if step == "approve" {
 					act = importer.Approve
 				}
-				p, err := act(ctx, db, id, f.Operator(), src.opener())
+				p, err := act(ctx, dbp, id, f.Operator(), src.opener())
 				if errors.Is(err, importer.ErrNoSource) {
 					return p, cmdutil.WithCode(cmdutil.ExitUsage, err)
 				}
+				if errors.Is(err, db.ErrConnect) {
+					// the source unreachable, as an unreachable database: nothing done
+					return p, cmdutil.WithCode(cmdutil.ExitFailure, err)
+				}
 				if err != nil && !errors.Is(err, governance.ErrNotFound) {
-					// a source unreachable or changed, or a refusal: nothing done
+					// a source changed, or a refusal: nothing done
 					return p, cmdutil.WithCode(cmdutil.ExitInvalid, err)
 				}
 				return p, err
