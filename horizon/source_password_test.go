@@ -2,12 +2,15 @@ package horizon
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/idemctl/idemctl/internal/db"
 )
 
 // passwordTrap is a PostgreSQL server on a loopback address of its own that
@@ -86,8 +89,20 @@ func TestSourceProbeSendsNoPasswordOfTheRunner(t *testing.T) {
 	if p, err := probe("AWS_SECRET_ACCESS_KEY"); p != "" || err == nil || !strings.Contains(err.Error(), "IDEMCTL_SOURCE_") {
 		t.Errorf("password_env AWS_SECRET_ACCESS_KEY: the source heard %q (err %v)", p, err)
 	}
-	if p, _ := probe("IDEMCTL_SOURCE_DLQ_PASSWORD"); p != "set-aside" {
+	p, err := probe("IDEMCTL_SOURCE_DLQ_PASSWORD")
+	if p != "set-aside" {
 		t.Errorf("password_env set aside for sources: the source heard %q", p)
+	}
+	// The refusal says where this password came from (not PGPASSWORD or
+	// ~/.pgpass, which a source never uses), names the source, never shows
+	// the password, and is still a failure to connect.
+	if err == nil || !errors.Is(err, db.ErrConnect) || strings.Contains(err.Error(), "set-aside") ||
+		!strings.Contains(err.Error(), "replay source dlq") ||
+		!strings.Contains(err.Error(), "the password comes from IDEMCTL_SOURCE_DLQ_PASSWORD") {
+		t.Errorf("a refused password for a source: %v", err)
+	}
+	if _, err := probe(""); err == nil || !strings.Contains(err.Error(), "password_env") || strings.Contains(err.Error(), "PGPASSWORD or ~/.pgpass") {
+		t.Errorf("a refused source without password_env: %v", err)
 	}
 	if err := (Source{Name: "dlq", Kind: KindPostgres, Config: SourceConfig{DSN: dsn, Query: "SELECT 1", PasswordEnv: "PGPASSWORD"}}).Validate(); err == nil {
 		t.Error("a source naming PGPASSWORD is accepted")

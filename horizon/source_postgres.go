@@ -2,9 +2,7 @@ package horizon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -23,20 +21,12 @@ import (
 //
 // Anything else is nonsense and fails the proof.
 func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, error) {
-	o := db.Options{NoEnvPassword: true, Origin: "DSN of replay source " + s.Name}
-	if env := s.Config.PasswordEnv; env != "" {
-		if !passwordEnvRE.MatchString(env) {
-			return observation{}, fmt.Errorf("the source's password variable %s is refused: only variables named %s... are read for a source", env, PasswordEnvPrefix)
-		}
-		pw, ok := os.LookupEnv(env)
-		if !ok {
-			return observation{}, fmt.Errorf("the source's password variable %s is not set in idemctl's environment", env)
-		}
-		o.Password = pw
+	if env := s.Config.PasswordEnv; env != "" && !passwordEnvRE.MatchString(env) {
+		return observation{}, fmt.Errorf("the source's password variable %s is refused: only variables named %s... are read for a source", env, PasswordEnvPrefix)
 	}
-	conn, err := db.Connect(ctx, s.Config.DSN, o)
+	conn, err := db.ConnectSource(ctx, s.Config.DSN, s.Config.PasswordEnv, "DSN of replay source "+s.Name)
 	if err != nil {
-		return observation{}, errors.New(db.Scrub(s.Config.DSN, scrubValue(err.Error(), o.Password)))
+		return observation{}, err
 	}
 	defer conn.Close(context.Background())
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
@@ -130,12 +120,4 @@ func enumeratePostgres(ctx context.Context, s Source, rows pgx.Rows, env *probeE
 		return observation{}, fmt.Errorf("query: %s", db.Scrub(s.Config.DSN, err.Error()))
 	}
 	return observation{mode: Enumerating, oldest: oldest, enumerated: n}, nil
-}
-
-// scrubValue removes one secret from a message.
-func scrubValue(msg, secret string) string {
-	if secret == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "xxxxx")
 }

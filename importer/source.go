@@ -174,19 +174,9 @@ func (p PostgresSource) Open(ctx context.Context) (Source, error) {
 	if err := src.Validate(); err != nil {
 		return nil, err
 	}
-	o := db.Options{NoEnvPassword: true, Origin: "DSN from --from-postgres"}
-	if p.PasswordEnv != "" {
-		pw, ok := os.LookupEnv(p.PasswordEnv)
-		if !ok {
-			return nil, fmt.Errorf("the source's password variable %s is not set in idemctl's environment", p.PasswordEnv)
-		}
-		o.Password = pw
-	}
-	conn, err := db.Connect(ctx, p.DSN, o)
+	conn, err := db.ConnectSource(ctx, p.DSN, p.PasswordEnv, "DSN from --from-postgres")
 	if err != nil {
-		return nil, db.Reword(err, func(msg string) string {
-			return db.Scrub(p.DSN, strings.ReplaceAll(msg, nonEmpty(o.Password), "********"))
-		})
+		return nil, err
 	}
 	s := &postgresSource{cfg: p, conn: conn, sum: sha256.New()}
 	if err := s.start(ctx); err != nil {
@@ -194,13 +184,6 @@ func (p PostgresSource) Open(ctx context.Context) (Source, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func nonEmpty(s string) string {
-	if s == "" {
-		return "\x00"
-	}
-	return s
 }
 
 func (s *postgresSource) start(ctx context.Context) error {

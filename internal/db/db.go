@@ -66,6 +66,9 @@ type Options struct {
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration
 	MaxConns         int32
+	// PasswordEnv names the variable Password was read from, for a connect
+	// error's hint (a source's password_env).
+	PasswordEnv string
 	// Origin says where the DSN came from in a connect error ("DSN from
 	// --from-postgres", "replay source NAME"); empty: idemctl's own database
 	// (DSNOrigin: --dsn, IDEMCTL_DSN, DATABASE_URL or libpq's variables).
@@ -120,11 +123,11 @@ func Open(ctx context.Context, dsn string, o Options) (*pgxpool.Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, connectError(dsn, o.Origin, err)
+		return nil, connectError(dsn, o, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, connectError(dsn, o.Origin, err)
+		return nil, connectError(dsn, o, err)
 	}
 	return pool, nil
 }
@@ -137,7 +140,33 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return nil, connectError(dsn, o.Origin, err)
+		return nil, connectError(dsn, o, err)
+	}
+	return conn, nil
+}
+
+// ConnectSource opens one connection to a source's database (an import's
+// store, a replay source) the way every source is reached: the DSN holds no
+// secret and PGPASSWORD is never sent; the password comes only from the
+// variable passwordEnv names (empty: none). A connect error names origin,
+// still matches ErrConnect, and never shows the password.
+func ConnectSource(ctx context.Context, dsn, passwordEnv, origin string) (*pgx.Conn, error) {
+	o := Options{NoEnvPassword: true, Origin: origin, PasswordEnv: passwordEnv}
+	if passwordEnv != "" {
+		pw, ok := os.LookupEnv(passwordEnv)
+		if !ok {
+			return nil, fmt.Errorf("the source's password variable %s is not set in idemctl's environment", passwordEnv)
+		}
+		o.Password = pw
+	}
+	conn, err := Connect(ctx, dsn, o)
+	if err != nil {
+		return nil, Reword(err, func(msg string) string {
+			if o.Password != "" {
+				msg = strings.ReplaceAll(msg, o.Password, "********")
+			}
+			return Scrub(dsn, msg)
+		})
 	}
 	return conn, nil
 }
@@ -147,8 +176,16 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 // db1:5432", then where the DSN came from and what to check. The TLS
 // attempt libpq's sslmode=prefer makes first is left out, and an unknown
 // host is named once.
-func connectError(dsn, origin string, err error) error {
+func connectError(dsn string, o Options, err error) error {
 	cause, hint := connectCause(err)
+	if hint == passwordHint && o.NoEnvPassword {
+		// A source's password never comes from PGPASSWORD.
+		hint = "a source's password comes from the variable its password_env names, or ~/.pgpass; never PGPASSWORD"
+		if o.PasswordEnv != "" {
+			hint = "the password comes from " + o.PasswordEnv
+		}
+	}
+	origin := o.Origin
 	if origin == "" {
 		origin = DSNOrigin(dsn)
 	}
@@ -181,6 +218,8 @@ func Reword(err error, f func(string) string) error {
 	return errors.New(f(err.Error()))
 }
 
+const passwordHint = "the password comes from the DSN, PGPASSWORD or ~/.pgpass"
+
 // connectCause finds the cause in pgx's error (which joins one error per
 // host and TLS attempt) and what to check about it.
 func connectCause(err error) (cause, hint string) {
@@ -188,7 +227,7 @@ func connectCause(err error) (cause, hint string) {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "28P01", "28000":
-			return pgErr.Message, "the password comes from the DSN, PGPASSWORD or ~/.pgpass"
+			return pgErr.Message, passwordHint
 		case "3D000":
 			return pgErr.Message, "check the database name"
 		}
