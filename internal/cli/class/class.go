@@ -17,6 +17,7 @@ import (
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
+	"github.com/idemctl/idemctl/internal/textfit"
 	"github.com/idemctl/idemctl/reconcile"
 	"github.com/idemctl/idemctl/redrive"
 )
@@ -357,7 +358,7 @@ func classRetentionRun(ctx context.Context, opts *ClassSetOptions, pool *pgxpool
 // columns without one): a long class name or target wraps the line, never
 // cuts a word.
 func say(opts *ClassSetOptions, format string, args ...any) {
-	fmt.Fprintln(opts.IO.Out, cmdutil.Sentence(fmt.Sprintf(format, args...), opts.IO.TextWidth()))
+	fmt.Fprintln(opts.IO.Out, textfit.Sentence(fmt.Sprintf(format, args...), opts.IO.TextWidth()))
 }
 
 // classMoneyRun declares (or plans changing) the class's money.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemctl/idemctl/governance"
 	"github.com/idemctl/idemctl/horizon"
+	"github.com/idemctl/idemctl/internal/textfit"
 	"github.com/idemctl/idemctl/quarantine"
 )
 
@@ -176,16 +177,16 @@ func exitCodesHelp(cmd *cobra.Command) string {
 	case !cmd.HasParent():
 		codes = allExitCodes()
 	case !cmd.Runnable():
-		return "\nExit codes:\n" + hangingIndent("  ", "each command's --help lists its own; idemctl --help lists them all", helpWidth(cmd)) + "\n"
+		return "\nExit codes:\n" + textfit.HangingIndent("  ", "each command's --help lists its own; idemctl --help lists them all", helpWidth(cmd)) + "\n"
 	}
 	// Each line wrapped at the help width, under its own text.
 	width := helpWidth(cmd)
 	var b strings.Builder
 	b.WriteString("\nExit codes:\n")
 	for _, c := range codes {
-		b.WriteString(hangingIndent(fmt.Sprintf("  %d  ", c), exitMeaning[c], width) + "\n")
+		b.WriteString(textfit.HangingIndent(fmt.Sprintf("  %d  ", c), exitMeaning[c], width) + "\n")
 		if why := exitReason(cmd, c); why != "" && cmd.HasParent() {
-			b.WriteString(hangingIndent("     here: ", why, width) + "\n")
+			b.WriteString(textfit.HangingIndent("     here: ", why, width) + "\n")
 		}
 	}
 	return b.String()

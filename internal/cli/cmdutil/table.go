@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/olekukonko/tablewriter"
+
+	"github.com/idemctl/idemctl/internal/term"
 )
 
 // columnRole says how a column gives way when a table is wider than the
@@ -119,6 +121,13 @@ func PrintTable(w io.Writer, header []string, rows [][]string) error {
 	if l.Width <= 0 {
 		return renderTable(w, header, rows, l.NoHeaders)
 	}
+	// Fitted as the terminal receives it: the output stream escapes what may
+	// not reach a terminal raw (U+2028 becomes six cells), and escaping twice
+	// changes nothing.
+	header, rows = escapeCells(header), slices.Clone(rows)
+	for i, r := range rows {
+		rows[i] = escapeCells(r)
+	}
 	fit, ok := fitTable(header, rows, l.Width)
 	if !ok {
 		return printVertical(w, header, rows, l.Width)
@@ -133,6 +142,14 @@ func PrintTable(w io.Writer, header []string, rows [][]string) error {
 		return err
 	}
 	return nil
+}
+
+func escapeCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = term.Escape(c)
+	}
+	return out
 }
 
 func renderTable(w io.Writer, header []string, rows [][]string, noHeaders bool) error {

@@ -1,4 +1,4 @@
-package cmdutil
+package textfit
 
 import (
 	"strings"
@@ -11,10 +11,10 @@ import (
 // A command fitted to a narrow width still reads as the same command: each
 // line fits, a break is a " \" continuation outside quotes, and a flag stays
 // with its value.
-func TestFitExampleKeepsTheCommand(t *testing.T) {
+func TestExampleKeepsTheCommand(t *testing.T) {
 	t.Parallel()
 	cmd := `  idemctl quarantine reject --group g-1a2b3c4d5e6f --reason "mobile 4.2 amount bug, INC-881" --dry-run`
-	got := FitExample(cmd+"\n  # a comment that is long enough to need a second line at forty", 50)
+	got := Example(cmd+"\n  # a comment that is long enough to need a second line at forty", 50)
 	lines := strings.Split(got, "\n")
 	for _, l := range lines {
 		assert.LessOrEqual(t, ansi.StringWidth(l), 50, l)
@@ -27,25 +27,25 @@ func TestFitExampleKeepsTheCommand(t *testing.T) {
 		`  # a comment that is long enough to need a second`,
 		`  # line at forty`,
 	}, lines)
-	assert.Equal(t, cmd, FitExample(cmd, 200), "a line that fits is left alone")
+	assert.Equal(t, cmd, Example(cmd, 200), "a line that fits is left alone")
 }
 
-// FitText wraps a list item under its text, never cutting a word.
-func TestFitTextHangsUnderTheText(t *testing.T) {
+// Text wraps a list item under its text, never cutting a word.
+func TestTextHangsUnderTheText(t *testing.T) {
 	t.Parallel()
-	got := FitText("  dsn          which database is named, and where the name came from", 40)
+	got := Text("  dsn          which database is named, and where the name came from", 40)
 	assert.Equal(t, "  dsn          which database is named,\n               and where the name came\n               from", got)
-	assert.Equal(t, "a\nvery-long-identifier-that-stays-whole\nb", FitText("a very-long-identifier-that-stays-whole b", 10))
+	assert.Equal(t, "a\nvery-long-identifier-that-stays-whole\nb", Text("a very-long-identifier-that-stays-whole b", 10))
 }
 
-// FitText reflows a paragraph: the words of a line that is too wide move to
+// Text reflows a paragraph: the words of a line that is too wide move to
 // the next line of the same paragraph instead of standing alone, and no word
 // is lost or reordered; the next item of a list is not joined.
-func TestFitTextReflowsAParagraph(t *testing.T) {
+func TestTextReflowsAParagraph(t *testing.T) {
 	text := "  3. if it does not exist: run the operation now, atomically (idem.execute); if a\n" +
 		"     first attempt is still alive, the unique constraint settles the race;\n" +
 		"  4. if it exists with another hash: conflict, nothing runs."
-	got := FitText(text, 80)
+	got := Text(text, 80)
 	lines := strings.Split(got, "\n")
 	for _, l := range lines {
 		assert.LessOrEqual(t, len(l), 80, l)
