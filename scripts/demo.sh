@@ -103,16 +103,17 @@ echo "== the same batch again, plus a retry of $op-2 with another amount (exit c
 bin/idemctl resolve --file "$batch" -o table --dsn "$(as alice)" --operator alice ||
 	echo "(exit code $?: the conflicting retry was quarantined, nothing ran)"
 
-# What the README's walk-through uses: charge-41 and charge-42 applied,
-# a retry of charge-42 that changed its amount (quarantined), and the
-# ambiguous list bin/ambiguous.ndjson (charge-41, -42 and -43, not applied).
+# What the README's walk-through uses: charge-42 applied, a retry of
+# charge-42 that changed its amount (quarantined), and the ambiguous list
+# bin/ambiguous.ndjson (charge-42 as applied, -43 and -44 not applied: the
+# README's dry run says 1 already_applied, 2 would_apply).
 echo
-echo "== for the README: demo/charge-41 and charge-42 applied, a retry of charge-42 with another amount, bin/ambiguous.ndjson"
+echo "== for the README: demo/charge-42 applied, a retry of charge-42 with another amount, bin/ambiguous.ndjson"
 charge() { printf '{"tenant":"demo","operation_id":"charge-%d","class":"demo.transfer","payload":{"from":"alice","to":"carol","amount":%d,"currency":"EUR"}}\n' "$1" "$2"; }
-{ charge 41 4100; charge 42 4200; } | bin/idemctl resolve --file - -o table --dsn "$(as alice)" --operator alice
+charge 42 4200 | bin/idemctl resolve --file - -o table --dsn "$(as alice)" --operator alice
 charge 42 4250 | bin/idemctl resolve --file - -o table --dsn "$(as alice)" --operator alice ||
 	echo "(exit code $?: the retry of charge-42 was quarantined, nothing ran)"
-{ charge 41 4100; charge 42 4200; charge 43 4300; } >bin/ambiguous.ndjson
+{ charge 42 4200; charge 43 4300; charge 44 4400; } >bin/ambiguous.ndjson
 
 echo
 echo "== re-drive: demo.transfer_app's effect lives in a service (it charges a payment provider);"

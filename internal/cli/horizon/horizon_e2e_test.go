@@ -118,6 +118,12 @@ func TestHorizonEndToEnd(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitInvalid, code)
 	assert.Contains(t, out, "NOT proven")
 	assert.Contains(t, out+errOut, "IDEMCTL_SOURCE_NEVER_SET_PASSWORD")
+	assert.Contains(t, out, "safe cutoff: NOT proven", "a source that failed bounds nothing: no cutoff is called safe")
+	// Without --before as well: no time is offered as the safe cutoff.
+	code, out, _ = runQ(t, dsn, "horizon", "check", "--class", "proj.view", "-o", "table")
+	assert.Equal(t, cmdutil.ExitInvalid, code)
+	assert.Contains(t, out, "safe cutoff: NOT proven")
+	assert.NotRegexp(t, `safe cutoff: \d`, out)
 	// Removing a source needs a second person: alice plans, bob approves.
 	code, _, errOut = runQ(t, dsn, "horizon", "source", "remove", "pg", "--operator", "alice")
 	require.Equal(t, cmdutil.ExitUsage, code, "a reason is required: %s", errOut)

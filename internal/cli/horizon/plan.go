@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,8 +89,16 @@ func horizonCheckRun(ctx context.Context, opts *HorizonCheckOptions) error {
 		if err := printEvidence(opts.IO, rep.Evidence, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.Out, "safe cutoff: %s (oldest bound minus margin %s; primary clock %s)\n",
-			cmdutil.FormatStamp(rep.SafeCutoff), opts.Margin, cmdutil.FormatStamp(rep.Now))
+		failed := slices.ContainsFunc(rep.Evidence, func(ev horizon.Evidence) bool { return ev.Verdict == horizon.VerdictFailed })
+		switch {
+		case rep.Unbounded: // said below
+		case failed || !rep.Proven && rep.Before == nil:
+			// A source that failed has no bound: no cutoff is safe yet.
+			fmt.Fprintln(opts.IO.Out, "safe cutoff: NOT proven (a source failed or is open: its verdict above says why; fix it and check again)")
+		default:
+			fmt.Fprintf(opts.IO.Out, "safe cutoff: %s (oldest bound minus margin %s; primary clock %s)\n",
+				cmdutil.FormatStamp(rep.SafeCutoff), opts.Margin, cmdutil.FormatStamp(rep.Now))
+		}
 		if rep.Before != nil {
 			verdict := "proven"
 			if !rep.Proven {
