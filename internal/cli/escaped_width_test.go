@@ -38,3 +38,19 @@ func TestTableFitsAfterEscaping(t *testing.T) {
 		assert.LessOrEqual(t, ansi.StringWidth(l), 80, "%q", l)
 	}
 }
+
+// The line a command prints on stderr when it reaches the database (which
+// one, primary or not, the schema) wraps at the terminal's width instead of
+// passing it.
+func TestHeaderLineFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	code, _, errOut := runTTY(t, fx.DSN, "", "quarantine", "list")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	require.Contains(t, errOut, "primary")
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.Contains(strings.TrimSpace(l), " ") {
+			assert.LessOrEqual(t, ansi.StringWidth(l), 80, "%q", l)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/idemctl/idemctl/audit"
 	"github.com/idemctl/idemctl/idem"
 	"github.com/idemctl/idemctl/internal/db"
+	"github.com/idemctl/idemctl/internal/textfit"
 	"github.com/idemctl/idemctl/recovery"
 )
 
@@ -115,7 +116,7 @@ func (f *Factory) preflight(ctx context.Context, q recovery.RowQuerier) error {
 		}
 		f.state = &st
 		if f.need >= NeedSchema && f.IO.IsStderrTTY() {
-			fmt.Fprintln(f.IO.ErrOut, st.headerLine())
+			fmt.Fprintln(f.IO.ErrOut, textfit.Sentence(st.headerLine(), f.IO.TextWidth()))
 		}
 	}
 	return f.state.Check(f.need)

@@ -55,5 +55,5 @@ func TestPurgePlanPinsAddUpToTheBodiesInRange(t *testing.T) {
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	flat := strings.Join(strings.Fields(out), " ")
 	assert.Contains(t, flat, "2 bodies it removes (not pinned, not held by quarantine evidence)")
-	assert.Contains(t, flat, "2 identities (held by quarantine 2); 1 of them with a body it keeps, 1 a tombstone only (no body left)")
+	assert.Contains(t, flat, "2 identities (held by quarantine: 2); 1 of them with a body it keeps, 1 a tombstone only (no body left)")
 }

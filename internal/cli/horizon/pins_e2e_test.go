@@ -64,7 +64,7 @@ func TestHorizonPlanPinsAddUpByHolder(t *testing.T) {
 	code, out, errOut = runQ(t, dsn, "horizon", "status", fmt.Sprint(p.ID), "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	out = strings.ReplaceAll(out, "│", " ") // the table's borders
-	assert.Regexp(t, `pinned\s+6 identities \(held by quarantine 4, archive 2\)`, out)
+	assert.Regexp(t, `pinned\s+6 identities \(held by quarantine: 4, archive: 2\)`, out)
 	assert.Regexp(t, `(?m)^\s*archive\s+archive\s+enumerating\s+.*\s2\s+\d+ms\s+closed`, out)
 	assert.Regexp(t, `(?m)^\s*manual\s+manual\s+enumerating\s+.*\s0 \(1 listed\)\s+\d+ms\s+closed`, out)
 	assert.Regexp(t, regexp.MustCompile(`(?m)^\s*quarantine\s+-\s+-\s+-\s+4\s+-\s+-\s+held by open or rejected quarantine records`), out)

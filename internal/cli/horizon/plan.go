@@ -268,7 +268,7 @@ func horizonPlanRun(ctx context.Context, opts *HorizonPlanOptions) error {
 }
 
 // pinnedLine is the plan's pins and what holds them, adding up to the total:
-// "5 (quarantine 4, dlq 1)". The proof's table counts, per source, every
+// "5 identities (held by quarantine: 4, dlq: 1)". The proof's table counts, per source, every
 // identity that source listed (one listed by two sources shows in both), and
 // quarantine holds none of its rows.
 func pinnedLine(p horizon.Plan) string {
@@ -277,9 +277,10 @@ func pinnedLine(p horizon.Plan) string {
 	}
 	parts := make([]string, len(p.PinnedBy))
 	for i, h := range p.PinnedBy {
-		parts[i] = h.HeldBy + " " + cmdutil.HumanCount(h.Identities)
+		parts[i] = h.HeldBy + ": " + cmdutil.HumanCount(h.Identities)
 	}
-	line := cmdutil.HumanCount(p.Pinned) + " identities (held by " + strings.Join(parts, ", ") + ")"
+	noun := map[bool]string{true: " identity", false: " identities"}[p.Pinned == 1]
+	line := cmdutil.HumanCount(p.Pinned) + noun + " (held by " + strings.Join(parts, ", ") + ")"
 	if p.PinnedWithoutBody > 0 {
 		// candidates counts bodies: say how many of the pins keep one
 		line += fmt.Sprintf("; %s of them with a body it keeps, %s a tombstone only (no body left)",
