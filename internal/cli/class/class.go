@@ -149,7 +149,7 @@ func NewCmdClassSet(f *cmdutil.Factory, runF func(*ClassSetOptions) error) *cobr
 	var retention, minAge, money, repeats string
 	var rd redriveFlags
 	cmd := &cobra.Command{
-		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--money AMOUNT,CURRENCY,UNIT] [--redrive http|nats ...]",
+		Use:   "set NAME [--retention forever|horizon] [--min-age DURATION] [--money AMOUNT,CURRENCY,UNIT] [--payloads-repeat yes|no] [--redrive http|nats ...]",
 		Short: "Set a class's retention and min-age, its money declaration or its re-drive (audited)",
 		Long: `Set the retention of an operation class, and optionally its min-age floor
 (30d, 12h, 90m; 0 removes the floor). The change is recorded in the audit log
@@ -210,6 +210,9 @@ after a crash between that call and its commit cannot charge twice.
 			case horizon.Forever, horizon.Horizon:
 				opts.Retention = horizon.Retention(retention)
 			case "":
+				if cmd.Flags().Changed("min-age") {
+					return cmdutil.UsageErr("--min-age goes with --retention: give the class's retention too (idemctl class list shows it), e.g. --retention horizon --min-age %s", minAge)
+				}
 				if opts.Redrive == nil && !opts.ClearRedrive && !cmd.Flags().Changed("money") && !cmd.Flags().Changed("payloads-repeat") {
 					return cmdutil.UsageErr("--retention, --money, --payloads-repeat or --redrive is required")
 				}

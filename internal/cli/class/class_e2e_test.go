@@ -118,6 +118,12 @@ func TestClassSetLoweringMinAgeIsPlanned(t *testing.T) {
 	code, out, errOut := clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "30d", "--operator", "alice", "-o", "table")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Contains(t, out, "class proj.view: retention horizon, min age 30d")
+	// --min-age alone is refused by naming what it needs, and changes nothing.
+	before := list()
+	code, _, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--min-age", "40d", "--operator", "alice")
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut, "--min-age goes with --retention")
+	assert.Equal(t, before, list())
 
 	code, out, errOut = clitest.Run(t, alice, "", "class", "set", "proj.view", "--retention", "horizon", "--min-age", "1d", "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitInvalid, code, out)
