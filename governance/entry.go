@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,7 +84,9 @@ func DigestOf(raw []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-func oneEntry(rows pgx.Rows, err error) (EntryPlan, error) {
+// OneEntry reads the one entry plan a query returns as to_jsonb of its row,
+// its errors mapped as MapError maps them.
+func OneEntry(rows pgx.Rows, err error) (EntryPlan, error) {
 	if err != nil {
 		return EntryPlan{}, mapError(err)
 	}
@@ -100,6 +103,10 @@ func decodeEntry(raw []byte) (EntryPlan, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return EntryPlan{}, fmt.Errorf("decode entry plan: %w", err)
 	}
+	if p.ItemsDigest != nil { // bytea in to_jsonb: \x and hex; plain hex as every digest shown
+		d := strings.TrimPrefix(*p.ItemsDigest, `\x`)
+		p.ItemsDigest = &d
+	}
 	return p, nil
 }
 
@@ -109,7 +116,7 @@ func PlanEntry(ctx context.Context, db DBTX, o EntryOptions, items []EntryItem) 
 	if err != nil {
 		return EntryPlan{}, err
 	}
-	p, err := oneEntry(db.Query(ctx, `SELECT to_jsonb(p) FROM idem.entry_plan_create($1, $2, $3, $4, $5, $6,
+	p, err := OneEntry(db.Query(ctx, `SELECT to_jsonb(p) FROM idem.entry_plan_create($1, $2, $3, $4, $5, $6,
 		nullif($7, ''), nullif($8, '')) p`, o.Kind, o.Source, o.SourceDigest, string(raw), o.Operator, o.Reason, o.Contract, o.Correction))
 	if err != nil {
 		return EntryPlan{}, fmt.Errorf("plan %s: %w", o.Kind, err)
@@ -119,7 +126,7 @@ func PlanEntry(ctx context.Context, db DBTX, o EntryOptions, items []EntryItem) 
 
 // ApproveEntry is the second person's approval of an entry plan.
 func ApproveEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPlan, error) {
-	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_approve($1, $2) p", id, operator))
+	p, err := OneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_approve($1, $2) p", id, operator))
 	if err != nil {
 		return EntryPlan{}, fmt.Errorf("approve entry plan %d: %w", id, err)
 	}
@@ -128,7 +135,7 @@ func ApproveEntry(ctx context.Context, db DBTX, id int64, operator string) (Entr
 
 // RunEntry enters an approved plan's identities; their effects do not run.
 func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPlan, error) {
-	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_run($1, $2) p", id, operator))
+	p, err := OneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_run($1, $2) p", id, operator))
 	if err != nil {
 		return EntryPlan{}, fmt.Errorf("run entry plan %d: %w", id, err)
 	}
@@ -140,7 +147,7 @@ func RunEntry(ctx context.Context, db DBTX, id int64, operator string) (EntryPla
 // person may, with a reason; an import plan's stage is dropped with it. A
 // running, done or aborted plan is refused (ErrState).
 func AbortEntry(ctx context.Context, db DBTX, id int64, operator, reason string) (EntryPlan, error) {
-	p, err := oneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_abort($1, $2, $3) p", id, operator, reason))
+	p, err := OneEntry(db.Query(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan_abort($1, $2, $3) p", id, operator, reason))
 	if err != nil {
 		return EntryPlan{}, fmt.Errorf("abort entry plan %d: %w", id, err)
 	}

@@ -33,7 +33,7 @@ func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open
 		return governance.EntryPlan{}, err
 	}
 	defer rollback()
-	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_check_open($1) p", id))
+	plan, err := governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_check_open($1) p", id))
 	if errors.Is(err, governance.ErrNotFound) {
 		return governance.EntryPlan{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", governance.ErrNotFound, id)
 	}
@@ -57,7 +57,7 @@ func Approve(ctx context.Context, db TxBeginner, id int64, operator string, open
 		}
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing approved", id, governance.MapError(err))
 	}
-	p, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_approve($1, $2) p", id, operator))
+	p, err := governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_approve($1, $2) p", id, operator))
 	if err != nil {
 		return governance.EntryPlan{}, fmt.Errorf("approve import plan %d: %w", id, err)
 	}

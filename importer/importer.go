@@ -331,10 +331,10 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 	}
 	var plan governance.EntryPlan
 	if !citus {
-		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_stage($1, $2, $3, $4, $5, $6) p",
+		plan, err = governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal_stage($1, $2, $3, $4, $5, $6) p",
 			id, res.Digest, string(counts), cursor, o.Class, o.ChunkRows))
 	} else {
-		plan, err = oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
+		plan, err = governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_seal($1, $2, $3, $4) p", id, res.Digest, string(counts), cursor))
 	}
 	if err != nil {
 		return res, fmt.Errorf("seal import plan %d: %w", id, err)
@@ -352,21 +352,6 @@ func Plan(ctx context.Context, db TxBeginner, open Opener, o PlanOptions, sinks 
 func overlapToReread(cursor, at Cursor) time.Duration {
 	d := cursor.At.Sub(at.At)
 	return (d/time.Minute + 1) * time.Minute
-}
-
-func oneEntry(rows pgx.Rows, err error) (governance.EntryPlan, error) {
-	if err != nil {
-		return governance.EntryPlan{}, governance.MapError(err)
-	}
-	raw, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]byte])
-	if err != nil {
-		return governance.EntryPlan{}, governance.MapError(err)
-	}
-	var p governance.EntryPlan
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return governance.EntryPlan{}, fmt.Errorf("decode entry plan: %w", err)
-	}
-	return p, nil
 }
 
 type planner struct {

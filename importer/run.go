@@ -103,7 +103,7 @@ func Run(ctx context.Context, db TxBeginner, id int64, operator string, open Ope
 	// The login's right, the plan's kind and state, before the source is
 	// read (idem.import_plan_ready; the run's functions check again).
 	plan, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
-		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_ready($1, 'run') p", id))
+		return governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_plan_ready($1, 'run') p", id))
 	})
 	if err != nil {
 		return governance.EntryPlan{}, err
@@ -127,7 +127,7 @@ func runReading(ctx context.Context, db TxBeginner, id int64, operator string, o
 		return governance.EntryPlan{}, err
 	}
 	defer rollback()
-	plan, err := oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_stage_open($1) p", id))
+	plan, err := governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_stage_open($1) p", id))
 	if err != nil {
 		return governance.EntryPlan{}, err
 	}

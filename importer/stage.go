@@ -117,7 +117,7 @@ func runStaged(ctx context.Context, db TxBeginner, plan governance.EntryPlan, op
 		}
 	}
 	p, err := inTx(ctx, db, func(tx pgx.Tx) (governance.EntryPlan, error) {
-		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_run_begin($1, $2) p", id, operator))
+		return governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_run_begin($1, $2) p", id, operator))
 	})
 	if err != nil {
 		return governance.EntryPlan{}, err
@@ -174,7 +174,7 @@ func runStaged(ctx context.Context, db TxBeginner, plan governance.EntryPlan, op
 		return governance.EntryPlan{}, firstErr
 	}
 	return inTx(context.WithoutCancel(ctx), db, func(tx pgx.Tx) (governance.EntryPlan, error) {
-		return oneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_run_finish($1, $2) p", id, operator))
+		return governance.OneEntry(tx.Query(ctx, "SELECT to_jsonb(p) FROM idem.import_run_finish($1, $2) p", id, operator))
 	})
 }
 

@@ -63,6 +63,7 @@ func TestImportStagedRunResumesWhereItStopped(t *testing.T) {
 	plan := planFile(t, f, path, 10)
 	assert.True(t, plan.Staged)
 	require.NotNil(t, plan.ItemsDigest, "the server's digest of the staged rows")
+	assert.Regexp(t, `^[0-9a-f]{64}$`, *plan.ItemsDigest, "plain hex, as every digest shown")
 	assert.Equal(t, 35, plan.Items)
 	assert.JSONEq(t, "10", string(mustField(t, plan.Counts, "chunk_rows")))
 
