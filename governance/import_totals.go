@@ -16,6 +16,10 @@ type importMoney struct {
 		Currency string `json:"currency"`
 		Amount   string `json:"amount"`
 		Records  int    `json:"records"`
+		// Negative and NegativeRecords: the rows with a negative amount
+		// (sealed by an older idemctl: absent, none told).
+		Negative        string `json:"negative"`
+		NegativeRecords int    `json:"negative_records"`
 	} `json:"currencies"`
 	Unread      int `json:"unread"`
 	FirstUnread *struct {
@@ -115,10 +119,16 @@ func (m importMoney) totals() ([]Total, []MoneyProblem) {
 				Problem: fmt.Sprintf("their sum %q is not a number", c.Amount)})
 			continue
 		}
+		neg, _ := new(big.Rat).SetString(c.Negative)
 		if m.Unit == Minor {
-			sum.Quo(sum, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(exp)), nil)))
+			unit := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(exp)), nil))
+			sum.Quo(sum, unit)
+			if neg != nil {
+				neg.Quo(neg, unit)
+			}
 		}
-		totals = append(totals, Total{Currency: c.Currency, Amount: formatMajor(sum, c.Currency), Records: c.Records})
+		totals = append(totals, Total{Currency: c.Currency, Amount: formatMajor(sum, c.Currency), Records: c.Records}.
+			withNegative(neg, c.NegativeRecords))
 	}
 	sort.Slice(totals, func(i, j int) bool { return totals[i].Currency < totals[j].Currency })
 	if m.Unread > 0 {

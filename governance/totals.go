@@ -17,15 +17,42 @@ type Total struct {
 	Currency string `json:"currency"`
 	Amount   string `json:"amount"`
 	Records  int    `json:"records"`
+	// Negative is what the records with a negative amount add up to
+	// (NegativeRecords of them), inside Amount: a net total can hide a
+	// large amount behind a negative one, so an approver is told.
+	Negative        string `json:"negative,omitempty"`
+	NegativeRecords int    `json:"negative_records,omitempty"`
 }
 
-// String renders a total for a person: "EUR 1,234.50 over 12 records".
+// String renders a total for a person: "EUR 1,234.50 over 12 records", and
+// when some amounts are negative, "EUR 0.00 net over 2 records (1 negative:
+// -500.00; the others 500.00)".
 func (t Total) String() string {
 	noun := "records"
 	if t.Records == 1 {
 		noun = "record"
 	}
-	return fmt.Sprintf("%s %s over %d %s", t.Currency, groupThousands(t.Amount), t.Records, noun)
+	if t.NegativeRecords == 0 {
+		return fmt.Sprintf("%s %s over %d %s", t.Currency, groupThousands(t.Amount), t.Records, noun)
+	}
+	net, _ := new(big.Rat).SetString(t.Amount)
+	neg, _ := new(big.Rat).SetString(t.Negative)
+	others := "?"
+	if net != nil && neg != nil {
+		others = groupThousands(formatMajor(new(big.Rat).Sub(net, neg), t.Currency))
+	}
+	return fmt.Sprintf("%s %s net over %d %s (%d negative: %s; the others %s)", t.Currency, groupThousands(t.Amount),
+		t.Records, noun, t.NegativeRecords, groupThousands(t.Negative), others)
+}
+
+// withNegative sets t's negative part from a sum (in the major unit) over n
+// records; nothing when none or all of its records are negative (the net
+// then hides nothing).
+func (t Total) withNegative(sum *big.Rat, n int) Total {
+	if n > 0 && n < t.Records && sum != nil {
+		t.Negative, t.NegativeRecords = formatMajor(sum, t.Currency), n
+	}
+	return t
 }
 
 // MoneyProblem names a record of a money class left out of the totals: its
@@ -46,9 +73,9 @@ func (p MoneyProblem) String() string { return p.Ref + ": " + p.Problem + ": not
 // each class's declaration. A record whose amount or currency cannot be
 // read is named in Problems, never silently left out.
 type Totals struct {
-	sums     map[string]*big.Rat
-	records  map[string]int
-	Problems []MoneyProblem
+	sums, negSums     map[string]*big.Rat
+	records, negCount map[string]int
+	Problems          []MoneyProblem
 }
 
 // Add reads payload's amount and currency by m and adds it; ref names the
@@ -64,19 +91,24 @@ func (t *Totals) Add(ref string, m *Money, payload []byte) {
 	}
 	if t.sums == nil {
 		t.sums, t.records = map[string]*big.Rat{}, map[string]int{}
+		t.negSums, t.negCount = map[string]*big.Rat{}, map[string]int{}
 	}
 	if t.sums[currency] == nil {
-		t.sums[currency] = new(big.Rat)
+		t.sums[currency], t.negSums[currency] = new(big.Rat), new(big.Rat)
 	}
 	t.sums[currency].Add(t.sums[currency], amount)
 	t.records[currency]++
+	if amount.Sign() < 0 {
+		t.negSums[currency].Add(t.negSums[currency], amount)
+		t.negCount[currency]++
+	}
 }
 
 // List returns the totals by currency, in currency order.
 func (t *Totals) List() []Total {
 	out := make([]Total, 0, len(t.sums))
 	for c, sum := range t.sums {
-		out = append(out, Total{Currency: c, Amount: formatMajor(sum, c), Records: t.records[c]})
+		out = append(out, Total{Currency: c, Amount: formatMajor(sum, c), Records: t.records[c]}.withNegative(t.negSums[c], t.negCount[c]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
 	return out

@@ -28,14 +28,20 @@ func TestTotalsByDeclaration(t *testing.T) {
 	tot.Add("k", minor, []byte(`{"amount":1,"currency":"XXX"}`))
 	tot.Add("l", minor, []byte(`{"amount":1}`))
 	tot.Add("m", minor, []byte(`{"amount":true,"currency":"EUR"}`))
+	tot.Add("n", minor, []byte(`{"amount":50000000,"currency":"GBP"}`))
+	tot.Add("o", minor, []byte(`{"amount":-50000000,"currency":"GBP"}`))
+	tot.Add("p", minor, []byte(`{"amount":100,"currency":"GBP"}`))
 	assert.Equal(t, []Total{
 		{Currency: "EUR", Amount: "1234.85", Records: 4},
+		{Currency: "GBP", Amount: "1.00", Records: 3, Negative: "-500000.00", NegativeRecords: 1},
 		{Currency: "JPY", Amount: "1500", Records: 1},
 		{Currency: "KWD", Amount: "1.234", Records: 1},
 		{Currency: "USD", Amount: "-3.005", Records: 1},
 	}, tot.List())
 	assert.Equal(t, "EUR 1,234.85 over 4 records", tot.List()[0].String())
-	assert.Equal(t, "USD -3.005 over 1 record", tot.List()[3].String())
+	assert.Equal(t, "USD -3.005 over 1 record", tot.List()[4].String(), "all negative: the sum hides nothing")
+	// A net total can hide a large amount behind a negative one: said.
+	assert.Equal(t, "GBP 1.00 net over 3 records (1 negative: -500,000.00; the others 500,001.00)", tot.List()[1].String())
 	require.Len(t, tot.Problems, 6)
 	var refs []string
 	for _, p := range tot.Problems {

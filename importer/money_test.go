@@ -31,7 +31,7 @@ func TestImportOfAMoneyClassAddsUpItsRows(t *testing.T) {
 	var b strings.Builder
 	for i, payload := range []string{
 		`{"amount":1250,"cur/code":"eur"}`, `{"amount":"300","cur/code":"EUR"}`, `{"amount":12.5,"cur/code":"EUR"}`,
-		``, `{"amount":99,"cur/code":"USD"}`,
+		``, `{"amount":99,"cur/code":"USD"}`, `{"amount":-300,"cur/code":"EUR"}`,
 	} {
 		field := `"payload":` + payload
 		if payload == "" {
@@ -57,7 +57,7 @@ func TestImportOfAMoneyClassAddsUpItsRows(t *testing.T) {
 	for _, tot := range review.Totals {
 		totals = append(totals, tot.String())
 	}
-	assert.Equal(t, []string{"EUR 15.50 over 2 records", "USD 0.99 over 1 record"}, totals)
+	assert.Equal(t, []string{"EUR 12.50 net over 3 records (1 negative: -3.00; the others 15.50)", "USD 0.99 over 1 record"}, totals)
 	require.Len(t, review.MoneyProblems, 1)
 	assert.Equal(t, 2, review.MoneyProblems[0].Records)
 	assert.Contains(t, review.MoneyProblems[0].Ref, "row 3, 7/m-3")

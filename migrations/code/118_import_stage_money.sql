@@ -5,7 +5,8 @@
 -- (p_money: JSON Pointers to the amount and the currency, the unit), as
 -- idemctl adds up a record plan's: {"unit", "currencies": [{"currency"
 -- (upper-cased), "amount" (their exact sum, in the declared unit),
--- "records"}], "unread": the rows whose amount or currency cannot be read
+-- "records", "negative" and "negative_records" (the sum and count of the
+-- negative amounts among them, which the net sum can hide)}], "unread": the rows whose amount or currency cannot be read
 -- (none there, not a number or a plain decimal string, not a whole number
 -- of minor units, or no payload: a hash-only row), "first_unread": {n,
 -- tenant_id, operation_id} of the first}. idemctl converts minor units and
@@ -45,9 +46,13 @@ BEGIN
                             THEN (r.a #>> '{}')::numeric END AS amount,
                        CASE WHEN jsonb_typeof(r.c) = 'string' THEN upper(r.c #>> '{}') END AS currency) t
         )
-        SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('currency', t.currency, 'amount', t.total::text, 'records', t.k)
+        SELECT (SELECT coalesce(jsonb_agg(jsonb_build_object('currency', t.currency, 'amount', t.total::text, 'records', t.k,
+                                                             'negative', t.neg::text, 'negative_records', t.negk)
                                           ORDER BY t.currency), '[]'::jsonb)
-                FROM (SELECT v.currency, sum(v.amount) AS total, count(*) AS k FROM v WHERE v.readable GROUP BY v.currency) t),
+                FROM (SELECT v.currency, sum(v.amount) AS total, count(*) AS k,
+                             coalesce(sum(v.amount) FILTER (WHERE v.amount < 0), 0) AS neg,
+                             count(*) FILTER (WHERE v.amount < 0) AS negk
+                      FROM v WHERE v.readable GROUP BY v.currency) t),
                (SELECT count(*) FROM v WHERE NOT v.readable),
                (SELECT jsonb_build_object('n', v.n, 'tenant_id', v.tenant_id, 'operation_id', v.operation_id)
                 FROM v WHERE NOT v.readable ORDER BY v.n LIMIT 1)$q$, p_stage)
