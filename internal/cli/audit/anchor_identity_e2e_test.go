@@ -13,18 +13,13 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: the anchor file is verify's defence against someone with full
-// control who cuts the log's end or rewrites it (audit verify --help). Its
-// entry is keyed by the address and idem.database_id(), which is a row of
-// idem.database_identity: the same person UPDATEs it, and the next verify
-// of the cut log says "first run ... no anchor was kept for this database",
-// "audit chain intact", exit 0, and keeps the cut head as the new anchor.
-// Nothing says the address held an anchor (row N) of another identity.
-//
-// Expected: an address whose anchor belongs to another identity is not a
-// silent first run: the cut is reported (exit 5), or at least the earlier
-// anchor is named and verify does not say intact without comparing.
-func TestRVAnchorBypassedByRestampingTheDatabase(t *testing.T) {
+// The anchor file is verify's defence against someone with full control
+// who cuts the log's end or rewrites it. Its entry is keyed by the address
+// and idem.database_id(), a row of idem.database_identity that the same
+// person can UPDATE. A restamped identity at an address that holds an entry
+// is compared with that entry: the cut log is reported (exit 5), not taken
+// for a first run, and the earlier identity is named.
+func TestAuditVerifyComparesARestampedDatabaseWithItsAddressEntry(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 2)
 	auditor := dbtest.As(dsn, dbtest.Auditor)
@@ -48,4 +43,8 @@ UPDATE idem.audit_head h SET last_id = a.id, last_hash = a.hash FROM idem.audit 
 	dbtest.Admin(t, dsn, "UPDATE idem.database_identity SET id = replace(gen_random_uuid()::text, '-', '')")
 	code, out, errOut = runQ(t, auditor, "audit", "verify", "--anchor-file", anchors, "-o", "json")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "the cut log passes as a first run once the identity changed: %s %s", out, errOut)
+	line := jsonLines(t, out)[0]
+	assert.Equal(t, false, line["first_run"], out)
+	assert.NotEmpty(t, line["kept_for_identity"], out)
+	assert.Contains(t, errOut, "move its entry")
 }
