@@ -12,14 +12,13 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: marking a manual correction done is a governed change (one
-// person plans it, another approves it). `inspect --history` tells it as
-// "correction id N done by LABEL", LABEL being the planner's --operator text
-// (recovery/sql/history_local.sql: c.done_by), which anyone types: alice
-// plans it as "mallory", bob approves, and the identity's story says
-// mallory did it, naming neither person nor login. Where four eyes count, a
-// screen shows the person and the login (docs/governance.md, the brief).
-func TestRVCorrectionDoneNamesThePersons(t *testing.T) {
+// Marking a manual correction done is a governed change (one person plans
+// it, another approves it). `inspect --history` tells it by the change's
+// persons and logins, not by the planner's --operator label, which anyone
+// types: alice plans it as "mallory", bob approves, and the identity's story
+// names both persons with their logins, and not mallory. The correction's
+// adder is named by person and login too.
+func TestHistoryNamesTheCorrectionsPersons(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
 	bob := dbtest.As(fx.DSN, dbtest.Operator2)
@@ -40,6 +39,11 @@ func TestRVCorrectionDoneNamesThePersons(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, done, out)
+	for _, e := range jsonLines(t, out) {
+		if e["event"] == "correction" {
+			assert.Contains(t, e["detail"], "added by "+dbtest.PersonOperator+" ("+string(dbtest.Operator)+")", "the adder's person and login")
+		}
+	}
 	assert.NotContains(t, done, "mallory", "a label, typed by the planner, stands for who did it")
 	assert.Contains(t, done, dbtest.PersonOperator+" ("+string(dbtest.Operator)+")", "the planner's person and login")
 	assert.Contains(t, done, dbtest.PersonOperator2+" ("+string(dbtest.Operator2)+")", "the approver's person and login")
