@@ -15,14 +15,12 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: a login without the operator's grants (a service's app login
-// typed into IDEMCTL_DSN by mistake) gets "permission denied" from these
-// read commands, and they exit 5, a code their documented list (docs/
-// exit-codes.md, each --help) does not hold; the same refusal exits 1 from
-// class list, record show, corrections list or horizon status. A script
-// that branches on the documented codes takes 5 for "invalid input or a
-// rule" on a command that has none.
-func TestRVPermissionDeniedExitsADocumentedCode(t *testing.T) {
+// A login without the reader's grants (a service's app login typed into
+// IDEMCTL_DSN by mistake) gets "permission denied" from the reading
+// commands, and they exit a code their documented list (docs/exit-codes.md,
+// each --help) holds: 1, as class list or corrections list do, never 5
+// ("invalid input or a rule"), which a script would take for a refusal.
+func TestPermissionDeniedExitsADocumentedCode(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
 	q := fx.Conflict(t, "acme", "p-1", 100, 200)
@@ -53,9 +51,12 @@ func TestRVPermissionDeniedExitsADocumentedCode(t *testing.T) {
 		{"quarantine show", []string{fmt.Sprint(q)}},
 		{"change list", nil},
 		{"change show", []string{"1"}},
+		{"class list", nil},
+		{"corrections list", nil},
 	} {
 		code, _, errOut := runQ(t, app, append(strings.Fields(c.name), c.args...)...)
 		assert.True(t, slices.Contains(documented(c.name), code), "%s as the app login: exit %d, documented %v: %s",
 			c.name, code, documented(c.name), strings.TrimSpace(errOut))
+		assert.Contains(t, errOut, "permission denied", c.name)
 	}
 }
