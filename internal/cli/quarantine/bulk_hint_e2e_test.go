@@ -11,18 +11,16 @@ import (
 	"github.com/idemctl/idemctl/internal/cli/cmdutil"
 )
 
-// rv finding: `quarantine bulk approve 999` (no such plan) says "idemctl
-// quarantine bulk list shows the plans" (the hint of IX120,
-// migrations/code/064_quarantine_bulk_accept_lock.sql), but there is no
-// `quarantine bulk list`: it exits 2, unknown command. The second person
-// told to find the plan's id that way cannot; what an error tells the
-// operator to type next must exist.
-func TestRVBulkErrorNamesACommandThatExists(t *testing.T) {
+// `quarantine bulk approve 999` (no such plan) tells the second person how
+// to find the plan's id, and what it tells them to type exists: each
+// `idemctl ...` the error names runs (its --help at least).
+func TestBulkPlanNotFoundNamesACommandThatExists(t *testing.T) {
 	t.Parallel()
 	fx := newCLIFixture(t)
 	code, _, errOut := runQ(t, fx.DSN, "quarantine", "bulk", "approve", "999", "--yes", "--operator", "bob")
 	require.Equal(t, cmdutil.ExitNotFound, code, errOut)
-	for _, m := range regexp.MustCompile(`idemctl ((?:[a-z-]+ ?)+)`).FindAllStringSubmatch(errOut, -1) {
+	assert.Contains(t, errOut, "idemctl audit list --action quarantine.bulk_accept_plan")
+	for _, m := range regexp.MustCompile(`idemctl ((?:[a-z][a-z-]* ?)+)`).FindAllStringSubmatch(errOut, -1) {
 		args := strings.Fields(m[1])
 		if len(args) > 3 {
 			args = args[:3]
