@@ -130,6 +130,29 @@ func (s AnchorStore) Load(key string) (*KeptAnchor, error) {
 	return &k, nil
 }
 
+// Latest returns, among the entries whose key match accepts, the one
+// verified last and its key, or nil when none matches.
+func (s AnchorStore) Latest(match func(key string) bool) (string, *KeptAnchor, error) {
+	f, _, err := s.read()
+	if err != nil {
+		return "", nil, err
+	}
+	var (
+		key  string
+		kept *KeptAnchor
+	)
+	for k, a := range f.Databases {
+		if !match(k) {
+			continue
+		}
+		if kept == nil || a.VerifiedAt.After(kept.VerifiedAt) || (a.VerifiedAt.Equal(kept.VerifiedAt) && k < key) {
+			a := a
+			key, kept = k, &a
+		}
+	}
+	return key, kept, nil
+}
+
 // Keep records head as database key's anchor, verified at now, keeping the
 // previous head among the earlier ones. The file is re-read first, so an
 // entry of another database written meanwhile is kept, and a file that went

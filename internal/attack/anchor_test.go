@@ -125,13 +125,14 @@ func rewriteFrom(t *testing.T, w *world, from, last int64) {
 	require.NoError(t, err)
 }
 
-// Walk finding: the anchor file named a database by host:port/dbname only,
-// so a database dropped and created again at the same address (the demo
-// re-run) was reported rewritten ("rows ... missing", exit 5). An entry now
-// names the database's own identity (idem.database_id): another database at
-// the address is a first run for it, said so; the same database rewritten
-// still breaks; an entry an older idemctl kept under the address alone is
-// still checked, and a break against it says what it may be.
+// The anchor file names a database by its address and its own identity
+// (idem.database_id), so that its entry is that database's. The identity is
+// a row whoever controls the database can stamp again: another identity at
+// an address that has an entry is compared with that entry (a cut log is no
+// first run), and the message says how a database really created again
+// there starts afresh (its verifier moves the entry aside); the same
+// database rewritten still breaks; an entry an older idemctl kept under the
+// address alone is still checked, and a break against it says what it may be.
 func TestAuditAnchorNamesTheDatabaseNotOnlyItsAddress(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
@@ -160,8 +161,9 @@ func TestAuditAnchorNamesTheDatabaseNotOnlyItsAddress(t *testing.T) {
 	assert.NotContains(t, out+errOut, "0 anchor(s)")
 	assert.Contains(t, errOut, fmt.Sprintf("row %d kept in %s", head, file))
 
-	// Another database at the same address: another identity (stamped by
-	// migrate when it was created again) and a chain of its own.
+	// Another identity at the same address (a database created again, or
+	// the same one stamped again) and another chain: compared with the
+	// address's entry, not a first run.
 	rewriteFrom(t, w, 10, head-2)
 	restamp := func(id string) {
 		t.Helper()
@@ -170,10 +172,22 @@ func TestAuditAnchorNamesTheDatabaseNotOnlyItsAddress(t *testing.T) {
 	id2 := strings.Repeat("ab", 16)
 	restamp(id2)
 	c, out, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", file)
-	assert.Equal(t, cmdutil.ExitOK, c, "another database is no tamper alarm: %s", out+errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, c, "another identity at the address is compared with its entry: %s", out+errOut)
+	assert.NotContains(t, errOut, "first run")
+	assert.Contains(t, errOut, "its identity was "+id1)
+	assert.Contains(t, errOut, "move its entry")
+	assert.Len(t, readAnchors(t, file), 1, "nothing kept for the new identity")
+
+	// Its verifier, knowing the database was created again, moves the
+	// entry aside: a first run for it.
+	aside := filepath.Join(t.TempDir(), "aside.json")
+	raw, err := json.Marshal(map[string]any{"version": 1, "databases": map[string]audit.KeptAnchor{}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(aside, raw, 0o600))
+	c, out, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", aside)
+	assert.Equal(t, cmdutil.ExitOK, c, out+errOut)
 	assert.Contains(t, errOut, "first run for ")
 	assert.Contains(t, errOut, id2)
-	assert.Len(t, readAnchors(t, file), 2, "the first database's entry is left alone")
 
 	// The same database (its identity) rewritten still breaks.
 	restamp(id1[:32])
@@ -187,7 +201,7 @@ func TestAuditAnchorNamesTheDatabaseNotOnlyItsAddress(t *testing.T) {
 	for key, k := range kept {
 		legacy[key[:strings.Index(key, " database ")]] = k
 	}
-	raw, err := json.Marshal(map[string]any{"version": 1, "databases": legacy})
+	raw, err = json.Marshal(map[string]any{"version": 1, "databases": legacy})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(old, raw, 0o600))
 	c, _, errOut = idemctl(t, auditor, "audit", "verify", "-o", "table", "--anchor-file", old)

@@ -7,7 +7,11 @@
 --   'already_applied'  same hash and class, body present: the saved response;
 --   'purged'           same hash and class, purged under a proven horizon: it
 --                      was applied, the response is no longer kept (NULL);
---   'conflict'         another hash or class: quarantined, nothing runs.
+--   'conflict'         another hash or class: quarantined, nothing runs
+--                      (the record keeps p_transport without the keys an
+--                      import's or a record's run writes: entered_by,
+--                      entry_plan, planned_person, approved_person, run_by,
+--                      old_store_response, evidence).
 -- Under READ COMMITTED a concurrent claimer of the same identity waits on the
 -- unique index for the first one to commit or roll back, then reads its row;
 -- under REPEATABLE READ or SERIALIZABLE the loser gets 40001 and retries.
@@ -57,8 +61,17 @@ BEGIN
             END IF;
         END IF;
         IF v_id.payload_digest <> v_digest OR v_id.op_class <> p_op_class THEN
-            -- record_conflict locks what it keeps as evidence.
-            quarantine_id := idem.record_conflict(v_id, p_op_class, p_payload, p_payload_hash, p_transport);
+            -- record_conflict locks what it keeps as evidence. The keys
+            -- with which an import or a record of an outcome known from
+            -- outside says where its incoming side came from are written
+            -- by those runs alone: a caller's transport (tracing metadata,
+            -- any service's) never carries them into a record, or a
+            -- client's retry would be shown imported and refused
+            -- accept-as-new (idem.quarantine_import_refusal).
+            quarantine_id := idem.record_conflict(v_id, p_op_class, p_payload, p_payload_hash,
+                                                  p_transport - ARRAY['entered_by', 'entry_plan', 'planned_person',
+                                                                      'approved_person', 'run_by', 'old_store_response',
+                                                                      'evidence']);
             IF quarantine_id IS NULL THEN
                 v_id := NULL; -- a dropped tombstone: settle again
                 CONTINUE;

@@ -11,7 +11,8 @@ BEGIN
     SELECT * INTO v_p FROM idem.quarantine_bulk_accept WHERE id = p_plan FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no bulk accept-as-new plan %', coalesce(p_plan::text, 'NULL')
-            USING ERRCODE = 'IX120', HINT = 'idemctl quarantine bulk list shows the plans';
+            USING ERRCODE = 'IX120', HINT = 'idemctl quarantine accept-as-new printed the plan''s id to its planner; '
+                             'idemctl audit list --action quarantine.bulk_accept_plan lists every plan (target quarantine_bulk_accept:ID)';
     END IF;
     RETURN v_p;
 END

@@ -193,11 +193,15 @@ the head behind the anchor (the log ends before the kept head). The file is
 $XDG_STATE_HOME/idemctl/audit-anchors.json (~/.local/state/...), written mode
 600, one entry per database; keep a copy elsewhere too. An entry names the
 database by its address (host:port/dbname) and its own identity
-(idem.database_id(), stamped once by idemctl migrate): a database dropped and
-created again at the same address is another database, a first run for it,
-not a rewritten log. (An entry kept by an older idemctl names the address
-only; it is used until this database's own entry is kept.) A missing file or
-entry is a first run (said so, and the head is kept); an unreadable or corrupt file,
+(idem.database_id(), stamped once by idemctl migrate). That identity is a row
+of the database, which whoever controls it can stamp again: so when this
+identity has no entry but the address has one (of another identity, or kept
+by an older idemctl under the address only), the log is compared with the one
+verified last there and the summary names it. A database really dropped and
+created again at the same address then fails (exit 5): its verifier moves
+that entry aside, as the message says, and verifies again. A missing file, or
+no entry for the address, is a first run (said so, and the head is kept); an
+unreadable or corrupt file,
 or one others may read or write, is an error (exit 2) and is never replaced.
 Only an intact chain moves the anchor. --anchor checks rows recorded elsewhere
 (a ticket, a chat) as well. The summary says what the chain was compared with:
@@ -246,9 +250,9 @@ func OpenAnchors(path string) (audit.AnchorStore, error) {
 // AnchorKey names the database in the anchor file: host, port and database
 // as the connection reached them, and the database's own identity
 // (idem.database_id(): stamped once by migrate), so that a database dropped
-// and created again at the same address is another entry, a first run, not
-// a rewritten log. legacy is the key without the identity, under which
-// anchors were kept before: LoadAnchor falls back to it.
+// and created again at the same address is told apart from a rewritten log.
+// legacy is the key without the identity, under which anchors were kept
+// before.
 func AnchorKey(ctx context.Context, pool *pgxpool.Pool) (key, legacy string, err error) {
 	c := pool.Config().ConnConfig
 	legacy = fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
@@ -256,18 +260,30 @@ func AnchorKey(ctx context.Context, pool *pgxpool.Pool) (key, legacy string, err
 	if err != nil {
 		return "", legacy, err
 	}
-	return legacy + " database " + id, legacy, nil
+	return legacy + identitySep + id, legacy, nil
 }
 
-// LoadAnchor returns the anchor kept for key, else the one kept under
-// legacy (fromLegacy: kept before anchors named the database's identity, so
-// it may be another database's at the same address), else nil: a first run.
-func LoadAnchor(store audit.AnchorStore, key, legacy string) (kept *audit.KeptAnchor, fromLegacy bool, err error) {
+// identitySep joins the address and the identity in an anchor's key.
+const identitySep = " database "
+
+// LoadAnchor returns the anchor kept for key; else the one verified last
+// among those kept at the same address (legacy), under no identity (kept
+// before anchors named it) or under another one; else nil: a first run.
+// keptUnder is the key of such an entry of the address: the identity is a
+// row of the database, which whoever controls the database can stamp again,
+// so a changed identity is no first run: the log is compared with what was
+// verified at that address, and a database really dropped and created again
+// there has that entry moved aside by its verifier (sayAnchorFile says so).
+func LoadAnchor(store audit.AnchorStore, key, legacy string) (kept *audit.KeptAnchor, keptUnder string, err error) {
 	if kept, err = store.Load(key); err != nil || kept != nil || legacy == "" {
-		return kept, false, err
+		return kept, "", err
 	}
-	kept, err = store.Load(legacy)
-	return kept, kept != nil, err
+	return keptUnderAddress(store, legacy)
+}
+
+func keptUnderAddress(store audit.AnchorStore, legacy string) (*audit.KeptAnchor, string, error) {
+	k, kept, err := store.Latest(func(k string) bool { return k == legacy || strings.HasPrefix(k, legacy+identitySep) })
+	return kept, k, err
 }
 
 func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
@@ -283,7 +299,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	kept, fromLegacy, err := LoadAnchor(store, key, legacy)
+	kept, keptUnder, err := LoadAnchor(store, key, legacy)
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
@@ -303,7 +319,10 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 		out.Kept = true
 	}
 	out.Compared = compared(kept, len(opts.Anchors))
-	out.KeptForAddress = fromLegacy
+	out.KeptForAddress = keptUnder == legacy
+	if keptUnder != "" && keptUnder != legacy {
+		out.KeptForIdentity = strings.TrimPrefix(keptUnder, legacy+identitySep)
+	}
 	if opts.JSON {
 		if err := cmdutil.PrintJSONLine(opts.IO.Out, out); err != nil {
 			return err
@@ -317,7 +336,7 @@ func auditVerifyRun(ctx context.Context, opts *AuditVerifyOptions) error {
 	} else {
 		fmt.Fprintf(opts.IO.ErrOut, "%s\n", out.Compared)
 	}
-	sayAnchorFile(opts, out, key, legacy, kept, r)
+	sayAnchorFile(opts, out, key, legacy, keptUnder, kept, r)
 	if !r.Intact {
 		return cmdutil.WithCode(cmdutil.ExitInvalid, r.Err())
 	}
@@ -341,7 +360,7 @@ func compared(kept *audit.KeptAnchor, given int) string {
 }
 
 // sayAnchorFile says on stderr what became of the anchor file's entry.
-func sayAnchorFile(opts *AuditVerifyOptions, out verifyOutput, key, legacy string, kept *audit.KeptAnchor, r audit.Report) {
+func sayAnchorFile(opts *AuditVerifyOptions, out verifyOutput, key, legacy, keptUnder string, kept *audit.KeptAnchor, r audit.Report) {
 	w, path := opts.IO.ErrOut, out.AnchorFile
 	switch {
 	case out.FirstRun && out.Kept:
@@ -353,11 +372,17 @@ func sayAnchorFile(opts *AuditVerifyOptions, out verifyOutput, key, legacy strin
 	default:
 		fmt.Fprintf(w, "the anchor kept in %s (row %d) did not move\n", path, kept.ID)
 	}
-	if out.KeptForAddress {
+	switch {
+	case out.KeptForAddress:
 		fmt.Fprintf(w, "the anchor compared with was kept for %s before anchors named the database's identity\n", legacy)
-		if !r.Intact {
-			fmt.Fprintf(w, "if the database at %s was dropped and created again since, that anchor is another database's: move its entry %q aside in %s and verify again\n", legacy, legacy, path)
-		}
+	case out.KeptForIdentity != "":
+		fmt.Fprintf(w, "the anchor compared with was kept for %s when the database there said its identity was %s (idem.database_identity was stamped again since)\n",
+			legacy, out.KeptForIdentity)
+	default:
+		return
+	}
+	if !r.Intact {
+		fmt.Fprintf(w, "if the database at %s was dropped and created again since, that anchor is another database's: move its entry %q aside in %s and verify again\n", legacy, keptUnder, path)
 	}
 }
 
@@ -371,6 +396,9 @@ type verifyOutput struct {
 	// KeptForAddress: the kept anchor was found under the database's
 	// address alone (kept before anchors named its identity).
 	KeptForAddress bool `json:"kept_for_address,omitempty"`
+	// KeptForIdentity: the kept anchor was found under the database's
+	// address and another identity (the one it said then).
+	KeptForIdentity string `json:"kept_for_identity,omitempty"`
 	// Compared says what the chain was compared with.
 	Compared string `json:"compared"`
 	Kept     bool   `json:"kept"`

@@ -58,7 +58,7 @@ func newCmdChangeList(f *cmdutil.Factory) *cobra.Command {
 			}
 			cs, err := governance.ListChanges(cmd.Context(), pool, all)
 			if err != nil {
-				return cmdutil.GovernanceErr(err)
+				return readErr(err)
 			}
 			return printChanges(f, cs)
 		},
@@ -152,7 +152,7 @@ func newCmdChangeShow(f *cmdutil.Factory) *cobra.Command {
 			}
 			c, err := governance.GetChange(cmd.Context(), pool, id)
 			if err != nil {
-				return cmdutil.GovernanceErr(err)
+				return readErr(err)
 			}
 			return showChange(f, c)
 		},
@@ -269,4 +269,16 @@ func changeDecide(ctx context.Context, f *cmdutil.Factory, decide func(governanc
 		return cmdutil.GovernanceErr(err)
 	}
 	return showChange(f, c)
+}
+
+// readErr gives list's and show's errors their exit code: they refuse
+// nothing by a rule, so a login the database does not let read the changes
+// (a service's login: governance.ErrNotOperator) is ExitFailure, with the
+// role they need, not GovernanceErr's ExitInvalid for a refused act.
+func readErr(err error) error {
+	if errors.Is(err, governance.ErrNotOperator) {
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%w; reading governed changes needs an operator's or an auditor's login "+
+			"(granted the schema's operator or auditor role, idem_operator or idem_auditor by default)", err))
+	}
+	return cmdutil.GovernanceErr(err)
 }

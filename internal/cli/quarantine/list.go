@@ -2,11 +2,13 @@ package quarantine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -154,14 +156,14 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 		f.After, f.Limit = nil, 0
 		g, _, err := quarantine.ResolveGroup(ctx, pool, opts.Group, f)
 		if err != nil {
-			return quarantineErr(err, cmdutil.ExitInvalid)
+			return readErr(err)
 		}
 		g.After, g.Limit = opts.Filter.After, opts.Filter.Limit
 		opts.Filter = g
 	}
 	totals, err := quarantine.Count(ctx, pool, opts.Filter)
 	if err != nil {
-		return quarantineErr(err, cmdutil.ExitFailure)
+		return readErr(err)
 	}
 	if opts.Count {
 		if opts.JSON {
@@ -172,7 +174,7 @@ func quarantineListRun(ctx context.Context, opts *QuarantineListOptions) error {
 	}
 	page, err := quarantine.List(ctx, pool, opts.Filter)
 	if err != nil {
-		return quarantineErr(err, cmdutil.ExitFailure)
+		return readErr(err)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, describeTotals(totals, opts.Filter.Status, opts.f.Now()))
 	if opts.JSON {
@@ -328,7 +330,7 @@ func quarantineGroupsRun(ctx context.Context, opts *QuarantineGroupsOptions) err
 	}
 	groups, err := quarantine.Groups(ctx, pool, opts.Groups)
 	if err != nil {
-		return quarantineErr(err, cmdutil.ExitFailure)
+		return readErr(err)
 	}
 	if opts.JSON {
 		for _, g := range groups {
@@ -377,4 +379,23 @@ func groupClass(k quarantine.GroupKey) string {
 		return k.Class + " -> " + k.IncomingClass
 	}
 	return k.Class
+}
+
+// readErr gives a reading command's error its exit code. Those commands
+// refuse nothing by a rule, so no database error is ExitInvalid there: an
+// unknown record or group is ExitNotFound, a bad filter ExitUsage, and a
+// login the database does not let read the quarantine (42501: a service's
+// login) ExitFailure, with the role the command needs, as any other error.
+func readErr(err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, quarantine.ErrNotFound):
+		return cmdutil.WithCode(cmdutil.ExitNotFound, err)
+	case errors.Is(err, quarantine.ErrInvalidFilter):
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	case errors.As(err, &pgErr) && pgErr.Code == "42501":
+		return cmdutil.WithCode(cmdutil.ExitFailure, fmt.Errorf("%w; reading the quarantine needs an operator's or an auditor's login "+
+			"(granted the schema's operator or auditor role, idem_operator or idem_auditor by default)", err))
+	}
+	return err
 }

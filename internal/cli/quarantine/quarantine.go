@@ -120,7 +120,7 @@ func quarantineShowRun(ctx context.Context, opts *QuarantineShowOptions) error {
 	}
 	rec, err := quarantine.Show(ctx, pool, opts.ID)
 	if err != nil {
-		return quarantineErr(err, cmdutil.ExitFailure)
+		return readErr(err)
 	}
 	if opts.JSON {
 		return cmdutil.PrintJSONLine(opts.IO.Out, rec)
