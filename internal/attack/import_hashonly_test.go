@@ -17,7 +17,7 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: docs/import.md's table says an identity the inbox already
+// docs/import.md's table says an identity the inbox already
 // holds with another payload is "quarantined with both sides", and that
 // "refused" means "a pending claim or an open quarantine record". A row of a
 // hash-only store (request_hash, no payload) for an identity the inbox holds
@@ -27,7 +27,7 @@ import (
 // with another request), and `import run` prints only "refused 1": no row is
 // named (`record show N` of an import lists no entries), so the operator is
 // told the documented meaning of "refused", which is not what happened.
-func TestRVHashOnlyImportConflictIsRefusedSilently(t *testing.T) {
+func TestHashOnlyImportConflictIsRefusedSilently(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
 	_, err := idem.ExecuteFunc(w.ctx, w.app, idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "k-1"},
@@ -47,7 +47,7 @@ func TestRVHashOnlyImportConflictIsRefusedSilently(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("outcomes %v", out)
 	assert.Equal(t, 0, out["refused"], "no pending claim and no open quarantine record: 'refused' is not the documented case")
-	// rf2: the rv test asked for a quarantine record here. A quarantine
+	// Not a quarantine record: a quarantine
 	// record's incoming side is a payload (NOT NULL, its jcs-sha256 checked
 	// by the table, and accept-as-new runs it), which a hash-only row does
 	// not have: the row gets its own outcome, and the plan's item row is

@@ -11,7 +11,7 @@ import (
 	"github.com/idemctl/idemctl/quarantine"
 )
 
-// rv finding: `record` of an identity the inbox holds with ANOTHER payload
+// Once, `record` of an identity the inbox holds with ANOTHER payload
 // (the PSP charged 50.00 under ext-1, the inbox applied 41.00) ends as
 // outcome "exists", counted "left alone", exactly as the same payload
 // would: no quarantine record, no evidence of the conflict, and the
@@ -19,7 +19,7 @@ import (
 // records; the run recorded EUR 1.00). docs/import.md quarantines the same
 // case for an import ("quarantined with both sides"); BRIEF rule 6: same
 // identity, different payload is a conflict, never a silent success.
-func TestRVRecordOfAnIdentityHeldWithAnotherPayloadIsAConflict(t *testing.T) {
+func TestRecordOfAnIdentityHeldWithAnotherPayloadIsAConflict(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	held := item(t, "t1", "ext-1", 4100)

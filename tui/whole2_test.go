@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// rv finding: docs/quarantine.md says the queue's list "never cuts what an
+// docs/quarantine.md says the queue's list "never cuts what an
 // operator types or cites next (an id ...)". An identity wider than the
 // terminal (a 41-character tenant and a 54-character operation id, both
 // valid) is cut with "…" at 80 columns, and the CLASS column after it is
 // cut away without being named in the title (which names only "last seen,
 // seen, status"). The evidence screen (enter) cuts the same operation id in
 // its first line: seen by hand with tmux at 80x30.
-func TestRVQueueCutsAnIdentityWiderThanTheTerminal(t *testing.T) {
+func TestQueueCutsAnIdentityWiderThanTheTerminal(t *testing.T) {
 	t.Parallel()
 	q := newFixedQuarantine()
 	r := q.records[11]
@@ -23,7 +23,7 @@ func TestRVQueueCutsAnIdentityWiderThanTheTerminal(t *testing.T) {
 	q.records[11] = r
 	h := fixtureHarness(t, goldenSetup{quarantine: q}, 80, 24)
 	v := h.view()
-	// rf2: the rv test asked for tenant+"/"+operation as one string: 96
+	// Not tenant+"/"+operation as one string: 96
 	// cells cannot stand on one line of an 80-column terminal (bubbletea
 	// cuts a line at the width). Wrapped, its parts are each whole: the
 	// tenant with its "/" on one line, the operation id on the next.

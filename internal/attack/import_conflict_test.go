@@ -14,7 +14,7 @@ import (
 	"github.com/idemctl/idemctl/quarantine"
 )
 
-// rv finding: an import of an identity the inbox already holds with another
+// An import of an identity the inbox already holds with another
 // payload is "quarantined with both sides" (docs/import.md). The incoming
 // side is an operation the old store says FINISHED: its effect ran there
 // (the plan cites who wrote it, --correction). `quarantine accept-as-new`
@@ -29,13 +29,13 @@ import (
 // (it is refused, or enters the identity under NEW without its effect
 // through a four-eyes entry plan), and the record keeps the imported
 // response.
-func TestRVAcceptAsNewOfAnImportConflictRunsTheEffectAgain(t *testing.T) {
+func TestAcceptAsNewOfAnImportConflictRunsTheEffectAgain(t *testing.T) {
 	t.Parallel()
 	w := setup(t)
-	const class = "rv.transfer"
-	dbtest.Admin(t, w.dsn, "SET ROLE "+dbtest.EffectRole+"; CREATE TABLE effects.rv_posting (t text, o text, amount int)")
-	dbtest.RegisterEffect(t, w.dsn, class, "forever", "rv_post",
-		"INSERT INTO effects.rv_posting VALUES (t, o, (p->>'amount')::int) RETURNING jsonb_build_object('posted', amount)")
+	const class = "import.transfer"
+	dbtest.Admin(t, w.dsn, "SET ROLE "+dbtest.EffectRole+"; CREATE TABLE effects.import_posting (t text, o text, amount int)")
+	dbtest.RegisterEffect(t, w.dsn, class, "forever", "import_post",
+		"INSERT INTO effects.import_posting VALUES (t, o, (p->>'amount')::int) RETURNING jsonb_build_object('posted', amount)")
 
 	// The new service applied t1/k-1 for 100.
 	_, err := idem.Execute(w.ctx, w.app, idem.Command{Identity: idem.Identity{TenantID: "t1", OperationID: "k-1"}, Class: class, Payload: []byte(`{"amount":100}`)})
@@ -59,9 +59,9 @@ func TestRVAcceptAsNewOfAnImportConflictRunsTheEffectAgain(t *testing.T) {
 	assert.True(t, kept[0], "the imported side's saved response (the old store's answer) is kept with the record")
 
 	admin := dbtest.PoolAs(t, w.dsn, dbtest.Superuser, 1)
-	before := dbtest.Column[int64](t, admin, "SELECT count(*) FROM effects.rv_posting")
+	before := dbtest.Column[int64](t, admin, "SELECT count(*) FROM effects.import_posting")
 	_, err = quarantine.AcceptAsNew(w.ctx, w.operator, ids[0], "k-1-rev2", "alice", "take the old store's amount")
 	t.Logf("accept-as-new: %v", err)
-	after := dbtest.Column[int64](t, admin, "SELECT count(*) FROM effects.rv_posting")
+	after := dbtest.Column[int64](t, admin, "SELECT count(*) FROM effects.import_posting")
 	assert.Equal(t, before[0], after[0], "accept-as-new of an imported conflict must not run an effect the old store already applied (it posted %d more)", after[0]-before[0])
 }
