@@ -103,10 +103,10 @@ type rewinder interface {
 var ErrNotRewindable = errors.New("the input cannot be read twice (give a file, or a reader that can seek)")
 
 type ndjson struct {
-	src    io.Reader
-	r      *bufio.Reader
-	max    int
-	line   int
+	src  io.Reader
+	r    *bufio.Reader
+	max  int
+	line int
 	// pos is the offset of the next line in the input (lineAt reads a line
 	// again from there).
 	pos    int64
