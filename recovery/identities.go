@@ -10,8 +10,9 @@ import (
 )
 
 // identityKey is a 64-bit hash of an identity, for routing and for the
-// dry run's memory of this run. The zero byte cannot occur in either part
-// (PostgreSQL text holds none), so the pair is unambiguous.
+// input scan's entries (which tell apart identities sharing one exactly).
+// The zero byte cannot occur in either part (PostgreSQL text holds none), so
+// the pair is unambiguous.
 func identityKey(seed maphash.Seed, tenant, operationID string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
