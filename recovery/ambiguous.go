@@ -22,76 +22,6 @@ import (
 // same. Run reads the input once before it starts to find these identities
 // (inputPayloads); only lines that are valid and of a known class count.
 
-// payloadLine is one payload of an identity (a hash of its canonical hash and
-// class) and the first input line holding it.
-type payloadLine struct {
-	payload uint64
-	line    uint32
-}
-
-// inputPayloads is what the input holds per identity: its first payload and
-// line, and every payload of the identities it holds with two or more.
-// About 24 bytes an identity.
-type inputPayloads struct {
-	seed  maphash.Seed
-	first map[uint64]payloadLine
-	multi map[uint64][]payloadLine
-}
-
-func newInputPayloads(seed maphash.Seed) *inputPayloads {
-	return &inputPayloads{seed: seed, first: map[uint64]payloadLine{}, multi: map[uint64][]payloadLine{}}
-}
-
-func (in *inputPayloads) payloadKey(hash, class string) uint64 {
-	return identityKey(in.seed, hash, class)
-}
-
-// add records a line; lines may come in any order.
-func (in *inputPayloads) add(id, payload uint64, line int) {
-	pl := payloadLine{payload: payload, line: uint32(line)}
-	if m, ok := in.multi[id]; ok {
-		for i := range m {
-			if m[i].payload == payload {
-				m[i].line = min(m[i].line, pl.line)
-				return
-			}
-		}
-		in.multi[id] = append(m, pl)
-		return
-	}
-	f, ok := in.first[id]
-	switch {
-	case !ok:
-		in.first[id] = pl
-	case f.payload == payload:
-		f.line = min(f.line, pl.line)
-		in.first[id] = f
-	default:
-		in.multi[id] = []payloadLine{f, pl}
-		delete(in.first, id)
-	}
-}
-
-// other is the first line of the input holding this identity with another
-// payload or class than this one; 0 when there is none.
-func (in *inputPayloads) other(tenant, operationID, hash, class string) int {
-	if in == nil || len(in.multi) == 0 {
-		return 0
-	}
-	m, ok := in.multi[identityKey(in.seed, tenant, operationID)]
-	if !ok {
-		return 0
-	}
-	payload := in.payloadKey(hash, class)
-	line := uint32(0)
-	for _, pl := range m {
-		if pl.payload != payload && (line == 0 || pl.line < line) {
-			line = pl.line
-		}
-	}
-	return int(line)
-}
-
 // inputConflictNote is what a line of such an identity says.
 func inputConflictNote(line int) string {
 	return fmt.Sprintf("the input holds this identity with another payload at line %d: which one is true is not known, so nothing is sent for it; correct the input (keep the true line) and run it again", line)
@@ -101,6 +31,7 @@ func inputConflictNote(line int) string {
 // run does), and returns the payloads it holds per identity; then rewinds
 // src. A source that cannot be read twice is refused (ErrNotRewindable):
 // without knowing the whole input, a run could apply one of two payloads.
+// The caller releases what it returns (inputPayloads.release).
 func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string]classInfo, seed maphash.Seed) (*inputPayloads, error) {
 	rw, ok := src.(rewinder)
 	if !ok {
@@ -109,13 +40,12 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 	if _, single := src.(*single); single {
 		return nil, nil
 	}
-	in := newInputPayloads(seed)
-	type seen struct {
-		id, payload uint64
-		line        int
+	in := newInputPayloads(seed, classes)
+	if r.idHash != nil {
+		in.idHash = r.idHash
 	}
 	chunks := make(chan []rawLine, runtime.GOMAXPROCS(0))
-	found := make(chan []seen, runtime.GOMAXPROCS(0))
+	found := make(chan []scanEntry, runtime.GOMAXPROCS(0))
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		workers.Add(1)
@@ -123,7 +53,7 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 			defer workers.Done()
 			var parser lineParser
 			for lines := range chunks {
-				out := make([]seen, 0, len(lines))
+				out := make([]scanEntry, 0, len(lines))
 				for _, rl := range lines {
 					it := rl.parsed(&parser)
 					if it.Invalid != nil {
@@ -133,7 +63,7 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 					if _, known := classes[p.Class]; err != nil || !known {
 						continue
 					}
-					out = append(out, seen{identityKey(seed, p.TenantID, p.OperationID), in.payloadKey(p.Hash, p.Class), it.Line})
+					out = append(out, in.entry(p.TenantID, p.OperationID, p.Hash, p.Class, it.Line, rl.off))
 				}
 				found <- out
 			}
@@ -147,20 +77,25 @@ func (r *Resolver) scanInput(ctx context.Context, src Source, classes map[string
 	go func() {
 		defer close(collected)
 		for out := range found {
-			for _, s := range out {
-				in.add(s.id, s.payload, s.line)
+			for _, e := range out {
+				in.entries.push(e)
 			}
 		}
 	}()
 	readErr := readChunks(ctx, src, chunks)
 	<-collected
-	switch {
-	case readErr != nil:
-		return nil, readErr
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	err := readErr
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := rw.Rewind(); err != nil {
+	if err == nil {
+		err = in.seal(readerOf(src, rw, in))
+	}
+	if err == nil {
+		err = rw.Rewind()
+	}
+	if err != nil {
+		in.release()
 		return nil, err
 	}
 	return in, nil

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"hash/maphash"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,3 +18,11 @@ func SetAfterSend(r *Resolver, f func(ctx context.Context, conn *pgx.Conn, id id
 // LookupSQL is the batched lookup, and ProbeOnlySQL what runs before it in
 // its transaction, for plan tests.
 var LookupSQL, ProbeOnlySQL = lookupSQL, probeOnlySQL
+
+// CollideIdentities makes r's input scan give every identity one of n
+// hashes, so that identities share them.
+func CollideIdentities(r *Resolver, n uint64) {
+	r.idHash = func(seed maphash.Seed, tenant, operationID string) uint64 {
+		return identityKey(seed, tenant, operationID) % n
+	}
+}

@@ -10,8 +10,9 @@ import (
 )
 
 // identityKey is a 64-bit hash of an identity, for routing and for the
-// dry run's memory of this run. The zero byte cannot occur in either part
-// (PostgreSQL text holds none), so the pair is unambiguous.
+// input scan's entries (which tell apart identities sharing one exactly).
+// The zero byte cannot occur in either part (PostgreSQL text holds none), so
+// the pair is unambiguous.
 func identityKey(seed maphash.Seed, tenant, operationID string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
@@ -38,13 +39,14 @@ func hashPrefix(h string) uint64 {
 // later one already_applied (same payload) or quarantines it (another
 // payload). The lookups only see the database as it was before the run.
 //
-// It keeps 8 bytes of identity hash and 8 of payload hash per identity (and
-// the line, for the note), so a million distinct identities take a few tens
-// of MiB. Two distinct identities (or payloads) sharing 64 bits of hash is
-// astronomically unlikely; it would only change a dry run's answer.
+// For an identity of the input scan (inputPayloads), the line of its first
+// would_apply is kept in the scan's entry when that line holds the entry's
+// payload (the usual case: nothing more is allocated); any other is kept in
+// a map by identity. Payloads are compared by 64 bits of their hash (a Note,
+// not a stored hash, says which line differs).
 type runIdentities struct {
-	seed maphash.Seed
-	m    map[uint64]firstLine
+	in *inputPayloads
+	m  map[string]firstLine
 }
 
 type firstLine struct {
@@ -52,13 +54,13 @@ type firstLine struct {
 	line uint32
 }
 
-func newRunIdentities(seed maphash.Seed) *runIdentities {
-	return &runIdentities{seed: seed, m: map[uint64]firstLine{}}
+func newRunIdentities(in *inputPayloads) *runIdentities {
+	return &runIdentities{in: in, m: map[string]firstLine{}}
 }
 
 // settle turns a would_apply into what a real run would answer after the
 // earlier lines of this input, and remembers a first would_apply. Results
-// come in input order.
+// come in input order, from one goroutine at a time.
 //
 // A line with the same identity and payload as an earlier would_apply line is
 // answered already_applied (what the real run answers it, so that the counts
@@ -69,11 +71,14 @@ func (s *runIdentities) settle(res *Result) {
 	if res.Outcome != WouldApply && res.Outcome != WouldRedrive {
 		return
 	}
-	key := identityKey(s.seed, res.Tenant, res.OperationID)
 	h := hashPrefix(res.IncomingHash)
-	first, ok := s.m[key]
+	entry := -1
+	if s.in != nil {
+		entry = s.in.find(s.in.idHash(s.in.seed, res.Tenant, res.OperationID))
+	}
+	first, ok := s.first(entry, res)
 	if !ok {
-		s.m[key] = firstLine{hash: h, line: uint32(res.Line)}
+		s.remember(entry, res, firstLine{hash: h, line: uint32(res.Line)})
 		return
 	}
 	if first.hash == h {
@@ -83,4 +88,29 @@ func (s *runIdentities) settle(res *Result) {
 	}
 	res.Outcome = WouldConflict
 	res.Note = fmt.Sprintf("line %d of this input has this identity with another payload: a real run applies that line and quarantines this one", first.line)
+}
+
+// first is the first would_apply of res's identity, if any; entry is the
+// identity's first scan entry, -1 for none.
+func (s *runIdentities) first(entry int, res *Result) (firstLine, bool) {
+	if entry >= 0 {
+		if e := &s.in.entries.items[entry]; e.state != 0 {
+			return firstLine{hash: e.payload, line: uint32(e.state)}, true
+		}
+	}
+	if len(s.m) == 0 {
+		return firstLine{}, false
+	}
+	f, ok := s.m[collisionKey(res.Tenant, res.OperationID)]
+	return f, ok
+}
+
+func (s *runIdentities) remember(entry int, res *Result, f firstLine) {
+	if entry >= 0 {
+		if e := &s.in.entries.items[entry]; e.payload == f.hash {
+			e.state = uint64(f.line)
+			return
+		}
+	}
+	s.m[collisionKey(res.Tenant, res.OperationID)] = f
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -102,10 +103,13 @@ type rewinder interface {
 var ErrNotRewindable = errors.New("the input cannot be read twice (give a file, or a reader that can seek)")
 
 type ndjson struct {
-	src    io.Reader
-	r      *bufio.Reader
-	max    int
-	line   int
+	src  io.Reader
+	r    *bufio.Reader
+	max  int
+	line int
+	// pos is the offset of the next line in the input (lineAt reads a line
+	// again from there).
+	pos    int64
 	buf    []byte
 	parser lineParser
 }
@@ -127,7 +131,7 @@ func (s *ndjson) Rewind() error {
 		return fmt.Errorf("read input again: %w", err)
 	}
 	s.r.Reset(s.src)
-	s.line = 0
+	s.line, s.pos = 0, 0
 	return nil
 }
 
@@ -158,6 +162,8 @@ func (s *ndjson) Next() (Item, error) {
 type rawLine struct {
 	item Item
 	text []byte
+	// off is where the line starts in the input.
+	off int64
 }
 
 // nextRaw is Next without the parse: the line's text is appended to buf
@@ -165,12 +171,13 @@ type rawLine struct {
 // with a lineParser gives what Next would.
 func (s *ndjson) nextRaw(buf []byte) (rawLine, []byte, error) {
 	for {
+		off := s.pos
 		line, n, tooLong, err := s.readLine()
 		if err != nil && (err != io.EOF || n == 0) {
 			return rawLine{}, buf, err
 		}
 		s.line++
-		rl := rawLine{item: Item{Line: s.line, Bytes: n}}
+		rl := rawLine{item: Item{Line: s.line, Bytes: n}, off: off}
 		if tooLong {
 			rl.item.Invalid = fmt.Errorf("%w: line is longer than %d bytes (the payload limit plus %d KiB); raise --max-bytes if it is expected", ErrInvalidLine, s.max, LineSlack>>10)
 			return rl, buf, nil
@@ -199,6 +206,7 @@ func (rl rawLine) parsed(p *lineParser) Item {
 // consumed. A line over the limit is skipped to its end and reported tooLong.
 func (s *ndjson) readLine() (line []byte, n int, tooLong bool, err error) {
 	s.buf = s.buf[:0]
+	defer func() { s.pos += int64(n) }()
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		n += len(chunk)
@@ -220,6 +228,29 @@ func (s *ndjson) readLine() (line []byte, n int, tooLong bool, err error) {
 		}
 		return s.buf, n, tooLong, nil
 	}
+}
+
+// lineAt reads again, through ra (the input), the line that starts at off
+// (rawLine.off), without moving the stream; its text is in buf, returned
+// grown.
+func (s *ndjson) lineAt(ra io.ReaderAt, off int64, buf []byte) (line, grown []byte, err error) {
+	buf = buf[:0]
+	for len(buf) <= s.max+1 {
+		start := len(buf)
+		buf = slices.Grow(buf, 512)[:start+512]
+		n, err := ra.ReadAt(buf[start:], off+int64(start))
+		buf = buf[:start+n]
+		if i := bytes.IndexByte(buf[start:], '\n'); i >= 0 {
+			return bytes.TrimSpace(buf[:start+i]), buf, nil
+		}
+		if err == io.EOF {
+			return bytes.TrimSpace(buf), buf, nil
+		}
+		if err != nil {
+			return nil, buf, fmt.Errorf("read input again: %w", err)
+		}
+	}
+	return nil, buf, fmt.Errorf("read input again: %w (the line at byte %d is past the limit)", errInputChanged, off)
 }
 
 // parse reads one line. The envelope is strict (duplicate or unknown members

@@ -111,6 +111,10 @@ type Resolver struct {
 	// input is what the input holds per identity (scanInput).
 	input *inputPayloads
 
+	// idHash, for tests, replaces identityKey in the input scan's entries
+	// (to force identities to share a hash).
+	idHash func(seed maphash.Seed, tenant, operationID string) uint64
+
 	// afterSend, for tests, runs between sending an operation's pipeline and
 	// reading its results.
 	afterSend func(ctx context.Context, conn *pgx.Conn, id idem.Identity)
@@ -233,6 +237,11 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 	if r.input, err = r.scanInput(ctx, src, classes, seed); err != nil {
 		return sum, fmt.Errorf("read the input before the run: %w", err)
 	}
+	// Every worker has returned before Run does: the entries can go.
+	defer func() {
+		r.input.release()
+		r.input = nil
+	}()
 	if cfg.Started != nil {
 		if err := cfg.Started(); err != nil {
 			return sum, err
@@ -253,7 +262,7 @@ func (r *Resolver) Run(ctx context.Context, src Source, emit func(Result) error)
 
 	var seen *runIdentities
 	if cfg.DryRun {
-		seen = newRunIdentities(seed)
+		seen = newRunIdentities(r.input)
 	}
 	win := newWindow(cfg.Window, func(res *Result) {
 		failover.note(res, started, classes[res.Class].sqlEffect)

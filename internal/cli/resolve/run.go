@@ -200,6 +200,9 @@ func resolveRun(ctx context.Context, opts *ResolveOptions) error {
 			return ""
 		}, opts.ProgressInterval)
 	}
+	if opts.DryRun && !single {
+		defer collectForDryRun()()
+	}
 	sum, runErr := r.Run(ctx, src, emit)
 	bar.Stop()
 
