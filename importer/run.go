@@ -173,7 +173,7 @@ type stager struct {
 	class       string
 	now         time.Time
 	vals        []any
-	values      func(Verdict) []any // stageValues unless set
+	values      func([]any, *Verdict) []any // stageValues unless set
 	err         error
 	chunk       []Row
 	verdicts    []Verdict
@@ -215,11 +215,11 @@ func (s *stager) Next() bool {
 		for s.next < len(s.chunk) {
 			i := s.next
 			s.next++
-			if v := s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
+			if v := &s.verdicts[i]; v.Kind == Import && !s.outside(s.chunk[i]) {
 				if s.values != nil {
-					s.vals = s.values(v)
+					s.vals = s.values(s.vals, v)
 				} else {
-					s.vals = stageValues(v)
+					s.vals = stageValues(s.vals, v)
 				}
 				return true
 			}
@@ -264,26 +264,29 @@ func (s *stager) outside(r Row) bool {
 	return (s.since != nil && !s.since.Before(at)) || (s.upto != nil && s.upto.Before(at))
 }
 
-func stageValues(v Verdict) []any {
-	var payload, payloadHash, storeHash *string
+// stageValues are v's values of stageColumns, into dst (reused: the COPY
+// encodes a row before it asks for the next); a NULL is nil.
+func stageValues(dst []any, v *Verdict) []any {
+	var payload, payloadHash, storeHash any
 	if v.StoreHash != "" {
-		storeHash = &v.StoreHash
+		storeHash = v.StoreHash
 	} else {
-		payload, payloadHash = &v.Item.Payload, &v.Item.PayloadHash
+		payload, payloadHash = v.Item.Payload, v.Item.PayloadHash
 	}
-	return []any{v.Item.TenantID, v.Item.OperationID, payload, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash,
-		v.Item.Evidence}
+	return append(dst[:0], v.Item.TenantID, v.Item.OperationID, payload, payloadHash, []byte(v.Item.Response), v.CreatedAt, storeHash,
+		v.Item.Evidence)
 }
 
 // checkValues are stageValues without the payload (checkColumns).
-func checkValues(v Verdict) []any {
-	var payloadHash, storeHash *string
+func checkValues(dst []any, v *Verdict) []any {
+	var payloadHash, storeHash any
 	if v.StoreHash != "" {
-		storeHash = &v.StoreHash
+		storeHash = v.StoreHash
 	} else {
-		payloadHash = &v.Item.PayloadHash
+		payloadHash = v.Item.PayloadHash
 	}
-	return []any{v.Item.TenantID, v.Item.OperationID, payloadHash, string(v.Item.Response), v.CreatedAt, storeHash, v.Item.Evidence}
+	return append(dst[:0], v.Item.TenantID, v.Item.OperationID, payloadHash, []byte(v.Item.Response), v.CreatedAt, storeHash,
+		v.Item.Evidence)
 }
 
 func (s *stager) Values() ([]any, error) { return s.vals, nil }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemctl/idemctl/horizon"
 	"github.com/idemctl/idemctl/internal/db"
@@ -160,6 +161,7 @@ type postgresSource struct {
 	cols map[string]bool
 	// pending is the last row's bytes, not yet in sum.
 	pending []byte
+	scan    scanRow
 }
 
 // Open validates the source as a replay source is validated (no secret in
@@ -270,52 +272,78 @@ func (s *postgresSource) Next(ctx context.Context) (Row, error) {
 		return Row{}, io.EOF
 	}
 	s.n++
-	var tenant, op, payload, response, status, reqHash *string
-	var created *time.Time
-	var locked *bool
-	if err := s.rows.Scan(&tenant, &op, &payload, &response, &created, &status, &locked, &reqHash); err != nil {
+	// Scanned into values of the source's own (pgtype, []byte): no
+	// pointer allocated a column, and the payload and response are read
+	// once into the bytes the row keeps (a million rows a read).
+	v := &s.scan
+	v.payload, v.response = nil, nil
+	if err := s.rows.Scan(&v.tenant, &v.op, &v.payload, &v.response, &v.created, &v.status, &v.locked, &v.reqHash); err != nil {
 		return Row{}, fmt.Errorf("source row %d: %w", s.n, err)
 	}
 	// The digest covers every row as read, in order: each value
 	// length-prefixed, NULL apart from empty. The row's bytes enter it at
 	// the next call (digestBeforeLast: the rows before this one).
 	s.flush()
-	for _, v := range []*string{tenant, op, payload, response, status, reqHash} {
-		s.pending = appendField(s.pending, v)
-	}
-	if created != nil {
-		s.pending = appendField(s.pending, ptr(created.UTC().Format(time.RFC3339Nano)))
+	s.pending = appendText(s.pending, v.tenant)
+	s.pending = appendText(s.pending, v.op)
+	s.pending = appendBytes(s.pending, v.payload)
+	s.pending = appendBytes(s.pending, v.response)
+	s.pending = appendText(s.pending, v.status)
+	s.pending = appendText(s.pending, v.reqHash)
+	var created *time.Time
+	if v.created.Valid {
+		t := v.created.Time
+		created = &t
+		var at [64]byte
+		s.pending = appendField(s.pending, t.UTC().AppendFormat(at[:0], time.RFC3339Nano))
 	} else {
 		s.pending = appendField(s.pending, nil)
 	}
-	s.pending = appendField(s.pending, ptr(fmt.Sprint(locked != nil && *locked)))
-	row := Row{Ref: fmt.Sprintf("row %d", s.n), Tenant: deref(tenant), OperationID: deref(op), CreatedAt: created,
-		Status: deref(status), Locked: locked != nil && *locked, RequestHash: deref(reqHash)}
-	if payload != nil {
-		row.Payload = []byte(*payload)
-	}
-	if response != nil && *response != "null" {
-		row.Response = []byte(*response)
+	locked := v.locked.Valid && v.locked.Bool
+	var lb [5]byte
+	s.pending = appendField(s.pending, strconv.AppendBool(lb[:0], locked))
+	row := Row{Ref: "row " + strconv.Itoa(s.n), Tenant: v.tenant.String, OperationID: v.op.String, CreatedAt: created,
+		Status: v.status.String, Locked: locked, RequestHash: v.reqHash.String, Payload: v.payload}
+	if v.response != nil && string(v.response) != "null" {
+		row.Response = v.response
 	}
 	return row, nil
 }
 
-func ptr(s string) *string { return &s }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+// scanRow holds a source row's columns as Next scans them.
+type scanRow struct {
+	tenant, op, status, reqHash pgtype.Text
+	payload, response           []byte
+	created                     pgtype.Timestamptz
+	locked                      pgtype.Bool
 }
 
-func appendField(b []byte, v *string) []byte {
+func appendText(b []byte, v pgtype.Text) []byte {
+	if !v.Valid {
+		return appendField(b, nil)
+	}
+	b = strconv.AppendInt(b, int64(len(v.String)), 10)
+	b = append(b, ':')
+	return append(b, v.String...)
+}
+
+func appendBytes(b []byte, v []byte) []byte {
+	if v == nil {
+		return appendField(b, nil)
+	}
+	return appendField(b, v)
+}
+
+func ptr(s string) *string { return &s }
+
+// appendField appends v length-prefixed, or NULL (nil) as 0xff.
+func appendField(b []byte, v []byte) []byte {
 	if v == nil {
 		return append(b, 0xff)
 	}
-	b = strconv.AppendInt(b, int64(len(*v)), 10)
+	b = strconv.AppendInt(b, int64(len(v)), 10)
 	b = append(b, ':')
-	return append(b, *v...)
+	return append(b, v...)
 }
 
 func (s *postgresSource) Close() error {

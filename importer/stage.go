@@ -61,8 +61,8 @@ func (s *stageSource) Next() bool {
 		for s.next < len(s.cur.rows) {
 			i := s.next
 			s.next++
-			r, v := s.cur.rows[i], s.cur.verdicts[i]
-			if err := s.p.row(r, v); err != nil {
+			r, v := s.cur.rows[i], &s.cur.verdicts[i]
+			if err := s.p.row(r, *v); err != nil {
 				s.err = err
 				return false
 			}
@@ -71,7 +71,7 @@ func (s *stageSource) Next() bool {
 				s.p.o.Progress(s.p.counts)
 			}
 			if v.Kind == Import && !s.p.beforeSince(r) {
-				s.vals = stageValues(v)
+				s.vals = stageValues(s.vals, v)
 				return true
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -236,4 +237,37 @@ func TestImportRunRefusesAStagedRowWithANullResponse(t *testing.T) {
 	assert.Equal(t, map[string]int{"entered": 10, "refused": 2}, outcomes)
 	assert.Equal(t, 0, countIn(t, f, "SELECT count(*) FROM idem.identity WHERE operation_id IN ('k-003', 'k-007')"))
 	assert.Equal(t, 10, countIn(t, f, "SELECT count(*) FROM idem.inbox_body WHERE tenant_id = '7'"))
+}
+
+// The items digest is the one it always was (sha256 over the sha256 of each
+// run of 4096 rows, each run's rows aggregated in the order n): a plan
+// sealed before idem.import_stage_digest fed its runs through an ordered
+// subquery is approved after an upgrade, and the approval's digest is the
+// seal's.
+func TestImportStageDigestIsTheOrderedAggregateOfItsRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rocketSetup(t, f)
+	path := storeFile(t, 9000)
+	r, err := importer.Plan(f.ctx, f.alice, importer.File(path), importer.PlanOptions{Class: rideCharge, Correction: ridesLedger,
+		Operator: "alice", Reason: "adopt"}, importer.Sinks{})
+	require.NoError(t, err)
+	conn, err := pgx.Connect(f.ctx, f.dsn)
+	require.NoError(t, err)
+	defer conn.Close(f.ctx)
+	_, err = conn.Exec(f.ctx, "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 1")
+	require.NoError(t, err)
+	var same bool
+	require.NoError(t, conn.QueryRow(f.ctx, fmt.Sprintf(`
+		SELECT p.items_digest = (
+		    SELECT sha256(string_agg(r.digest, ''::bytea ORDER BY k))
+		    FROM generate_series(0, (9000 - 1) / 4096) k,
+		    LATERAL (SELECT sha256(string_agg(textsend(row(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash,
+		                                                   s.response::jsonb, s.created_at, s.evidence)::text), ''::bytea
+		                                      ORDER BY s.n)) AS digest
+		             FROM idem.import_stage_%d s WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096) r)
+		FROM idem.entry_plan p WHERE p.id = $1`, r.Plan.ID), r.Plan.ID).Scan(&same))
+	require.True(t, same, "the seal's items digest is the ordered aggregate of its runs")
+	_, err = importer.Approve(f.ctx, f.bob, r.Plan.ID, "bob", importer.File(path))
+	require.NoError(t, err)
 }

@@ -8,8 +8,14 @@
 -- (tenant_id, operation_id, payload_hash, store_hash, response as jsonb,
 -- created_at in UTC, evidence): the payload is covered by its hash, which
 -- the seal checked is the payload's. Read by runs of 4096 on the key n (no
--- sort of the whole table). Returns the rows counted, hash-only rows, the
--- oldest and newest created_at, the first and last n, and the digest.
+-- sort of the whole table), each run's rows fed to string_agg by a subquery
+-- ordered on n, which an index scan of the run gives as it reads (an ORDER
+-- BY inside the aggregate sorted every run again: a fifth to a third of
+-- the digest's CPU; the digest is the same). The scan is pinned: no
+-- parallel worker, no bitmap scan and no sort (the approver's temporary
+-- table has no statistics, and the planner would sort each run again).
+-- Returns the rows counted, hash-only rows, the oldest and newest
+-- created_at, the first and last n, and the digest.
 -- Internal: granted to nobody.
 CREATE OR REPLACE FUNCTION idem.import_stage_digest(p_stage regclass)
 RETURNS TABLE (staged bigint, hash_only bigint, oldest timestamptz, newest timestamptz, first_n bigint, last_n bigint, digest bytea)
@@ -20,6 +26,9 @@ SET TimeZone = 'UTC'
 SET DateStyle = 'ISO, YMD'
 SET IntervalStyle = 'postgres'
 SET extra_float_digits = 1
+SET max_parallel_workers_per_gather = 0
+SET enable_sort = off
+SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_n bigint;
@@ -29,13 +38,15 @@ BEGIN
         SELECT coalesce(sum(r.staged), 0)::bigint, coalesce(sum(r.hash_only), 0)::bigint, min(r.oldest), max(r.newest),
                min(r.first_n), max(r.last_n), sha256(string_agg(r.digest, ''::bytea ORDER BY k))
         FROM generate_series(0, (greatest($1, 1) - 1) / 4096) k,
-        LATERAL (SELECT count(*) AS staged, count(s.store_hash) AS hash_only, min(s.created_at) AS oldest,
-                        max(s.created_at) AS newest, min(s.n) AS first_n, max(s.n) AS last_n,
-                        sha256(string_agg(textsend(row(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash,
-                                                       s.response::jsonb, s.created_at, s.evidence)::text), ''::bytea
-                                          ORDER BY s.n)) AS digest
-                 FROM %s s
-                 WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096) r$q$, p_stage)
+        LATERAL (SELECT count(*) AS staged, count(q.store_hash) AS hash_only, min(q.created_at) AS oldest,
+                        max(q.created_at) AS newest, min(q.n) AS first_n, max(q.n) AS last_n,
+                        sha256(string_agg(q.t, ''::bytea)) AS digest
+                 FROM (SELECT s.n, s.store_hash, s.created_at,
+                              textsend(row(s.tenant_id, s.operation_id, s.payload_hash, s.store_hash,
+                                           s.response::jsonb, s.created_at, s.evidence)::text) AS t
+                       FROM %s s
+                       WHERE s.n BETWEEN k * 4096 + 1 AND (k + 1) * 4096
+                       ORDER BY s.n) q) r$q$, p_stage)
     USING v_n;
 END
 $$;
