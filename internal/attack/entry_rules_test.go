@@ -127,5 +127,5 @@ func TestAnImportCitesWhatARecordCites(t *testing.T) {
 	require.NoError(t, err)
 	var counts string
 	require.NoError(t, w.operator.QueryRow(w.ctx, "SELECT counts -> 'money' FROM idem.entry_plan WHERE id = $1", id).Scan(&counts))
-	assert.JSONEq(t, `{"unit": "minor", "unread": 0, "currencies": [{"currency": "EUR", "amount": "500", "records": 1}], "first_unread": null}`, counts)
+	assert.JSONEq(t, `{"unit": "minor", "unread": 0, "currencies": [{"currency": "EUR", "amount": "500", "records": 1, "negative": "0", "negative_records": 0}], "first_unread": null}`, counts)
 }
