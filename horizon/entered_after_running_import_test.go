@@ -15,22 +15,20 @@ import (
 	"github.com/idemctl/idemctl/importer"
 )
 
-// rv finding: an import now enters by chunks, each its own transaction, and
-// stays `running` between them (a stopped run resumes later). The guard
-// that stops a purge from removing what an import entered after its plan
-// counted, idem.horizon_entered_after, looks only at entry plans that are
-// `done` (migrations/code/088_horizon_entered_after.sql: e.state = 'done'),
-// and the purge deletes by range (created_at < cutoff,
-// 095_horizon_purge_blocks.sql), not by the plan's candidates. So a chunk
-// that commits after the purge plan, while the import is still running,
-// has its old bodies purged: removed by a plan that never counted them and
-// whose approver never saw them ("purge only what it covers").
+// An import enters by chunks, each its own transaction, and stays
+// `running` between them (a stopped run resumes later); the purge plan's
+// SHARE lock on idem.entry_plan does not hold a chunk off. The purge deletes
+// by range (created_at < cutoff), not by the plan's candidates, so a chunk
+// that commits after the plan, while the import is still running, would
+// have its old bodies removed by a plan that never counted them and whose
+// approver never saw them. idem.horizon_entered_after names a running
+// import open at the plan's count once any of its chunks entered, and the
+// purge refuses (IX316) with nothing deleted.
 //
 // Here: an import of 20 rows, 12 days old, in chunks of 10; chunk 0 enters,
 // the purge plan (before 5 days) counts those 10 and bob approves it; chunk
-// 1 enters; the purge runs. It must stop (IX316) or leave chunk 1's bodies;
-// it removes all 20.
-func TestRVPurgeRemovesWhatARunningImportEnteredAfterThePlan(t *testing.T) {
+// 1 enters; the purge runs. It stops (IX316) and leaves every body.
+func TestPurgeRefusesWhatARunningImportEnteredAfterThePlan(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	var b strings.Builder
@@ -59,6 +57,9 @@ func TestRVPurgeRemovesWhatARunningImportEnteredAfterThePlan(t *testing.T) {
 	res, err := horizon.Purge(f.ctx, f.pool, p.ID, horizon.PurgeOptions{Operator: "alice"})
 	t.Logf("purge: %v, aborted %v (%s), purged %d of %d candidates", err, res.Aborted, res.AbortReason, res.Purged, p.Candidates)
 	assert.LessOrEqual(t, res.Purged, p.Candidates, "the purge removed more bodies than its plan counted")
+	assert.True(t, res.Aborted, "the purge stops: a chunk entered after its plan counted")
+	assert.EqualValues(t, 20, f.count("SELECT count(*) FROM idem.inbox_body WHERE tenant_id = 't1' AND operation_id LIKE 'imp-%'"),
+		"nothing is deleted")
 	assert.EqualValues(t, 10, f.count("SELECT count(*) FROM idem.inbox_body WHERE tenant_id = 't1' AND operation_id >= 'imp-10'"),
 		"the bodies chunk 1 entered after the plan are kept")
 }
