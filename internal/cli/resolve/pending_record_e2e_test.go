@@ -13,21 +13,15 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: docs/import.md's cutover, step 5: "If the provider shows a
-// charge that the old store never finished, record that charge with
-// `idemctl record plan` before you resolve it. Otherwise resolve would run
-// it again." An on-call engineer does exactly that: the record plan is
-// made (here even approved by a second person), then resolve runs. resolve
-// knows nothing of entry plans waiting to run: its dry run says
-// would_apply, the real run applies the effect (a posting), and the record
-// run then leaves the identity alone ("exists"). The outcome known from
-// outside, which the plan says must enter without its effect (its
-// --correction writes the ledger), ran here as well: twice in the ledger.
-//
-// Expected: resolve does not run an identity that an entry plan not yet run
-// holds (planned or approved): it is reported, naming the plan, and nothing
-// runs; or the docs say the record must have run first.
-func TestRVResolveRunsAnIdentityAPendingRecordHolds(t *testing.T) {
+// docs/import.md's cutover, step 5: "If the provider shows a charge that
+// the old store never finished, record that charge with `idemctl record
+// plan` before you resolve it." The record plan is made (here approved by a
+// second person too), then resolve runs before the plan does: the outcome
+// known from outside enters without its effect (its --correction writes the
+// ledger), so resolve must not run the effect as well. Its dry run does not
+// predict would_apply, and the real run refuses the identity, naming the
+// plan, with nothing applied.
+func TestResolveLeavesAnIdentityAPendingRecordHolds(t *testing.T) {
 	t.Parallel()
 	pool, dsn := dbtest.NewPool(t, 2)
 	bob := dbtest.As(dsn, dbtest.Operator2)
@@ -45,11 +39,14 @@ func TestRVResolveRunsAnIdentityAPendingRecordHolds(t *testing.T) {
 	postings := rsvCount(t, pool, "SELECT count(*) FROM demo.posting")
 	file := rsvFile(t, rsvLine("acme", "psp-77", 777))
 	code, out, errOut := run(t, dsn, "", "resolve", "--file", file, "--dry-run", "-o", "json")
-	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, "refused by a rule: %s", errOut)
 	assert.NotContains(t, out, `"would_apply"`, "the dry run predicts the effect runs for an identity record plan %s holds", id)
 
 	code, out, errOut = run(t, dsn, "", "resolve", "--file", file, "-o", "json")
 	t.Logf("resolve: exit %d %s %s", code, out, errOut)
+	assert.Equal(t, cmdutil.ExitInvalid, code, "refused by a rule, nothing written")
 	assert.Equal(t, postings, rsvCount(t, pool, "SELECT count(*) FROM demo.posting"),
 		"resolve ran the effect of an outcome record plan %s enters without it", id)
+	assert.Contains(t, out+errOut, "record plan "+id+" (approved) holds", "the refusal names the plan")
+	assert.Contains(t, out+errOut, "idemctl record run "+id, "and what to type next")
 }
