@@ -16,15 +16,13 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: an imported identity whose body a purge removed loses its
-// origin on every screen, though idem.identity.entry_plan still names the
-// plan. `inspect` prints the tombstone without "imported under entry plan
-// N" (the brief: an identity that entered without its effect says so, and
-// names its plan), and `inspect --history` calls the import "recorded by
-// hand": recovery/sql/history_inbox.sql (and entered_by.sql) tell an import
-// from a record by the body's transport ->> 'entered_by', which the purge
-// removed with the body, instead of by the plan's kind.
-func TestRVPurgedImportKeepsItsOrigin(t *testing.T) {
+// An imported identity whose body a purge removed keeps its origin:
+// idem.identity.entry_plan still names the plan, so `inspect` of the
+// tombstone says "imported under entry plan N" (an identity that entered
+// without its effect says so, and names its plan), and `inspect --history`
+// calls it imported, by the plan's kind, not by the body's transport
+// (entered_by), which the purge removed with the body.
+func TestPurgedImportKeepsItsOrigin(t *testing.T) {
 	t.Parallel()
 	_, dsn := dbtest.NewPool(t, 2)
 	bob := dbtest.As(dsn, dbtest.Operator2)
