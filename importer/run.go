@@ -52,8 +52,9 @@ func (v Verdict) Fingerprint() [32]byte {
 	return Fingerprint(v.Item.TenantID, v.Item.OperationID, v.Item.PayloadHash, v.StoreHash, v.Item.Response, v.CreatedAt)
 }
 
-// ErrSourceChanged: the source a run on Citus reads again is not the one
-// planned (a file whose digest differs, an identity read twice). The
+// ErrSourceChanged: the source an approval or a run on Citus reads again
+// is not the one planned (another kind of source, a file whose digest
+// differs, another database, an identity read twice). The
 // database refuses any other difference itself (IX343: a row not planned,
 // different, or missing).
 var ErrSourceChanged = errors.New("the source changed since the plan")
@@ -153,9 +154,8 @@ func runReading(ctx context.Context, db TxBeginner, id int64, operator string, o
 		}
 		return governance.EntryPlan{}, fmt.Errorf("import plan %d: read the source again: %w; nothing entered", id, governance.MapError(err))
 	}
-	if _, file := src.(*ndjsonSource); file && src.Digest() != plan.SourceDigest {
-		return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w: the file's digest is %s, the plan's %s; nothing entered",
-			id, ErrSourceChanged, src.Digest(), plan.SourceDigest)
+	if err := samePlannedSource(plan, src); err != nil {
+		return governance.EntryPlan{}, fmt.Errorf("import plan %d: %w; nothing entered", id, err)
 	}
 	p, err := governance.RunEntry(ctx, tx, id, operator)
 	if err != nil {

@@ -293,12 +293,15 @@ type pipeline struct {
 	clock time.Time
 }
 
-// run sends BEGIN, step 1, the executor call (idem.execute for a SQL effect,
+// run sends BEGIN, step 1, the check that no entry plan not yet run holds
+// the identity (idem.entry_pending_check: it enters it without its effect),
+// the executor call (idem.execute for a SQL effect,
 // else idem.claim) and, for a SQL effect, COMMIT; and reads their results.
 func (pl *pipeline) run(ctx context.Context, r *Resolver, j job) (out idem.Result, claimed bool, err error) {
 	var b pgx.Batch
 	b.Queue("BEGIN")
 	b.Queue(beginOperationSQL, r.Operator)
+	b.Queue(entryPendingCheckSQL, j.p.TenantID, j.p.OperationID)
 	if j.sqlEffect {
 		idem.QueueExecute(&b, j.p)
 		b.Queue("COMMIT")
@@ -326,6 +329,9 @@ func (pl *pipeline) read(br pgx.BatchResults, j job) (out idem.Result, claimed b
 	}
 	if err := br.QueryRow().Scan(nil, &pl.clock); err != nil {
 		return out, false, notPrimaryFrom(err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return out, false, err
 	}
 	if !j.sqlEffect {
 		return idem.ScanClaim(j.p, br.QueryRow())

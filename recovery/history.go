@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemctl/idemctl/idem"
@@ -21,6 +23,34 @@ var (
 	//go:embed sql/history_purge.sql
 	historyPurgeSQL string
 )
+
+// historyPlanKindSQL is the kind of an entry plan (record, import).
+const historyPlanKindSQL = "SELECT kind FROM idem.entry_plan WHERE id = $1"
+
+// enteredAs names how an identity entered under an entry plan (the first
+// event, ord 1, its target the plan) by the plan's kind: the body's
+// transport, which history_inbox.sql reads, says it too, but a purge
+// removes it with the body.
+func enteredAs(ctx context.Context, db idem.DBTX, e *Event, ord int, target string) error {
+	plan, ok := strings.CutPrefix(target, "entry_plan:")
+	if ord != 1 || !ok {
+		return nil
+	}
+	id, err := strconv.ParseInt(plan, 10, 64)
+	if err != nil {
+		return nil
+	}
+	var kind string
+	if err := db.QueryRow(ctx, historyPlanKindSQL, id).Scan(&kind); err != nil {
+		return fmt.Errorf("entry plan %d: %w", id, err)
+	}
+	if kind == "import" {
+		e.Event = "imported"
+	} else {
+		e.Event = "recorded by hand"
+	}
+	return nil
+}
 
 // historyAuditSQL finds the audit row of an event recorded by target.
 const historyAuditSQL = "SELECT min(id) FROM idem.audit WHERE target = $1 AND action = $2"
@@ -65,6 +95,9 @@ func History(ctx context.Context, db idem.DBTX, id idem.Identity) ([]Event, erro
 	for i := range all {
 		if all[i].target == nil {
 			continue
+		}
+		if err := enteredAs(ctx, db, &all[i].Event, all[i].ord, *all[i].target); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
 		if err := db.QueryRow(ctx, historyAuditSQL, *all[i].target, *all[i].action).Scan(&all[i].AuditID); err != nil {
 			return nil, fmt.Errorf("history of %s: audit of %s: %w", id, *all[i].target, err)

@@ -84,6 +84,10 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 			return werr
 		}
 	}
+	var held map[int32]error
+	if err == nil {
+		held, err = r.heldByEntryPlans(ctx, b, hits)
+	}
 	for i, j := range b {
 		res := j.result()
 		if err != nil {
@@ -95,6 +99,9 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		switch {
 		case f.stale:
 			res.Outcome, res.Err = Failed, errStaleSnapshot
+		case !ok && held[int32(i+1)] != nil:
+			// The real run refuses it in its transaction: so does this.
+			res.Outcome, res.Err = Failed, held[int32(i+1)]
 		case !ok && j.inputOther != 0:
 			res.Outcome, res.Note = Conflict, inputConflictNote(j.inputOther)
 		case !ok && cannotRun(j) != nil:
@@ -124,6 +131,53 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		win.done(j.pos, res)
 	}
 	return nil
+}
+
+// heldByEntryPlans names, by 1-based position in b, the absent identities
+// that an entry plan not yet run holds (it enters them without their
+// effect): the real run refuses them (idem.entry_pending_check), with
+// this error.
+func (r *Resolver) heldByEntryPlans(ctx context.Context, b []job, hits map[int32]found) (map[int32]error, error) {
+	var tenants, ops []string
+	var pos []int32
+	for i, j := range b {
+		if _, ok := hits[int32(i+1)]; !ok {
+			tenants, ops, pos = append(tenants, j.p.TenantID), append(ops, j.p.OperationID), append(pos, int32(i+1))
+		}
+	}
+	if len(pos) == 0 {
+		return nil, nil
+	}
+	rows, err := r.Pool.Query(ctx, entryPendingSQL, tenants, ops)
+	if err != nil {
+		return nil, fmt.Errorf("entry plans not yet run: %w", err)
+	}
+	held := map[int32]error{}
+	var ord int32
+	var plan int64
+	var kind, state string
+	_, err = pgx.ForEachRow(rows, []any{&ord, &plan, &kind, &state}, func() error {
+		j := b[pos[ord-1]-1]
+		held[pos[ord-1]] = fmt.Errorf("%w: %s plan %d (%s) holds (%s, %s), to enter without its effect: its effect does not run here; run the plan first (idemctl %s %s %d), or abort it",
+			ErrHeldByEntryPlan, kind, plan, state, j.p.TenantID, j.p.OperationID, kind, nextEntryStep(state), plan)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("entry plans not yet run: %w", err)
+	}
+	return held, nil
+}
+
+// ErrHeldByEntryPlan: an entry plan not yet run holds the identity, which
+// is absent; it enters it without its effect, so the effect is not run.
+var ErrHeldByEntryPlan = errors.New("held by an entry plan not yet run")
+
+// nextEntryStep is the idemctl verb that moves an entry plan in state on.
+func nextEntryStep(state string) string {
+	if state == "approved" || state == "running" {
+		return "run"
+	}
+	return "approve"
 }
 
 // answers sets res from an identity found holding this payload and class

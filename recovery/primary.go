@@ -16,6 +16,11 @@ var (
 	primarySQL string
 	//go:embed sql/begin_operation.sql
 	beginOperationSQL string
+	// entryPendingCheckSQL refuses an absent identity that an entry plan
+	// not yet run holds (IX341).
+	entryPendingCheckSQL = "SELECT idem.entry_pending_check($1, $2)"
+	//go:embed sql/entry_pending.sql
+	entryPendingSQL string
 )
 
 // ErrNotPrimary means the database is a standby or the session is read-only:

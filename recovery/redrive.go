@@ -275,6 +275,9 @@ func (r *Resolver) lookRedriven(ctx context.Context, j job) (res Result, found b
 		return notPrimaryFrom(err)
 	})
 	b.Queue(readBackSQL, j.p.TenantID, j.p.OperationID).QueryRow(row.scan)
+	// An entry plan not yet run that holds the identity: the protocol
+	// refuses it in its transaction (settle), nothing sent.
+	b.Queue(entryPendingCheckSQL, j.p.TenantID, j.p.OperationID)
 	if err := r.Pool.SendBatch(ctx, &b).Close(); err != nil {
 		return Result{}, false, clk, err
 	}

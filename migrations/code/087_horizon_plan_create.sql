@@ -11,10 +11,11 @@
 -- at most 30 days; IX315 past it). Pins, held quarantine evidence,
 -- candidates and the audit row are written here. Which entry plans it saw
 -- (entry_high, entry_open) is read under a SHARE lock on idem.entry_plan,
--- which waits for an entry plan being created or run and holds new ones off
--- until this commits: an import that runs later enters identities the
--- candidates never counted, and the purge refuses to go on (see
--- idem.horizon_entered_after). Returns the plan.
+-- which waits for an entry plan being created or run in one transaction and
+-- holds new ones off until this commits (a staged import's chunks, each its
+-- own transaction, are not held off): an import that runs later, or a chunk
+-- that commits later, enters identities the candidates never counted, and the
+-- purge refuses to go on (see idem.horizon_entered_after). Returns the plan.
 CREATE OR REPLACE FUNCTION idem.horizon_plan_create(
     p_class text, p_drop_tombstones boolean, p_before timestamptz, p_margin interval, p_contract text,
     p_operator text, p_proof jsonb, p_run uuid, p_expires interval

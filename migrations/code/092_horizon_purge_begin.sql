@@ -51,7 +51,7 @@ BEGIN
     IF cardinality(idem.horizon_entered_after(v_p.id)) > 0 THEN
         RAISE EXCEPTION 'purge plan %: entry plan % entered identities of class % before its cutoff after the plan counted its candidates: nothing was deleted',
                 v_p.id, array_to_string(idem.horizon_entered_after(v_p.id), ', '), v_p.op_class
-            USING ERRCODE = 'IX316', HINT = 'cancel it and plan again: idemctl horizon plan';
+            USING ERRCODE = 'IX316', HINT = 'cancel it and plan again (after a running import is done): idemctl horizon plan';
     END IF;
     -- The runner is a session: its pid and login, while a session with both
     -- is connected (a pid is reused only after its session ended).

@@ -28,7 +28,7 @@ BEGIN
     IF cardinality(v_after) > 0 THEN
         RAISE EXCEPTION 'purge plan %: entry plan % entered identities of class % before its cutoff after the plan counted its candidates: this transaction deleted nothing',
                 p_plan, array_to_string(v_after, ', '), v_p.op_class
-            USING ERRCODE = 'IX316', HINT = 'cancel it and plan again: idemctl horizon plan';
+            USING ERRCODE = 'IX316', HINT = 'cancel it and plan again (after a running import is done): idemctl horizon plan';
     END IF;
     INSERT INTO idem.horizon_batch (plan_id, seq, part, method, rows, kept, started_at)
     VALUES (p_plan, v_seq, p_part, p_method, p_rows, p_kept, p_started);

@@ -38,8 +38,9 @@ func NewCmdInspect(f *cmdutil.Factory, runF func(*InspectOptions) error) *cobra.
 (database clock), canonical payload, saved response, transport metadata, and
 the ids of conflict records for it. Nothing is written.
 
-A purged identity shows its tombstone (hash, class, the purge plan and when;
-no payload, no response).
+A purged identity shows its tombstone (hash, class, the purge plan and when,
+and its origin: executed, or imported / recorded by hand under an entry
+plan; no payload, no response).
 
 --history shows everything known about the identity in time order, each
 with its audit row when one records it: applied (with its transport),
@@ -147,8 +148,17 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", id, err)
 	}
+	// An identity an entry plan entered without its effect says so, and
+	// names its plan, after its body's purge too.
+	origin, err := governance.Origin(ctx, db, id.TenantID, id.OperationID)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", id, err)
+	}
 	if opts.JSON {
-		return cmdutil.PrintJSONLine(opts.IO.Out, rec)
+		return cmdutil.PrintJSONLine(opts.IO.Out, struct {
+			recovery.Tombstone
+			Origin string `json:"origin"`
+		}{rec, origin})
 	}
 	rows := [][]string{
 		{"tenant", rec.Tenant},
@@ -159,6 +169,7 @@ func inspectTombstone(ctx context.Context, opts *InspectOptions, db idem.DBTX) e
 		{"state", "purged (tombstone: payload and response are no longer kept)"},
 		{"purge plan", fmt.Sprint(rec.PurgePlan)},
 		{"purged_at", rec.PurgedAt.UTC().Format(time.RFC3339Nano)},
+		{"origin", origin},
 	}
 	return cmdutil.PrintTable(opts.IO.Out, []string{"field", "value"}, rows)
 }
