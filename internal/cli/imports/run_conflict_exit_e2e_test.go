@@ -13,15 +13,13 @@ import (
 	"github.com/idemctl/idemctl/internal/dbtest"
 )
 
-// rv finding: exit codes are "defined once and used the same way by every
-// command" (docs/exit-codes.md), and 3 is "at least one conflict (the
-// request was quarantined, nothing ran)". `import run` that quarantines a
-// row (the inbox holds its identity with another payload) exits 0, as does
-// `record run`: a runbook or script that checks the exit code, as
-// `resolve`'s callers do, never learns a conflict waits in the queue. (Its
-// exit-code list, 0 1 2 4 5 7 8, leaves 3 out: the list and the code agree
-// with each other, not with the shared meaning.)
-func TestRVImportRunThatQuarantinesExits3(t *testing.T) {
+// Exit codes are defined once and used the same way by every command
+// (docs/exit-codes.md): 3 is "at least one conflict (the request was
+// quarantined, nothing ran)". `import run` (and `record run`) that
+// quarantines a row, because the inbox holds its identity with another
+// payload, exits 3, so a runbook that checks the exit code learns that a
+// conflict waits in the queue.
+func TestImportRunThatQuarantinesExits3(t *testing.T) {
 	t.Parallel()
 	_, dsn := dbtest.NewPool(t, 2)
 	bob := dbtest.As(dsn, dbtest.Operator2)
