@@ -232,3 +232,13 @@ func CheckEntryKind(ctx context.Context, db DBTX, id int64, want, step string) e
 	}
 	return nil
 }
+
+// EntryConflicts counts the items of entry plan id that a run left alone
+// because the inbox holds their identity with another request: quarantined
+// with both sides, or (an import of a hash-only store) conflict_hash_only.
+func EntryConflicts(ctx context.Context, db DBTX, id int64) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM idem.entry_item
+		WHERE plan_id = $1 AND outcome IN ('quarantined', 'conflict_hash_only')`, id).Scan(&n)
+	return n, err
+}

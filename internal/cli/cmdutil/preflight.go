@@ -107,11 +107,11 @@ var Policies = map[string]CommandPolicy{
 	"record list":    {Need: NeedSchema},
 	"record show":    {Need: NeedSchema, Codes: []int{ExitNotFound}},
 	"record approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
-	"record run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"record run":     {Need: NeedWrite, Codes: []int{ExitConflict, ExitInvalid, ExitNotFound}},
 	"record abort":   {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 	"import plan":    {Need: NeedWrite, Codes: []int{ExitInvalid}},
 	"import approve": {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
-	"import run":     {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
+	"import run":     {Need: NeedWrite, Codes: []int{ExitConflict, ExitInvalid, ExitNotFound}},
 	"import abort":   {Need: NeedWrite, Codes: []int{ExitInvalid, ExitNotFound}},
 }
 

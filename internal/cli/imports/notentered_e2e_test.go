@@ -44,7 +44,7 @@ func TestImportRunNamesAHashOnlyConflict(t *testing.T) {
 	code, _, errOut = run(t, bob, "", "import", "approve", id, "--operator", "bob", "--yes", "--from-ndjson", file)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, out, errOut := runQ(t, dsn, "import", "run", id, "--operator", "alice", "--from-ndjson", file, "-o", "json")
-	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, "a conflict left in the inbox's favour: %s", errOut)
 	var ran struct {
 		Outcomes map[string]int `json:"outcomes"`
 	}

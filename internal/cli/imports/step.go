@@ -134,7 +134,10 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 			if p.Staged && src.given() {
 				fmt.Fprintf(f.IO.ErrOut, "import plan %d: the source was not read: the run entered the stage its approval compared with the source\n", p.ID)
 			}
-			return showImportRun(cmd.Context(), f, pool, p)
+			if err := showImportRun(cmd.Context(), f, pool, p); err != nil {
+				return err
+			}
+			return record.RunConflictExit(cmd.Context(), pool, p.ID)
 		},
 	}
 	if step == "approve" {

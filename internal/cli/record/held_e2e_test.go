@@ -53,7 +53,7 @@ func TestRecordOfAnIdentityHeldWithAnotherPayloadIsNamedAndQuarantined(t *testin
 	assert.Contains(t, errOut, "held: another payload: quarantined at the run", "the plan's table names the held identity")
 
 	code, out, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice", "-o", "table")
-	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	require.Equal(t, cmdutil.ExitConflict, code, "a run that quarantined a row: %s", errOut)
 	assert.Regexp(t, `ext-1 .*quarantined`, out)
 	assert.Contains(t, out, "1 (1 not entered: left alone, quarantined or refused)")
 	var q struct {

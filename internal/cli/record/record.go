@@ -231,13 +231,30 @@ func newCmdRecordStep(f *cmdutil.Factory, step string) *cobra.Command {
 			if step == "run" && p.LeftAlone > 0 {
 				items = -1 // each identity's outcome: which did not enter, and why
 			}
-			return showEntry(cmd.Context(), f, pool, p, items)
+			if err := showEntry(cmd.Context(), f, pool, p, items); err != nil || step != "run" || p.LeftAlone == 0 {
+				return err
+			}
+			return RunConflictExit(cmd.Context(), pool, p.ID)
 		},
 	}
 	if step == "approve" {
 		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation on a terminal")
 	}
 	return cmd
+}
+
+// RunConflictExit is the exit of a run of entry plan id that quarantined
+// a row (the inbox holds its identity with another request): 3, at least
+// one conflict, as every command says it; nil otherwise.
+func RunConflictExit(ctx context.Context, pool *pgxpool.Pool, id int64) error {
+	n, err := governance.EntryConflicts(ctx, pool, id)
+	if err != nil {
+		return cmdutil.GovernanceErr(err)
+	}
+	if n > 0 {
+		return cmdutil.SilentExit{Code: cmdutil.ExitConflict}
+	}
+	return nil
 }
 
 // EntryStep approves (step "approve") or runs an entry plan of kind kind
