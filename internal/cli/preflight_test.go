@@ -249,7 +249,16 @@ func TestHeaderNamesTheDatabaseAndService(t *testing.T) {
 	code, out, errOut := runTTY(t, "service=oncall-test servicefile="+services, "", "quarantine", "list", "-o", "json")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.NotContains(t, out, "db ")
-	line := strings.SplitN(errOut, "\n", 2)[0]
+	// The header, its continuation lines (wrapped at the terminal's width,
+	// indented two) joined again.
+	lines := strings.Split(errOut, "\n")
+	line := lines[0]
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "  ") {
+			break
+		}
+		line += " " + strings.TrimSpace(l)
+	}
 	assert.Equal(t, fmt.Sprintf("db %s@%s/%s (service oncall-test), primary, schema %03d", u.User.Username(), u.Host,
 		strings.TrimPrefix(u.Path, "/"), migrations.SchemaVersion()), line)
 	assert.NotContains(t, errOut, pw)
