@@ -67,7 +67,8 @@ func TestImportOnTheCoordinator(t *testing.T) {
 	// response for the first tenant's key): bob's approval reads the file
 	// again and the coordinator refuses it, naming the item.
 	var forged int64
-	require.NoError(t, alice.QueryRow(ctx, "SELECT (idem.import_plan_begin('store', NULL, 'alice', 'adopt', NULL, 'the old store''s own ledger')).id").Scan(&forged))
+	require.NoError(t, alice.QueryRow(ctx, "SELECT (idem.import_plan_begin($1, NULL, 'alice', 'adopt', NULL, 'the old store''s own ledger')).id",
+		planned.Plan.Source).Scan(&forged))
 	var fps [][]byte
 	var ops, evidence []string
 	var ats []time.Time
