@@ -151,13 +151,13 @@ func newCmdImportStep(f *cmdutil.Factory, step string) *cobra.Command {
 	return cmd
 }
 
-// hexDigest is a plan's items digest in hex ("-" without one); the JSON of
-// a bytea is "\x<hex>".
+// hexDigest is a plan's items digest ("-" without one), plain hex as
+// governance reads it.
 func hexDigest(d *string) string {
 	if d == nil {
 		return "-"
 	}
-	return strings.TrimPrefix(*d, `\x`)
+	return *d
 }
 
 // importRun is what `idemctl import run -o json` prints: the plan and the

@@ -498,7 +498,7 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	}
 	if r.ItemsDigest != nil {
 		// what an import's approval compares with its source (hex, whole)
-		rows = append(rows, []string{"items digest", strings.TrimPrefix(*r.ItemsDigest, `\x`)})
+		rows = append(rows, []string{"items digest", *r.ItemsDigest})
 	}
 	for _, p := range r.MoneyProblems {
 		rows = append(rows, []string{"not in totals", p.String()})
