@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -153,7 +152,7 @@ func (s *Service) effect(ctx context.Context, tx pgx.Tx, id idem.Identity, paylo
 	}
 	if first && s.Faults.CrashAfterProvider {
 		s.logf("fault: crash after the provider charged %s, before the commit", id)
-		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+		crash()
 	}
 	var posting map[string]any
 	if err := tx.QueryRow(ctx, "SELECT demo.transfer_effect($1, $2, $3::jsonb)", id.TenantID, id.OperationID, string(payload)).
@@ -169,7 +168,7 @@ func (s *Service) effect(ctx context.Context, tx pgx.Tx, id idem.Identity, paylo
 
 func (s *Service) crashAfterCommit(id idem.Identity) {
 	s.logf("fault: crash after committing %s, before replying", id)
-	_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+	crash()
 }
 
 // ProviderKey is the key the service passes to the provider for an

@@ -411,7 +411,7 @@ func TestChildService(t *testing.T) {
 			return
 		}
 		if crash {
-			_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+			crashNow()
 		}
 		w.WriteHeader(http.StatusCreated)
 	}))

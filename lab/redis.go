@@ -78,7 +78,7 @@ func (s *redisServer) start(ctx context.Context) error {
 		"--dir", s.dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no",
 		"--logfile", filepath.Join(s.dir, "redis.log"), "--pidfile", filepath.Join(s.dir, redisPIDFile), "--daemonize", "no")
 	// Own process group: a Ctrl-C reaches the lab, which stops its server itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -220,7 +220,7 @@ func dropStaleRedis() []string {
 			continue
 		}
 		if pid, err := readPID(filepath.Join(dir, redisPIDFile)); err == nil && isRedisOf(pid, dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killPID(pid)
 		}
 		if os.RemoveAll(dir) == nil {
 			dropped = append(dropped, dir)

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -344,12 +343,4 @@ func dropStale(ctx context.Context, conn *pgx.Conn, now time.Time) ([]string, er
 		return nil, nil
 	}
 	return stale, dropSchemas(conn, stale)
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

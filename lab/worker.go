@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -237,7 +236,7 @@ func (r *runner) crash(ctx context.Context, ds *designState, t Trial, del delive
 		return crashResult{}, fmt.Errorf("start lab worker %s: %w", r.worker.Path, err)
 	}
 	var killOnce sync.Once
-	kill := func() { killOnce.Do(func() { _ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) }) }
+	kill := func() { killOnce.Do(func() { killPID(cmd.Process.Pid) }) }
 	stopWatch := context.AfterFunc(ctx, kill)
 	defer stopWatch()
 	defer func() {
@@ -330,7 +329,7 @@ func (r *runner) workerCommand() *exec.Cmd {
 	// then kills its workers itself. A worker whose parent dies sees EOF on
 	// stdin at its kill step and exits (no Pdeathsig: it follows the forking
 	// thread, not the process).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 	return cmd
 }
 
