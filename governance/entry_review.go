@@ -74,15 +74,7 @@ func ListEntries(ctx context.Context, db DBTX, limit int) ([]EntryReview, error)
 
 // ShowEntry loads an entry plan with its identities and money totals.
 func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
-	var raw []byte
-	err := db.QueryRow(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE id = $1", id).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return EntryReview{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", ErrNotFound, id)
-	}
-	if err != nil {
-		return EntryReview{}, fmt.Errorf("load entry plan %d: %w", id, err)
-	}
-	p, err := decodeEntry(raw)
+	p, err := LoadEntry(ctx, db, id)
 	if err != nil {
 		return EntryReview{}, err
 	}
@@ -91,6 +83,20 @@ func ShowEntry(ctx context.Context, db DBTX, id int64) (EntryReview, error) {
 		return r, err
 	}
 	return notEntered(ctx, db, r)
+}
+
+// LoadEntry reads entry plan id as it stands; ErrNotFound when there is
+// none.
+func LoadEntry(ctx context.Context, db DBTX, id int64) (EntryPlan, error) {
+	var raw []byte
+	err := db.QueryRow(ctx, "SELECT to_jsonb(p) FROM idem.entry_plan p WHERE id = $1", id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EntryPlan{}, fmt.Errorf("%w: no entry plan %d (idemctl record list shows them)", ErrNotFound, id)
+	}
+	if err != nil {
+		return EntryPlan{}, fmt.Errorf("load entry plan %d: %w", id, err)
+	}
+	return decodeEntry(raw)
 }
 
 // NotEnteredShown is how many of an import's rows that did not enter

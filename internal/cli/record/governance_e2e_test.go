@@ -62,6 +62,10 @@ func TestRecordByHandCommands(t *testing.T) {
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	// a run of a plan that ran is idempotent: it says so, enters nothing
+	code, _, errOut = run(t, bob, "", "record", "run", id, "--operator", "bob")
+	assert.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "record plan "+id+" already ran: nothing entered now")
 	var n int
 	require.NoError(t, pool.QueryRow(t.Context(), "SELECT count(*) FROM demo.posting").Scan(&n))
 	assert.Zero(t, n, "no effect ran")

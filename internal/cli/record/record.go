@@ -282,11 +282,36 @@ func EntryStep(ctx context.Context, f *cmdutil.Factory, kind, step string, id in
 			return governance.EntryPlan{}, pool, err
 		}
 	}
+	if step == "run" {
+		if p, ran := ranBefore(ctx, f, pool, id); ran {
+			return p, pool, nil
+		}
+	}
 	p, err := act(ctx, pool)
 	if err != nil {
+		if step == "run" {
+			// a run of the same plan that finished while this one waited
+			// for the plan's lock
+			if p, ran := ranBefore(ctx, f, pool, id); ran {
+				return p, pool, nil
+			}
+		}
 		return p, pool, cmdutil.GovernanceErr(err)
 	}
 	return p, pool, nil
+}
+
+// ranBefore: entry plan id already ran (its state done), by this command
+// or another at the same time. A run is idempotent: it says so on stderr
+// and the caller shows what that run entered, with its exit (0, or 3 when
+// it left a conflict), rather than failing on a plan no longer approved.
+func ranBefore(ctx context.Context, f *cmdutil.Factory, db governance.DBTX, id int64) (governance.EntryPlan, bool) {
+	p, err := governance.LoadEntry(ctx, db, id)
+	if err != nil || p.State != "done" {
+		return p, false
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s plan %d already ran: nothing entered now; what its run did:\n", p.Kind, id)
+	return p, true
 }
 
 // confirmEntry shows an entry plan on the terminal and asks whether to
