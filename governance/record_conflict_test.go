@@ -50,9 +50,9 @@ func TestRecordOfAnIdentityHeldWithAnotherPayloadIsAConflict(t *testing.T) {
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT id FROM idem.quarantine WHERE tenant_id = 't1' AND operation_id = 'ext-1'").Scan(&qid))
 	rec, err := quarantine.Show(f.ctx, f.alice, qid)
 	require.NoError(t, err)
-	require.NotNil(t, rec.Imported, "the record says how its incoming side came")
-	assert.Equal(t, "record", rec.Imported.By)
-	assert.Equal(t, p.ID, rec.Imported.EntryPlan)
+	require.NotNil(t, rec.Entered, "the record says how its incoming side came")
+	assert.Equal(t, "record", rec.Entered.By)
+	assert.Equal(t, p.ID, rec.Entered.EntryPlan)
 	var postings int
 	require.NoError(t, f.alice.QueryRow(f.ctx, "SELECT count(*) FROM demo.posting").Scan(&postings))
 	_, err = quarantine.AcceptAsNew(f.ctx, f.alice, qid, "ext-1-rev2", "alice", "looks new")

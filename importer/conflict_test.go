@@ -53,13 +53,13 @@ func TestImportedConflictKeepsTheAnswerAndNeverRunsAsNew(t *testing.T) {
 
 	rec, err := quarantine.Show(f.ctx, f.alice, qid)
 	require.NoError(t, err)
-	require.NotNil(t, rec.Imported, "the record says its incoming side was imported")
-	assert.Equal(t, plan.ID, rec.Imported.EntryPlan)
-	assert.JSONEq(t, `{"charge":"ch_old","status":"succeeded"}`, string(rec.Imported.OldStoreResponse), "the old store's answer is kept")
+	require.NotNil(t, rec.Entered, "the record says its incoming side was imported")
+	assert.Equal(t, plan.ID, rec.Entered.EntryPlan)
+	assert.JSONEq(t, `{"charge":"ch_old","status":"succeeded"}`, string(rec.Entered.OldStoreResponse), "the old store's answer is kept")
 	auditor := dbtest.PoolAs(t, f.dsn, dbtest.Auditor, 1)
 	rec, err = quarantine.Show(f.ctx, auditor, qid)
 	require.NoError(t, err)
-	require.NotNil(t, rec.Imported, "an auditor sees it too")
+	require.NotNil(t, rec.Entered, "an auditor sees it too")
 
 	refused := func(t *testing.T, err error) {
 		t.Helper()

@@ -179,21 +179,23 @@ type Record struct {
 	IncomingPayload   json.RawMessage `json:"incoming_payload"`
 	IncomingTransport json.RawMessage `json:"incoming_transport"`
 
-	// Imported is set when the incoming side came from an import: the old
-	// store's finished operation (accept-as-new refuses it: IX128).
-	Imported *ImportedSide `json:"imported,omitempty"`
+	// Entered is set when the incoming side entered without its effect, by
+	// an import (the old store's finished operation) or a record of an
+	// outcome known from outside: accept-as-new refuses it (IX128). Its
+	// JSON key stays "imported" (scripts read it), whichever way it came.
+	Entered *EnteredSide `json:"imported,omitempty"`
 
 	Diff     []Change  `json:"diff"`
 	Detected Detection `json:"detected"`
 	Decision *Decision `json:"decision"`
 }
 
-// ImportedSide is what an import, or a record of an outcome known from
+// EnteredSide is what an import, or a record of an outcome known from
 // outside, kept of the operation that became a conflict's incoming side (in
 // its transport): how it came (By: "import" or "record"), the plan that
 // brought it and the answer. That operation is done: accept-as-new is
 // refused for it (IX128).
-type ImportedSide struct {
+type EnteredSide struct {
 	By        string `json:"by"`
 	EntryPlan int64  `json:"entry_plan"`
 	// OldStoreResponse is the answer the old store saved when it finished
@@ -203,17 +205,17 @@ type ImportedSide struct {
 }
 
 // How says in words how the incoming side came and why it never runs.
-func (s ImportedSide) How() string {
+func (s EnteredSide) How() string {
 	if s.By == "record" {
 		return fmt.Sprintf("recorded by hand as done (entry plan %d)", s.EntryPlan)
 	}
 	return fmt.Sprintf("imported (entry plan %d): the old store finished it", s.EntryPlan)
 }
 
-// importedSide reads ImportedSide from an incoming transport written by
+// enteredSide reads EnteredSide from an incoming transport written by
 // idem.import_run or idem.import_run_chunk (entered_by import) or by
 // idem.entry_plan_run (entered_by record); nil otherwise.
-func importedSide(transport []byte) *ImportedSide {
+func enteredSide(transport []byte) *EnteredSide {
 	var t struct {
 		EnteredBy string          `json:"entered_by"`
 		EntryPlan int64           `json:"entry_plan"`
@@ -225,7 +227,7 @@ func importedSide(transport []byte) *ImportedSide {
 	if len(t.Response) == 0 {
 		t.Response = json.RawMessage("null")
 	}
-	return &ImportedSide{By: t.EnteredBy, EntryPlan: t.EntryPlan, OldStoreResponse: t.Response}
+	return &EnteredSide{By: t.EnteredBy, EntryPlan: t.EntryPlan, OldStoreResponse: t.Response}
 }
 
 // Identity is the conflicting request's identity.
@@ -284,7 +286,7 @@ func Show(ctx context.Context, db idem.DBTX, id int64) (Record, error) {
 	if r.Diff == nil {
 		r.Diff = []Change{}
 	}
-	r.Imported = importedSide(r.IncomingTransport)
+	r.Entered = enteredSide(r.IncomingTransport)
 	r.Detected = Detection{ApplicationName: deref(app), DBUser: deref(user), Operator: deref(op)}
 	if decidedAt != nil {
 		r.Decision = &Decision{

@@ -14,7 +14,7 @@ import (
 // Whether a quarantine record's incoming side "was imported from an old
 // store that finished it" (or "recorded by hand as done") is read from the
 // record's incoming transport ->> 'entered_by' (idem.quarantine_import_refusal,
-// quarantine.importedSide). A caller's transport is its own tracing metadata:
+// quarantine.enteredSide). A caller's transport is its own tracing metadata:
 // any service login passes it to idem.execute. A conflict idem.execute
 // quarantines keeps it without the keys an import's or a record's run
 // writes, so the app login cannot make a plain client retry look imported
@@ -39,7 +39,7 @@ func TestAppTransportCannotForgeAnImportedConflict(t *testing.T) {
 
 	rec, err := quarantine.Show(w.ctx, w.operator, res.QuarantineID)
 	require.NoError(t, err)
-	assert.Nil(t, rec.Imported, "a client's retry quarantined by idem.execute is shown as %+v", rec.Imported)
+	assert.Nil(t, rec.Entered, "a client's retry quarantined by idem.execute is shown as %+v", rec.Entered)
 
 	_, err = quarantine.AcceptAsNew(w.ctx, w.operator, res.QuarantineID, "k-1-rev2", "alice", "the client meant a second transfer")
 	assert.NotEqual(t, "IX128", code(err), "accept-as-new refused as an import's conflict: %v", err)

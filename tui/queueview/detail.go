@@ -157,7 +157,7 @@ func (v *View) detailLines(w int) []string {
 		if d.NewOperationID != "" {
 			add("  " + label("ran as ") + r.Tenant + "/" + d.NewOperationID + label(" outcome ") + d.NewOutcome)
 		}
-	} else if r.Imported != nil {
+	} else if r.Entered != nil {
 		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject (it is done: it never runs as new)"))
 	} else {
 		add("  " + st.Open.Render("waiting for a decision") + st.Muted.Render("  x reject · a accept as new"))
@@ -168,7 +168,7 @@ func (v *View) detailLines(w int) []string {
 		add(st.Title.Render(title))
 		add(view.Indent("  ", view.Wrap(view.PrettyJSON(raw), max(10, w-2)))...)
 	}
-	if im := r.Imported; im != nil {
+	if im := r.Entered; im != nil {
 		add(st.Title.Render("Its answer") + st.Muted.Render(" (the incoming operation is done)"))
 		for _, l := range view.Wrap(im.How()+": accept-as-new is refused", max(10, w-2)) {
 			add("  " + st.Muted.Render(l))

@@ -37,13 +37,13 @@ func TestImportedRecordShowsTheOldStoresAnswer(t *testing.T) {
 	v.rec = &quarantine.Record{ID: 3, Tenant: "7", OperationID: "k-1", Class: "rides.charge", IncomingClass: "rides.charge",
 		Status: quarantine.StatusOpen, StoredHash: "jcs-sha256:aa", IncomingHash: "jcs-sha256:bb",
 		StoredResponse: []byte(`{"charged":5}`), IncomingPayload: []byte(`{"amount":900}`),
-		Imported: &quarantine.ImportedSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
+		Entered: &quarantine.EnteredSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
 	text := strings.Join(v.detailLines(80), "\n")
 	assert.Contains(t, text, "Its answer")
 	assert.Contains(t, text, "imported (entry plan 12): the old store finished it: accept-as-new is refused")
 	assert.Contains(t, text, `"charge": "ch_old"`)
 	assert.NotContains(t, text, "a accept as new")
-	v.rec.Imported = nil
+	v.rec.Entered = nil
 	text = strings.Join(v.detailLines(80), "\n")
 	assert.NotContains(t, text, "Its answer")
 	assert.Contains(t, text, "a accept as new")

@@ -167,7 +167,7 @@ func printQuarantineRecord(io *cmdutil.IOStreams, rec quarantine.Record) error {
 	case quarantine.StoredTombstone:
 		rows = append(rows[:7], append([][]string{{"stored side", "a tombstone: the stored payload and response were purged"}}, rows[7:]...)...)
 	}
-	if im := rec.Imported; im != nil {
+	if im := rec.Entered; im != nil {
 		rows = append(rows,
 			[]string{"incoming side", im.How() + "; accept-as-new is refused (reject it)"},
 			[]string{"its answer", string(im.OldStoreResponse)})

@@ -100,22 +100,22 @@ func TestQuarantineCommandOptions(t *testing.T) {
 
 // quarantine show of a record an import made names the plan, says
 // accept-as-new is refused, and prints the old store's answer.
-func TestQuarantineShowImportedSide(t *testing.T) {
+func TestQuarantineShowEnteredSide(t *testing.T) {
 	t.Parallel()
 	ios, _, out, _ := cmdutil.Test(false)
 	rec := quarantine.Record{ID: 3, Tenant: "7", OperationID: "k-1", Class: "rides.charge", IncomingClass: "rides.charge",
 		Status: quarantine.StatusOpen, StoredSide: quarantine.StoredInbox, StoredHash: "jcs-sha256:aa", IncomingHash: "jcs-sha256:bb",
 		StoredPayload: []byte(`{"amount":5}`), IncomingPayload: []byte(`{"amount":900}`),
-		Imported: &quarantine.ImportedSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
+		Entered: &quarantine.EnteredSide{EntryPlan: 12, OldStoreResponse: []byte(`{"charge":"ch_old"}`)}}
 	require.NoError(t, printQuarantineRecord(ios, rec))
 	assert.Contains(t, out.String(), "imported (entry plan 12): the old store finished it; accept-as-new is refused (reject it)")
 	assert.Regexp(t, `its answer\s+│\s+\{"charge":"ch_old"\}`, out.String())
 	out.Reset()
-	rec.Imported = &quarantine.ImportedSide{By: "record", EntryPlan: 4, OldStoreResponse: []byte(`{"posting_id":"p9"}`)}
+	rec.Entered = &quarantine.EnteredSide{By: "record", EntryPlan: 4, OldStoreResponse: []byte(`{"posting_id":"p9"}`)}
 	require.NoError(t, printQuarantineRecord(ios, rec))
 	assert.Contains(t, out.String(), "recorded by hand as done (entry plan 4); accept-as-new is refused (reject it)")
 	out.Reset()
-	rec.Imported = nil
+	rec.Entered = nil
 	require.NoError(t, printQuarantineRecord(ios, rec))
 	assert.NotContains(t, out.String(), "accept-as-new is refused")
 }
