@@ -61,9 +61,14 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 		}
 	}
 	var hits map[int32]found
+	var held map[int32]error
 	var err error
 	for tries := 1; ; tries++ {
 		hits, _, err = r.lookupOnce(ctx, b)
+		if err == nil && !(anyStale(hits) && tries < 3) {
+			// in the same loop: a connection lost here is waited out too
+			held, err = r.heldByEntryPlans(ctx, b, hits)
+		}
 		var lost *lostError
 		if isNotPrimary(err) {
 			skip()
@@ -83,10 +88,6 @@ func (r *Resolver) lookup(ctx context.Context, stop <-chan struct{}, b []job, wi
 			}
 			return werr
 		}
-	}
-	var held map[int32]error
-	if err == nil {
-		held, err = r.heldByEntryPlans(ctx, b, hits)
 	}
 	for i, j := range b {
 		res := j.result()
@@ -150,6 +151,9 @@ func (r *Resolver) heldByEntryPlans(ctx context.Context, b []job, hits map[int32
 	}
 	rows, err := r.Pool.Query(ctx, entryPendingSQL, tenants, ops)
 	if err != nil {
+		if connectionFailure(err) {
+			return nil, &lostError{err: fmt.Errorf("entry plans not yet run: %w", err)}
+		}
 		return nil, fmt.Errorf("entry plans not yet run: %w", err)
 	}
 	held := map[int32]error{}
@@ -163,6 +167,9 @@ func (r *Resolver) heldByEntryPlans(ctx context.Context, b []job, hits map[int32
 		return nil
 	})
 	if err != nil {
+		if connectionFailure(err) {
+			return nil, &lostError{err: fmt.Errorf("entry plans not yet run: %w", err)}
+		}
 		return nil, fmt.Errorf("entry plans not yet run: %w", err)
 	}
 	return held, nil

@@ -12,6 +12,7 @@
 --   - the rows are numbered 1..count without a gap (n);
 --   - the items digest (idem.import_stage_digest: sha256 over runs of 4096
 --     rows in the order n; the payload is covered by its checked hash);
+--   - a key on each row's identity (idem.entry_pending_staged probes it);
 --   - the counts: items, tenants, hash-only items, oldest and newest
 --     created_at, the identities the rows hold more than once
 --     (identities_twice: such a plan is sealed for the record and its run
@@ -115,6 +116,10 @@ BEGIN
                 SELECT hashtextextended(d.tenant_id || E'\x01' || d.operation_id, 0) FROM %1$s d GROUP BY 1 HAVING count(*) > 1)
             GROUP BY 1, 2 HAVING count(*) > 1) t$q$, v_t) INTO v_twice;
     EXECUTE format('SELECT count(*) FROM (SELECT s.tenant_id FROM %s s GROUP BY 1) t', v_t) INTO v_tenants;
+    -- A key on each row's identity (its 64-bit hash, as above), so that
+    -- resolve finds at once whether a plan not yet run holds an identity
+    -- (idem.entry_pending_staged) however many rows the stage has.
+    EXECUTE format($q$CREATE INDEX ON %s ((hashtextextended(tenant_id || E'\x01' || operation_id, 0)))$q$, v_t);
     EXECUTE format($q$
         SELECT jsonb_agg(jsonb_build_object('tenant_id', s.tenant_id, 'operation_id', s.operation_id, 'class', $1,
                                             'created_at', s.created_at, 'evidence', s.evidence) ORDER BY s.n)

@@ -2,7 +2,8 @@
 -- grant: operator
 -- entry_pending_check refuses (IX341) to let an identity run its effect
 -- while an entry plan not yet run (staging, planned, approved or running)
--- holds it as an item still to enter, and the inbox does not hold it: that
+-- holds it as an item still to enter (or, a staged import plan, in its
+-- stage: idem.entry_pending_staged), and the inbox does not hold it: that
 -- plan enters the outcome known from outside without its effect (a record
 -- plan: a charge the provider made that the old store never finished), so
 -- running the effect now as well would apply it twice (the plan's run would
@@ -26,6 +27,12 @@ BEGIN
     WHERE p.state IN ('staging', 'planned', 'approved', 'running') AND e.outcome IS NULL
     ORDER BY p.id
     LIMIT 1;
+    IF v_plan IS NULL THEN -- a staged import plan keeps its rows in its stage
+        SELECT s.id, s.kind, s.state INTO v_plan, v_kind, v_state
+        FROM idem.entry_pending_staged(ARRAY[p_tenant], ARRAY[p_operation]) s
+        ORDER BY s.id
+        LIMIT 1;
+    END IF;
     IF v_plan IS NULL OR EXISTS (SELECT 1 FROM idem.identity i WHERE i.tenant_id = p_tenant AND i.operation_id = p_operation) THEN
         RETURN;
     END IF;
