@@ -181,13 +181,19 @@ func anchorCheck(ctx context.Context, opts *DoctorOptions, pool *pgxpool.Pool, n
 		c.Detail = cmdutil.OneLine(err.Error())
 		return c
 	}
-	kept, _, err := audit.LoadAnchor(store, key, legacy)
+	kept, keptUnder, err := audit.LoadAnchor(store, key, legacy)
 	switch {
 	case err != nil:
 		c.Verdict, c.Detail = health.Fail, cmdutil.OneLine(err.Error())
 		c.Action = "look at the file (it may be the evidence of a rewrite), then move it aside or chmod 600 it"
 	case kept == nil:
 		c.Detail = fmt.Sprintf("no audit anchor kept for %s in %s: a rewrite of the whole log would go unseen", key, store.Path)
+	case keptUnder != "":
+		// found at the database's address under another identity (or none):
+		// the database was stamped again, or is another one made there
+		c.Detail = fmt.Sprintf("the audit anchor (row %d) in %s was kept for %q, not for %q: the database at this address now says another identity",
+			kept.ID, store.Path, keptUnder, key)
+		c.Action = "idemctl audit verify compares the log with it and says what moved; if this is another database made at the same address, move that entry aside first"
 	case now.Sub(kept.VerifiedAt) > opts.AnchorMaxAge:
 		c.Detail = fmt.Sprintf("the audit anchor (row %d) was kept %s ago, more than %s", kept.ID, now.Sub(kept.VerifiedAt).Round(time.Minute), opts.AnchorMaxAge)
 	default:

@@ -221,3 +221,32 @@ func TestDoctorHelpListsEveryCheckAndTheTableKeepsTokens(t *testing.T) {
 	}
 	assert.Contains(t, s, anchor)
 }
+
+// An anchor kept at the database's address under another identity (the
+// identity row stamped again, or another database made there) is no
+// anchor of this database as it says it is now: doctor warns, naming both
+// keys and what to do, rather than say ok.
+func TestDoctorWarnsOfAnAnchorKeptUnderAnotherIdentity(t *testing.T) {
+	t.Parallel()
+	fx := newCLIFixture(t)
+	anchors := t.TempDir() + "/anchors.json"
+	code, _, errOut := run(t, fx.DSN, "", "audit", "verify", "--anchor-file", anchors)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	anchor := func() map[string]any {
+		_, out, errOut := run(t, fx.DSN, "", "doctor", "-o", "json", "--skip-sources", "--anchor-file", anchors)
+		for _, l := range jsonLines(t, out) {
+			if l["check"] == "anchor" {
+				return l
+			}
+		}
+		t.Fatalf("no anchor check: %s %s", out, errOut)
+		return nil
+	}
+	assert.Equal(t, "ok", anchor()["verdict"])
+
+	dbtest.Admin(t, fx.DSN, "UPDATE idem.database_identity SET id = replace(gen_random_uuid()::text, '-', '')")
+	a := anchor()
+	assert.Equal(t, "warn", a["verdict"], "%v", a)
+	assert.Contains(t, a["detail"], "now says another identity")
+	assert.Contains(t, a["action"], "idemctl audit verify")
+}
