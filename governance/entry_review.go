@@ -1,7 +1,9 @@
 package governance
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -31,6 +33,10 @@ type EntryLine struct {
 	// MoneyProblems).
 	Money  bool   `json:"money"`
 	Amount string `json:"amount,omitempty"`
+	// Response is what the identity's retries get back once the plan has
+	// entered it (a record plan's item; an import's rows keep theirs in its
+	// stage): the approver sees what the service will answer.
+	Response json.RawMessage `json:"response,omitempty"`
 }
 
 // EntryReview is an entry plan with its identities and, for money classes,
@@ -138,7 +144,7 @@ func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error)
 			CASE WHEN i.outcome IS NOT NULL OR h.tenant_id IS NULL THEN ''
 			     WHEN h.op_class = i.op_class AND h.payload_digest = decode(substr(i.payload_hash, 12), 'hex') THEN 'same payload'
 			     ELSE 'another payload' END,
-			i.payload, c.money
+			i.payload, c.money, i.response
 		FROM idem.entry_item i LEFT JOIN idem.op_class c ON c.name = i.op_class
 		LEFT JOIN idem.identity h ON h.tenant_id = i.tenant_id AND h.operation_id = i.operation_id
 		WHERE i.plan_id = $1 ORDER BY i.seq`, p.ID)
@@ -149,9 +155,11 @@ func ReviewEntry(ctx context.Context, db DBTX, p EntryPlan) (EntryReview, error)
 	var l EntryLine
 	var payload string
 	var money *Money
-	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &l.Held, &payload, &money},
+	var response []byte
+	_, err = pgx.ForEachRow(rows, []any{&l.Seq, &l.TenantID, &l.OperationID, &l.Class, &l.Evidence, &l.Outcome, &l.Held, &payload, &money, &response},
 		func() error {
 			line := l
+			line.Response = json.RawMessage(bytes.Clone(response))
 			line.Money = money != nil
 			if money != nil {
 				if amount, cur, err := money.Read([]byte(payload)); err == nil {

@@ -58,6 +58,13 @@ func TestRecordByHandCommands(t *testing.T) {
 	id := m[1]
 	code, _, _ = runQ(t, dsn, "record", "approve", id, "--yes", "--operator", "alice")
 	assert.Equal(t, cmdutil.ExitInvalid, code, "four eyes")
+	// what the approver reviews: the response retries will get back
+	code, out, errOut = run(t, bob, "", "record", "show", id, "-o", "table")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, `{"status": "charged"}`, "the approver sees the response retries get")
+	code, out, errOut = run(t, bob, "", "record", "show", id, "-o", "json")
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Contains(t, out, `"response":{"status":"charged"}`)
 	code, _, errOut = run(t, bob, "", "record", "approve", id, "--yes", "--operator", "bob")
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	code, _, errOut = runQ(t, dsn, "record", "run", id, "--operator", "alice")

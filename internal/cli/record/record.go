@@ -555,9 +555,10 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 			outcome = "held: " + heldFate(e.Held)
 		}
 		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, cmdutil.OrDash(e.Amount),
-			e.Evidence, outcome})
+			e.Evidence, cmdutil.ClipText(cmdutil.OrDash(string(e.Response)), responseCell), outcome})
 	}
-	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "outcome"}, table); err != nil {
+	// the response retries will get back, clipped (-o json has it whole)
+	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "response", "outcome"}, table); err != nil {
 		return err
 	}
 	if len(shown) < len(r.Entries) {
@@ -570,6 +571,9 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 	}
 	return nil
 }
+
+// responseCell is how much of an item's response its row shows.
+const responseCell = 32
 
 func derefOr(s *string) string {
 	if s == nil {
