@@ -14,8 +14,10 @@ import (
 )
 
 // passwordTrap is a PostgreSQL server on a loopback address of its own that
-// asks every client for its password in clear and keeps what it is given.
-func passwordTrap(t *testing.T) (addr string, got chan string) {
+// asks every client for its password in clear and keeps what it is given;
+// refuse: it refuses every client at once (password authentication failed)
+// without asking for anything.
+func passwordTrap(t *testing.T, refuse bool) (addr string, got chan string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
@@ -43,6 +45,11 @@ func passwordTrap(t *testing.T) (addr string, got chan string) {
 						return
 					}
 				}
+				if refuse {
+					be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01", Message: "password authentication failed for user \"reader\""})
+					_ = be.Flush()
+					return
+				}
 				be.Send(&pgproto3.AuthenticationCleartextPassword{})
 				if be.Flush() != nil {
 					return
@@ -62,10 +69,13 @@ func passwordTrap(t *testing.T) (addr string, got chan string) {
 
 // A source is configured by an operator and probed by whoever runs horizon
 // check: its host never receives that person's PGPASSWORD, nor a variable
-// the operator named that was not set aside for sources.
+// the operator named that was not set aside for sources, nor even the one
+// set aside when it asks for it in clear text (it goes only by SCRAM).
 func TestSourceProbeSendsNoPasswordOfTheRunner(t *testing.T) {
-	addr, got := passwordTrap(t)
+	addr, got := passwordTrap(t, false)
 	host, port, _ := net.SplitHostPort(addr)
+	refusing, _ := passwordTrap(t, true)
+	rhost, rport, _ := net.SplitHostPort(refusing)
 	t.Setenv("PGPASSWORD", "Hunter2RunnersOwn")
 	t.Setenv("PGPASSFILE", "/nonexistent")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "Hunter2Cloud")
@@ -90,17 +100,24 @@ func TestSourceProbeSendsNoPasswordOfTheRunner(t *testing.T) {
 		t.Errorf("password_env AWS_SECRET_ACCESS_KEY: the source heard %q (err %v)", p, err)
 	}
 	p, err := probe("IDEMCTL_SOURCE_DLQ_PASSWORD")
-	if p != "set-aside" {
-		t.Errorf("password_env set aside for sources: the source heard %q", p)
+	if p != "" {
+		t.Errorf("password_env set aside for sources, asked for in clear text: the source heard %q", p)
 	}
-	// The refusal says where this password came from (not PGPASSWORD or
+	if err == nil || !errors.Is(err, db.ErrConnect) || strings.Contains(err.Error(), "set-aside") ||
+		!strings.Contains(err.Error(), "replay source dlq") || !strings.Contains(err.Error(), "not sent") {
+		t.Errorf("a source asking for its password in clear text: %v", err)
+	}
+	// A refused password says where it came from (not PGPASSWORD or
 	// ~/.pgpass, which a source never uses), names the source, never shows
 	// the password, and is still a failure to connect.
+	dsn = "host=" + rhost + " port=" + rport + " user=reader dbname=dlq sslmode=disable connect_timeout=3"
+	_, err = probe("IDEMCTL_SOURCE_DLQ_PASSWORD")
 	if err == nil || !errors.Is(err, db.ErrConnect) || strings.Contains(err.Error(), "set-aside") ||
 		!strings.Contains(err.Error(), "replay source dlq") ||
 		!strings.Contains(err.Error(), "the password comes from IDEMCTL_SOURCE_DLQ_PASSWORD") {
 		t.Errorf("a refused password for a source: %v", err)
 	}
+	dsn = "host=" + host + " port=" + port + " user=reader dbname=dlq sslmode=disable connect_timeout=3"
 	if _, err := probe(""); err == nil || !strings.Contains(err.Error(), "password_env") || strings.Contains(err.Error(), "PGPASSWORD or ~/.pgpass") {
 		t.Errorf("a refused source without password_env: %v", err)
 	}

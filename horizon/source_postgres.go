@@ -24,7 +24,7 @@ func probePostgres(ctx context.Context, s Source, env *probeEnv) (observation, e
 	if env := s.Config.PasswordEnv; env != "" && !passwordEnvRE.MatchString(env) {
 		return observation{}, fmt.Errorf("the source's password variable %s is refused: only variables named %s... are read for a source", env, PasswordEnvPrefix)
 	}
-	conn, err := db.ConnectSource(ctx, s.Config.DSN, s.Config.PasswordEnv, "DSN of replay source "+s.Name)
+	conn, err := db.ConnectStoredSource(ctx, s.Config.DSN, s.Config.PasswordEnv, "DSN of replay source "+s.Name)
 	if err != nil {
 		return observation{}, err
 	}

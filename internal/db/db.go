@@ -73,6 +73,10 @@ type Options struct {
 	// --from-postgres", "replay source NAME"); empty: idemctl's own database
 	// (DSNOrigin: --dsn, IDEMCTL_DSN, DATABASE_URL or libpq's variables).
 	Origin string
+	// PasswordBySCRAMOnly: Password is sent only in a SCRAM exchange (or no
+	// authentication at all): a server that asks for it in clear text or
+	// as an MD5 hash is refused before anything is sent (require_auth).
+	PasswordBySCRAMOnly bool
 }
 
 // Config parses dsn into a pool config carrying idemctl's session settings.
@@ -85,6 +89,9 @@ func Config(dsn string, o Options) (*pgxpool.Config, error) {
 	}
 	if o.Password != "" {
 		cfg.ConnConfig.Password = o.Password
+		if o.PasswordBySCRAMOnly {
+			cfg.ConnConfig.RequireAuth = "scram-sha-256,none"
+		}
 	} else if env := os.Getenv("PGPASSWORD"); o.NoEnvPassword && env != "" && cfg.ConnConfig.Password == env {
 		cfg.ConnConfig.Password = ""
 	}
@@ -151,7 +158,20 @@ func Connect(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
 // variable passwordEnv names (empty: none). A connect error names origin,
 // still matches ErrConnect, and never shows the password.
 func ConnectSource(ctx context.Context, dsn, passwordEnv, origin string) (*pgx.Conn, error) {
-	o := Options{NoEnvPassword: true, Origin: origin, PasswordEnv: passwordEnv}
+	return connectSource(ctx, dsn, Options{NoEnvPassword: true, Origin: origin, PasswordEnv: passwordEnv})
+}
+
+// ConnectStoredSource is ConnectSource for a source whose DSN is stored in
+// the database (a replay source), where another operator may have set it:
+// the password from passwordEnv is sent only in a SCRAM exchange, which
+// does not give it to the server, so a host the DSN names cannot ask for it
+// in clear text or as an MD5 hash (a connect error saying so; nothing sent).
+func ConnectStoredSource(ctx context.Context, dsn, passwordEnv, origin string) (*pgx.Conn, error) {
+	return connectSource(ctx, dsn, Options{NoEnvPassword: true, Origin: origin, PasswordEnv: passwordEnv, PasswordBySCRAMOnly: true})
+}
+
+func connectSource(ctx context.Context, dsn string, o Options) (*pgx.Conn, error) {
+	passwordEnv := o.PasswordEnv
 	if passwordEnv != "" {
 		pw, ok := os.LookupEnv(passwordEnv)
 		if !ok {
@@ -232,6 +252,10 @@ func connectCause(err error) (cause, hint string) {
 			return pgErr.Message, "check the database name"
 		}
 		return pgErr.Message, "the server refused the session"
+	}
+	if strings.Contains(err.Error(), "require_auth check failed") {
+		return "the server asked for the source's password in clear text or as an MD5 hash: not sent",
+			"a replay source's password goes only by SCRAM: give its login a scram-sha-256 password and pg_hba.conf method; a host you did not expect: check the source (idemctl horizon source list)"
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

@@ -220,3 +220,95 @@ func TestDSNOrigin(t *testing.T) {
 	assert.Equal(t, "DSN from PGHOST", db.DSNOrigin(""))
 	assert.Equal(t, "DSN from --dsn, service prod from ~/.pg_service.conf", db.DSNOrigin("service=prod"))
 }
+
+// A replay source's DSN is stored in the database, where another operator
+// may have set it to a host of theirs: that host must not get the password
+// of the IDEMCTL_SOURCE_* variable it names by asking for it in clear text
+// or as an MD5 hash. The connection is refused before the password goes
+// (the server never receives a password message) and the error says why.
+// The same server asking an import's source (a DSN its own operator typed)
+// gets it, as libpq would send it.
+func TestStoredSourcePasswordGoesOnlyBySCRAM(t *testing.T) {
+	t.Setenv("IDEMCTL_SOURCE_TRAP_PASSWORD", "the-source-secret")
+	for _, auth := range []pgproto3.BackendMessage{&pgproto3.AuthenticationCleartextPassword{}, &pgproto3.AuthenticationMD5Password{Salt: [4]byte{1, 2, 3, 4}}} {
+		got := make(chan string, 4)
+		addr := askingForPassword(t, auth, got)
+		host, port, _ := net.SplitHostPort(addr)
+		dsn := fmt.Sprintf("host=%s port=%s user=replay dbname=outbox sslmode=disable connect_timeout=5", host, port)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := db.ConnectStoredSource(ctx, dsn, "IDEMCTL_SOURCE_TRAP_PASSWORD", "DSN of replay source trap")
+		cancel()
+		require.Error(t, err, "%T", auth)
+		assert.Contains(t, err.Error(), "in clear text or as an MD5 hash: not sent", "%T", auth)
+		assert.NotContains(t, err.Error(), "the-source-secret")
+		select {
+		case p := <-got:
+			t.Fatalf("%T: the server received a password message %q", auth, p)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	// an import's source: its operator chose the host
+	got := make(chan string, 4)
+	addr := askingForPassword(t, &pgproto3.AuthenticationCleartextPassword{}, got)
+	host, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = db.ConnectSource(ctx, fmt.Sprintf("host=%s port=%s user=replay dbname=outbox sslmode=disable", host, port),
+		"IDEMCTL_SOURCE_TRAP_PASSWORD", "DSN from --from-postgres")
+	select {
+	case p := <-got:
+		assert.Equal(t, "the-source-secret", p, "the control: this fake server does receive what is sent")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the control connection sent no password")
+	}
+}
+
+// askingForPassword serves one kind of password request (auth) to every
+// connection and sends each password message it receives to got.
+func askingForPassword(t *testing.T, auth pgproto3.BackendMessage, got chan<- string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				msg, err := be.ReceiveStartupMessage()
+				if err != nil {
+					return
+				}
+				if _, ok := msg.(*pgproto3.StartupMessage); !ok {
+					return
+				}
+				be.Send(auth)
+				if be.Flush() != nil {
+					return
+				}
+				be.SetAuthType(authType(auth))
+				m, err := be.Receive()
+				if err != nil {
+					return
+				}
+				if p, ok := m.(*pgproto3.PasswordMessage); ok {
+					got <- p.Password
+				}
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01", Message: "password authentication failed"})
+				_ = be.Flush()
+			}(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func authType(m pgproto3.BackendMessage) uint32 {
+	if _, ok := m.(*pgproto3.AuthenticationMD5Password); ok {
+		return pgproto3.AuthTypeMD5Password
+	}
+	return pgproto3.AuthTypeCleartextPassword
+}
