@@ -130,7 +130,13 @@ func TestInvalidDSNNeverEchoesIt(t *testing.T) {
 // refusingServer is a PostgreSQL server that refuses TLS (as a Debian
 // cluster without certificates does) and fails every login with the
 // password error; it returns its address.
-func refusingServer(t *testing.T) string {
+func refusingServer(t *testing.T) string { return fakeServer(t, nil, nil) }
+
+// fakeServer is a PostgreSQL server that refuses TLS and then, for every
+// login: with auth nil, fails it with the password error at once; else
+// asks for the password that way and sends each password message it
+// receives to got before failing the login.
+func fakeServer(t *testing.T, auth pgproto3.BackendMessage, got chan<- string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -156,6 +162,18 @@ func refusingServer(t *testing.T) string {
 						continue
 					}
 					user := msg.(*pgproto3.StartupMessage).Parameters["user"]
+					if auth != nil {
+						be.Send(auth)
+						if be.Flush() != nil {
+							return
+						}
+						be.SetAuthType(authType(auth))
+						if m, err := be.Receive(); err == nil {
+							if p, ok := m.(*pgproto3.PasswordMessage); ok {
+								got <- p.Password
+							}
+						}
+					}
 					be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01",
 						Message: fmt.Sprintf("password authentication failed for user %q", user)})
 					_ = be.Flush()
@@ -232,7 +250,7 @@ func TestStoredSourcePasswordGoesOnlyBySCRAM(t *testing.T) {
 	t.Setenv("IDEMCTL_SOURCE_TRAP_PASSWORD", "the-source-secret")
 	for _, auth := range []pgproto3.BackendMessage{&pgproto3.AuthenticationCleartextPassword{}, &pgproto3.AuthenticationMD5Password{Salt: [4]byte{1, 2, 3, 4}}} {
 		got := make(chan string, 4)
-		addr := askingForPassword(t, auth, got)
+		addr := fakeServer(t, auth, got)
 		host, port, _ := net.SplitHostPort(addr)
 		dsn := fmt.Sprintf("host=%s port=%s user=replay dbname=outbox sslmode=disable connect_timeout=5", host, port)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -249,7 +267,7 @@ func TestStoredSourcePasswordGoesOnlyBySCRAM(t *testing.T) {
 	}
 	// an import's source: its operator chose the host
 	got := make(chan string, 4)
-	addr := askingForPassword(t, &pgproto3.AuthenticationCleartextPassword{}, got)
+	addr := fakeServer(t, &pgproto3.AuthenticationCleartextPassword{}, got)
 	host, port, _ := net.SplitHostPort(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -261,49 +279,6 @@ func TestStoredSourcePasswordGoesOnlyBySCRAM(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the control connection sent no password")
 	}
-}
-
-// askingForPassword serves one kind of password request (auth) to every
-// connection and sends each password message it receives to got.
-func askingForPassword(t *testing.T, auth pgproto3.BackendMessage, got chan<- string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				be := pgproto3.NewBackend(c, c)
-				msg, err := be.ReceiveStartupMessage()
-				if err != nil {
-					return
-				}
-				if _, ok := msg.(*pgproto3.StartupMessage); !ok {
-					return
-				}
-				be.Send(auth)
-				if be.Flush() != nil {
-					return
-				}
-				be.SetAuthType(authType(auth))
-				m, err := be.Receive()
-				if err != nil {
-					return
-				}
-				if p, ok := m.(*pgproto3.PasswordMessage); ok {
-					got <- p.Password
-				}
-				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01", Message: "password authentication failed"})
-				_ = be.Flush()
-			}(c)
-		}
-	}()
-	return ln.Addr().String()
 }
 
 func authType(m pgproto3.BackendMessage) uint32 {
