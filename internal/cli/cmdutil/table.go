@@ -78,7 +78,7 @@ var columnRoles = map[string]columnRole{
 	"pins": {drop: dropCount}, "postings": {drop: dropCount}, "operations": {drop: dropCount},
 	"trials": {drop: dropCount}, "items": {drop: dropCount}, "inbox amount": {drop: dropCount}, "report amount": {drop: dropCount},
 	// other detail
-	"db user": {drop: dropDetail}, "ran by": {drop: dropDetail}, "operator": {drop: dropDetail}, "decided by": {drop: dropDetail},
+	"db user": {drop: dropDetail}, "retry answer": {drop: dropDetail}, "ran by": {drop: dropDetail}, "operator": {drop: dropDetail}, "decided by": {drop: dropDetail},
 	// the lab's anomaly counts
 	"lost": {drop: dropCount}, "doubled": {drop: dropCount}, "wrong_response": {drop: dropCount},
 	"missed_conflicts": {drop: dropCount}, "false_conflicts": {drop: dropCount}, "lost_revisions": {drop: dropCount},

@@ -114,8 +114,9 @@ func PrintEntryReview(w io.Writer, r governance.EntryReview, items int) error {
 		table = append(table, []string{strconv.Itoa(e.Seq), e.TenantID, e.OperationID, e.Class, cmdutil.OrDash(e.Amount),
 			e.Evidence, cmdutil.ClipText(cmdutil.OrDash(string(e.Response)), responseCell), outcome})
 	}
-	// the response retries will get back, clipped (-o json has it whole)
-	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "response", "outcome"}, table); err != nil {
+	// the response retries will get back, clipped (-o json has it whole);
+	// hidden first on a narrow terminal, which says so (-o wide)
+	if err := cmdutil.PrintTable(w, []string{"item", "tenant", "operation", "class", "amount", "evidence", "retry answer", "outcome"}, table); err != nil {
 		return err
 	}
 	if len(shown) < len(r.Entries) {
