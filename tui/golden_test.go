@@ -87,6 +87,12 @@ func (s *screen) waitFor(text string) {
 		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
 }
 
+// waitUntil waits for the output read from now on to satisfy done.
+func (s *screen) waitUntil(done func([]byte) bool) {
+	s.t.Helper()
+	teatest.WaitFor(s.t, s.tm.Output(), done, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
 func (s *screen) keys(ks ...string) {
 	for _, k := range ks {
 		s.tm.Send(keyMsg(k))
@@ -292,7 +298,16 @@ func TestGolden(t *testing.T) {
 			s.keys("a")
 			s.waitFor("Four eyes")
 			s.keys("y")
-			s.waitFor("another person must approve")
+			// the refusal reloads the plans: wait for the header drawn
+			// again without "loading…" (under load the screen was taken
+			// while the reload was still in flight)
+			s.waitUntil(func(b []byte) bool {
+				if !bytes.Contains(b, []byte("another person must approve")) {
+					return false
+				}
+				last := bytes.LastIndex(b, []byte("loading…"))
+				return last < 0 || bytes.Contains(b[last:], []byte("3 plans"))
+			})
 		}},
 		{"horizon_purge_aborted", 80, 24, goldenSetup{}, func(s *screen) {
 			s.waitFor("globex/payout")
